@@ -1,0 +1,1 @@
+//! placeholder: filled by issues 4-7
