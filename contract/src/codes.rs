@@ -1,0 +1,254 @@
+//! Stable error codes.
+//!
+//! Two families cross the wire:
+//! - [`AdminErrorCode`]: what an Admin answers in the §3 envelope (`error.code`), with the
+//!   HTTP status the contract suggests and whether a retry can help.
+//! - [`FailureCode`] and [`FlowStep`]: what the client reports in a §7 failure
+//!   (`error.code`, `error.step`), per `decisions.md` §5.
+//!
+//! Codes are SCREAMING_SNAKE strings; a code we do not know is kept verbatim
+//! (`AdminErrorCode::Other`) so a newer Admin never breaks an older client.
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::fmt;
+
+macro_rules! string_enum {
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident { $( $(#[$vmeta:meta])* $variant:ident = $text:literal ),+ $(,)? }
+    ) => {
+        $(#[$meta])*
+        #[derive(Clone, PartialEq, Eq, Hash)]
+        pub enum $name {
+            $( $(#[$vmeta])* $variant, )+
+            /// A code this version does not know, kept verbatim.
+            Other(String),
+        }
+
+        impl $name {
+            /// Every known code, in declaration order.
+            pub const ALL: &'static [$name] = &[ $( $name::$variant ),+ ];
+
+            pub fn as_str(&self) -> &str {
+                match self {
+                    $( $name::$variant => $text, )+
+                    $name::Other(s) => s.as_str(),
+                }
+            }
+
+            pub fn parse(s: &str) -> Self {
+                match s {
+                    $( $text => $name::$variant, )+
+                    other => $name::Other(other.to_string()),
+                }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl fmt::Debug for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let s = String::deserialize(d)?;
+                Ok($name::parse(&s))
+            }
+        }
+    };
+}
+
+string_enum! {
+    /// Error codes an Admin returns in the §3 envelope.
+    pub enum AdminErrorCode {
+        // §4.1 registration
+        MissingClientId = "MISSING_CLIENT_ID",
+        InvalidBody = "INVALID_BODY",
+        InvalidClientProfile = "INVALID_CLIENT_PROFILE",
+        ClientRegisterFailed = "CLIENT_REGISTER_FAILED",
+        // §3 generic
+        Unauthorized = "UNAUTHORIZED",
+        TaskNotFound = "TASK_NOT_FOUND",
+        TaskNotClaimedByClient = "TASK_NOT_CLAIMED_BY_CLIENT",
+        IdempotencyConflict = "IDEMPOTENCY_CONFLICT",
+        MissingIdempotencyKey = "MISSING_IDEMPOTENCY_KEY",
+        RateLimited = "RATE_LIMITED",
+        Internal = "INTERNAL_ERROR",
+        Unavailable = "SERVICE_UNAVAILABLE",
+        NotFound = "NOT_FOUND",
+        MethodNotAllowed = "METHOD_NOT_ALLOWED",
+        UnsupportedMediaType = "UNSUPPORTED_MEDIA_TYPE",
+        // §6 / §7 / data model §4.3
+        InvalidResult = "INVALID_RESULT",
+        InvalidFailure = "INVALID_FAILURE",
+        CollectGoodsMismatch = "COLLECT_GOODS_MISMATCH",
+        TaskTypeMismatch = "TASK_TYPE_MISMATCH",
+        // §7.1 spec resolution
+        InvalidSpecResolutionSchema = "INVALID_SPEC_RESOLUTION_SCHEMA",
+        InvalidSpecResolutionRequest = "INVALID_SPEC_RESOLUTION_REQUEST",
+        SpecResolutionHashMismatch = "SPEC_RESOLUTION_HASH_MISMATCH",
+        TaskNotPurchase = "TASK_NOT_PURCHASE",
+        TaskVersionConflict = "TASK_VERSION_CONFLICT",
+        PddGoodsMismatch = "PDD_GOODS_MISMATCH",
+        SpecResolutionUnavailable = "SPEC_RESOLUTION_UNAVAILABLE",
+        // operator API (decisions.md §10)
+        InvalidTaskPayload = "INVALID_TASK_PAYLOAD",
+        TaskAlreadyExists = "TASK_ALREADY_EXISTS",
+    }
+}
+
+impl AdminErrorCode {
+    /// The HTTP status the contract suggests for this code (§3, §4.1, §7.1).
+    pub fn http_status(&self) -> u16 {
+        use AdminErrorCode::*;
+        match self {
+            MissingClientId
+            | InvalidBody
+            | InvalidClientProfile
+            | MissingIdempotencyKey
+            | InvalidSpecResolutionSchema => 400,
+            Unauthorized => 401,
+            TaskNotClaimedByClient => 403,
+            TaskNotFound | NotFound => 404,
+            MethodNotAllowed => 405,
+            IdempotencyConflict | TaskVersionConflict | TaskAlreadyExists => 409,
+            UnsupportedMediaType => 415,
+            InvalidResult
+            | InvalidFailure
+            | CollectGoodsMismatch
+            | TaskTypeMismatch
+            | InvalidSpecResolutionRequest
+            | SpecResolutionHashMismatch
+            | TaskNotPurchase
+            | PddGoodsMismatch
+            | InvalidTaskPayload => 422,
+            RateLimited => 429,
+            Internal | ClientRegisterFailed => 500,
+            Unavailable | SpecResolutionUnavailable => 503,
+            Other(_) => 500,
+        }
+    }
+
+    /// Whether resending the same request may succeed (the envelope's `retryable`).
+    pub fn is_retryable(&self) -> bool {
+        matches!(self.http_status(), 429 | 500 | 503)
+    }
+}
+
+string_enum! {
+    /// Codes the client reports in a §7 failure's `error.code` (`decisions.md` §5).
+    pub enum FailureCode {
+        DeviceOffline = "DEVICE_OFFLINE",
+        UiDumpFailed = "UI_DUMP_FAILED",
+        PageNotRecognized = "PAGE_NOT_RECOGNIZED",
+        GoodsMismatch = "GOODS_MISMATCH",
+        GoodsUnavailable = "GOODS_UNAVAILABLE",
+        SpecNotFound = "SPEC_NOT_FOUND",
+        SpecSoldOut = "SPEC_SOLD_OUT",
+        SpecResolutionUncertain = "SPEC_RESOLUTION_UNCERTAIN",
+        SpecResolutionRejected = "SPEC_RESOLUTION_REJECTED",
+        SpecResolutionFailed = "SPEC_RESOLUTION_FAILED",
+        QuantityNotSettable = "QUANTITY_NOT_SETTABLE",
+        PriceLimitExceeded = "PRICE_LIMIT_EXCEEDED",
+        PriceUnreadable = "PRICE_UNREADABLE",
+        AddressMissing = "ADDRESS_MISSING",
+        LoginRequired = "LOGIN_REQUIRED",
+        RiskVerification = "RISK_VERIFICATION",
+        OrderNotFound = "ORDER_NOT_FOUND",
+        AmbiguousOrderMatch = "AMBIGUOUS_ORDER_MATCH",
+        OrderTimeOutOfWindow = "ORDER_TIME_OUT_OF_WINDOW",
+        OrderNotUnpaid = "ORDER_NOT_UNPAID",
+        InterruptedAfterSubmit = "INTERRUPTED_AFTER_SUBMIT",
+        InvalidTaskPayload = "INVALID_TASK_PAYLOAD",
+        UnsupportedTask = "UNSUPPORTED_TASK",
+        LiveNotDeclared = "LIVE_NOT_DECLARED",
+    }
+}
+
+string_enum! {
+    /// Flow steps reported in a §7 failure's `error.step` (`decisions.md` §5).
+    pub enum FlowStep {
+        OpenGoods = "open_goods",
+        DismissPopup = "dismiss_popup",
+        CheckGoods = "check_goods",
+        OpenSkuSheet = "open_sku_sheet",
+        ReadSkuSheet = "read_sku_sheet",
+        SelectColor = "select_color",
+        SelectSize = "select_size",
+        ResolveSpec = "resolve_spec",
+        SetQuantity = "set_quantity",
+        CheckAddress = "check_address",
+        ConfirmTotal = "confirm_total",
+        SubmitOrder = "submit_order",
+        LeavePayment = "leave_payment",
+        ReconcileOrder = "reconcile_order",
+        Report = "report",
+        Recover = "recover",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_round_trip_and_unknown_ones_survive() {
+        for c in AdminErrorCode::ALL {
+            assert_eq!(&AdminErrorCode::parse(c.as_str()), c);
+            let json = serde_json::to_string(c).unwrap();
+            assert_eq!(&serde_json::from_str::<AdminErrorCode>(&json).unwrap(), c);
+        }
+        let unknown: AdminErrorCode = serde_json::from_str("\"SOMETHING_NEW\"").unwrap();
+        assert_eq!(unknown, AdminErrorCode::Other("SOMETHING_NEW".into()));
+        assert_eq!(
+            serde_json::to_string(&unknown).unwrap(),
+            "\"SOMETHING_NEW\""
+        );
+    }
+
+    #[test]
+    fn statuses_follow_the_contract_table() {
+        assert_eq!(AdminErrorCode::IdempotencyConflict.http_status(), 409);
+        assert_eq!(AdminErrorCode::TaskNotClaimedByClient.http_status(), 403);
+        assert_eq!(
+            AdminErrorCode::SpecResolutionHashMismatch.http_status(),
+            422
+        );
+        assert_eq!(
+            AdminErrorCode::InvalidSpecResolutionSchema.http_status(),
+            400
+        );
+        assert_eq!(AdminErrorCode::SpecResolutionUnavailable.http_status(), 503);
+        assert!(AdminErrorCode::SpecResolutionUnavailable.is_retryable());
+        assert!(!AdminErrorCode::IdempotencyConflict.is_retryable());
+    }
+
+    #[test]
+    fn client_codes_are_screaming_snake() {
+        for c in FailureCode::ALL {
+            assert!(c
+                .as_str()
+                .bytes()
+                .all(|b| b.is_ascii_uppercase() || b == b'_'));
+        }
+        for s in FlowStep::ALL {
+            assert!(s
+                .as_str()
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b == b'_'));
+        }
+    }
+}
