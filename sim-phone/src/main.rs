@@ -1,1 +1,126 @@
-fn main() {}
+//! `sim-phone`: serve a simulated phone on a loopback port, or print its order ledger.
+
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use clap::{Args, Parser, Subcommand};
+
+use cmautobuy_sim_phone::{
+    Catalog, DumpFormat, LatencyProfile, PopupSchedule, SimConfig, SimPhone,
+};
+
+#[derive(Parser)]
+#[command(
+    name = "sim-phone",
+    about = "A simulated Android phone running a simulated PDD app, reachable over ADB",
+    args_conflicts_with_subcommands = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Option<Cmd>,
+    #[command(flatten)]
+    serve: Serve,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Print the ledger's orders as JSON lines.
+    Orders {
+        #[arg(long)]
+        state: PathBuf,
+    },
+}
+
+#[derive(Args)]
+struct Serve {
+    /// Loopback address to listen on (port 0 = any free port). Avoid 5555-5585: every adb
+    /// server probes those as emulators.
+    #[arg(long, default_value = "127.0.0.1:0")]
+    listen: SocketAddr,
+    /// Catalog file or directory of *.json files (default: the repository's
+    /// fixtures/catalog).
+    #[arg(long)]
+    catalog: Option<PathBuf>,
+    /// State file holding the order ledger (created if missing; survives restarts).
+    #[arg(long)]
+    state: Option<PathBuf>,
+    /// zero (no delays) or realistic (sleeps like a phone).
+    #[arg(long, default_value = "zero")]
+    profile: LatencyProfile,
+    /// Seed for every random choice (latencies, popups, order numbers).
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Chance in percent that a popup covers a home or goods page on arrival.
+    #[arg(long, default_value_t = 0)]
+    popup_rate: u8,
+    /// Start the phone's clock here (RFC 3339) and advance it by simulated time only.
+    #[arg(long)]
+    fixed_clock: Option<String>,
+    /// Write dumps in the old one-line format.
+    #[arg(long)]
+    compact_dumps: bool,
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.cmd {
+        Some(Cmd::Orders { state }) => {
+            let orders = cmautobuy_sim_phone::ledger::read_orders(&state)?;
+            let mut out = std::io::stdout().lock();
+            for o in orders {
+                writeln!(out, "{}", serde_json::to_string(&o)?)?;
+            }
+            Ok(())
+        }
+        None => serve(cli.serve),
+    }
+}
+
+fn serve(a: Serve) -> anyhow::Result<()> {
+    let catalog_path = a.catalog.unwrap_or_else(Catalog::bundled_dir);
+    let catalog = Catalog::load(&catalog_path)
+        .with_context(|| format!("loading catalog {}", catalog_path.display()))?;
+    let mut cfg = SimConfig::new(catalog);
+    cfg.state_file = a.state;
+    cfg.profile = a.profile;
+    cfg.seed = a.seed;
+    if a.popup_rate > 0 {
+        cfg.popups = PopupSchedule::Seeded {
+            percent: a.popup_rate.min(100),
+        };
+    }
+    if let Some(t) = a.fixed_clock {
+        let t = chrono::DateTime::parse_from_rfc3339(&t).context("--fixed-clock")?;
+        cfg.start_time = Some(t.with_timezone(&chrono::Utc));
+    }
+    if a.compact_dumps {
+        cfg.dump_format = DumpFormat::Compact;
+    }
+    let handle = SimPhone::bind(a.listen, cfg)?;
+    {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "listening on {}", handle.addr())?;
+        out.flush()?;
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        #[cfg(unix)]
+        {
+            let mut term =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+            tokio::select! {
+                r = tokio::signal::ctrl_c() => r?,
+                _ = term.recv() => {}
+            }
+        }
+        #[cfg(not(unix))]
+        tokio::signal::ctrl_c().await?;
+        anyhow::Ok(())
+    })?;
+    handle.shutdown();
+    Ok(())
+}

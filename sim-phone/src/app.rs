@@ -1,0 +1,695 @@
+//! The simulated PDD app: a page stack, popups and the order ledger, driven by taps, swipes,
+//! keys and deep links. No sockets, no sleeping, no clock of its own: the device passes
+//! `now` in, the app hands back screens (see [`crate::screens`]) and outcomes.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, FixedOffset};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use crate::catalog::{Catalog, Goods, Selection};
+use crate::ledger::{Ledger, Order};
+use crate::ui::{Action, Screen};
+
+/// A popup the app may lay over a page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PopupKind {
+    /// 专属现金红包 with 开心收下 and a 关闭弹窗 icon.
+    RedPacket,
+    /// 发现新版本 with 立即升级 / 下次再说.
+    Upgrade,
+    /// 青少年模式 with 我知道了.
+    TeenMode,
+}
+
+/// When popups appear. A "page view" is every arrival on the home page or a goods page.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum PopupSchedule {
+    /// Never.
+    #[default]
+    Off,
+    /// On each page view with this probability (percent), kind chosen by the seeded RNG.
+    Seeded { percent: u8 },
+    /// Exactly at these page views (1-based).
+    At(Vec<(u64, PopupKind)>),
+}
+
+/// The sheet's state: which goods, what is selected, how far things are scrolled.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SheetState {
+    pub goods_id: String,
+    pub sel: Selection,
+    pub qty: u32,
+    /// Horizontal scroll offset of each dimension's image grid (px).
+    pub hscroll: Vec<i32>,
+    /// Vertical scroll offset of the option list (px).
+    pub vscroll: i32,
+    /// The quantity field has focus (`input text 3` then sets the quantity).
+    pub qty_focused: bool,
+    /// Opened through 发起拼单 (true) or 单独购买 (false).
+    pub group_buy: bool,
+}
+
+/// One page of the app.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Page {
+    Home { scroll: i32 },
+    Goods { goods_id: String },
+    Sheet(SheetState),
+    Payment { order_sn: String },
+    Abandon { order_sn: String },
+    PayResult { order_sn: String },
+    Profile,
+    OrderList { scroll: i32 },
+    OrderDetail { order_sn: String },
+    Login,
+    Risk,
+    NotFound { message: String },
+}
+
+impl Page {
+    /// Stable name for tests and logs.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Page::Home { .. } => "home",
+            Page::Goods { .. } => "goods",
+            Page::Sheet(_) => "sku_sheet",
+            Page::Payment { .. } => "payment",
+            Page::Abandon { .. } => "abandon_dialog",
+            Page::PayResult { .. } => "pay_result",
+            Page::Profile => "profile",
+            Page::OrderList { .. } => "order_list",
+            Page::OrderDetail { .. } => "order_detail",
+            Page::Login => "login",
+            Page::Risk => "risk",
+            Page::NotFound { .. } => "not_found",
+        }
+    }
+
+    /// Activity `dumpsys window` reports for this page.
+    pub fn activity(&self) -> &'static str {
+        match self {
+            Page::Home { .. } | Page::Profile => {
+                "com.xunmeng.pinduoduo/com.xunmeng.pinduoduo.ui.activity.HomeActivity"
+            }
+            Page::Goods { .. } | Page::Sheet(_) | Page::NotFound { .. } => {
+                "com.xunmeng.pinduoduo/com.xunmeng.pinduoduo.activity.NewPageActivity"
+            }
+            Page::Payment { .. } | Page::Abandon { .. } | Page::PayResult { .. } => {
+                "com.xunmeng.pinduoduo/com.xunmeng.pinduoduo.pay.PayActivity"
+            }
+            Page::OrderList { .. } | Page::OrderDetail { .. } => {
+                "com.xunmeng.pinduoduo/com.xunmeng.pinduoduo.order.OrderActivity"
+            }
+            Page::Login => "com.xunmeng.pinduoduo/com.xunmeng.pinduoduo.login.LoginActivity",
+            Page::Risk => "com.xunmeng.pinduoduo/com.xunmeng.pinduoduo.risk.VerifyActivity",
+        }
+    }
+}
+
+/// Configuration of the app model.
+#[derive(Debug, Clone)]
+pub struct AppConfig {
+    pub width: i32,
+    pub height: i32,
+    pub seed: u64,
+    pub popups: PopupSchedule,
+}
+
+/// What a gesture did, for latency accounting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Outcome {
+    /// The page (or a popup) changed: a real phone would animate a transition.
+    pub transition: bool,
+}
+
+/// The app.
+pub struct App {
+    pub(crate) catalog: Arc<Catalog>,
+    pub(crate) ledger: Ledger,
+    pub(crate) cfg: AppConfig,
+    /// Page stack; the last page is on screen. Empty = app not running.
+    pub(crate) stack: Vec<Page>,
+    /// The app is in the foreground (false after HOME: the launcher shows).
+    pub(crate) foreground: bool,
+    pub(crate) popup: Option<PopupKind>,
+    pub(crate) page_views: u64,
+    rng: StdRng,
+    /// Last toast text (toasts are not in dumps on real phones; tests read it here).
+    pub(crate) last_toast: Option<String>,
+}
+
+const QTY_CAP: u32 = 999;
+
+impl App {
+    pub fn new(catalog: Arc<Catalog>, ledger: Ledger, cfg: AppConfig) -> App {
+        let rng = StdRng::seed_from_u64(cfg.seed ^ 0x005e_ed0f_a990);
+        App {
+            catalog,
+            ledger,
+            cfg,
+            stack: Vec::new(),
+            foreground: false,
+            popup: None,
+            page_views: 0,
+            rng,
+            last_toast: None,
+        }
+    }
+
+    /// The page on screen, `None` when the launcher shows.
+    pub fn page(&self) -> Option<&Page> {
+        if self.foreground {
+            self.stack.last()
+        } else {
+            None
+        }
+    }
+
+    /// Name of what is on screen ("launcher" when the app is not in front).
+    pub fn page_name(&self) -> &'static str {
+        self.page().map(Page::name).unwrap_or("launcher")
+    }
+
+    pub fn popup(&self) -> Option<PopupKind> {
+        self.popup
+    }
+
+    pub fn ledger(&self) -> &Ledger {
+        &self.ledger
+    }
+
+    pub fn last_toast(&self) -> Option<&str> {
+        self.last_toast.as_deref()
+    }
+
+    /// Focused activity as `dumpsys window` prints it.
+    pub fn focus_activity(&self) -> &'static str {
+        match self.page() {
+            Some(p) => p.activity(),
+            None => "com.miui.home/com.miui.home.launcher.Launcher",
+        }
+    }
+
+    /// Force the popup on screen now (test knob).
+    pub fn show_popup(&mut self, kind: PopupKind) {
+        self.popup = Some(kind);
+    }
+
+    /// The screen as it is now.
+    pub fn screen(&self, now: DateTime<FixedOffset>) -> Screen {
+        crate::screens::build(self, now)
+    }
+
+    pub(crate) fn goods(&self, id: &str) -> Option<&Goods> {
+        self.catalog.goods(id)
+    }
+
+    fn arrive(&mut self, page: Page) {
+        let counts = matches!(page, Page::Home { .. } | Page::Goods { .. });
+        self.stack.push(page);
+        self.foreground = true;
+        if counts {
+            self.page_views += 1;
+            self.maybe_popup();
+        }
+    }
+
+    fn maybe_popup(&mut self) {
+        match &self.cfg.popups {
+            PopupSchedule::Off => {}
+            PopupSchedule::Seeded { percent } => {
+                let p = u32::from(*percent).min(100);
+                if self.rng.gen_range(0..100) < p {
+                    let kind = match self.rng.gen_range(0..3) {
+                        0 => PopupKind::RedPacket,
+                        1 => PopupKind::Upgrade,
+                        _ => PopupKind::TeenMode,
+                    };
+                    self.popup = Some(kind);
+                }
+            }
+            PopupSchedule::At(list) => {
+                if let Some((_, k)) = list.iter().find(|(n, _)| *n == self.page_views) {
+                    self.popup = Some(*k);
+                }
+            }
+        }
+    }
+
+    /// Launch the app (launcher icon, `monkey -p`, `am start -n`): resumes where it was, or
+    /// opens the home page.
+    pub fn launch(&mut self) -> Outcome {
+        if self.stack.is_empty() {
+            self.arrive(Page::Home { scroll: 0 });
+        } else {
+            self.foreground = true;
+        }
+        Outcome { transition: true }
+    }
+
+    /// `am force-stop`: the process dies, every page is gone.
+    pub fn force_stop(&mut self) -> Outcome {
+        self.stack.clear();
+        self.foreground = false;
+        self.popup = None;
+        Outcome { transition: true }
+    }
+
+    /// Open a deep link. `Err` = no activity handles this URL (am prints an error).
+    /// A URL the app handles but cannot make sense of opens a "not found" page.
+    pub fn open_url(&mut self, url: &str) -> Result<Outcome, String> {
+        let rest = if let Some(r) = url.strip_prefix("pinduoduo://com.xunmeng.pinduoduo/") {
+            r
+        } else if let Some(r) = url
+            .strip_prefix("https://mobile.yangkeduo.com/")
+            .or_else(|| url.strip_prefix("http://mobile.yangkeduo.com/"))
+        {
+            r
+        } else {
+            return Err(format!("unable to resolve Intent for {url:?}"));
+        };
+        self.popup = None;
+        let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
+        let goods_id = query
+            .split('&')
+            .filter_map(|kv| kv.split_once('='))
+            .find(|(k, _)| *k == "goods_id")
+            .map(|(_, v)| v);
+        let page = match (path, goods_id) {
+            ("goods.html" | "goods2.html", Some(id))
+                if !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()) =>
+            {
+                self.resolve_goods(id)
+            }
+            ("goods.html" | "goods2.html", _) => Page::NotFound {
+                message: "商品不存在或已下架".into(),
+            },
+            _ => Page::NotFound {
+                message: "页面不存在".into(),
+            },
+        };
+        self.arrive(page);
+        Ok(Outcome { transition: true })
+    }
+
+    fn resolve_goods(&self, id: &str) -> Page {
+        let mut id = id.to_string();
+        // Redirect chains are bounded: a loop in a catalog must not hang the phone.
+        for _ in 0..8 {
+            let Some(g) = self.goods(&id) else {
+                return Page::NotFound {
+                    message: "商品不存在或已下架".into(),
+                };
+            };
+            if g.login_required {
+                return Page::Login;
+            }
+            if g.risk_verification {
+                return Page::Risk;
+            }
+            match &g.redirect_to {
+                Some(to) => id = to.clone(),
+                None => return Page::Goods { goods_id: id },
+            }
+        }
+        Page::NotFound {
+            message: "页面不存在".into(),
+        }
+    }
+
+    /// A tap at (x, y).
+    pub fn tap(&mut self, x: i32, y: i32, now: DateTime<FixedOffset>) -> Outcome {
+        let screen = self.screen(now);
+        let action = match screen.hit(x, y) {
+            Some(n) => n.action.clone(),
+            None => return Outcome::default(),
+        };
+        match action {
+            Action::None => Outcome::default(),
+            Action::Option { dim, option } => self.select_option(dim, option),
+            Action::Do(name) => self.perform(&name, now),
+        }
+    }
+
+    fn top_mut(&mut self) -> Option<&mut Page> {
+        self.stack.last_mut()
+    }
+
+    fn sheet_mut(&mut self) -> Option<&mut SheetState> {
+        match self.stack.last_mut() {
+            Some(Page::Sheet(s)) => Some(s),
+            _ => None,
+        }
+    }
+
+    fn replace_top(&mut self, p: Page) {
+        self.stack.pop();
+        self.stack.push(p);
+    }
+
+    fn perform(&mut self, name: &str, now: DateTime<FixedOffset>) -> Outcome {
+        let t = Outcome { transition: true };
+        let (verb, arg) = name.split_once(':').unwrap_or((name, ""));
+        match verb {
+            "launch" => return self.launch(),
+            "popup_close" => {
+                self.popup = None;
+                return t;
+            }
+            "open" => {
+                let p = self.resolve_goods(arg);
+                self.arrive(p);
+                return t;
+            }
+            "nav_home" => {
+                self.stack.clear();
+                self.arrive(Page::Home { scroll: 0 });
+                return t;
+            }
+            "nav_profile" => {
+                self.stack.clear();
+                self.stack.push(Page::Home { scroll: 0 });
+                self.stack.push(Page::Profile);
+                return t;
+            }
+            "back" => return self.back(),
+            "buy" | "buy_group" => {
+                let Some(Page::Goods { goods_id }) = self.stack.last().cloned() else {
+                    return Outcome::default();
+                };
+                let Some(g) = self.goods(&goods_id) else {
+                    return Outcome::default();
+                };
+                let st = new_sheet(g, verb == "buy_group");
+                self.stack.push(Page::Sheet(st));
+                return t;
+            }
+            "qty_minus" | "qty_plus" | "qty_edit" => {
+                let limit = self.qty_limit();
+                if let Some(s) = self.sheet_mut() {
+                    match verb {
+                        "qty_minus" => s.qty = s.qty.saturating_sub(1).max(1),
+                        "qty_plus" => s.qty = (s.qty + 1).min(limit.max(1)),
+                        _ => s.qty_focused = true,
+                    }
+                }
+                return Outcome::default();
+            }
+            "submit" => return self.submit(now),
+            "pay" | "abandon_continue" | "order_pay" => {
+                let sn = match (verb, self.stack.last()) {
+                    ("order_pay", _) => arg.to_string(),
+                    (_, Some(Page::Payment { order_sn } | Page::Abandon { order_sn })) => {
+                        order_sn.clone()
+                    }
+                    _ => return Outcome::default(),
+                };
+                if let Err(e) = self.ledger.record_payment_attempt(&sn) {
+                    self.last_toast = Some(format!("ledger: {e}"));
+                }
+                // The simulated app can never complete a payment: the wallet "fails".
+                if verb == "order_pay" {
+                    self.stack.push(Page::PayResult { order_sn: sn });
+                } else {
+                    self.replace_top(Page::PayResult { order_sn: sn });
+                }
+                return t;
+            }
+            "pay_close" => {
+                if let Some(Page::Payment { order_sn }) = self.stack.last().cloned() {
+                    self.replace_top(Page::Abandon { order_sn });
+                }
+                return t;
+            }
+            "abandon_close" => {
+                if let Some(Page::Abandon { order_sn }) = self.stack.last().cloned() {
+                    self.replace_top(Page::Payment { order_sn });
+                }
+                return t;
+            }
+            "abandon_leave" => {
+                // 先去逛逛: leave payment and the sheet, back to the goods page.
+                while matches!(
+                    self.stack.last(),
+                    Some(Page::Abandon { .. } | Page::Payment { .. } | Page::Sheet(_))
+                ) {
+                    self.stack.pop();
+                }
+                if self.stack.is_empty() {
+                    self.arrive(Page::Home { scroll: 0 });
+                }
+                return t;
+            }
+            "view_order" => {
+                self.replace_top(Page::OrderDetail {
+                    order_sn: arg.to_string(),
+                });
+                return t;
+            }
+            "orders" => {
+                self.stack.push(Page::OrderList { scroll: 0 });
+                return t;
+            }
+            "order" => {
+                self.stack.push(Page::OrderDetail {
+                    order_sn: arg.to_string(),
+                });
+                return t;
+            }
+            "order_cancel" => {
+                if let Err(e) = self.ledger.cancel(arg) {
+                    self.last_toast = Some(format!("ledger: {e}"));
+                }
+                return t;
+            }
+            "home_from_error" => {
+                self.stack.clear();
+                self.arrive(Page::Home { scroll: 0 });
+                return t;
+            }
+            "toast" => {
+                self.last_toast = Some(arg.to_string());
+            }
+            _ => {}
+        }
+        Outcome::default()
+    }
+
+    fn qty_limit(&self) -> u32 {
+        let Some(Page::Sheet(s)) = self.stack.last() else {
+            return QTY_CAP;
+        };
+        let Some(g) = self.goods(&s.goods_id) else {
+            return QTY_CAP;
+        };
+        qty_limit(g, &s.sel)
+    }
+
+    fn select_option(&mut self, dim: usize, option: usize) -> Outcome {
+        let Some(Page::Sheet(s)) = self.stack.last() else {
+            return Outcome::default();
+        };
+        let Some(g) = self.goods(&s.goods_id).cloned() else {
+            return Outcome::default();
+        };
+        let mut sel = s.sel.clone();
+        if !g.option_available(&sel, dim, option) {
+            self.last_toast = Some("该款式售罄".into());
+            return Outcome::default();
+        }
+        sel[dim] = Some(option);
+        // A choice elsewhere can make another dimension's choice unavailable: drop it.
+        for d in 0..sel.len() {
+            if d != dim {
+                if let Some(o) = sel[d] {
+                    if !g.option_available(&sel, d, o) {
+                        sel[d] = None;
+                    }
+                }
+            }
+        }
+        let limit = qty_limit(&g, &sel);
+        if let Some(s) = self.sheet_mut() {
+            s.sel = sel;
+            s.qty = s.qty.min(limit.max(1));
+        }
+        Outcome::default()
+    }
+
+    fn submit(&mut self, now: DateTime<FixedOffset>) -> Outcome {
+        let Some(Page::Sheet(s)) = self.stack.last().cloned() else {
+            return Outcome::default();
+        };
+        let Some(g) = self.goods(&s.goods_id).cloned() else {
+            return Outcome::default();
+        };
+        if !g.address_present {
+            self.last_toast = Some("请先添加收货地址".into());
+            return Outcome::default();
+        }
+        let Some(full): Option<Vec<usize>> = s.sel.iter().copied().collect() else {
+            let missing: Vec<&str> = g
+                .dimensions
+                .iter()
+                .zip(&s.sel)
+                .filter(|(_, x)| x.is_none())
+                .map(|(d, _)| d.name.as_str())
+                .collect();
+            self.last_toast = Some(format!("请选择 {}", missing.join(" ")));
+            return Outcome::default();
+        };
+        if g.stock_of(&full) == 0 || s.qty == 0 {
+            self.last_toast = Some("该款式售罄".into());
+            return Outcome::default();
+        }
+        let mut options = serde_json::Map::new();
+        for (d, &i) in g.dimensions.iter().zip(&full) {
+            options.insert(
+                d.key.clone(),
+                serde_json::Value::String(d.options[i].name.clone()),
+            );
+        }
+        let n = self.ledger.orders().len() as u64;
+        let mut sn_rng = StdRng::seed_from_u64(self.cfg.seed.wrapping_mul(31).wrapping_add(n));
+        let digits: u64 = sn_rng.gen_range(0..1_000_000_000_000_000);
+        let order_sn = format!("{}-{digits:015}", now.format("%y%m%d"));
+        let order = Order {
+            order_sn: order_sn.clone(),
+            goods_id: g.goods_id.clone(),
+            options,
+            quantity: s.qty,
+            total_cent: g.total_cent(&s.sel, s.qty),
+            created_at: now.to_rfc3339_opts(chrono::SecondsFormat::Secs, false),
+            status: "unpaid".into(),
+            payment_attempted: false,
+            payment_attempts: 0,
+            unit_price_cent: g.unit_price_cent(&s.sel),
+            title: g.title.clone(),
+        };
+        if let Err(e) = self.ledger.push(order) {
+            self.last_toast = Some(format!("网络错误，请重试 ({e})"));
+            return Outcome::default();
+        }
+        self.stack.push(Page::Payment { order_sn });
+        Outcome { transition: true }
+    }
+
+    /// The BACK key.
+    pub fn back(&mut self) -> Outcome {
+        let t = Outcome { transition: true };
+        if !self.foreground {
+            return Outcome::default();
+        }
+        if self.popup.take().is_some() {
+            return t;
+        }
+        match self.stack.last().cloned() {
+            Some(Page::Payment { order_sn }) => self.replace_top(Page::Abandon { order_sn }),
+            Some(Page::Abandon { order_sn }) => self.replace_top(Page::Payment { order_sn }),
+            Some(Page::PayResult { order_sn }) => self.replace_top(Page::OrderDetail { order_sn }),
+            Some(_) => {
+                self.stack.pop();
+                if self.stack.is_empty() {
+                    self.foreground = false;
+                }
+            }
+            None => self.foreground = false,
+        }
+        t
+    }
+
+    /// The HOME key: the launcher shows, the app keeps its pages.
+    pub fn home_key(&mut self) -> Outcome {
+        self.foreground = false;
+        Outcome { transition: true }
+    }
+
+    /// `input text`: only digits into a focused quantity field do anything (typing Chinese
+    /// through `input text` does not work on real phones either).
+    pub fn input_text(&mut self, text: &str) {
+        let limit = self.qty_limit();
+        if let Some(s) = self.sheet_mut() {
+            if s.qty_focused {
+                if let Ok(n) = text.trim().parse::<u32>() {
+                    s.qty = n.clamp(1, limit.max(1));
+                }
+            }
+        }
+    }
+
+    /// A swipe from (x1, y1) to (x2, y2): scrolls whatever scrollable area it starts in.
+    pub fn swipe(&mut self, x1: i32, y1: i32, x2: i32, y2: i32) -> Outcome {
+        let (dx, dy) = (x1 - x2, y1 - y2);
+        let horizontal = dx.abs() > dy.abs();
+        let geom = match self.stack.last() {
+            Some(Page::Sheet(s)) if self.foreground && self.popup.is_none() => self
+                .goods(&s.goods_id)
+                .map(|g| crate::screens::sheet_geometry(g, s, self.cfg.width)),
+            _ => None,
+        };
+        let Some(top) = self.top_mut() else {
+            return Outcome::default();
+        };
+        match top {
+            Page::Sheet(s) => {
+                let Some(geom) = geom else {
+                    return Outcome::default();
+                };
+                if horizontal {
+                    for (dim, rect, max) in &geom.grids {
+                        if rect.contains(x1, y1) {
+                            s.hscroll[*dim] = (s.hscroll[*dim] + dx).clamp(0, *max);
+                        }
+                    }
+                } else if geom.list.contains(x1, y1) {
+                    s.vscroll = (s.vscroll + dy).clamp(0, geom.list_max_scroll);
+                }
+            }
+            Page::Home { scroll } | Page::OrderList { scroll } if !horizontal => {
+                *scroll = (*scroll + dy).clamp(0, 20_000);
+            }
+            _ => {}
+        }
+        Outcome::default()
+    }
+}
+
+impl Ledger {
+    /// Mark an order cancelled (取消订单 in the order list/detail).
+    pub fn cancel(&mut self, order_sn: &str) -> Result<(), crate::error::SimError> {
+        self.set_status(order_sn, "cancelled")
+    }
+}
+
+fn new_sheet(g: &Goods, group_buy: bool) -> SheetState {
+    let mut sel: Selection = vec![None; g.dimensions.len()];
+    for (di, d) in g.dimensions.iter().enumerate() {
+        let avail: Vec<usize> = (0..d.options.len())
+            .filter(|&oi| g.option_available(&sel, di, oi))
+            .collect();
+        if (d.options.len() == 1 || g.preselect_first) && !avail.is_empty() {
+            sel[di] = Some(avail[0]);
+        }
+    }
+    SheetState {
+        goods_id: g.goods_id.clone(),
+        sel,
+        qty: 1,
+        hscroll: vec![0; g.dimensions.len()],
+        vscroll: 0,
+        qty_focused: false,
+        group_buy,
+    }
+}
+
+/// Most a buyer may order of this selection: the purchase limit, and the stock once every
+/// dimension is chosen.
+pub(crate) fn qty_limit(g: &Goods, sel: &Selection) -> u32 {
+    let mut limit = g.max_quantity.unwrap_or(QTY_CAP).min(QTY_CAP);
+    if let Some(full) = sel.iter().copied().collect::<Option<Vec<usize>>>() {
+        limit = limit.min(g.stock_of(&full));
+    }
+    limit
+}

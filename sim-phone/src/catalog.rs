@@ -1,0 +1,420 @@
+//! The catalog: the ground truth of what the simulated shop sells.
+//!
+//! Loaded from `fixtures/catalog/*.json` (format documented in `sim-phone/README.md`).
+//! Other crates' end-to-end tests load the same files through this type to compare what
+//! the client collected with the truth, so everything here is plain data plus a few pure
+//! lookups (price of a selection, stock of a selection). Money is integer fen, never float.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::SimError;
+
+/// Version of the catalog file format this crate reads.
+pub const CATALOG_SCHEMA_VERSION: u32 = 1;
+
+/// One catalog file: `{"schema_version": 1, "goods": [...]}`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CatalogFile {
+    pub schema_version: u32,
+    pub goods: Vec<Goods>,
+}
+
+/// All goods the simulated app knows, in file order (files sorted by name).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Catalog {
+    pub goods: Vec<Goods>,
+}
+
+/// One goods page.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Goods {
+    /// PDD goods id, digits as a string (it does not fit every JSON reader's integers).
+    pub goods_id: String,
+    /// Full title (the page shows it truncated in `text`, whole in `content-desc`).
+    pub title: String,
+    /// Shop name shown on the goods page and in the order list.
+    pub shop: String,
+    /// Unit price in fen for SKUs whose options carry no `price_cent` of their own.
+    pub price_cent: i64,
+    /// Crossed-out list price in fen shown on the goods page, if any.
+    #[serde(default)]
+    pub list_price_cent: Option<i64>,
+    /// Wording before the price on cards and the goods page ("券后", "秒杀价", "补贴价" ...).
+    #[serde(default)]
+    pub price_wording: Option<String>,
+    /// Discount in fen subtracted once per order: total = unit × quantity − discount.
+    #[serde(default)]
+    pub discount_cent: i64,
+    /// Text of the 优惠 row; defaults to "已减{discount}元" when there is a discount.
+    #[serde(default)]
+    pub discount_label: Option<String>,
+    /// Sales wording on the goods page ("已拼8500件"): digits that are NOT a price.
+    #[serde(default)]
+    pub sales_text: Option<String>,
+    /// Whether the account has a delivery address; without one the sheet shows 手动添加地址
+    /// and 提交订单 creates no order.
+    #[serde(default = "yes")]
+    pub address_present: bool,
+    /// Per-order purchase limit (限购); `None` = limited by stock only.
+    #[serde(default)]
+    pub max_quantity: Option<u32>,
+    /// Stock of every SKU no `stock` rule mentions.
+    #[serde(default = "default_stock")]
+    pub default_stock: u32,
+    /// Preselect the first available option of every dimension when the sheet opens
+    /// (the real app does this for some goods; single-option dimensions are always
+    /// preselected).
+    #[serde(default)]
+    pub preselect_first: bool,
+    /// SKU dimensions in page order.
+    #[serde(default)]
+    pub dimensions: Vec<Dimension>,
+    /// Stock overrides; the last rule matching a SKU wins.
+    #[serde(default)]
+    pub stock: Vec<StockRule>,
+    /// Opening this goods shows another goods' page instead (the link redirects).
+    #[serde(default)]
+    pub redirect_to: Option<String>,
+    /// Opening this goods shows the login page (the session expired).
+    #[serde(default)]
+    pub login_required: bool,
+    /// Opening this goods shows a slider security check (安全验证).
+    #[serde(default)]
+    pub risk_verification: bool,
+    /// The goods page says 商品已下架 and has no buy buttons.
+    #[serde(default)]
+    pub delisted: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn default_stock() -> u32 {
+    200
+}
+
+/// One SKU group on the sheet (颜色分类, 尺码, 款式 ...).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Dimension {
+    /// Stable key used in tasks and ledgers: "color", "size", "style" ...
+    pub key: String,
+    /// Heading shown on the sheet: 颜色分类 / 尺码 / 款式 ...
+    pub name: String,
+    /// How the options are drawn.
+    #[serde(default)]
+    pub form: OptionForm,
+    /// Options in page order.
+    pub options: Vec<OptionSpec>,
+}
+
+/// How a dimension's options are drawn on the checkout sheet.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum OptionForm {
+    /// Wrapped text chips, `selected="true"` on the chosen one.
+    #[default]
+    TextChips,
+    /// A horizontally scrollable grid of image tiles (two rows), clipped at the screen edge.
+    ImageGrid,
+}
+
+/// One option of a dimension.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct OptionSpec {
+    /// Canonical name (what a task names and the ledger records).
+    pub name: String,
+    /// Exact text on the page when it differs from `name`, e.g. with two leading spaces
+    /// ("  玫瑰茶语") or a size hint ("M【建議40-50公斤】").
+    #[serde(default)]
+    pub page_text: Option<String>,
+    /// Unit price in fen of every SKU with this option (the first option in page order that
+    /// has one decides); typically set on colours.
+    #[serde(default)]
+    pub price_cent: Option<i64>,
+}
+
+impl OptionSpec {
+    /// The text the page shows for this option.
+    pub fn page_text(&self) -> &str {
+        self.page_text.as_deref().unwrap_or(&self.name)
+    }
+}
+
+/// Stock of the SKUs matching `options` (dimension key → option name; keys not named match
+/// every option of that dimension). `stock: 0` means sold out.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct StockRule {
+    pub options: serde_json::Map<String, serde_json::Value>,
+    pub stock: u32,
+}
+
+/// A (possibly partial) selection: for each dimension in page order, the chosen option's
+/// index.
+pub type Selection = Vec<Option<usize>>;
+
+impl Catalog {
+    /// Load a catalog from one JSON file or from every `*.json` file of a directory
+    /// (sorted by file name, so the goods order is stable).
+    pub fn load(path: &Path) -> Result<Catalog, SimError> {
+        let files: Vec<PathBuf> = if path.is_dir() {
+            let rd = std::fs::read_dir(path).map_err(|source| SimError::Read {
+                path: path.to_path_buf(),
+                source,
+            })?;
+            let mut v: Vec<PathBuf> = rd
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "json"))
+                .collect();
+            v.sort();
+            v
+        } else {
+            vec![path.to_path_buf()]
+        };
+        let mut goods = Vec::new();
+        for f in files {
+            let bytes = std::fs::read(&f).map_err(|source| SimError::Read {
+                path: f.clone(),
+                source,
+            })?;
+            let file: CatalogFile =
+                serde_json::from_slice(&bytes).map_err(|source| SimError::Json {
+                    path: f.clone(),
+                    source,
+                })?;
+            if file.schema_version != CATALOG_SCHEMA_VERSION {
+                return Err(SimError::InvalidCatalog(format!(
+                    "{}: schema_version {} (this build reads {CATALOG_SCHEMA_VERSION})",
+                    f.display(),
+                    file.schema_version
+                )));
+            }
+            goods.extend(file.goods);
+        }
+        Catalog::new(goods)
+    }
+
+    /// The catalog shipped in `fixtures/catalog/` of this repository (for tests and
+    /// `rehearse`).
+    pub fn bundled_dir() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/catalog")
+    }
+
+    /// Build and validate a catalog from goods.
+    pub fn new(goods: Vec<Goods>) -> Result<Catalog, SimError> {
+        let mut ids = BTreeSet::new();
+        for g in &goods {
+            if !ids.insert(g.goods_id.clone()) {
+                return Err(SimError::InvalidCatalog(format!(
+                    "goods_id {} appears twice",
+                    g.goods_id
+                )));
+            }
+            g.validate().map_err(SimError::InvalidCatalog)?;
+        }
+        for g in &goods {
+            if let Some(to) = &g.redirect_to {
+                if !ids.contains(to) {
+                    return Err(SimError::InvalidCatalog(format!(
+                        "goods {} redirects to unknown goods {to}",
+                        g.goods_id
+                    )));
+                }
+            }
+        }
+        Ok(Catalog { goods })
+    }
+
+    /// The goods with this id.
+    pub fn goods(&self, goods_id: &str) -> Option<&Goods> {
+        self.goods.iter().find(|g| g.goods_id == goods_id)
+    }
+}
+
+impl Goods {
+    fn validate(&self) -> Result<(), String> {
+        let id = &self.goods_id;
+        if id.is_empty() || !id.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(format!("goods_id {id:?} must be digits"));
+        }
+        if self.price_cent <= 0 {
+            return Err(format!("{id}: price_cent must be > 0"));
+        }
+        if self.discount_cent < 0 {
+            return Err(format!("{id}: discount_cent must be >= 0"));
+        }
+        let mut keys = BTreeSet::new();
+        for d in &self.dimensions {
+            if !keys.insert(d.key.as_str()) {
+                return Err(format!("{id}: dimension key {} twice", d.key));
+            }
+            if d.options.is_empty() {
+                return Err(format!("{id}: dimension {} has no options", d.key));
+            }
+            let mut names = BTreeSet::new();
+            for o in &d.options {
+                if !names.insert(o.name.as_str()) {
+                    return Err(format!("{id}: option {} twice in {}", o.name, d.key));
+                }
+                if o.price_cent.is_some_and(|p| p <= 0) {
+                    return Err(format!("{id}: option {} price_cent must be > 0", o.name));
+                }
+            }
+        }
+        for r in &self.stock {
+            for (k, v) in &r.options {
+                let Some(d) = self.dimensions.iter().find(|d| &d.key == k) else {
+                    return Err(format!("{id}: stock rule names unknown dimension {k}"));
+                };
+                let Some(v) = v.as_str() else {
+                    return Err(format!("{id}: stock rule value for {k} must be a string"));
+                };
+                if !d.options.iter().any(|o| o.name == v) {
+                    return Err(format!("{id}: stock rule names unknown option {k}={v}"));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Index of the dimension with this key.
+    pub fn dimension_index(&self, key: &str) -> Option<usize> {
+        self.dimensions.iter().position(|d| d.key == key)
+    }
+
+    /// Unit price in fen of a complete selection (or of the options chosen so far).
+    pub fn unit_price_cent(&self, sel: &[Option<usize>]) -> i64 {
+        for (d, s) in self.dimensions.iter().zip(sel) {
+            if let Some(p) = s.and_then(|i| d.options.get(i)).and_then(|o| o.price_cent) {
+                return p;
+            }
+        }
+        self.price_cent
+    }
+
+    /// Stock of a complete selection (every dimension chosen).
+    pub fn stock_of(&self, sel: &[usize]) -> u32 {
+        let mut stock = self.default_stock;
+        for rule in &self.stock {
+            let matches = rule.options.iter().all(|(k, v)| {
+                let Some(di) = self.dimension_index(k) else {
+                    return false;
+                };
+                let chosen = sel
+                    .get(di)
+                    .and_then(|&i| self.dimensions[di].options.get(i))
+                    .map(|o| o.name.as_str());
+                chosen.is_some() && chosen == v.as_str()
+            });
+            if matches {
+                stock = rule.stock;
+            }
+        }
+        stock
+    }
+
+    /// Every complete selection consistent with a partial one, in page order.
+    pub fn completions(&self, sel: &[Option<usize>]) -> Vec<Vec<usize>> {
+        let mut out: Vec<Vec<usize>> = vec![Vec::new()];
+        for (di, d) in self.dimensions.iter().enumerate() {
+            let choices: Vec<usize> = match sel.get(di).copied().flatten() {
+                Some(i) => vec![i],
+                None => (0..d.options.len()).collect(),
+            };
+            out = out
+                .into_iter()
+                .flat_map(|prefix| {
+                    choices.iter().map(move |&c| {
+                        let mut p = prefix.clone();
+                        p.push(c);
+                        p
+                    })
+                })
+                .collect();
+        }
+        out
+    }
+
+    /// Total stock over every SKU consistent with a partial selection.
+    pub fn stock_of_partial(&self, sel: &[Option<usize>]) -> u64 {
+        self.completions(sel)
+            .iter()
+            .map(|c| u64::from(self.stock_of(c)))
+            .sum()
+    }
+
+    /// Whether option `oi` of dimension `di` can be chosen given the other dimensions'
+    /// current choices (sold out = every consistent SKU has stock 0).
+    pub fn option_available(&self, sel: &[Option<usize>], di: usize, oi: usize) -> bool {
+        let mut s = sel.to_vec();
+        s.resize(self.dimensions.len(), None);
+        s[di] = Some(oi);
+        self.stock_of_partial(&s) > 0
+    }
+
+    /// Whether every SKU is sold out.
+    pub fn all_sold_out(&self) -> bool {
+        self.stock_of_partial(&vec![None; self.dimensions.len()]) == 0
+    }
+
+    /// Lowest unit price over available SKUs (what cards and the goods page show).
+    pub fn min_price_cent(&self) -> i64 {
+        self.completions(&vec![None; self.dimensions.len()])
+            .iter()
+            .filter(|c| self.stock_of(c) > 0)
+            .map(|c| {
+                let s: Selection = c.iter().map(|&i| Some(i)).collect();
+                self.unit_price_cent(&s)
+            })
+            .min()
+            .unwrap_or(self.price_cent)
+    }
+
+    /// Order total in fen: unit × quantity − discount, never below 1 fen.
+    pub fn total_cent(&self, sel: &[Option<usize>], quantity: u32) -> i64 {
+        (self.unit_price_cent(sel) * i64::from(quantity) - self.discount_cent).max(1)
+    }
+}
+
+/// Format fen the way the app does: yuan with up to two decimals, trailing zeros dropped
+/// ("269", "12.7", "2.99").
+pub fn format_yuan(cent: i64) -> String {
+    let sign = if cent < 0 { "-" } else { "" };
+    let c = cent.unsigned_abs();
+    let (y, f) = (c / 100, c % 100);
+    if f == 0 {
+        format!("{sign}{y}")
+    } else if f % 10 == 0 {
+        format!("{sign}{y}.{}", f / 10)
+    } else {
+        format!("{sign}{y}.{f:02}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn yuan_formatting_drops_trailing_zeros() {
+        assert_eq!(format_yuan(26900), "269");
+        assert_eq!(format_yuan(1270), "12.7");
+        assert_eq!(format_yuan(299), "2.99");
+        assert_eq!(format_yuan(5), "0.05");
+    }
+
+    #[test]
+    fn bundled_catalog_loads() {
+        let c = Catalog::load(&Catalog::bundled_dir()).expect("bundled catalog");
+        assert!(c.goods.len() >= 8);
+        assert!(c.goods.iter().any(|g| g.all_sold_out()));
+        assert!(c.goods.iter().any(|g| g.dimensions.len() == 3));
+    }
+}
