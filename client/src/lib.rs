@@ -1,1 +1,34 @@
-//! placeholder: filled by issues 4-7
+//! The cmautobuy client: the executor side of the Client–Admin contract.
+//!
+//! Code map (issue 4 — the client core):
+//! - [`store`] — the durable SQLite store (settings, tasks, runs, outbox, artifacts, spec
+//!   resolutions, operator alerts). All SQL lives there.
+//! - [`gateway`] — the [`gateway::AdminGateway`] trait (contract §9) with the HTTP and the
+//!   in-process (mock Admin) implementations; the only code that knows the wire format.
+//! - [`retry`] — the retry/backoff policy and the outbox decisions, sans-IO.
+//! - [`outbox`] — the relay that delivers stored results/failures until accepted.
+//! - [`runner`] — the claim loop: capabilities, validation, §5.2 handling, hand-off to the
+//!   [`executor::Executor`].
+//! - [`registration`] — §4.1: save locally, register in the background.
+//! - [`spec`] — §7.1 runtime spec resolution, stored before it is sent.
+//! - [`config`] — layered configuration (defaults → TOML → `CMAUTOBUY_*` → flags).
+//! - [`clock`], [`secret`] — injected time; the token wrapper that never prints.
+//!
+//! Screens and money parsing (issue 5+) live in `screen` and `money`.
+//!
+//! **Architecture invariants:** only `store` runs SQL; only `gateway` builds or parses
+//! wire JSON bodies of the Admin's answers; the token exists only inside a
+//! [`secret::Secret`] and never reaches a log line, error or `Debug` output; nothing
+//! marks a task `succeeded` before the Admin answered `accepted: true`.
+
+pub mod clock;
+pub mod config;
+pub mod executor;
+pub mod gateway;
+pub mod outbox;
+pub mod registration;
+pub mod retry;
+pub mod runner;
+pub mod secret;
+pub mod spec;
+pub mod store;

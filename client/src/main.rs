@@ -1,1 +1,537 @@
-fn main() {}
+//! `cmautobuy-client`: the executor's command line. Thin glue over the library; each
+//! subcommand maps its failures to an exit code here.
+//!
+//! Exit codes: 0 success; 1 unexpected error; 2 usage or configuration error (and
+//! `inspect`: the dump is unusable); 3 the local store cannot be opened (e.g. schema
+//! self-check failed); 4 the Admin could not be reached or refused (`register`);
+//! 5 `run --exit-when-idle` stopped because claiming is blocked by an operator alert.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+
+use cmautobuy_client::clock::TokioClock;
+use cmautobuy_client::config::{self, Config, ConfigError, Overrides};
+use cmautobuy_client::executor::{Executor, NoDeviceExecutor, StubExecutor};
+use cmautobuy_client::gateway::{GatewaySettings, HttpAdminGateway};
+use cmautobuy_client::outbox::Relay;
+use cmautobuy_client::registration;
+use cmautobuy_client::runner::{client_profile, RunConfig, RunExit, Runner};
+use cmautobuy_client::secret::Secret;
+use cmautobuy_client::store::{SettingsPatch, Store, StoreError};
+use cmautobuy_contract::hash;
+use cmautobuy_contract::SpecCandidate;
+
+#[derive(Parser)]
+#[command(name = "cmautobuy-client", version, about = "The cmautobuy executor")]
+struct Cli {
+    /// Config file (TOML); default `<data dir>/config.toml`.
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Where the store (and default config) live.
+    #[arg(long, global = true, value_name = "DIR")]
+    data_dir: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Connection settings; given values are saved to the store.
+#[derive(Args, Clone, Debug, Default)]
+struct Conn {
+    /// Admin base URL, e.g. http://127.0.0.1:8080
+    #[arg(long = "admin", value_name = "URL")]
+    admin: Option<String>,
+    /// Admin token (prefer CMAUTOBUY_TOKEN or the config file: flags show up in `ps`).
+    #[arg(long, value_name = "TOKEN")]
+    token: Option<String>,
+    /// Android device: an adb serial (`host:port` is connected through the adb server)
+    /// or `tcp:HOST:PORT` (direct).
+    #[arg(long, value_name = "SERIAL")]
+    device: Option<String>,
+    /// Display name sent to the Admin (at most 50 characters).
+    #[arg(long)]
+    name: Option<String>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Claim and execute tasks, deliver results (until Ctrl-C).
+    Run {
+        #[command(flatten)]
+        conn: Conn,
+        /// Exit 0 after a 204 once nothing is left to deliver in the outbox.
+        #[arg(long)]
+        exit_when_idle: bool,
+        /// Seconds between claims when there is no work (±20 % jitter).
+        #[arg(long, value_name = "SECS")]
+        poll_interval: Option<f64>,
+        /// Run tasks with the phone-less stub executor (tests and rehearsals).
+        #[arg(long, hide = true)]
+        stub_executor: bool,
+    },
+    /// Save the name/device locally, then register with the Admin (§4.1).
+    Register {
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Show identity, registration, alerts, tasks and the outbox.
+    Status {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Inspect or requeue the outbox.
+    Outbox {
+        #[command(subcommand)]
+        command: OutboxCommand,
+    },
+    /// Acknowledge operator alerts (resumes claiming). Without an id: all of them.
+    Ack { id: Option<i64> },
+    /// Compute the §7.1 snapshot hash and idempotency key of a spec resolution.
+    SpecResolutionKey {
+        /// JSON: {task_id, attempt_id, pdd_goods_id, selected_color, candidates}
+        #[arg(long, value_name = "FILE")]
+        input: PathBuf,
+    },
+}
+
+#[derive(Subcommand)]
+enum OutboxCommand {
+    /// List undelivered items (`--all`: accepted ones too).
+    List {
+        #[arg(long)]
+        all: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Make parked items due again (one by id, or all parked).
+    Retry { id: Option<i64> },
+}
+
+/// A failure with its exit code.
+struct Failure {
+    code: u8,
+    error: anyhow::Error,
+}
+
+impl Failure {
+    fn new(code: u8, error: impl Into<anyhow::Error>) -> Self {
+        Failure {
+            code,
+            error: error.into(),
+        }
+    }
+}
+
+impl From<ConfigError> for Failure {
+    fn from(e: ConfigError) -> Self {
+        Failure::new(2, e)
+    }
+}
+
+impl From<StoreError> for Failure {
+    fn from(e: StoreError) -> Self {
+        Failure::new(3, e)
+    }
+}
+
+impl From<anyhow::Error> for Failure {
+    fn from(e: anyhow::Error) -> Self {
+        Failure::new(1, e)
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let overrides = |conn: Option<&Conn>, poll: Option<f64>| Overrides {
+        config: cli.config.clone(),
+        data_dir: cli.data_dir.clone(),
+        admin_url: conn.and_then(|c| c.admin.clone()),
+        token: conn.and_then(|c| c.token.clone()).map(Secret::new),
+        device: conn.and_then(|c| c.device.clone()),
+        name: conn.and_then(|c| c.name.clone()),
+        poll_interval_secs: poll,
+    };
+    let result = match &cli.command {
+        Command::SpecResolutionKey { input } => spec_resolution_key(input),
+        Command::Run {
+            conn,
+            exit_when_idle,
+            poll_interval,
+            stub_executor,
+        } => load(overrides(Some(conn), *poll_interval)).and_then(|cfg| {
+            if *stub_executor {
+                run(cfg, *exit_when_idle, StubExecutor)
+            } else {
+                run(cfg, *exit_when_idle, NoDeviceExecutor)
+            }
+        }),
+        Command::Register { conn } => load(overrides(Some(conn), None)).and_then(register),
+        Command::Status { json } => load(overrides(None, None)).and_then(|c| status(&c, *json)),
+        Command::Outbox { command } => {
+            load(overrides(None, None)).and_then(|c| outbox(&c, command))
+        }
+        Command::Ack { id } => load(overrides(None, None)).and_then(|c| ack(&c, *id)),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(f) => {
+            eprintln!("cmautobuy-client: {:#}", f.error);
+            ExitCode::from(f.code)
+        }
+    }
+}
+
+fn load(o: Overrides) -> Result<Config, Failure> {
+    let cfg = config::load(o, &|k| std::env::var(k).ok())?;
+    init_tracing(&cfg.log);
+    Ok(cfg)
+}
+
+fn init_tracing(default: &str) {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env()
+        .or_else(|_| EnvFilter::try_new(default))
+        .unwrap_or_else(|_| EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+fn open_store(cfg: &Config) -> Result<Store, Failure> {
+    Ok(Store::open(&Store::path_in(&cfg.data_dir))?)
+}
+
+/// Saves what the user gave (the §4.1 local save) and returns the store.
+fn open_and_save(cfg: &Config) -> Result<Store, Failure> {
+    let store = open_store(cfg)?;
+    registration::save_locally(
+        &store,
+        &SettingsPatch {
+            name: cfg.name.clone(),
+            admin_url: cfg.admin_url.clone(),
+            token: cfg.token.clone(),
+            device: cfg.device.clone(),
+        },
+    )?;
+    Ok(store)
+}
+
+fn gateway(cfg: &Config, store: &Store) -> Result<HttpAdminGateway, Failure> {
+    let settings = store.settings()?;
+    let url = settings.admin_url.clone().ok_or_else(|| {
+        Failure::new(
+            2,
+            anyhow::anyhow!("no Admin URL: use --admin URL, CMAUTOBUY_ADMIN_URL or admin_url in the config file"),
+        )
+    })?;
+    let mut gs = GatewaySettings::new(settings.client_id.clone(), settings.token.clone());
+    gs.connect_timeout = cfg.connect_timeout;
+    gs.request_timeout = cfg.request_timeout;
+    gs.max_body_bytes = cfg.max_body_bytes;
+    HttpAdminGateway::new(&url, gs).map_err(|e| Failure::new(2, e))
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+        .map_err(Failure::from)
+}
+
+fn run<E: Executor>(cfg: Config, exit_when_idle: bool, executor: E) -> Result<(), Failure> {
+    let store = open_and_save(&cfg)?;
+    let gw = Arc::new(gateway(&cfg, &store)?);
+    let executor = Arc::new(executor);
+    let rt = runtime()?;
+    let exit = rt.block_on(async move {
+        let clock = TokioClock::new();
+        let settings = store.settings()?;
+        tracing::info!(client_id = %settings.client_id, admin = ?settings.admin_url, device = ?settings.device, "starting");
+        // §4.1: registration runs in the background; its failure never stops the run.
+        let profile = client_profile(&settings, executor.readiness());
+        let reg = registration::spawn(store.clone(), gw.clone(), clock.clone(), profile);
+        let relay = Relay::new(store.clone(), gw.clone(), clock.clone(), Default::default());
+        let runner = Runner::new(
+            store.clone(),
+            gw.clone(),
+            executor,
+            clock.clone(),
+            RunConfig {
+                poll_interval: cfg.poll_interval,
+                exit_when_idle,
+                policy: Default::default(),
+            },
+            relay.waker(),
+        );
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let relay_task = {
+            let rx = stop_rx.clone();
+            tokio::spawn(async move { relay.run(rx).await })
+        };
+        let signals = tokio::spawn({
+            let stop_tx = stop_tx.clone();
+            async move {
+                wait_for_signal().await;
+                tracing::info!("stopping");
+                let _ = stop_tx.send(true);
+            }
+        });
+        let exit = runner.run(stop_rx).await;
+        let _ = stop_tx.send(true);
+        signals.abort();
+        match relay_task.await {
+            Ok(Err(e)) => tracing::error!(error = %e, "outbox relay stopped"),
+            Err(e) => tracing::error!(error = %e, "outbox relay panicked"),
+            Ok(Ok(())) => {}
+        }
+        // Give a still-running registration a moment to record its outcome.
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(2), reg).await;
+        exit.map_err(|e| Failure::new(3, e))
+    })?;
+    match exit {
+        RunExit::Shutdown | RunExit::Idle => Ok(()),
+        RunExit::Blocked(reason) => Err(Failure::new(
+            5,
+            anyhow::anyhow!("claiming is stopped until the operator acts: {reason} (see `cmautobuy-client status`, then `cmautobuy-client ack`)"),
+        )),
+    }
+}
+
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+fn register(cfg: Config) -> Result<(), Failure> {
+    let store = open_and_save(&cfg)?;
+    let settings = store.settings()?;
+    println!(
+        "saved locally: client id {}, name {}",
+        settings.client_id,
+        settings.name.as_deref().unwrap_or("(none)")
+    );
+    let gw = Arc::new(gateway(&cfg, &store)?);
+    let rt = runtime()?;
+    let status = rt.block_on(async {
+        let profile = client_profile(&settings, NoDeviceExecutor.readiness());
+        registration::spawn(store.clone(), gw, TokioClock::new(), profile).await
+    });
+    match status {
+        Ok(s) if s.state == "ok" => {
+            println!("registered with the Admin at {}", s.at);
+            Ok(())
+        }
+        Ok(s) => Err(Failure::new(
+            4,
+            anyhow::anyhow!(
+                "registration failed (local settings kept): {}",
+                s.error.unwrap_or_default()
+            ),
+        )),
+        Err(e) => Err(Failure::new(
+            1,
+            anyhow::anyhow!("registration task failed: {e}"),
+        )),
+    }
+}
+
+fn status(cfg: &Config, json: bool) -> Result<(), Failure> {
+    let store = open_store(cfg)?;
+    let s = store.settings()?;
+    let alerts = store.open_alerts()?;
+    let summary = store.summary()?;
+    let undelivered: Vec<_> = store.outbox_list(false)?;
+    if json {
+        let v = serde_json::json!({
+            "client_id": s.client_id,
+            "name": s.name,
+            "admin_url": s.admin_url,
+            "token_set": s.token.is_some(),
+            "device": s.device,
+            "registration": s.registration,
+            "alerts": alerts.iter().map(|a| serde_json::json!({
+                "id": a.id, "kind": a.kind, "task_id": a.remote_task_id,
+                "message": a.message, "raised_at": a.raised_at,
+            })).collect::<Vec<_>>(),
+            "tasks": summary.tasks.iter().map(|(k, n)| (k.as_str().to_string(), serde_json::json!(n))).collect::<serde_json::Map<_, _>>(),
+            "outbox": summary.outbox.iter().map(|(k, n)| (k.as_str().to_string(), serde_json::json!(n))).collect::<serde_json::Map<_, _>>(),
+        });
+        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        return Ok(());
+    }
+    println!("client id:    {}", s.client_id);
+    println!("name:         {}", s.name.as_deref().unwrap_or("-"));
+    println!("admin:        {}", s.admin_url.as_deref().unwrap_or("-"));
+    println!(
+        "token:        {}",
+        if s.token.is_some() { "set" } else { "not set" }
+    );
+    println!("device:       {}", s.device.as_deref().unwrap_or("-"));
+    match &s.registration {
+        Some(r) if r.state == "ok" => println!("registration: ok ({})", r.at),
+        Some(r) => println!(
+            "registration: {} ({}){}",
+            r.state,
+            r.at,
+            r.error
+                .as_deref()
+                .map(|e| format!(": {e}"))
+                .unwrap_or_default()
+        ),
+        None => println!("registration: never attempted"),
+    }
+    if alerts.is_empty() {
+        println!("alerts:       none (claiming allowed)");
+    } else {
+        println!("ALERTS — claiming is stopped until acknowledged (`cmautobuy-client ack`):");
+        for a in &alerts {
+            println!(
+                "  #{} [{}] task {}: {}",
+                a.id,
+                a.kind,
+                a.remote_task_id.as_deref().unwrap_or("-"),
+                a.message
+            );
+        }
+    }
+    let fmt = |v: Vec<(String, i64)>| {
+        if v.is_empty() {
+            "none".to_string()
+        } else {
+            v.iter()
+                .map(|(k, n)| format!("{k}={n}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        }
+    };
+    println!(
+        "tasks:        {}",
+        fmt(summary
+            .tasks
+            .iter()
+            .map(|(k, n)| (k.as_str().into(), *n))
+            .collect())
+    );
+    println!(
+        "outbox:       {}",
+        fmt(summary
+            .outbox
+            .iter()
+            .map(|(k, n)| (k.as_str().into(), *n))
+            .collect())
+    );
+    for o in undelivered {
+        println!(
+            "  #{} {} {} task {} attempts {}{}",
+            o.id,
+            o.state.as_str(),
+            o.kind.as_str(),
+            o.remote_task_id,
+            o.attempts,
+            o.last_error
+                .map(|e| format!(" last error: {e}"))
+                .unwrap_or_default()
+        );
+    }
+    Ok(())
+}
+
+fn outbox(cfg: &Config, cmd: &OutboxCommand) -> Result<(), Failure> {
+    let store = open_store(cfg)?;
+    match cmd {
+        OutboxCommand::List { all, json } => {
+            let items = store.outbox_list(*all)?;
+            if *json {
+                let v: Vec<_> = items
+                    .iter()
+                    .map(|o| {
+                        serde_json::json!({
+                            "id": o.id, "state": o.state.as_str(), "kind": o.kind.as_str(),
+                            "task_id": o.remote_task_id, "idempotency_key": o.idempotency_key,
+                            "attempts": o.attempts,
+                            "next_attempt_at": cmautobuy_contract::time::format_utc(o.next_attempt_at),
+                            "last_error": o.last_error, "result_id": o.result_id,
+                            "path": o.path,
+                            "body_sha256": sha256_hex(&o.body),
+                        })
+                    })
+                    .collect();
+                println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+            } else if items.is_empty() {
+                println!("outbox is empty");
+            } else {
+                for o in items {
+                    println!(
+                        "#{} {:8} {:7} task {} key {} attempts {} next {}{}",
+                        o.id,
+                        o.state.as_str(),
+                        o.kind.as_str(),
+                        o.remote_task_id,
+                        o.idempotency_key,
+                        o.attempts,
+                        cmautobuy_contract::time::format_utc(o.next_attempt_at),
+                        o.last_error.map(|e| format!(" — {e}")).unwrap_or_default()
+                    );
+                }
+            }
+        }
+        OutboxCommand::Retry { id } => {
+            let n = store.outbox_requeue(*id, chrono::Utc::now())?;
+            println!("{n} item(s) requeued; a running client sends them within a minute");
+        }
+    }
+    Ok(())
+}
+
+fn sha256_hex(b: &[u8]) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(b))
+}
+
+fn ack(cfg: &Config, id: Option<i64>) -> Result<(), Failure> {
+    let store = open_store(cfg)?;
+    let n = store.ack_alerts(id, chrono::Utc::now())?;
+    println!("{n} alert(s) acknowledged");
+    Ok(())
+}
+
+#[derive(serde::Deserialize)]
+struct SpecKeyInput {
+    task_id: String,
+    attempt_id: String,
+    pdd_goods_id: String,
+    selected_color: String,
+    candidates: Vec<SpecCandidate>,
+}
+
+fn spec_resolution_key(input: &Path) -> Result<(), Failure> {
+    let text = std::fs::read(input)
+        .with_context(|| format!("cannot read {}", input.display()))
+        .map_err(|e| Failure::new(2, e))?;
+    let i: SpecKeyInput = serde_json::from_slice(&text)
+        .with_context(|| format!("{} is not a valid spec-resolution input", input.display()))
+        .map_err(|e| Failure::new(2, e))?;
+    let h = hash::snapshot_hash_of(&i.pdd_goods_id, &i.selected_color, &i.candidates);
+    let key = hash::spec_resolution_idempotency_key(&i.task_id, &i.attempt_id, &h);
+    println!(
+        "{}",
+        serde_json::json!({"candidate_snapshot_hash": h, "idempotency_key": key})
+    );
+    Ok(())
+}

@@ -1,0 +1,286 @@
+//! Configuration, layered: defaults → TOML file → `CMAUTOBUY_*` environment → flags.
+//!
+//! The config file is `--config FILE`, else `$CMAUTOBUY_CONFIG`, else
+//! `<data dir>/config.toml` when it exists. Every key of the file has an environment
+//! variable (`CMAUTOBUY_` + the key in upper case) and most have a flag.
+//!
+//! Values given here that are also settings (admin URL, token, device, name) are saved to
+//! the store by the commands that use them, so a later run without flags keeps them.
+
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::secret::Secret;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read the config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("invalid config file {path}: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("invalid value for {name}: {message}")]
+    Value { name: String, message: String },
+}
+
+impl ConfigError {
+    pub fn is_retryable(&self) -> bool {
+        false
+    }
+}
+
+/// The TOML file (and the environment) as written.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    pub data_dir: Option<PathBuf>,
+    pub admin_url: Option<String>,
+    pub token: Option<Secret>,
+    pub device: Option<String>,
+    pub name: Option<String>,
+    pub poll_interval_secs: Option<f64>,
+    pub connect_timeout_secs: Option<f64>,
+    pub request_timeout_secs: Option<f64>,
+    pub max_body_bytes: Option<usize>,
+    pub log: Option<String>,
+}
+
+/// What the user typed on the command line (all optional).
+#[derive(Clone, Debug, Default)]
+pub struct Overrides {
+    pub config: Option<PathBuf>,
+    pub data_dir: Option<PathBuf>,
+    pub admin_url: Option<String>,
+    pub token: Option<Secret>,
+    pub device: Option<String>,
+    pub name: Option<String>,
+    pub poll_interval_secs: Option<f64>,
+}
+
+/// The effective configuration.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub data_dir: PathBuf,
+    pub admin_url: Option<String>,
+    pub token: Option<Secret>,
+    pub device: Option<String>,
+    pub name: Option<String>,
+    pub poll_interval: Duration,
+    pub connect_timeout: Duration,
+    pub request_timeout: Duration,
+    pub max_body_bytes: usize,
+    /// A tracing filter (`info`, `cmautobuy_client=debug`, …).
+    pub log: String,
+    /// The config file actually read, if any.
+    pub file: Option<PathBuf>,
+}
+
+/// The default data directory: `$XDG_DATA_HOME/cmautobuy`, `~/.local/share/cmautobuy`,
+/// or `./cmautobuy-data` without a home.
+pub fn default_data_dir(env: &dyn Fn(&str) -> Option<String>) -> PathBuf {
+    if let Some(x) = env("XDG_DATA_HOME").filter(|s| !s.is_empty()) {
+        return PathBuf::from(x).join("cmautobuy");
+    }
+    if let Some(h) = env("HOME").filter(|s| !s.is_empty()) {
+        return PathBuf::from(h).join(".local/share/cmautobuy");
+    }
+    PathBuf::from("cmautobuy-data")
+}
+
+fn secs(name: &str, v: f64) -> Result<Duration, ConfigError> {
+    Duration::try_from_secs_f64(v)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| ConfigError::Value {
+            name: name.into(),
+            message: format!("{v} is not a positive number of seconds"),
+        })
+}
+
+fn env_config(env: &dyn Fn(&str) -> Option<String>) -> Result<FileConfig, ConfigError> {
+    let get = |k: &str| env(&format!("CMAUTOBUY_{k}")).filter(|v| !v.is_empty());
+    let num = |k: &str| -> Result<Option<f64>, ConfigError> {
+        get(k)
+            .map(|v| {
+                v.trim().parse::<f64>().map_err(|_| ConfigError::Value {
+                    name: format!("CMAUTOBUY_{k}"),
+                    message: format!("{v:?} is not a number"),
+                })
+            })
+            .transpose()
+    };
+    Ok(FileConfig {
+        data_dir: get("DATA_DIR").map(PathBuf::from),
+        admin_url: get("ADMIN_URL"),
+        token: get("TOKEN").map(Secret::new),
+        device: get("DEVICE"),
+        name: get("NAME"),
+        poll_interval_secs: num("POLL_INTERVAL_SECS")?,
+        connect_timeout_secs: num("CONNECT_TIMEOUT_SECS")?,
+        request_timeout_secs: num("REQUEST_TIMEOUT_SECS")?,
+        max_body_bytes: num("MAX_BODY_BYTES")?.map(|v| v as usize),
+        log: get("LOG"),
+    })
+}
+
+fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    toml::from_str(&text).map_err(|e| ConfigError::Parse {
+        path: path.to_path_buf(),
+        // toml's message quotes the offending line, which could be the token line.
+        message: e.message().to_string(),
+    })
+}
+
+/// Later layers win field by field.
+fn merge(base: FileConfig, over: FileConfig) -> FileConfig {
+    FileConfig {
+        data_dir: over.data_dir.or(base.data_dir),
+        admin_url: over.admin_url.or(base.admin_url),
+        token: over.token.or(base.token),
+        device: over.device.or(base.device),
+        name: over.name.or(base.name),
+        poll_interval_secs: over.poll_interval_secs.or(base.poll_interval_secs),
+        connect_timeout_secs: over.connect_timeout_secs.or(base.connect_timeout_secs),
+        request_timeout_secs: over.request_timeout_secs.or(base.request_timeout_secs),
+        max_body_bytes: over.max_body_bytes.or(base.max_body_bytes),
+        log: over.log.or(base.log),
+    }
+}
+
+/// Builds the effective configuration. `env` looks up environment variables (injected
+/// so tests need not touch the process environment).
+pub fn load(flags: Overrides, env: &dyn Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+    let from_env = env_config(env)?;
+    let from_flags = FileConfig {
+        data_dir: flags.data_dir.clone(),
+        admin_url: flags.admin_url.clone(),
+        token: flags.token.clone(),
+        device: flags.device.clone(),
+        name: flags.name.clone(),
+        poll_interval_secs: flags.poll_interval_secs,
+        ..Default::default()
+    };
+    // The file's location cannot come from the file itself.
+    let explicit = flags.config.clone().or_else(|| {
+        env("CMAUTOBUY_CONFIG")
+            .filter(|s| !s.is_empty())
+            .map(PathBuf::from)
+    });
+    let (file, file_path) = match explicit {
+        Some(p) => (read_file(&p)?, Some(p)),
+        None => {
+            let dir = flags
+                .data_dir
+                .clone()
+                .or_else(|| from_env.data_dir.clone())
+                .unwrap_or_else(|| default_data_dir(env));
+            let p = dir.join("config.toml");
+            if p.is_file() {
+                (read_file(&p)?, Some(p))
+            } else {
+                (FileConfig::default(), None)
+            }
+        }
+    };
+    let c = merge(merge(file, from_env), from_flags);
+    Ok(Config {
+        data_dir: c.data_dir.unwrap_or_else(|| default_data_dir(env)),
+        admin_url: c.admin_url.filter(|s| !s.is_empty()),
+        token: c.token.filter(|t| !t.is_empty()),
+        device: c.device.filter(|s| !s.is_empty()),
+        name: c.name,
+        poll_interval: secs("poll_interval_secs", c.poll_interval_secs.unwrap_or(10.0))?,
+        connect_timeout: secs(
+            "connect_timeout_secs",
+            c.connect_timeout_secs.unwrap_or(5.0),
+        )?,
+        request_timeout: secs(
+            "request_timeout_secs",
+            c.request_timeout_secs.unwrap_or(30.0),
+        )?,
+        max_body_bytes: c
+            .max_body_bytes
+            .unwrap_or(crate::gateway::DEFAULT_MAX_BODY_BYTES),
+        log: c.log.unwrap_or_else(|| "info".to_string()),
+        file: file_path,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let m: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |k| m.get(k).cloned()
+    }
+
+    #[test]
+    fn layers_defaults_file_env_flags() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("c.toml");
+        std::fs::write(
+            &file,
+            "admin_url = \"http://file\"\ntoken = \"file-token\"\ndevice = \"file-dev\"\nname = \"file-name\"\npoll_interval_secs = 3\n",
+        )
+        .unwrap();
+        let env = env_of(&[
+            ("CMAUTOBUY_CONFIG", file.to_str().unwrap()),
+            ("CMAUTOBUY_TOKEN", "env-token"),
+            ("CMAUTOBUY_DEVICE", "env-dev"),
+            ("HOME", "/home/x"),
+        ]);
+        let c = load(
+            Overrides {
+                device: Some("flag-dev".into()),
+                ..Default::default()
+            },
+            &env,
+        )
+        .unwrap();
+        assert_eq!(c.admin_url.as_deref(), Some("http://file"));
+        assert_eq!(c.token.as_ref().map(Secret::expose), Some("env-token"));
+        assert_eq!(c.device.as_deref(), Some("flag-dev"));
+        assert_eq!(c.name.as_deref(), Some("file-name"));
+        assert_eq!(c.poll_interval, Duration::from_secs(3));
+        assert_eq!(c.request_timeout, Duration::from_secs(30));
+        assert_eq!(c.data_dir, PathBuf::from("/home/x/.local/share/cmautobuy"));
+        assert!(!format!("{c:?}").contains("env-token"));
+    }
+
+    #[test]
+    fn config_errors_do_not_quote_the_token() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("c.toml");
+        std::fs::write(&file, "token = \"secret-tok\" x\n").unwrap();
+        let err = load(
+            Overrides {
+                config: Some(file),
+                ..Default::default()
+            },
+            &env_of(&[]),
+        )
+        .unwrap_err();
+        assert!(!err.to_string().contains("secret-tok"), "{err}");
+    }
+
+    #[test]
+    fn bad_numbers_are_reported() {
+        let env = env_of(&[("CMAUTOBUY_POLL_INTERVAL_SECS", "soon")]);
+        assert!(matches!(
+            load(Overrides::default(), &env),
+            Err(ConfigError::Value { .. })
+        ));
+    }
+}

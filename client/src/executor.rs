@@ -1,0 +1,152 @@
+//! The [`Executor`] trait: where claimed tasks go.
+//!
+//! The runner claims, validates and saves a task, opens a run (fresh `attempt_id`) and
+//! hands the [`Job`] to the executor; the executor answers with an [`Outcome`] (a §6
+//! result or a §7 failure body). The runner writes it to the outbox together with the
+//! local outcome. The device flows (collect, purchase) implement this trait in later
+//! issues; [`StubExecutor`] is the trivial one for tests and rehearsals without a phone.
+
+use chrono::Utc;
+use cmautobuy_contract::time::format_utc;
+use cmautobuy_contract::{
+    ExecutionMode, FailureError, FailureRequest, FailureStatus, PddData, PriceGranularity,
+    ResultRequest, ResultType,
+};
+use serde_json::Map;
+use std::future::Future;
+
+use crate::store::{Run, StoredTask};
+
+/// What the executor can do right now; drives the claim capabilities (contract §5).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Readiness {
+    /// A device is connected and answering.
+    pub device_ready: bool,
+    /// A purchase adapter (the purchase flow on that device) is ready.
+    pub purchase_adapter_ready: bool,
+    /// The purchase adapter may place real orders.
+    pub live_adapter_ready: bool,
+}
+
+/// A claimed task handed to the executor.
+#[derive(Clone, Debug)]
+pub struct Job {
+    pub client_id: String,
+    pub task: StoredTask,
+    pub run: Run,
+    /// The purchase mode this client declared when it claimed the task. A task's own
+    /// mode is never promoted (§5): a live task only runs live if this is live too.
+    pub declared_mode: ExecutionMode,
+    /// A previous, interrupted run of the same task (after a crash): its irreversible
+    /// mark tells a purchase flow to reconcile instead of tapping again.
+    pub previous_run: Option<Run>,
+}
+
+/// What an execution produced.
+#[derive(Clone, Debug)]
+pub enum Outcome {
+    Result(Box<ResultRequest>),
+    Failure(Box<FailureRequest>),
+}
+
+/// Runs claimed tasks.
+pub trait Executor: Send + Sync + 'static {
+    fn readiness(&self) -> Readiness;
+    fn execute(&self, job: Job) -> impl Future<Output = Outcome> + Send;
+}
+
+/// Builds a §7 failure for `job` (a helper for executors and the runner).
+pub fn failure(
+    job: &Job,
+    status: FailureStatus,
+    code: &str,
+    message: &str,
+    step: Option<&str>,
+) -> FailureRequest {
+    FailureRequest {
+        task_version: job.task.version,
+        attempt_id: job.run.attempt_id.clone(),
+        status,
+        error: FailureError {
+            code: code.to_string(),
+            message: message.to_string(),
+            retryable: matches!(status, FailureStatus::RetryWait),
+            step: step.map(str::to_string),
+        },
+        diagnostics: Map::new(),
+        reported_at: format_utc(Utc::now()),
+        extra: Map::new(),
+    }
+}
+
+/// A phone-less executor: collect tasks yield a minimal (empty) collect result built from
+/// the payload; purchase tasks fail with `UNSUPPORTED_TASK`. Declares no device, so the
+/// client claims collect tasks only and never declares live.
+#[derive(Clone, Debug, Default)]
+pub struct StubExecutor;
+
+impl Executor for StubExecutor {
+    fn readiness(&self) -> Readiness {
+        Readiness::default()
+    }
+
+    async fn execute(&self, job: Job) -> Outcome {
+        if job.task.task_type != "collect" {
+            return Outcome::Failure(Box::new(failure(
+                &job,
+                FailureStatus::Failed,
+                "UNSUPPORTED_TASK",
+                "this client build has no purchase flow",
+                None,
+            )));
+        }
+        let goods_id = serde_json::from_str::<serde_json::Value>(&job.task.payload)
+            .ok()
+            .and_then(|p| {
+                p.get("goods_id")
+                    .and_then(|g| g.as_str())
+                    .map(str::to_string)
+            })
+            .unwrap_or_default();
+        Outcome::Result(Box::new(ResultRequest {
+            task_version: job.task.version,
+            attempt_id: job.run.attempt_id.clone(),
+            result_type: ResultType::Collect,
+            completed_at: format_utc(Utc::now()),
+            pdd_data: Some(PddData {
+                schema_version: Some(1),
+                goods_id,
+                title: None,
+                shop_name: None,
+                captured_at: None,
+                price_granularity: PriceGranularity::Color,
+                dimensions: vec![],
+                skus: vec![],
+                extra: Map::new(),
+            }),
+            purchase: None,
+            extra: Map::new(),
+        }))
+    }
+}
+
+/// Without a device flow (issues 5–7) a real run reports every task as waiting for a
+/// device: `retry_wait` / `DEVICE_OFFLINE`, before anything irreversible.
+#[derive(Clone, Debug, Default)]
+pub struct NoDeviceExecutor;
+
+impl Executor for NoDeviceExecutor {
+    fn readiness(&self) -> Readiness {
+        Readiness::default()
+    }
+
+    async fn execute(&self, job: Job) -> Outcome {
+        Outcome::Failure(Box::new(failure(
+            &job,
+            FailureStatus::RetryWait,
+            "DEVICE_OFFLINE",
+            "no device flow is available in this client build",
+            Some("open_goods"),
+        )))
+    }
+}

@@ -1,0 +1,450 @@
+//! The claim loop (contract §5): claim one task at a time, validate it, save it, hand it
+//! to the [`Executor`], write its outcome to the outbox.
+//!
+//! Rules this loop keeps:
+//! - one claim in flight; a 204 waits the poll interval (±20 %) and is never an error;
+//! - capabilities follow §5 ([`client_profile`]): `collect` only without a ready device
+//!   and purchase adapter; `live` only with a valid identity, a saved device and a ready
+//!   live adapter; a task's mode is never promoted (a live task claimed while we declared
+//!   `dry_run` is reported as `LIVE_NOT_DECLARED`, never run);
+//! - every claimed task is checked with `validate::claimed_task` before anything is
+//!   saved; an incomplete one raises a protocol-error alert and claiming stops;
+//! - a claimed task that cannot be saved (§5.2) raises an alert naming its id and claiming
+//!   stops until the operator acknowledges it (`ack`); if even the alert cannot be saved
+//!   the process keeps it in memory and repeats it in the log every poll interval;
+//! - transient claim errors back off like the outbox (1 s doubling to 5 min, full jitter,
+//!   `Retry-After` honoured); permanent ones (4xx) raise an alert and stop claiming.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{watch, Notify};
+
+use cmautobuy_contract::validate;
+use cmautobuy_contract::{
+    Capabilities, ClientInfo, ClientProfile, DeviceInfo, ExecutionMode, FailureStatus, Task,
+    TaskType,
+};
+
+use crate::clock::Clock;
+use crate::executor::{failure, Executor, Job, Outcome, Readiness};
+use crate::gateway::{AdminGateway, GatewayError, PreparedRequest};
+use crate::retry::{poll_delay, random_unit, RetryPolicy};
+use crate::store::{OutboxDraft, OutboxKind, Settings, Store, StoreError, TaskState};
+
+/// Alert kinds (stored in `operator_alerts.kind`).
+pub const ALERT_PROTOCOL: &str = "protocol_error";
+pub const ALERT_NOT_SAVED: &str = "claim_not_saved";
+pub const ALERT_REJECTED: &str = "claim_rejected";
+
+/// The Android package the flows drive (sent in the profile's `device`).
+pub const PDD_PACKAGE: &str = "com.xunmeng.pinduoduo";
+
+#[derive(Clone, Debug)]
+pub struct RunConfig {
+    pub poll_interval: Duration,
+    /// Exit after a 204 once nothing is left to deliver in the outbox.
+    pub exit_when_idle: bool,
+    pub policy: RetryPolicy,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig {
+            poll_interval: Duration::from_secs(10),
+            exit_when_idle: false,
+            policy: RetryPolicy::default(),
+        }
+    }
+}
+
+/// Why [`Runner::run`] returned.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RunExit {
+    Shutdown,
+    /// `exit_when_idle`: a 204 with nothing left in the outbox.
+    Idle,
+    /// `exit_when_idle`: claiming is stopped by an operator alert and the outbox is empty.
+    Blocked(String),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// What one claim cycle did.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ClaimStep {
+    /// 204: wait this long.
+    NoWork(Duration),
+    /// A task was claimed, run and its outcome written to the outbox.
+    Processed { remote_task_id: String },
+    /// A transient error: wait this long.
+    Backoff(Duration),
+    /// Claiming is stopped until the operator acts.
+    Blocked(String),
+}
+
+/// Whether the identity is valid for declaring `live` (§5): a well-formed client id, an
+/// Admin URL and a token, and no permanent rejection of the last registration.
+pub fn identity_valid(s: &Settings) -> bool {
+    let id_ok = s.client_id.starts_with("CLIENT-") && s.client_id.len() > "CLIENT-".len();
+    let configured = s.admin_url.as_deref().is_some_and(|u| !u.is_empty())
+        && s.token.as_ref().is_some_and(|t| !t.is_empty());
+    let rejected = s.registration.as_ref().is_some_and(|r| r.rejected);
+    id_ok && configured && !rejected
+}
+
+/// The §4.1/§5 profile this client declares, computed from what is saved and ready.
+pub fn client_profile(s: &Settings, r: Readiness) -> ClientProfile {
+    let device_saved = s.device.as_deref().is_some_and(|d| !d.is_empty());
+    let purchase = device_saved && r.device_ready && r.purchase_adapter_ready;
+    let live = purchase && r.live_adapter_ready && identity_valid(s);
+    ClientProfile {
+        client: ClientInfo {
+            name: s.name.clone().filter(|n| !n.trim().is_empty()),
+            extra: Default::default(),
+        },
+        supported_types: if purchase {
+            vec![TaskType::Collect, TaskType::Purchase]
+        } else {
+            vec![TaskType::Collect]
+        },
+        device: s
+            .device
+            .as_ref()
+            .filter(|d| !d.is_empty())
+            .map(|d| DeviceInfo {
+                address: Some(d.clone()),
+                platform: Some("android".into()),
+                pdd_package: Some(PDD_PACKAGE.into()),
+                extra: Default::default(),
+            }),
+        capabilities: Capabilities {
+            purchase_mode: if live {
+                ExecutionMode::Live
+            } else {
+                ExecutionMode::DryRun
+            },
+            schema_versions: vec![1],
+            extra: Default::default(),
+        },
+        extra: Default::default(),
+    }
+}
+
+/// The claim loop and task hand-off.
+pub struct Runner<G, E, C> {
+    store: Store,
+    gateway: Arc<G>,
+    executor: Arc<E>,
+    clock: C,
+    cfg: RunConfig,
+    relay_wake: Arc<Notify>,
+    /// An alert that could not be saved (the store is failing): kept here so claiming
+    /// stays stopped and the operator keeps seeing it.
+    unsaved_alert: Mutex<Option<String>>,
+    consecutive_failures: AtomicU32,
+}
+
+impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
+    pub fn new(
+        store: Store,
+        gateway: Arc<G>,
+        executor: Arc<E>,
+        clock: C,
+        cfg: RunConfig,
+        relay_wake: Arc<Notify>,
+    ) -> Self {
+        Runner {
+            store,
+            gateway,
+            executor,
+            clock,
+            cfg,
+            relay_wake,
+            unsaved_alert: Mutex::new(None),
+            consecutive_failures: AtomicU32::new(0),
+        }
+    }
+
+    fn alert(&self, kind: &str, remote_task_id: Option<&str>, message: &str) -> String {
+        tracing::error!(alert = kind, task_id = ?remote_task_id, %message, "claiming stopped");
+        if let Err(e) = self
+            .store
+            .raise_alert(kind, remote_task_id, message, self.clock.now())
+        {
+            let full = format!("{message} (alert not saved: {e})");
+            *self.unsaved_alert.lock().unwrap_or_else(|p| p.into_inner()) = Some(full.clone());
+            return full;
+        }
+        message.to_string()
+    }
+
+    /// Why claiming is stopped, if it is.
+    pub fn blocked_reason(&self) -> Option<String> {
+        if let Some(m) = self
+            .unsaved_alert
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+        {
+            return Some(m);
+        }
+        match self.store.open_alerts() {
+            Ok(alerts) => alerts.first().map(|a| match &a.remote_task_id {
+                Some(t) => format!("[{}] task {t}: {}", a.kind, a.message),
+                None => format!("[{}] {}", a.kind, a.message),
+            }),
+            Err(e) => Some(format!("cannot read operator alerts: {e}")),
+        }
+    }
+
+    fn profile(&self) -> Result<ClientProfile, StoreError> {
+        Ok(client_profile(
+            &self.store.settings()?,
+            self.executor.readiness(),
+        ))
+    }
+
+    /// Re-runs tasks interrupted by a crash (claimed or running, no outcome yet).
+    pub async fn recover(&self) -> Result<(), RunError> {
+        let declared = self.profile()?.capabilities.purchase_mode;
+        for t in self.store.unfinished_tasks()? {
+            if t.state == TaskState::Reporting {
+                continue; // the outbox delivers it
+            }
+            tracing::warn!(task_id = %t.remote_task_id, state = t.state.as_str(), "resuming an interrupted task");
+            let previous = self.store.latest_run(t.id)?;
+            self.execute(t.id, declared, previous).await?;
+        }
+        Ok(())
+    }
+
+    /// One claim cycle.
+    pub async fn claim_once(&self) -> Result<ClaimStep, RunError> {
+        if let Some(reason) = self.blocked_reason() {
+            return Ok(ClaimStep::Blocked(reason));
+        }
+        let profile = self.profile()?;
+        let declared = profile.capabilities.purchase_mode;
+        let result = self.gateway.claim_next(&profile).await;
+        let failures = &self.consecutive_failures;
+        match result {
+            Ok(None) => {
+                failures.store(0, Ordering::Relaxed);
+                Ok(ClaimStep::NoWork(poll_delay(
+                    self.cfg.poll_interval,
+                    random_unit(),
+                )))
+            }
+            Ok(Some(task)) => {
+                failures.store(0, Ordering::Relaxed);
+                self.take(task, declared).await
+            }
+            Err(e @ GatewayError::Malformed { status: 200, .. }) => {
+                // The Admin may have handed us a task we cannot read: same as §5.2.
+                let msg = format!(
+                    "领取应答无法解析，Admin 可能已把任务派给本机 / unreadable claim answer, the Admin may have assigned a task to this client: {e}"
+                );
+                Ok(ClaimStep::Blocked(self.alert(ALERT_PROTOCOL, None, &msg)))
+            }
+            Err(e) if e.is_retryable() => {
+                let n = failures.fetch_add(1, Ordering::Relaxed).saturating_add(1);
+                let delay =
+                    self.cfg
+                        .policy
+                        .delay(n, e.retry_after(), self.clock.now(), random_unit());
+                tracing::warn!(error = %e, ?delay, "claim failed; backing off");
+                Ok(ClaimStep::Backoff(delay))
+            }
+            Err(e) => {
+                let msg = format!("Admin 拒绝领取 / the Admin rejected the claim: {e}");
+                Ok(ClaimStep::Blocked(self.alert(ALERT_REJECTED, None, &msg)))
+            }
+        }
+    }
+
+    /// Validates, saves and runs a claimed task.
+    async fn take(&self, task: Task, declared: ExecutionMode) -> Result<ClaimStep, RunError> {
+        tracing::info!(task_id = %task.id, task_type = task.task_type.as_str(), mode = task.execution_mode.as_str(), "claimed a task");
+        if let Err(v) = validate::claimed_task(&task) {
+            let msg = format!("任务不完整，未执行 / incomplete task, not run: {v}");
+            return Ok(ClaimStep::Blocked(self.alert(
+                ALERT_PROTOCOL,
+                Some(&task.id),
+                &msg,
+            )));
+        }
+        let raw = serde_json::to_string(&task).unwrap_or_default();
+        let local_id = match self.store.save_claimed_task(&task, &raw, self.clock.now()) {
+            Ok(id) => id,
+            Err(e) => {
+                let msg = format!(
+                    "任务已在 Admin 领取但本地保存失败，请记录任务编号并联系维护者 / claimed at the Admin but not saved locally: {e}"
+                );
+                return Ok(ClaimStep::Blocked(self.alert(
+                    ALERT_NOT_SAVED,
+                    Some(&task.id),
+                    &msg,
+                )));
+            }
+        };
+        self.execute(local_id, declared, None).await?;
+        Ok(ClaimStep::Processed {
+            remote_task_id: task.id,
+        })
+    }
+
+    async fn execute(
+        &self,
+        local_id: i64,
+        declared: ExecutionMode,
+        previous_run: Option<crate::store::Run>,
+    ) -> Result<(), RunError> {
+        let run = self.store.start_run(local_id, self.clock.now())?;
+        let task = self.store.task(local_id)?;
+        let job = Job {
+            client_id: self.store.client_id()?,
+            task,
+            run,
+            declared_mode: declared,
+            previous_run,
+        };
+        let outcome = if job.task.execution_mode == ExecutionMode::Live.as_str()
+            && declared != ExecutionMode::Live
+        {
+            // §5: never promote a task's mode; a live task we did not declare is refused.
+            Outcome::Failure(Box::new(failure(
+                &job,
+                FailureStatus::Failed,
+                "LIVE_NOT_DECLARED",
+                "live task claimed while this client declared dry_run; not run",
+                None,
+            )))
+        } else {
+            self.executor.execute(job.clone()).await
+        };
+        self.record(&job, outcome)?;
+        Ok(())
+    }
+
+    /// Writes the outcome and its outbox item in one transaction, then wakes the relay.
+    fn record(&self, job: &Job, outcome: Outcome) -> Result<(), RunError> {
+        let outcome = checked(job, outcome);
+        let remote = &job.task.remote_task_id;
+        let attempt = &job.run.attempt_id;
+        let (kind, key, body, on_accept, label) = match &outcome {
+            Outcome::Result(r) => (
+                OutboxKind::Result,
+                cmautobuy_contract::hash::result_idempotency_key(remote, attempt),
+                serde_json::to_vec(r),
+                TaskState::Succeeded,
+                "succeeded".to_string(),
+            ),
+            Outcome::Failure(f) => (
+                OutboxKind::Failure,
+                cmautobuy_contract::hash::failure_idempotency_key(remote, attempt),
+                serde_json::to_vec(f),
+                failure_state(f.status),
+                format!("{}:{}", f.status.as_str(), f.error.code),
+            ),
+        };
+        let body =
+            body.map_err(|e| StoreError::Corrupt(format!("cannot serialise outcome: {e}")))?;
+        let req = match kind {
+            OutboxKind::Result => {
+                PreparedRequest::result(&job.client_id, remote, &key, body.clone().into())
+            }
+            OutboxKind::Failure => {
+                PreparedRequest::failure(&job.client_id, remote, &key, body.clone().into())
+            }
+        };
+        let draft = OutboxDraft {
+            kind,
+            remote_task_id: remote.clone(),
+            method: req.method.to_string(),
+            path: req.path,
+            headers: req.headers,
+            body,
+            idempotency_key: key,
+            on_accept,
+            outcome: label,
+        };
+        let id = self
+            .store
+            .record_outcome(job.run.id, &draft, self.clock.now())?;
+        tracing::info!(task_id = %remote, outbox_id = id, kind = kind.as_str(), "outcome written to the outbox");
+        self.relay_wake.notify_one();
+        Ok(())
+    }
+
+    /// Claims until shutdown (or idle with `exit_when_idle`).
+    pub async fn run(&self, mut shutdown: watch::Receiver<bool>) -> Result<RunExit, RunError> {
+        self.recover().await?;
+        loop {
+            if *shutdown.borrow() {
+                return Ok(RunExit::Shutdown);
+            }
+            let wait = match self.claim_once().await? {
+                ClaimStep::Processed { .. } => continue,
+                ClaimStep::NoWork(d) => {
+                    if self.cfg.exit_when_idle && self.store.outbox_undelivered_count()? == 0 {
+                        return Ok(RunExit::Idle);
+                    }
+                    d
+                }
+                ClaimStep::Backoff(d) => d,
+                ClaimStep::Blocked(reason) => {
+                    tracing::error!(%reason, "claiming stopped until the operator acts (cmautobuy-client status / ack)");
+                    if self.cfg.exit_when_idle && self.store.outbox_undelivered_count()? == 0 {
+                        return Ok(RunExit::Blocked(reason));
+                    }
+                    self.cfg.poll_interval
+                }
+            };
+            tokio::select! {
+                _ = self.clock.sleep(wait) => {}
+                changed = shutdown.changed() => {
+                    if changed.is_err() {
+                        return Ok(RunExit::Shutdown);
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn failure_state(s: FailureStatus) -> TaskState {
+    match s {
+        FailureStatus::RetryWait => TaskState::RetryWait,
+        FailureStatus::ManualReview => TaskState::ManualReview,
+        FailureStatus::Cancelled => TaskState::Cancelled,
+        FailureStatus::Failed | FailureStatus::Unknown => TaskState::Failed,
+    }
+}
+
+/// An outcome that breaks the contract's own rules would be rejected by the Admin with a
+/// 422 and parked forever; report it as a manual-review failure instead (after an
+/// irreversible mark, a human has to look anyway).
+fn checked(job: &Job, outcome: Outcome) -> Outcome {
+    let violation = match &outcome {
+        Outcome::Result(r) => validate::check_result(r).err(),
+        Outcome::Failure(f) => validate::check_failure(f).err(),
+    };
+    match violation {
+        None => outcome,
+        Some(v) => {
+            tracing::error!(task_id = %job.task.remote_task_id, violation = %v, "executor produced an invalid outcome");
+            Outcome::Failure(Box::new(failure(
+                job,
+                FailureStatus::ManualReview,
+                "INVALID_OUTCOME",
+                &format!("client produced an invalid report: {v}"),
+                Some("report"),
+            )))
+        }
+    }
+}

@@ -1,0 +1,204 @@
+//! The store's schema: append-only migrations and the start-up self-check.
+//!
+//! **Invariant:** migrations are only ever appended. `PRAGMA user_version` counts the ones
+//! applied; each migration is a list of single statements (one statement per `execute`,
+//! so a typo fails loudly instead of silently skipping the rest of a batch).
+
+/// Migration `n` (1-based) is `MIGRATIONS[n - 1]`.
+pub(crate) const MIGRATIONS: &[&[&str]] = &[
+    // 1: the initial schema.
+    &[
+        "CREATE TABLE settings (
+            key        TEXT PRIMARY KEY,
+            value      TEXT NOT NULL,
+            updated_at TEXT NOT NULL
+        )",
+        // One row per claim. `remote_task_id` is the Admin's opaque id, stored verbatim
+        // (contract §5); it is not unique because the Admin may hand the same task to us
+        // again after a reassignment.
+        "CREATE TABLE tasks (
+            id             INTEGER PRIMARY KEY,
+            remote_task_id TEXT NOT NULL,
+            task_type      TEXT NOT NULL,
+            execution_mode TEXT NOT NULL,
+            version        INTEGER NOT NULL,
+            priority       INTEGER NOT NULL,
+            payload        TEXT NOT NULL,
+            raw_task       TEXT NOT NULL,
+            state          TEXT NOT NULL CHECK (state IN ('claimed','running','reporting',
+                              'succeeded','failed','manual_review','retry_wait','cancelled')),
+            claimed_at     TEXT NOT NULL,
+            updated_at     TEXT NOT NULL
+        )",
+        "CREATE INDEX tasks_remote ON tasks (remote_task_id)",
+        "CREATE INDEX tasks_state ON tasks (state)",
+        "CREATE TABLE task_runs (
+            id                     INTEGER PRIMARY KEY,
+            task_id                INTEGER NOT NULL REFERENCES tasks (id),
+            attempt_id             TEXT NOT NULL UNIQUE,
+            started_at             TEXT NOT NULL,
+            irreversible_action_at TEXT,
+            finished_at            TEXT,
+            outcome                TEXT
+        )",
+        // The full request as it goes on the wire, minus the token (decisions §3).
+        "CREATE TABLE outbox (
+            id              INTEGER PRIMARY KEY,
+            task_id         INTEGER NOT NULL REFERENCES tasks (id),
+            run_id          INTEGER NOT NULL REFERENCES task_runs (id),
+            kind            TEXT NOT NULL CHECK (kind IN ('result','failure')),
+            remote_task_id  TEXT NOT NULL,
+            method          TEXT NOT NULL,
+            path            TEXT NOT NULL,
+            headers         TEXT NOT NULL,
+            body            BLOB NOT NULL,
+            idempotency_key TEXT NOT NULL UNIQUE,
+            on_accept_state TEXT NOT NULL,
+            state           TEXT NOT NULL CHECK (state IN ('pending','sent','accepted','parked')),
+            attempts        INTEGER NOT NULL DEFAULT 0,
+            next_attempt_at INTEGER NOT NULL,
+            last_error      TEXT,
+            result_id       TEXT,
+            response        BLOB,
+            created_at      TEXT NOT NULL,
+            updated_at      TEXT NOT NULL,
+            accepted_at     TEXT
+        )",
+        "CREATE INDEX outbox_due ON outbox (state, next_attempt_at)",
+        "CREATE TABLE artifacts (
+            id          INTEGER PRIMARY KEY,
+            run_id      INTEGER NOT NULL REFERENCES task_runs (id),
+            artifact_id TEXT NOT NULL UNIQUE,
+            file        TEXT NOT NULL,
+            sha256      TEXT NOT NULL,
+            step        TEXT NOT NULL,
+            taken_at    TEXT NOT NULL
+        )",
+        "CREATE TABLE spec_resolutions (
+            id                      INTEGER PRIMARY KEY,
+            run_id                  INTEGER NOT NULL REFERENCES task_runs (id),
+            remote_task_id          TEXT NOT NULL,
+            idempotency_key         TEXT NOT NULL UNIQUE,
+            candidate_snapshot_hash TEXT NOT NULL,
+            request_body            BLOB NOT NULL,
+            state                   TEXT NOT NULL CHECK (state IN ('pending','resolved','abandoned')),
+            attempts                INTEGER NOT NULL DEFAULT 0,
+            last_error              TEXT,
+            resolution_id           TEXT,
+            outcome                 TEXT,
+            response                BLOB,
+            created_at              TEXT NOT NULL,
+            updated_at              TEXT NOT NULL
+        )",
+        // What the operator must see and acknowledge: protocol errors from the Admin and
+        // the §5.2 gap (claimed at the Admin, not saved here). Open alerts stop claiming.
+        "CREATE TABLE operator_alerts (
+            id             INTEGER PRIMARY KEY,
+            kind           TEXT NOT NULL,
+            remote_task_id TEXT,
+            message        TEXT NOT NULL,
+            raised_at      TEXT NOT NULL,
+            acked_at       TEXT
+        )",
+    ],
+];
+
+/// Tables and the columns the code relies on; checked at every start.
+pub(crate) const REQUIRED: &[(&str, &[&str])] = &[
+    ("settings", &["key", "value", "updated_at"]),
+    (
+        "tasks",
+        &[
+            "id",
+            "remote_task_id",
+            "task_type",
+            "execution_mode",
+            "version",
+            "priority",
+            "payload",
+            "raw_task",
+            "state",
+            "claimed_at",
+            "updated_at",
+        ],
+    ),
+    (
+        "task_runs",
+        &[
+            "id",
+            "task_id",
+            "attempt_id",
+            "started_at",
+            "irreversible_action_at",
+            "finished_at",
+            "outcome",
+        ],
+    ),
+    (
+        "outbox",
+        &[
+            "id",
+            "task_id",
+            "run_id",
+            "kind",
+            "remote_task_id",
+            "method",
+            "path",
+            "headers",
+            "body",
+            "idempotency_key",
+            "on_accept_state",
+            "state",
+            "attempts",
+            "next_attempt_at",
+            "last_error",
+            "result_id",
+            "response",
+            "created_at",
+            "updated_at",
+            "accepted_at",
+        ],
+    ),
+    (
+        "artifacts",
+        &[
+            "id",
+            "run_id",
+            "artifact_id",
+            "file",
+            "sha256",
+            "step",
+            "taken_at",
+        ],
+    ),
+    (
+        "spec_resolutions",
+        &[
+            "id",
+            "run_id",
+            "remote_task_id",
+            "idempotency_key",
+            "candidate_snapshot_hash",
+            "request_body",
+            "state",
+            "attempts",
+            "last_error",
+            "resolution_id",
+            "outcome",
+            "response",
+            "created_at",
+            "updated_at",
+        ],
+    ),
+    (
+        "operator_alerts",
+        &[
+            "id",
+            "kind",
+            "remote_task_id",
+            "message",
+            "raised_at",
+            "acked_at",
+        ],
+    ),
+];
