@@ -21,6 +21,9 @@
 //! [`secret::Secret`] and never reaches a log line, error or `Debug` output; nothing
 //! marks a task `succeeded` before the Admin answered `accepted: true`.
 
+pub mod money;
+pub mod screen;
+
 pub mod clock;
 pub mod config;
 pub mod executor;

@@ -20,6 +20,7 @@ use cmautobuy_client::gateway::{GatewaySettings, HttpAdminGateway};
 use cmautobuy_client::outbox::Relay;
 use cmautobuy_client::registration;
 use cmautobuy_client::runner::{client_profile, RunConfig, RunExit, Runner};
+use cmautobuy_client::screen;
 use cmautobuy_client::secret::Secret;
 use cmautobuy_client::store::{SettingsPatch, Store, StoreError};
 use cmautobuy_contract::hash;
@@ -95,6 +96,14 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         input: PathBuf,
     },
+    /// Classify a UI dump (uiautomator XML) and print what was read from it.
+    Inspect {
+        /// The dump file (the raw output of `uiautomator dump /dev/tty` is fine).
+        dump: PathBuf,
+        /// Print JSON: {"screen": "<kind>", …}.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -155,6 +164,7 @@ fn main() -> ExitCode {
         poll_interval_secs: poll,
     };
     let result = match &cli.command {
+        Command::Inspect { dump, json } => return inspect(dump, *json),
         Command::SpecResolutionKey { input } => spec_resolution_key(input),
         Command::Run {
             conn,
@@ -534,4 +544,52 @@ fn spec_resolution_key(input: &Path) -> Result<(), Failure> {
         serde_json::json!({"candidate_snapshot_hash": h, "idempotency_key": key})
     );
     Ok(())
+}
+
+/// Exit codes: 0 classified (any kind, `unknown` included), 2 the dump is unusable,
+/// 1 the file cannot be read.
+fn inspect(path: &std::path::Path, json: bool) -> ExitCode {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!(
+                "cmautobuy-client inspect: cannot read {}: {e}",
+                path.display()
+            );
+            return ExitCode::from(1);
+        }
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    if json {
+        let value = screen::inspect_json(&text);
+        let failed = value.get("error").is_some();
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&value).unwrap_or_default()
+        );
+        return if failed {
+            ExitCode::from(2)
+        } else {
+            ExitCode::SUCCESS
+        };
+    }
+    match screen::inspect(&text) {
+        Ok(s) => {
+            print!("{}", screen::render_text(&s));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!(
+                "cmautobuy-client inspect: {} ({}; {})",
+                e,
+                e.code(),
+                if e.is_retryable() {
+                    "retryable"
+                } else {
+                    "not retryable"
+                }
+            );
+            ExitCode::from(2)
+        }
+    }
 }

@@ -1,0 +1,2 @@
+//! Criterion benchmark: parse + classify the real-dump-sized fixtures (filled in below).
+fn main() {}

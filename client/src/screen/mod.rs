@@ -1,0 +1,100 @@
+//! Screen understanding: from a UI dump to "which PDD page is this, and what is on it".
+//!
+//! # Bird's-eye view
+//! `uiautomator dump` output → [`Tree::parse`] → [`Tree`] (arena of nodes, PDD windows
+//! only) → [`classify`] → [`Screen`], one variant per page kind with the fields the flows
+//! need (options and their tap points, order totals in [`Fen`](crate::money::Fen), order
+//! numbers, the element that dismisses a popup, …). [`inspect`] does both and is what
+//! `cmautobuy-client inspect DUMP.xml` prints.
+//!
+//! # Code map
+//! - [`tree`] — the parser (both dump shapes, several windows, uiautomator failure
+//!   texts) and the query API ([`Query`], [`Matcher`], [`NodeRef`]).
+//! - [`error`] — [`DumpError`]: typed, coded, retryable-or-not dump failures.
+//! - [`page`] — the per-dump index of visible labels the recognizers share, and the
+//!   keyword lists (PDD wordings from the field notes) in one place.
+//! - [`recognize`] — [`classify`]: the order in which page kinds are tried, and why.
+//! - [`sku_sheet`] — the checkout/SKU bottom sheet: groups, options, quantity, total.
+//! - [`pages`] — every other page kind: goods detail, payment, the payment-abandon
+//!   dialog, order list and detail, popups, login and risk pages.
+//!
+//! # Architecture invariants
+//! - **No panics, no I/O, no clock.** Every input maps to a `Tree` or a `DumpError`, and
+//!   every tree to a `Screen`; [`Screen::Unknown`] is a value. (A proptest over mutated
+//!   dumps guards this.)
+//! - **Labels are the handles.** PDD resource ids are almost all `…:id/pdd`; recognizers
+//!   match text and content-desc, and use the few stable ids (`tv_select_sku`,
+//!   `tv_content`, `iv_goods_img`, `tv_title`) only as hints.
+//! - **Never offer a money-moving button as a way out.** Dismiss/leave targets are chosen
+//!   from allow-lists and then checked against a deny-list (支付, 付款, 提交, 购买, 下单,
+//!   继续, 确认 …).
+//! - **Unknown money is `None`.** Prices come only from nodes that hold a currency sign
+//!   or are split price parts (see [`crate::money`]).
+
+pub mod error;
+pub mod page;
+pub mod pages;
+pub mod recognize;
+pub mod render;
+pub mod sku_sheet;
+pub mod tree;
+
+pub use error::DumpError;
+pub use pages::{
+    AbandonDialog, BuyButton, GoodsDetail, LoginRequired, OrderDetail, OrderEntry, OrderList,
+    Payment, Popup, RiskVerification, Unknown,
+};
+pub use recognize::{classify, Screen, ScreenKind};
+pub use render::render_text;
+pub use sku_sheet::{OptionForm, QuantityStepper, SkuGroup, SkuOption, SkuSheet};
+pub use tree::{
+    Bounds, DumpShape, Matcher, NodeId, NodeRef, Point, Query, Tree, Window, WindowFilter,
+    PDD_PACKAGE,
+};
+
+use serde::Serialize;
+
+/// Something to tap: the label the user would read and where to tap it (the centre of
+/// the visible part of the label's nearest clickable ancestor).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Target {
+    pub label: String,
+    pub tap: Point,
+    /// Bounds of the node that takes the tap.
+    pub bounds: Bounds,
+}
+
+impl Target {
+    /// The target for a label node; `None` when it is not on screen.
+    pub fn of(node: NodeRef<'_>) -> Option<Target> {
+        Target::with_label(node, node.label())
+    }
+
+    pub fn with_label(node: NodeRef<'_>, label: &str) -> Option<Target> {
+        let clickable = node.nearest_clickable().unwrap_or(node);
+        Some(Target {
+            label: label.to_string(),
+            tap: node.tap_point()?,
+            bounds: clickable.bounds(),
+        })
+    }
+}
+
+/// Parses a dump and classifies it: what `inspect` prints.
+pub fn inspect(output: &str) -> Result<Screen, DumpError> {
+    let tree = Tree::parse(output)?;
+    Ok(classify(&tree))
+}
+
+/// [`inspect`] rendered as the JSON document of `cmautobuy-client inspect --json`:
+/// `{"screen": "<kind>", …}`, or `{"error": {"code", "message", "retryable"}}`.
+pub fn inspect_json(output: &str) -> serde_json::Value {
+    match inspect(output) {
+        Ok(screen) => serde_json::to_value(&screen).unwrap_or_else(|e| {
+            serde_json::json!({"error": {"code": "INSPECT_SERIALIZE", "message": e.to_string(), "retryable": false}})
+        }),
+        Err(e) => serde_json::json!({
+            "error": {"code": e.code(), "message": e.to_string(), "retryable": e.is_retryable()}
+        }),
+    }
+}

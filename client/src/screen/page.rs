@@ -1,0 +1,227 @@
+//! The per-dump index the recognizers share, and the PDD wordings they look for.
+//!
+//! [`Page`] is built once per classification: the visible nodes that carry a label, in
+//! document order. Recognizers ask it "is there a visible label equal to / starting
+//! with / containing X" instead of each walking the tree again.
+//!
+//! The keyword lists below are the field notes' wordings (§3) plus close variants; keep
+//! them here so a change in the app's wording is a one-line change.
+
+use super::tree::{NodeRef, Tree};
+
+/// Labels longer than this are sentences or goods titles, never buttons or headings;
+/// keyword matches on them are ignored (a title may contain "登录" or "验证").
+pub const MAX_KEYWORD_LABEL: usize = 24;
+
+/// Risk pages: a human must take over (`RISK_VERIFICATION`). Matched by containment.
+pub const RISK_STRONG: &[&str] = &[
+    "安全验证",
+    "拖动滑块",
+    "滑块验证",
+    "向右拖动",
+    "账号存在风险",
+    "账号存在异常",
+    "账号异常",
+    "身份验证",
+    "请完成验证",
+];
+/// Risk wording that also appears on ordinary pages (cross-border checkouts ask for
+/// 实名认证): only counts when no ordinary page is recognised.
+pub const RISK_WEAK: &[&str] = &["实名认证", "人脸识别", "请验证身份"];
+
+/// Login pages and login sheets (`LOGIN_REQUIRED`). Matched by containment.
+pub const LOGIN: &[&str] = &[
+    "手机号登录",
+    "手机号码登录",
+    "微信登录",
+    "一键登录",
+    "其他登录方式",
+    "登录/注册",
+    "请先登录",
+    "请登录",
+    "同意并登录",
+    "登录拼多多",
+    "立即登录",
+    "登录后",
+];
+
+/// The retention dialog raised when backing out of payment.
+pub const ABANDON_TITLE: &[&str] = &["确定放弃", "确认放弃", "放弃支付", "放弃付款", "确定要放弃"];
+/// Ways out of that dialog (exact labels).
+pub const ABANDON_LEAVE: &[&str] = &[
+    "先去逛逛",
+    "去逛逛",
+    "残忍离开",
+    "狠心离开",
+    "确认离开",
+    "暂时离开",
+    "放弃支付",
+    "放弃付款",
+    "暂不支付",
+    "以后再说",
+];
+
+/// Buttons of a popup that close it without buying anything, best first (exact labels,
+/// or the label starts with one and is short: "跳过 3s", "暂不升级").
+pub const DISMISS: &[&str] = &[
+    "关闭弹窗",
+    "跳过",
+    "暂不",
+    "下次再说",
+    "以后再说",
+    "稍后再说",
+    "残忍拒绝",
+    "狠心拒绝",
+    "我知道了",
+    "知道了",
+    "不感兴趣",
+    "不再提醒",
+];
+/// Content-descs of close icons.
+pub const CLOSE_DESC: &[&str] = &["关闭弹窗", "关闭", "关闭按钮", "close", "Close", "关 闭"];
+/// Wordings that mark a promotional popup (besides a dismiss button).
+pub const POPUP_MARKERS: &[&str] = &[
+    "开心收下",
+    "专属现金红包",
+    "现金红包",
+    "立即领取",
+    "立即升级",
+    "发现新版本",
+    "青少年模式",
+    "恭喜获得",
+    "恭喜你",
+    "限时福利",
+    "新人专享",
+];
+/// Accepting a gift also closes its popup; used only when no real dismiss is found.
+pub const ACCEPT_GIFT: &[&str] = &["开心收下", "收下"];
+
+/// Never tap a label containing one of these to get *out* of something.
+pub const MONEY_WORDS: &[&str] = &[
+    "支付", "付款", "提交", "购买", "下单", "拼单", "继续", "确认", "确定", "开通", "立即", "抢",
+    "领取", "升级", "¥", "￥",
+];
+
+/// Goods-page buy buttons (the label starts with one).
+pub const BUY_BUTTONS: &[&str] = &[
+    "发起拼单",
+    "单独购买",
+    "免拼购买",
+    "去拼单",
+    "参与拼单",
+    "立即购买",
+    "立即抢购",
+    "马上抢",
+    "一键拼单",
+];
+
+/// The payment (cashier) page's pay buttons (the label starts with one).
+pub const PAYMENT_BUTTONS: &[&str] = &["立即支付", "确认支付", "确认付款"];
+/// Other wordings only the payment page shows (contained in a label).
+pub const PAYMENT_MARKERS: &[&str] = &["支付剩余时间", "选择支付方式", "收银台"];
+
+/// Order statuses as the order list and detail pages print them.
+pub const ORDER_STATUSES: &[&str] = &[
+    "待付款",
+    "等待付款",
+    "待分享",
+    "拼单中",
+    "待发货",
+    "已发货",
+    "待收货",
+    "待评价",
+    "已完成",
+    "交易成功",
+    "已取消",
+    "交易已取消",
+    "交易关闭",
+    "交易已关闭",
+    "退款中",
+    "已退款",
+    "售后中",
+    "已签收",
+    "未发货，退款成功",
+];
+/// Tabs of the order list (个人中心 → 我的订单).
+pub const ORDER_TABS: &[&str] = &[
+    "全部",
+    "待付款",
+    "待分享",
+    "待发货",
+    "待收货",
+    "评价",
+    "退款/售后",
+];
+
+/// Trims the whitespace PDD pads names with (ASCII, ideographic space, NBSP).
+pub fn trim_name(s: &str) -> &str {
+    s.trim_matches(|c: char| c.is_whitespace() || c == '\u{3000}' || c == '\u{a0}')
+}
+
+/// True when `label` starts with `word` and is at most `slack` characters longer.
+pub fn starts_short(label: &str, word: &str, slack: usize) -> bool {
+    label.starts_with(word) && label.chars().count() <= word.chars().count() + slack
+}
+
+pub fn has_money_word(label: &str) -> bool {
+    MONEY_WORDS.iter().any(|w| label.contains(w))
+}
+
+/// The visible, labelled nodes of a tree in document order.
+pub struct Page<'t> {
+    pub tree: &'t Tree,
+    pub labelled: Vec<NodeRef<'t>>,
+}
+
+impl<'t> Page<'t> {
+    pub fn new(tree: &'t Tree) -> Page<'t> {
+        let labelled = tree
+            .nodes()
+            .filter(|n| !(n.text().trim().is_empty() && n.desc().trim().is_empty()))
+            .filter(|n| n.is_visible())
+            .collect();
+        Page { tree, labelled }
+    }
+
+    /// Visible nodes whose text or desc (trimmed) satisfies `pred`, in document order.
+    pub fn labels<'p, F>(&'p self, mut pred: F) -> impl Iterator<Item = NodeRef<'t>> + 'p
+    where
+        F: FnMut(&str) -> bool + 'p,
+    {
+        self.labelled.iter().copied().filter(move |n| {
+            let t = trim_name(n.text());
+            let d = trim_name(n.desc());
+            (!t.is_empty() && pred(t)) || (!d.is_empty() && pred(d))
+        })
+    }
+
+    /// The first visible node whose text or desc equals one of `words`.
+    pub fn exact(&self, words: &[&str]) -> Option<NodeRef<'t>> {
+        self.labels(|l| words.contains(&l)).next()
+    }
+
+    /// The first visible short label containing one of `words`.
+    pub fn containing(&self, words: &[&str]) -> Option<NodeRef<'t>> {
+        self.labels(|l| {
+            l.chars().count() <= MAX_KEYWORD_LABEL && words.iter().any(|w| l.contains(w))
+        })
+        .next()
+    }
+
+    /// The first visible label starting with one of `words` with at most `slack` more
+    /// characters.
+    pub fn starting(&self, words: &[&str], slack: usize) -> Option<NodeRef<'t>> {
+        self.labels(|l| words.iter().any(|w| starts_short(l, w, slack)))
+            .next()
+    }
+
+    /// The visible label of `n`'s text if any, else of its desc, trimmed.
+    pub fn label_of(n: &NodeRef<'t>) -> &'t str {
+        let t = trim_name(n.text());
+        if t.is_empty() {
+            trim_name(n.desc())
+        } else {
+            t
+        }
+    }
+}

@@ -1,0 +1,797 @@
+//! Recognizers for every page kind but the SKU sheet (see [`super::sku_sheet`]).
+//!
+//! Each page kind has a `detect_*` (cheap: "is this it?") and, where the flows need
+//! fields, an `extract_*`. Detection order and precedence live in
+//! [`super::recognize`]; here each function only answers for its own page.
+
+use chrono::{DateTime, FixedOffset, NaiveDate, TimeZone};
+use regex::Regex;
+use serde::Serialize;
+use std::sync::OnceLock;
+
+use super::page::{
+    has_money_word, starts_short, trim_name, Page, ABANDON_LEAVE, ABANDON_TITLE, ACCEPT_GIFT,
+    BUY_BUTTONS, CLOSE_DESC, DISMISS, LOGIN, MAX_KEYWORD_LABEL, ORDER_STATUSES, ORDER_TABS,
+    PAYMENT_BUTTONS, PAYMENT_MARKERS, POPUP_MARKERS, RISK_STRONG, RISK_WEAK,
+};
+use super::recognize::ScreenKind;
+use super::tree::{Bounds, NodeRef, Point};
+use super::Target;
+use crate::money::{parse_price, price_from_parts, Fen};
+
+const SIGNS: [char; 2] = ['¥', '￥'];
+
+// ---------------------------------------------------------------------------------------
+// Risk and login
+// ---------------------------------------------------------------------------------------
+
+/// A verification / risk page: stop, a human is needed (`RISK_VERIFICATION`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RiskVerification {
+    /// The label that gave it away ("安全验证", "拖动滑块完成拼图").
+    pub marker: String,
+}
+
+pub fn detect_risk(page: &Page<'_>, weak_too: bool) -> Option<RiskVerification> {
+    let hit = page
+        .containing(RISK_STRONG)
+        .or_else(|| weak_too.then(|| page.containing(RISK_WEAK)).flatten())?;
+    Some(RiskVerification {
+        marker: Page::label_of(&hit).to_string(),
+    })
+}
+
+/// A login page or login sheet (`LOGIN_REQUIRED`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LoginRequired {
+    pub marker: String,
+}
+
+pub fn detect_login(page: &Page<'_>) -> Option<LoginRequired> {
+    let hit = page.containing(LOGIN).or_else(|| {
+        // A bare "登录" button counts only next to a phone/code field.
+        let button = page.exact(&["登录", "登 录"])?;
+        page.containing(&["手机号", "验证码", "密码"])
+            .map(|_| button)
+    })?;
+    Some(LoginRequired {
+        marker: Page::label_of(&hit).to_string(),
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// Payment-abandon dialog
+// ---------------------------------------------------------------------------------------
+
+/// The retention dialog after backing out of payment ("确定放弃吗?", "继续支付，仅¥59",
+/// "先去逛逛"). The way out is [`AbandonDialog::leave`]; never 继续支付.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct AbandonDialog {
+    pub title: Option<String>,
+    /// The label of the leave button ("先去逛逛").
+    pub leave_button: Option<String>,
+    pub leave: Option<Target>,
+    /// The dialog's unlabeled close icon, if any (a second way out).
+    pub close: Option<Target>,
+    /// The amount the "continue" button quotes ("，仅¥59" → 5900).
+    #[serde(rename = "continue_amount_cent")]
+    pub continue_amount: Option<Fen>,
+}
+
+pub fn detect_abandon(page: &Page<'_>) -> bool {
+    let title = page.containing(ABANDON_TITLE).is_some();
+    let cont = page.starting(&["继续支付", "继续付款"], 12).is_some();
+    let leave = page.exact(ABANDON_LEAVE).is_some();
+    (title && (cont || leave)) || (cont && leave)
+}
+
+pub fn extract_abandon(page: &Page<'_>) -> AbandonDialog {
+    let title = page
+        .containing(ABANDON_TITLE)
+        .map(|n| Page::label_of(&n).to_string());
+    // Leave labels are an allow-list; "放弃支付" is the only one with a money word.
+    let leave = page
+        .exact(ABANDON_LEAVE)
+        .filter(|n| {
+            let l = Page::label_of(n);
+            !l.contains("继续") && !l.contains("立即") && !l.contains("去支付")
+        })
+        .and_then(Target::of);
+    let cont = page.starting(&["继续支付", "继续付款"], 12);
+    let continue_amount = cont.and_then(|c| {
+        let parts: Vec<&str> = c.nearest_clickable().unwrap_or(c).texts().collect();
+        price_from_parts(parts.iter().copied())
+    });
+    let close = dialog_close_icon(page, cont);
+    AbandonDialog {
+        title,
+        leave_button: leave.as_ref().map(|t| t.label.clone()),
+        leave,
+        close,
+        continue_amount,
+    }
+}
+
+/// A close icon: a clickable node with a close content-desc, or an unlabeled (NAF)
+/// small clickable image. Never the node that holds a money word, never the same
+/// clickable as `avoid`.
+fn dialog_close_icon(page: &Page<'_>, avoid: Option<NodeRef<'_>>) -> Option<Target> {
+    let avoid_click = avoid.and_then(|a| a.nearest_clickable()).map(|a| a.id());
+    let by_desc = page
+        .labels(|l| CLOSE_DESC.contains(&l))
+        .find(|n| CLOSE_DESC.contains(&trim_name(n.desc())));
+    if let Some(n) = by_desc {
+        if n.nearest_clickable().map(|c| c.id()) != avoid_click {
+            return Target::with_label(n, trim_name(n.desc()));
+        }
+    }
+    let screen = page.tree.screen();
+    // Small and roughly square: an icon, not a banner or a row. The last one in
+    // document order is drawn on top.
+    let icon_side = screen.width().max(1) / 6;
+    page.tree
+        .nodes()
+        .rfind(|n| {
+            let b = n.bounds();
+            n.is_clickable()
+                && n.is_visible()
+                && n.text().trim().is_empty()
+                && n.desc().trim().is_empty()
+                && (n.is_naf() || n.class_name() == "ImageView")
+                && n.children().next().is_none()
+                && Some(n.id()) != avoid_click
+                && b.width() > 0
+                && b.width() <= icon_side
+                && b.height() <= icon_side
+                && (b.width() - b.height()).abs() <= b.width().max(b.height()) / 2
+        })
+        .and_then(|n| Target::with_label(n, "×"))
+}
+
+// ---------------------------------------------------------------------------------------
+// Popups
+// ---------------------------------------------------------------------------------------
+
+/// A popup (promotion, upgrade, teen mode, …) over some page.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Popup {
+    /// What the popup seems to be about (a marker label such as "开心收下", "青少年模式").
+    pub marker: Option<String>,
+    /// The label of the element that dismisses it ("关闭弹窗", "跳过", "×" for an icon).
+    pub dismiss_button: Option<String>,
+    pub dismiss: Option<Target>,
+    /// `button`, `close_icon` or `accept_gift` (accepting a gift also closes it).
+    pub dismiss_kind: Option<&'static str>,
+    /// The page under the popup, when recognisable.
+    pub underlying: Option<ScreenKind>,
+}
+
+/// A popup is on screen when a dismiss wording ("跳过", "暂不", "下次再说", …, or desc
+/// 关闭弹窗) or a popup marker ("开心收下", "青少年模式", …) is visible.
+pub fn detect_popup(page: &Page<'_>) -> bool {
+    dismiss_button(page).is_some() || page.containing(POPUP_MARKERS).is_some()
+}
+
+fn dismiss_button<'t>(page: &Page<'t>) -> Option<NodeRef<'t>> {
+    // Best first: the order of DISMISS.
+    DISMISS.iter().find_map(|w| {
+        page.labels(|l| l == *w || (starts_short(l, w, 4) && !has_money_word(l)))
+            .find(|n| !has_money_word(Page::label_of(n)))
+    })
+}
+
+pub fn extract_popup(page: &Page<'_>, underlying: Option<ScreenKind>) -> Popup {
+    let marker = page
+        .containing(POPUP_MARKERS)
+        .map(|n| Page::label_of(&n).to_string());
+    let (dismiss, kind) = if let Some(t) = dismiss_button(page).and_then(Target::of) {
+        (Some(t), Some("button"))
+    } else if let Some(t) = dialog_close_icon(page, None) {
+        (Some(t), Some("close_icon"))
+    } else if let Some(t) = page.exact(ACCEPT_GIFT).and_then(Target::of) {
+        (Some(t), Some("accept_gift"))
+    } else {
+        (None, None)
+    };
+    Popup {
+        marker,
+        dismiss_button: dismiss.as_ref().map(|t| t.label.clone()),
+        dismiss,
+        dismiss_kind: kind,
+        underlying,
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Goods detail
+// ---------------------------------------------------------------------------------------
+
+/// The goods page.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct GoodsDetail {
+    /// The full title (from content-desc when the text is truncated).
+    pub title: Option<String>,
+    #[serde(rename = "price_cent")]
+    pub price: Option<Fen>,
+    /// The price as printed (parts joined: "券后¥4.7").
+    pub price_text: Option<String>,
+    pub buy_buttons: Vec<BuyButton>,
+    pub goods_id: Option<String>,
+    /// A sold-out / off-shelf notice is visible (该款式售罄, 已售罄, 商品已下架).
+    pub sold_out: bool,
+}
+
+/// A buy button of the goods page ("发起拼单" with its price "¥12.7").
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct BuyButton {
+    pub label: String,
+    #[serde(rename = "price_cent")]
+    pub price: Option<Fen>,
+    pub target: Target,
+}
+
+pub fn detect_goods(page: &Page<'_>) -> bool {
+    page.starting(BUY_BUTTONS, 16).is_some()
+}
+
+pub fn extract_goods(page: &Page<'_>) -> GoodsDetail {
+    let mut buy_buttons: Vec<BuyButton> = Vec::new();
+    let mut button_nodes: Vec<NodeRef<'_>> = Vec::new();
+    for n in page.labels(|l| BUY_BUTTONS.iter().any(|w| starts_short(l, w, 16))) {
+        let click = n.nearest_clickable().unwrap_or(n);
+        if button_nodes.iter().any(|b| b.id() == click.id()) {
+            continue;
+        }
+        let label = Page::label_of(&n);
+        let word = BUY_BUTTONS
+            .iter()
+            .find(|w| label.starts_with(*w))
+            .copied()
+            .unwrap_or(label);
+        let parts: Vec<&str> = click.texts().collect();
+        let price = price_from_parts(parts.iter().copied());
+        if let Some(target) = Target::with_label(n, word) {
+            button_nodes.push(click);
+            buy_buttons.push(BuyButton {
+                label: word.to_string(),
+                price,
+                target,
+            });
+        }
+    }
+    let in_button = |n: &NodeRef<'_>| button_nodes.iter().any(|b| b.contains(n));
+
+    let (price, price_text) = first_price(page, &in_button);
+    let title = goods_title(page, &in_button);
+    let goods_id = goods_id(page);
+    let sold_out = page
+        .containing(&["该款式售罄", "已售罄", "商品已下架", "已下架", "已抢光"])
+        .is_some();
+    GoodsDetail {
+        title,
+        price,
+        price_text,
+        buy_buttons,
+        goods_id,
+        sold_out,
+    }
+}
+
+/// The first price in page order outside `skip`: a label with a sign ("券后¥4.7"), or
+/// a sign node whose siblings hold the amount ("¥" / "22.6").
+fn first_price(
+    page: &Page<'_>,
+    skip: &dyn Fn(&NodeRef<'_>) -> bool,
+) -> (Option<Fen>, Option<String>) {
+    for n in page.labelled.iter() {
+        let text = trim_name(n.text());
+        if !text.contains(SIGNS) || skip(n) {
+            continue;
+        }
+        if let Some(p) = parse_price(text) {
+            return (Some(p), Some(text.to_string()));
+        }
+        // Split: read the siblings from the one before the sign (a "券后" wording).
+        if let Some(parent) = n.parent() {
+            let parts: Vec<&str> = parent
+                .children()
+                .map(|c| trim_name(c.text()))
+                .filter(|t| !t.is_empty())
+                .collect();
+            if let Some(p) = price_from_parts(parts.iter().copied()) {
+                let joined: String = parts
+                    .iter()
+                    .take_while(|t| !t.contains("已") && !t.contains("件"))
+                    .copied()
+                    .collect();
+                return (Some(p), Some(joined));
+            }
+        }
+    }
+    (None, None)
+}
+
+fn goods_title(page: &Page<'_>, skip: &dyn Fn(&NodeRef<'_>) -> bool) -> Option<String> {
+    // 1. A truncated text whose content-desc holds the whole title.
+    for n in page.labelled.iter().filter(|n| !skip(n)) {
+        let t = trim_name(n.text());
+        let d = trim_name(n.desc());
+        if t.chars().count() >= 2 && d.len() > t.len() && d.starts_with(t.trim_end_matches('…')) {
+            return Some(d.to_string());
+        }
+    }
+    // 2. The stable title ids.
+    if let Some(n) = page
+        .labelled
+        .iter()
+        .find(|n| matches!(n.id_name(), "tv_title" | "goods_title" | "tv_goods_name"))
+    {
+        return Some(Page::label_of(n).to_string());
+    }
+    // 3. The longest plain text in the upper part of the screen.
+    let limit = page.tree.screen().top + page.tree.screen().height() * 3 / 4;
+    page.labelled
+        .iter()
+        .filter(|n| !skip(n) && n.bounds().top < limit)
+        .map(|n| trim_name(n.text()))
+        .filter(|t| t.chars().count() >= 8 && !t.contains(SIGNS) && !t.contains("已拼"))
+        .max_by_key(|t| t.chars().count())
+        .map(str::to_string)
+}
+
+fn goods_id_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        Regex::new(r"(?:goods_id=|商品(?:编号|ID|id|Id)\s*[:：]?\s*)(\d{6,20})")
+            .expect("static regex")
+    })
+}
+
+fn goods_id(page: &Page<'_>) -> Option<String> {
+    page.labelled.iter().find_map(|n| {
+        [n.text(), n.desc()].iter().find_map(|s| {
+            goods_id_re()
+                .captures(s)
+                .and_then(|c| c.get(1))
+                .map(|m| m.as_str().to_string())
+        })
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// Payment
+// ---------------------------------------------------------------------------------------
+
+/// The payment (cashier) page reached after 提交订单. The flows never pay: they read the
+/// amount and leave (back), which raises the abandon dialog.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Payment {
+    #[serde(rename = "amount_cent")]
+    pub amount: Option<Fen>,
+    pub amount_text: Option<String>,
+    /// The pay button's label, for logs only: there is deliberately no target for it.
+    pub pay_label: Option<String>,
+    /// A back / close control of the page, if labelled.
+    pub back: Option<Target>,
+}
+
+pub fn detect_payment(page: &Page<'_>) -> bool {
+    page.starting(PAYMENT_BUTTONS, 14).is_some()
+        || page.containing(PAYMENT_MARKERS).is_some()
+        || (page.exact(&["微信支付"]).is_some() && page.exact(&["支付宝", "支付宝支付"]).is_some())
+}
+
+pub fn extract_payment(page: &Page<'_>) -> Payment {
+    let pay = page.starting(PAYMENT_BUTTONS, 14);
+    // The amount: an "实付/需付款/支付金额" line, else the first price on the page, else
+    // the pay button's own price.
+    let mut amount = None;
+    let mut amount_text = None;
+    for n in page.labels(|l| {
+        ["实付", "需付款", "需支付", "支付金额", "应付", "待支付"]
+            .iter()
+            .any(|w| l.starts_with(w))
+    }) {
+        let click = n.parent().unwrap_or(n);
+        let parts: Vec<&str> = click.texts().collect();
+        if let Some(p) = price_from_parts(parts.iter().copied()) {
+            amount = Some(p);
+            amount_text = Some(parts.concat());
+            break;
+        }
+    }
+    if amount.is_none() {
+        let skip =
+            |n: &NodeRef<'_>| pay.is_some_and(|p| p.nearest_clickable().unwrap_or(p).contains(n));
+        (amount, amount_text) = first_price(page, &skip);
+    }
+    if amount.is_none() {
+        if let Some(p) = pay {
+            amount = parse_price(p.text());
+            amount_text = amount.map(|_| trim_name(p.text()).to_string());
+        }
+    }
+    let back = page
+        .labels(|l| l == "返回" || l == "关闭")
+        .find(|n| !n.desc().trim().is_empty())
+        .and_then(Target::of);
+    Payment {
+        amount,
+        amount_text,
+        pay_label: pay.map(|p| Page::label_of(&p).to_string()),
+        back,
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Orders
+// ---------------------------------------------------------------------------------------
+
+/// The order detail page.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct OrderDetail {
+    /// 订单编号 ("241130-012345678901234").
+    pub order_sn: Option<String>,
+    /// 下单时间, with the page's offset or Asia/Shanghai (+08:00) when it shows none.
+    pub ordered_at: Option<DateTime<FixedOffset>>,
+    pub ordered_at_text: Option<String>,
+    /// The status line ("待付款", "交易已取消", …).
+    pub status: Option<String>,
+    /// 实付款 / 需付款.
+    #[serde(rename = "total_cent")]
+    pub total: Option<Fen>,
+    pub goods_title: Option<String>,
+    pub spec_text: Option<String>,
+    pub quantity: Option<u32>,
+}
+
+pub fn detect_order_detail(page: &Page<'_>) -> bool {
+    page.labels(|l| l.starts_with("订单编号")).next().is_some()
+}
+
+fn order_sn_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| Regex::new(r"\d{6}-\d{6,}|\d{10,}").expect("static regex"))
+}
+
+fn quantity_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        Regex::new(r"^(?:[x×X]\s*(\d{1,4})|共\s*(\d{1,4})\s*件.*)$").expect("static regex")
+    })
+}
+
+/// The value of a "名称：值" line: after the colon in the same label, or the next label.
+fn field_value<'t>(page: &Page<'t>, name: &str) -> Option<(NodeRef<'t>, String)> {
+    let pos = page
+        .labelled
+        .iter()
+        .position(|n| trim_name(n.text()).starts_with(name))?;
+    let n = page.labelled[pos];
+    let rest = trim_name(n.text())[name.len()..].trim_start_matches([':', '：', ' ', '\u{3000}']);
+    if !trim_name(rest).is_empty() {
+        return Some((n, trim_name(rest).to_string()));
+    }
+    let next = page.labelled.get(pos + 1)?;
+    Some((*next, trim_name(next.text()).to_string()))
+}
+
+/// Parses "2026-11-30 14:40:12" (also with `/`, `.`, 年月日, no seconds, an explicit
+/// offset or `Z`). Without an offset the time is Beijing time (+08:00).
+pub fn parse_order_time(text: &str) -> Option<DateTime<FixedOffset>> {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    let re = RE.get_or_init(|| {
+        Regex::new(
+            r"(\d{4})\s*[-/.年]\s*(\d{1,2})\s*[-/.月]\s*(\d{1,2})\s*日?[\sT]*(\d{1,2}):(\d{2})(?::(\d{2}))?\s*(Z|[+-]\d{2}:?\d{2})?",
+        )
+        .expect("static regex")
+    });
+    let c = re.captures(text)?;
+    let num = |i: usize| -> Option<u32> { c.get(i)?.as_str().parse().ok() };
+    let year: i32 = c.get(1)?.as_str().parse().ok()?;
+    let date = NaiveDate::from_ymd_opt(year, num(2)?, num(3)?)?;
+    let time = date.and_hms_opt(num(4)?, num(5)?, c.get(6).map_or(Some(0), |_| num(6))?)?;
+    let offset = match c.get(7).map(|m| m.as_str()) {
+        None => FixedOffset::east_opt(8 * 3600)?,
+        Some("Z") => FixedOffset::east_opt(0)?,
+        Some(o) => {
+            let sign = if o.starts_with('-') { -1 } else { 1 };
+            let digits: String = o[1..].chars().filter(|c| c.is_ascii_digit()).collect();
+            let h: i32 = digits.get(..2)?.parse().ok()?;
+            let m: i32 = digits.get(2..4)?.parse().ok()?;
+            FixedOffset::east_opt(sign * (h * 3600 + m * 60))?
+        }
+    };
+    offset.from_local_datetime(&time).single()
+}
+
+fn find_status<'a>(mut labels: impl Iterator<Item = &'a str>) -> Option<String> {
+    labels
+        .find(|l| {
+            ORDER_STATUSES.contains(l)
+                || ORDER_STATUSES
+                    .iter()
+                    .any(|s| l.starts_with(s) && l.chars().count() <= s.chars().count() + 6)
+        })
+        .map(str::to_string)
+}
+
+pub fn extract_order_detail(page: &Page<'_>) -> OrderDetail {
+    let order_sn = field_value(page, "订单编号")
+        .and_then(|(_, v)| order_sn_re().find(&v).map(|m| m.as_str().to_string()));
+    let time = field_value(page, "下单时间");
+    let ordered_at = time.as_ref().and_then(|(_, v)| parse_order_time(v));
+    let status = find_status(page.labelled.iter().map(Page::label_of));
+    let total = ["实付款", "实付", "需付款", "应付款", "订单金额"]
+        .iter()
+        .find_map(|w| {
+            let pos = page
+                .labelled
+                .iter()
+                .position(|n| trim_name(n.text()).starts_with(w))?;
+            // The amount is in the label ("实付款：¥269") or in the next labels.
+            let parts: Vec<&str> = page.labelled[pos..]
+                .iter()
+                .take(4)
+                .map(|n| trim_name(n.text()))
+                .collect();
+            price_from_parts(parts.iter().copied())
+        });
+    let quantity = page.labelled.iter().find_map(|n| {
+        quantity_re()
+            .captures(trim_name(n.text()))
+            .and_then(|c| c.get(1).or_else(|| c.get(2))?.as_str().parse().ok())
+    });
+    let goods_title = page
+        .labelled
+        .iter()
+        .find(|n| matches!(n.id_name(), "tv_goods_name" | "tv_title" | "goods_name"))
+        .map(|n| Page::label_of(n).to_string())
+        .or_else(|| longest_text(page.labelled.iter().copied()));
+    let spec_text = page
+        .labelled
+        .iter()
+        .find(|n| {
+            let t = trim_name(n.text());
+            t.starts_with("规格") || t.starts_with("已选") || t.contains('：') && t.contains('；')
+        })
+        .map(|n| trim_name(n.text()).to_string());
+    OrderDetail {
+        order_sn,
+        ordered_at,
+        ordered_at_text: time.map(|(_, v)| v),
+        status,
+        total,
+        goods_title,
+        spec_text,
+        quantity,
+    }
+}
+
+fn longest_text<'t>(nodes: impl Iterator<Item = NodeRef<'t>>) -> Option<String> {
+    nodes
+        .map(|n| trim_name(n.text()))
+        .filter(|t| {
+            t.chars().count() >= 8
+                && !t.contains(SIGNS)
+                && !t.starts_with("订单编号")
+                && !t.starts_with("下单时间")
+                && !t.contains('：')
+        })
+        .max_by_key(|t| t.chars().count())
+        .map(str::to_string)
+}
+
+/// The order list (个人中心 → 我的订单 / 待付款).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct OrderList {
+    /// The selected tab ("待付款").
+    pub tab: Option<String>,
+    pub entries: Vec<OrderEntry>,
+}
+
+/// One order card of the list.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct OrderEntry {
+    pub status: Option<String>,
+    pub shop: Option<String>,
+    pub title: Option<String>,
+    pub spec_text: Option<String>,
+    pub quantity: Option<u32>,
+    #[serde(rename = "total_cent")]
+    pub total: Option<Fen>,
+    /// Where to tap to open the order (the card's visible centre).
+    pub tap: Option<Point>,
+    pub bounds: Bounds,
+    /// The whole card is on screen.
+    pub fully_visible: bool,
+}
+
+pub fn detect_order_list(page: &Page<'_>) -> bool {
+    let title = page.exact(&["我的订单", "全部订单"]).is_some();
+    let tabs = ORDER_TABS
+        .iter()
+        .filter(|t| page.exact(&[**t]).is_some())
+        .count();
+    title || tabs >= 4
+}
+
+/// A node of the tab strip: a status word that is its own clickable tab.
+fn is_tab(n: &NodeRef<'_>) -> bool {
+    let l = Page::label_of(n);
+    ORDER_TABS.contains(&l)
+        && n.nearest_clickable().is_some_and(|c| {
+            c.descendants()
+                .filter(|d| !d.text().trim().is_empty())
+                .count()
+                <= 2
+        })
+        && n.nearest_clickable().is_some_and(|c| {
+            c.parent().is_some_and(|row| {
+                row.children()
+                    .filter(|t| t.texts().any(|x| ORDER_TABS.contains(&x)))
+                    .count()
+                    >= 3
+            })
+        })
+}
+
+pub fn extract_order_list(page: &Page<'_>) -> OrderList {
+    let tab = page
+        .labelled
+        .iter()
+        .filter(|n| is_tab(n))
+        .find(|n| n.is_selected() || n.nearest_clickable().is_some_and(|c| c.is_selected()))
+        .map(|n| Page::label_of(n).to_string());
+    // Status labels that are not tabs anchor the cards.
+    let status_nodes: Vec<NodeRef<'_>> = page
+        .tree
+        .nodes()
+        .filter(|n| {
+            let t = trim_name(n.text());
+            !t.is_empty() && ORDER_STATUSES.contains(&t) && !is_tab(n)
+        })
+        .collect();
+    let mut entries = Vec::new();
+    let mut cards = Vec::new();
+    let screen = page.tree.screen();
+    for s in &status_nodes {
+        // The card: the highest ancestor holding this status and no other.
+        let mut card = *s;
+        for a in s.ancestors() {
+            if status_nodes.iter().filter(|o| a.contains(o)).count() > 1
+                || page.labelled.iter().any(|n| is_tab(n) && a.contains(n))
+            {
+                break;
+            }
+            card = a;
+        }
+        let texts: Vec<&str> = card.texts().collect();
+        let total = ["实付", "需付款", "应付", "合计"].iter().find_map(|w| {
+            let i = texts.iter().position(|t| t.starts_with(w))?;
+            price_from_parts(texts[i..].iter().take(4).copied())
+        });
+        let quantity = texts.iter().find_map(|t| {
+            quantity_re()
+                .captures(t)
+                .and_then(|c| c.get(1).or_else(|| c.get(2))?.as_str().parse().ok())
+        });
+        let shop = card
+            .descendants()
+            .find(|n| {
+                let t = trim_name(n.text());
+                !t.is_empty()
+                    && (t.ends_with("店") || t.ends_with("旗舰店") || n.id_name().contains("mall"))
+            })
+            .map(|n| trim_name(n.text()).to_string());
+        let title = longest_text(card.descendants().filter(|n| {
+            let t = trim_name(n.text());
+            Some(t) != shop.as_deref()
+        }));
+        let spec_text = texts
+            .iter()
+            .find(|t| {
+                (t.contains('：') || t.contains('；') || t.contains(';') || t.starts_with("已选"))
+                    && !t.contains(SIGNS)
+                    && !["实付", "需付款", "应付", "合计", "订单"]
+                        .iter()
+                        .any(|w| t.starts_with(w))
+            })
+            .map(|t| t.to_string());
+        let bounds = card.bounds();
+        let vis = bounds.intersect(&screen);
+        entries.push(OrderEntry {
+            status: Some(trim_name(s.text()).to_string()),
+            shop,
+            title,
+            spec_text,
+            quantity,
+            total,
+            tap: (!vis.is_empty() && card.is_visible()).then(|| vis.center()),
+            bounds,
+            fully_visible: vis == bounds && card.is_visible(),
+        });
+        cards.push(card);
+    }
+    // uiautomator clips bounds to the list, so a card cut by the list's edge looks like
+    // a shorter card touching that edge.
+    let max_h = entries.iter().map(|e| e.bounds.height()).max().unwrap_or(0);
+    for (entry, card) in entries.iter_mut().zip(&cards) {
+        let Some(list) = card.ancestors().find(|a| a.is_scrollable()) else {
+            continue;
+        };
+        let lb = list.visible_bounds();
+        let b = entry.bounds;
+        if b.height() * 10 < max_h * 9 && (b.bottom >= lb.bottom - 1 || b.top <= lb.top + 1) {
+            entry.fully_visible = false;
+        }
+    }
+    OrderList { tab, entries }
+}
+
+/// Labels of a page that is not recognised, for the operator.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Unknown {
+    /// Packages of the windows kept (the PDD app) — empty when PDD is not on screen.
+    pub packages: Vec<String>,
+    /// Packages of the other windows (systemui, launcher, another app).
+    pub other_packages: Vec<String>,
+    /// The first visible labels, in page order.
+    pub labels: Vec<String>,
+}
+
+pub fn extract_unknown(page: &Page<'_>) -> Unknown {
+    let mut packages: Vec<String> = Vec::new();
+    let mut other: Vec<String> = Vec::new();
+    for w in page.tree.windows() {
+        let list = if w.root.is_some() {
+            &mut packages
+        } else {
+            &mut other
+        };
+        if !list.contains(&w.package) {
+            list.push(w.package.clone());
+        }
+    }
+    Unknown {
+        packages,
+        other_packages: other,
+        labels: {
+            let mut labels: Vec<String> = Vec::new();
+            // A tab's desc and its text often repeat each other: keep one.
+            for l in page.labelled.iter().map(Page::label_of) {
+                if l.chars().count() <= MAX_KEYWORD_LABEL * 2
+                    && labels.last().map(String::as_str) != Some(l)
+                {
+                    labels.push(l.to_string());
+                }
+                if labels.len() == 40 {
+                    break;
+                }
+            }
+            labels
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn order_times() {
+        let t = parse_order_time("2026-11-30 14:40:12").unwrap();
+        assert_eq!(t.to_rfc3339(), "2026-11-30T14:40:12+08:00");
+        let t = parse_order_time("下单时间：2026/11/30 08:02").unwrap();
+        assert_eq!(t.to_rfc3339(), "2026-11-30T08:02:00+08:00");
+        let t = parse_order_time("2026年11月30日 08:02:10").unwrap();
+        assert_eq!(t.to_rfc3339(), "2026-11-30T08:02:10+08:00");
+        let t = parse_order_time("2026-11-30T00:02:10Z").unwrap();
+        assert_eq!(t.to_rfc3339(), "2026-11-30T00:02:10+00:00");
+        let t = parse_order_time("2026-11-30 08:02:10 +09:00").unwrap();
+        assert_eq!(t.to_rfc3339(), "2026-11-30T08:02:10+09:00");
+        assert!(parse_order_time("2026-13-30 08:02:10").is_none());
+        assert!(parse_order_time("2026-11-30 25:02").is_none());
+        assert!(parse_order_time("昨天 08:02").is_none());
+    }
+}

@@ -1,0 +1,146 @@
+//! [`classify`]: which page a tree shows, and in what order the kinds are tried.
+//!
+//! Precedence (first match wins), and why:
+//! 1. `risk_verification` (strong wordings) — a human must take over; nothing else on
+//!    the screen matters.
+//! 2. `login_required` — same, and login sheets cover other pages.
+//! 3. `payment_abandon_dialog` — a dialog with its own rules (leave by 先去逛逛, never
+//!    继续支付); checked before generic popups because it also has a close icon.
+//! 4. `popup` — anything dismissable drawn over a page; the page under it is classified
+//!    too (cheaply, same tree) and reported as `underlying`.
+//! 5. `sku_sheet`, 6. `payment`, 7. `order_detail`, 8. `order_list`, 9. `goods_detail` —
+//!    the pages; the sheet first because it shows "微信支付" (payment wording) and sits
+//!    over the goods page's buy buttons.
+//! 10. `risk_verification` (weak wordings such as 实名认证, which cross-border checkouts
+//!     also print) — only when no page matched.
+//! 11. `unknown` — a value with diagnostics, never an error.
+
+use serde::Serialize;
+
+use super::page::Page;
+use super::pages::{self, *};
+use super::sku_sheet::{self, SkuSheet};
+use super::tree::Tree;
+
+/// The page kinds, as named in `inspect` output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScreenKind {
+    GoodsDetail,
+    SkuSheet,
+    Payment,
+    PaymentAbandonDialog,
+    OrderList,
+    OrderDetail,
+    Popup,
+    LoginRequired,
+    RiskVerification,
+    Unknown,
+}
+
+impl ScreenKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ScreenKind::GoodsDetail => "goods_detail",
+            ScreenKind::SkuSheet => "sku_sheet",
+            ScreenKind::Payment => "payment",
+            ScreenKind::PaymentAbandonDialog => "payment_abandon_dialog",
+            ScreenKind::OrderList => "order_list",
+            ScreenKind::OrderDetail => "order_detail",
+            ScreenKind::Popup => "popup",
+            ScreenKind::LoginRequired => "login_required",
+            ScreenKind::RiskVerification => "risk_verification",
+            ScreenKind::Unknown => "unknown",
+        }
+    }
+}
+
+impl std::fmt::Display for ScreenKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A classified screen with what was extracted from it. Serialises as
+/// `{"screen": "<kind>", …fields}`.
+// One `Screen` exists per dump and is matched on by value; boxing the big variant would
+// only make the flows' patterns noisier.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "screen", rename_all = "snake_case")]
+pub enum Screen {
+    GoodsDetail(GoodsDetail),
+    SkuSheet(SkuSheet),
+    Payment(Payment),
+    PaymentAbandonDialog(AbandonDialog),
+    OrderList(OrderList),
+    OrderDetail(OrderDetail),
+    Popup(Popup),
+    LoginRequired(LoginRequired),
+    RiskVerification(RiskVerification),
+    Unknown(Unknown),
+}
+
+impl Screen {
+    pub fn kind(&self) -> ScreenKind {
+        match self {
+            Screen::GoodsDetail(_) => ScreenKind::GoodsDetail,
+            Screen::SkuSheet(_) => ScreenKind::SkuSheet,
+            Screen::Payment(_) => ScreenKind::Payment,
+            Screen::PaymentAbandonDialog(_) => ScreenKind::PaymentAbandonDialog,
+            Screen::OrderList(_) => ScreenKind::OrderList,
+            Screen::OrderDetail(_) => ScreenKind::OrderDetail,
+            Screen::Popup(_) => ScreenKind::Popup,
+            Screen::LoginRequired(_) => ScreenKind::LoginRequired,
+            Screen::RiskVerification(_) => ScreenKind::RiskVerification,
+            Screen::Unknown(_) => ScreenKind::Unknown,
+        }
+    }
+}
+
+/// Classifies a parsed dump. Never fails: an unrecognised page is [`Screen::Unknown`].
+pub fn classify(tree: &Tree) -> Screen {
+    let page = Page::new(tree);
+    if let Some(r) = pages::detect_risk(&page, false) {
+        return Screen::RiskVerification(r);
+    }
+    if let Some(l) = pages::detect_login(&page) {
+        return Screen::LoginRequired(l);
+    }
+    if pages::detect_abandon(&page) {
+        return Screen::PaymentAbandonDialog(pages::extract_abandon(&page));
+    }
+    if pages::detect_popup(&page) {
+        return Screen::Popup(pages::extract_popup(&page, page_kind(&page)));
+    }
+    if let Some(kind) = page_kind(&page) {
+        return match kind {
+            ScreenKind::SkuSheet => Screen::SkuSheet(sku_sheet::extract(&page)),
+            ScreenKind::Payment => Screen::Payment(pages::extract_payment(&page)),
+            ScreenKind::OrderDetail => Screen::OrderDetail(pages::extract_order_detail(&page)),
+            ScreenKind::OrderList => Screen::OrderList(pages::extract_order_list(&page)),
+            _ => Screen::GoodsDetail(pages::extract_goods(&page)),
+        };
+    }
+    if let Some(r) = pages::detect_risk(&page, true) {
+        return Screen::RiskVerification(r);
+    }
+    Screen::Unknown(pages::extract_unknown(&page))
+}
+
+/// The ordinary page kind of a tree (no dialogs), by detection only.
+fn page_kind(page: &Page<'_>) -> Option<ScreenKind> {
+    if sku_sheet::looks_like(page) {
+        Some(ScreenKind::SkuSheet)
+    } else if pages::detect_payment(page) {
+        Some(ScreenKind::Payment)
+    } else if pages::detect_order_detail(page) {
+        Some(ScreenKind::OrderDetail)
+    } else if pages::detect_order_list(page) {
+        Some(ScreenKind::OrderList)
+    } else if pages::detect_goods(page) {
+        Some(ScreenKind::GoodsDetail)
+    } else {
+        None
+    }
+}
