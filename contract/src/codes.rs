@@ -85,6 +85,7 @@ string_enum! {
         TaskNotClaimedByClient = "TASK_NOT_CLAIMED_BY_CLIENT",
         IdempotencyConflict = "IDEMPOTENCY_CONFLICT",
         MissingIdempotencyKey = "MISSING_IDEMPOTENCY_KEY",
+        InvalidIdempotencyKey = "INVALID_IDEMPOTENCY_KEY",
         RateLimited = "RATE_LIMITED",
         Internal = "INTERNAL_ERROR",
         Unavailable = "SERVICE_UNAVAILABLE",
@@ -119,6 +120,7 @@ impl AdminErrorCode {
             | InvalidBody
             | InvalidClientProfile
             | MissingIdempotencyKey
+            | InvalidIdempotencyKey
             | InvalidSpecResolutionSchema => 400,
             Unauthorized => 401,
             TaskNotClaimedByClient => 403,

@@ -1,0 +1,326 @@
+//! Documentation-only schema types for `/openapi.json`.
+//!
+//! The wire types live in `cmautobuy-contract` (which has no utoipa dependency); these
+//! mirror them with the contract's constraints written as JSON Schema, so a fuzzer that
+//! generates schema-valid requests gets them accepted up to the business rules the schema
+//! cannot express (cross-field rules: 422), and schema-invalid ones are refused (4xx).
+//! Integers are bounded to `i64` because that is what the server parses.
+
+#![allow(dead_code)]
+
+use serde::Serialize;
+use utoipa::ToSchema;
+
+/// Header value syntax the server accepts for `X-Client-Id`: 1–128 visible ASCII characters.
+pub const CLIENT_ID_PATTERN: &str = "^[!-~]{1,128}$";
+/// `Idempotency-Key`: 1–255 visible ASCII characters.
+pub const IDEMPOTENCY_KEY_PATTERN: &str = "^[!-~]{1,255}$";
+
+#[derive(Serialize, ToSchema, Default)]
+#[schema(as = ClientInfo)]
+pub struct ClientInfoDoc {
+    /// Display name: at most 50 characters, no control characters. Empty keeps the
+    /// stored name (§4.1).
+    #[schema(
+        max_length = 50,
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f]*$",
+        nullable
+    )]
+    pub name: Option<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+#[schema(as = TaskType)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskTypeDoc {
+    Collect,
+    Purchase,
+}
+
+#[derive(Serialize, ToSchema)]
+#[schema(as = ExecutionMode)]
+#[serde(rename_all = "snake_case")]
+pub enum ExecutionModeDoc {
+    DryRun,
+    Live,
+}
+
+#[derive(Serialize, ToSchema)]
+#[schema(as = DeviceInfo)]
+pub struct DeviceInfoDoc {
+    #[schema(nullable)]
+    pub address: Option<String>,
+    #[schema(nullable)]
+    pub platform: Option<String>,
+    #[schema(nullable)]
+    pub pdd_package: Option<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+#[schema(as = Capabilities)]
+pub struct CapabilitiesDoc {
+    pub purchase_mode: ExecutionModeDoc,
+    /// Positive integers.
+    #[schema(inline)]
+    pub schema_versions: Vec<SchemaVersion>,
+}
+
+/// A positive schema version (an `i64` ≥ 1).
+#[derive(Serialize)]
+pub struct SchemaVersion(pub i64);
+
+impl utoipa::PartialSchema for SchemaVersion {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
+        ObjectBuilder::new()
+            .schema_type(Type::Integer)
+            .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
+            .minimum(Some(1))
+            .maximum(Some(i64::MAX))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for SchemaVersion {}
+
+/// Body of registration (§4.1) and claim (§5).
+#[derive(Serialize, ToSchema)]
+#[schema(as = ClientProfile)]
+pub struct ClientProfileDoc {
+    #[serde(default)]
+    pub client: ClientInfoDoc,
+    #[schema(min_items = 1)]
+    pub supported_types: Vec<TaskTypeDoc>,
+    #[schema(nullable)]
+    pub device: Option<DeviceInfoDoc>,
+    pub capabilities: CapabilitiesDoc,
+}
+
+#[derive(Serialize, ToSchema)]
+#[schema(as = RegistrationResponse)]
+pub struct RegistrationResponseDoc {
+    pub registered: bool,
+    pub client_id: String,
+    #[schema(format = DateTime)]
+    pub registered_at: String,
+}
+
+/// A task as dispatched (§4, §5). `payload` depends on `type`.
+#[derive(Serialize, ToSchema)]
+#[schema(as = Task)]
+pub struct TaskDoc {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub task_type: TaskTypeDoc,
+    pub execution_mode: ExecutionModeDoc,
+    pub version: i64,
+    pub priority: i64,
+    pub payload: serde_json::Value,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+#[derive(Serialize, ToSchema)]
+#[schema(as = ClaimResponse)]
+pub struct ClaimResponseDoc {
+    pub task: TaskDoc,
+}
+
+#[derive(Serialize, ToSchema)]
+#[schema(as = ResultType)]
+#[serde(rename_all = "snake_case")]
+pub enum ResultTypeDoc {
+    Collect,
+    Purchase,
+}
+
+/// Body of a result (§6). `pdd_data` is required for collect results, `purchase` for
+/// purchase results; cross-field rules are answered with 422.
+#[derive(Serialize, ToSchema)]
+#[schema(as = ResultRequest)]
+pub struct ResultRequestDoc {
+    #[schema(minimum = 1, maximum = 9223372036854775807_i64)]
+    pub task_version: i64,
+    #[schema(
+        min_length = 1,
+        max_length = 191,
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f]+$"
+    )]
+    pub attempt_id: String,
+    pub result_type: ResultTypeDoc,
+    #[schema(format = DateTime)]
+    pub completed_at: String,
+    #[schema(nullable)]
+    pub pdd_data: Option<serde_json::Value>,
+    #[schema(nullable)]
+    pub purchase: Option<serde_json::Value>,
+}
+
+#[derive(Serialize, ToSchema)]
+#[schema(as = AcceptedResponse)]
+pub struct AcceptedResponseDoc {
+    pub accepted: bool,
+    #[schema(min_length = 1)]
+    pub result_id: String,
+    #[schema(format = DateTime)]
+    pub accepted_at: String,
+}
+
+#[derive(Serialize, ToSchema)]
+#[schema(as = FailureStatus)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureStatusDoc {
+    RetryWait,
+    ManualReview,
+    Failed,
+    Cancelled,
+}
+
+#[derive(Serialize, ToSchema)]
+#[schema(as = FailureError)]
+pub struct FailureErrorDoc {
+    #[schema(min_length = 1)]
+    pub code: String,
+    pub message: String,
+    #[serde(default)]
+    pub retryable: bool,
+    #[schema(nullable)]
+    pub step: Option<String>,
+}
+
+/// Body of a failure (§7).
+#[derive(Serialize, ToSchema)]
+#[schema(as = FailureRequest)]
+pub struct FailureRequestDoc {
+    #[schema(minimum = 1, maximum = 9223372036854775807_i64)]
+    pub task_version: i64,
+    #[schema(
+        min_length = 1,
+        max_length = 191,
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f]+$"
+    )]
+    pub attempt_id: String,
+    pub status: FailureStatusDoc,
+    pub error: FailureErrorDoc,
+    #[serde(default)]
+    pub diagnostics: serde_json::Map<String, serde_json::Value>,
+    #[schema(format = DateTime)]
+    pub reported_at: String,
+}
+
+#[derive(Serialize, ToSchema)]
+#[schema(as = FailureAccepted)]
+pub struct FailureAcceptedDoc {
+    pub accepted: bool,
+    #[schema(min_length = 1)]
+    pub result_id: String,
+    pub task_status: String,
+    #[schema(format = DateTime)]
+    pub accepted_at: String,
+}
+
+#[derive(Serialize, ToSchema)]
+#[schema(as = SpecCandidateOptions)]
+pub struct SpecCandidateOptionsDoc {
+    #[schema(min_length = 1, max_length = 191)]
+    pub color: String,
+    #[schema(min_length = 1, max_length = 191)]
+    pub size: String,
+}
+
+#[derive(Serialize, ToSchema)]
+#[schema(as = SpecCandidate)]
+pub struct SpecCandidateDoc {
+    /// `c1` … `c100`, in array order.
+    #[schema(pattern = "^c[1-9][0-9]?$|^c100$")]
+    pub candidate_id: String,
+    #[schema(
+        min_length = 1,
+        max_length = 191,
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f]+$"
+    )]
+    pub raw_text: String,
+    pub options: SpecCandidateOptionsDoc,
+}
+
+/// Body of a spec resolution (§7.1, schema v1; at most 64 KiB).
+#[derive(Serialize, ToSchema)]
+#[schema(as = SpecResolutionRequest)]
+pub struct SpecResolutionRequestDoc {
+    #[schema(minimum = 1, maximum = 1)]
+    pub schema_version: i64,
+    #[schema(minimum = 1, maximum = 9223372036854775807_i64)]
+    pub task_version: i64,
+    #[schema(min_length = 1, max_length = 191)]
+    pub attempt_id: String,
+    #[schema(min_length = 1, max_length = 191)]
+    pub pdd_goods_id: String,
+    /// 1–16 entries; keys and values 1–191 characters (checked by the server: 422).
+    pub original_options: std::collections::BTreeMap<String, String>,
+    #[schema(
+        min_length = 1,
+        max_length = 191,
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f]+$"
+    )]
+    pub selected_color: String,
+    #[schema(
+        min_length = 1,
+        max_length = 191,
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f]+$"
+    )]
+    pub target_size: String,
+    #[schema(min_items = 1, max_items = 100)]
+    pub candidates: Vec<SpecCandidateDoc>,
+    #[schema(pattern = "^[0-9a-f]{64}$")]
+    pub candidate_snapshot_hash: String,
+    #[schema(format = DateTime)]
+    pub observed_at: String,
+}
+
+#[derive(Serialize, ToSchema)]
+#[schema(as = SpecOutcome)]
+#[serde(rename_all = "snake_case")]
+pub enum SpecOutcomeDoc {
+    Matched,
+    Uncertain,
+    Rejected,
+    Failed,
+}
+
+#[derive(Serialize, ToSchema)]
+#[schema(as = SpecResolutionResponse)]
+pub struct SpecResolutionResponseDoc {
+    pub schema_version: i64,
+    pub resolution_id: String,
+    pub outcome: SpecOutcomeDoc,
+    /// `rule`, `ai`, `reused` or null.
+    #[schema(nullable)]
+    pub source: Option<String>,
+    pub candidate_snapshot_hash: String,
+    #[serde(rename = "match")]
+    #[schema(nullable)]
+    pub matched: Option<SpecCandidateDoc>,
+    #[schema(minimum = 0, maximum = 10000, nullable)]
+    pub confidence_bps: Option<i64>,
+    #[schema(max_length = 500, nullable)]
+    pub reason: Option<String>,
+    pub resolved_at: String,
+}
+
+#[derive(Serialize, ToSchema)]
+#[schema(as = ErrorBody)]
+pub struct ErrorBodyDoc {
+    pub code: String,
+    pub message: String,
+    pub retryable: bool,
+    #[schema(nullable)]
+    pub request_id: Option<String>,
+    pub details: serde_json::Map<String, serde_json::Value>,
+}
+
+/// The §3 envelope every rejection uses.
+#[derive(Serialize, ToSchema)]
+#[schema(as = ErrorEnvelope)]
+pub struct ErrorEnvelopeDoc {
+    pub error: ErrorBodyDoc,
+}
