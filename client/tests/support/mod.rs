@@ -1,0 +1,124 @@
+//! Shared test support: a virtual clock, scripted executors, store helpers.
+#![allow(dead_code)]
+
+use chrono::{DateTime, TimeZone, Utc};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use cmautobuy_client::clock::Clock;
+use cmautobuy_client::executor::{failure, Executor, Job, Outcome, Readiness, StubExecutor};
+use cmautobuy_client::secret::Secret;
+use cmautobuy_client::store::{SettingsPatch, Store};
+use cmautobuy_contract::FailureStatus;
+
+/// A virtual clock: `sleep` returns at once and moves `now` forward; every requested
+/// wait is recorded so tests can check delays against the policy.
+#[derive(Clone)]
+pub struct TestClock {
+    inner: Arc<Mutex<(DateTime<Utc>, Vec<Duration>)>>,
+}
+
+impl TestClock {
+    pub fn new() -> Self {
+        TestClock {
+            inner: Arc::new(Mutex::new((
+                Utc.with_ymd_and_hms(2026, 8, 6, 8, 0, 0).unwrap(),
+                Vec::new(),
+            ))),
+        }
+    }
+    pub fn advance(&self, d: Duration) {
+        let mut g = self.inner.lock().unwrap();
+        g.0 += chrono::Duration::from_std(d).unwrap();
+    }
+    pub fn sleeps(&self) -> Vec<Duration> {
+        self.inner.lock().unwrap().1.clone()
+    }
+}
+
+impl Clock for TestClock {
+    fn now(&self) -> DateTime<Utc> {
+        self.inner.lock().unwrap().0
+    }
+    fn sleep(&self, d: Duration) -> impl std::future::Future<Output = ()> + Send {
+        {
+            let mut g = self.inner.lock().unwrap();
+            g.0 += chrono::Duration::from_std(d).unwrap();
+            g.1.push(d);
+        }
+        tokio::task::yield_now()
+    }
+}
+
+/// What the scripted executor answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Script {
+    /// A valid (empty) collect result.
+    Result,
+    /// A `failed` failure.
+    Failure,
+}
+
+/// An executor that answers per [`Script`] and counts its jobs.
+#[derive(Clone)]
+pub struct ScriptedExecutor {
+    pub script: Script,
+    pub readiness: Readiness,
+    pub jobs: Arc<Mutex<Vec<Job>>>,
+}
+
+impl ScriptedExecutor {
+    pub fn new(script: Script) -> Self {
+        ScriptedExecutor {
+            script,
+            readiness: Readiness::default(),
+            jobs: Arc::default(),
+        }
+    }
+    pub fn ready_for_purchase(mut self, live: bool) -> Self {
+        self.readiness = Readiness {
+            device_ready: true,
+            purchase_adapter_ready: true,
+            live_adapter_ready: live,
+        };
+        self
+    }
+    pub fn job_count(&self) -> usize {
+        self.jobs.lock().unwrap().len()
+    }
+}
+
+impl Executor for ScriptedExecutor {
+    fn readiness(&self) -> Readiness {
+        self.readiness
+    }
+    async fn execute(&self, job: Job) -> Outcome {
+        self.jobs.lock().unwrap().push(job.clone());
+        match self.script {
+            Script::Result => StubExecutor.execute(job).await,
+            Script::Failure => Outcome::Failure(Box::new(failure(
+                &job,
+                FailureStatus::Failed,
+                "GOODS_UNAVAILABLE",
+                "商品已下架",
+                Some("check_goods"),
+            ))),
+        }
+    }
+}
+
+pub const TOKEN: &str = "tok-Zx9-very-secret-0042";
+
+/// A fresh store in a temp dir, configured with an Admin URL, token and (optionally) a
+/// device.
+pub fn store(dir: &std::path::Path, admin_url: &str, device: Option<&str>) -> Store {
+    let s = Store::open(&Store::path_in(dir)).unwrap();
+    s.save_settings(&SettingsPatch {
+        name: Some("测试-01".into()),
+        admin_url: Some(admin_url.into()),
+        token: Some(Secret::new(TOKEN)),
+        device: device.map(str::to_string),
+    })
+    .unwrap();
+    s
+}
