@@ -172,15 +172,19 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
 
     fn alert(&self, kind: &str, remote_task_id: Option<&str>, message: &str) -> String {
         tracing::error!(alert = kind, task_id = ?remote_task_id, %message, "claiming stopped");
+        let shown = match remote_task_id {
+            Some(t) => format!("[{kind}] task {t}: {message}"),
+            None => format!("[{kind}] {message}"),
+        };
         if let Err(e) = self
             .store
             .raise_alert(kind, remote_task_id, message, self.clock.now())
         {
-            let full = format!("{message} (alert not saved: {e})");
+            let full = format!("{shown} (alert not saved: {e})");
             *self.unsaved_alert.lock().unwrap_or_else(|p| p.into_inner()) = Some(full.clone());
             return full;
         }
-        message.to_string()
+        shown
     }
 
     /// Why claiming is stopped, if it is.

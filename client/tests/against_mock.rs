@@ -1,0 +1,1050 @@
+//! The client against the bundled mock Admin (`cmautobuy-mock-admin`), over HTTP and
+//! in-process:
+//! - one generic gateway story run against both gateways;
+//! - the network fault matrix: {claim, result, failure, spec resolution} × {timeout, 503,
+//!   429 + Retry-After, connection dropped after the Admin committed, garbage body};
+//! - §5.2 (claimed but not saved) and registration failures;
+//! - the real binary: SIGKILL with results in the outbox, and a full run whose complete
+//!   trace output must not contain the token.
+
+mod support;
+
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use cmautobuy_client::clock::Clock;
+use cmautobuy_client::gateway::{
+    AdminGateway, GatewaySettings, HttpAdminGateway, MockAdminGateway,
+};
+use cmautobuy_client::outbox::{Relay, Step};
+use cmautobuy_client::registration;
+use cmautobuy_client::retry::RetryPolicy;
+use cmautobuy_client::runner::{client_profile, ClaimStep, RunConfig, Runner};
+use cmautobuy_client::secret::Secret;
+use cmautobuy_client::spec::{self, Resolver};
+use cmautobuy_client::store::{Store, TaskState};
+use cmautobuy_contract::hash::{snapshot_hash_of, spec_resolution_idempotency_key};
+use cmautobuy_contract::{AdminErrorCode, SpecCandidate, SpecResolutionRequest};
+use cmautobuy_mock_admin::{
+    Fault, FaultPlan, FaultTarget, MockAdmin, MockAdminConfig, Operator, RetryAfter,
+};
+use support::*;
+
+/// A mock Admin served on 127.0.0.1:0, plus its operator handle.
+struct Admin {
+    mock: MockAdmin,
+    op: Operator,
+    url: String,
+    _server: tokio::task::JoinHandle<anyhow::Result<()>>,
+}
+
+async fn admin_with(cfg: MockAdminConfig) -> Admin {
+    let mock = MockAdmin::open(cfg).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let server = tokio::spawn(mock.clone().serve(listener, std::future::pending()));
+    Admin {
+        op: mock.operator(),
+        mock,
+        url,
+        _server: server,
+    }
+}
+
+async fn admin() -> Admin {
+    admin_with(MockAdminConfig::in_memory()).await
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Via {
+    Http,
+    InProcess,
+}
+
+const VIAS: [Via; 2] = [Via::Http, Via::InProcess];
+
+fn gw_settings(store: &Store, timeout: Duration) -> GatewaySettings {
+    let mut s = GatewaySettings::new(store.client_id().unwrap(), Some(Secret::new(TOKEN)));
+    s.request_timeout = timeout;
+    s.connect_timeout = timeout;
+    s
+}
+
+fn http_gw(a: &Admin, store: &Store, timeout: Duration) -> Arc<HttpAdminGateway> {
+    Arc::new(HttpAdminGateway::new(&a.url, gw_settings(store, timeout)).unwrap())
+}
+
+fn inproc_gw(a: &Admin, store: &Store, timeout: Duration) -> Arc<MockAdminGateway> {
+    Arc::new(MockAdminGateway::new(
+        a.mock.router(),
+        gw_settings(store, timeout),
+    ))
+}
+
+fn collect_body(goods: &str) -> Value {
+    json!({"type": "collect", "payload": {"goods_id": goods,
+        "goods_url": format!("https://mobile.yangkeduo.com/goods.html?goods_id={goods}")}})
+}
+
+fn purchase_body(goods: &str) -> Value {
+    json!({"type": "purchase", "execution_mode": "dry_run", "payload": {"goods_id": goods,
+        "goods_url": format!("https://mobile.yangkeduo.com/goods.html?goods_id={goods}"),
+        "options": {"color": "黑色", "size": "60公斤"}, "quantity": 2, "max_price_cent": 4200}})
+}
+
+async fn create(op: &Operator, body: Value) -> String {
+    let t = op.create_task(body).await.unwrap();
+    t["task"]["id"].as_str().unwrap().to_string()
+}
+
+/// The stored results of a task at the Admin with this idempotency key.
+async fn stored_with_key(op: &Operator, task: &str, key: &str) -> Vec<Value> {
+    let t = op.get_task(task).await.unwrap();
+    t["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["idempotency_key"] == key)
+        .cloned()
+        .collect()
+}
+
+fn spec_request(task_version: i64, attempt_id: &str, goods: &str) -> SpecResolutionRequest {
+    let candidates: Vec<SpecCandidate> = ["120斤", "130斤"]
+        .iter()
+        .enumerate()
+        .map(|(i, size)| {
+            serde_json::from_value(
+                json!({"candidate_id": format!("c{}", i + 1), "raw_text": size,
+                "options": {"color": "黑色", "size": size}}),
+            )
+            .unwrap()
+        })
+        .collect();
+    let hash = snapshot_hash_of(goods, "黑色", &candidates);
+    serde_json::from_value(json!({
+        "schema_version": 1, "task_version": task_version, "attempt_id": attempt_id,
+        "pdd_goods_id": goods, "original_options": {"color": "黑色", "size": "60公斤"},
+        "selected_color": "黑色", "target_size": "60公斤", "candidates": candidates,
+        "candidate_snapshot_hash": hash, "observed_at": "2026-08-17T08:00:00Z"
+    }))
+    .unwrap()
+}
+
+// ----------------------------------------------------------------------------------------
+// One story, both gateways
+// ----------------------------------------------------------------------------------------
+
+/// The contract as the client sees it, for any gateway.
+async fn gateway_story<G: AdminGateway>(g: &G, a: &Admin, store: &Store) {
+    let settings = store.settings().unwrap();
+    let ready = ScriptedExecutor::new(Script::Result).ready_for_purchase(false);
+    let profile = client_profile(
+        &settings,
+        cmautobuy_client::executor::Executor::readiness(&ready),
+    );
+
+    // §4.1 registration: idempotent upsert, name kept.
+    let r = g.register_client(&profile).await.unwrap();
+    assert!(r.registered);
+    assert_eq!(r.client_id, settings.client_id);
+    g.register_client(&profile).await.unwrap();
+    let clients = a.op.clients().await.unwrap();
+    let mine: Vec<_> = clients["clients"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["client_id"] == settings.client_id.as_str())
+        .collect();
+    assert_eq!(mine.len(), 1);
+    assert_eq!(mine[0]["name"], "测试-01");
+
+    // §5: 204 is no work.
+    assert_eq!(g.claim_next(&profile).await.unwrap(), None);
+
+    // §5/§6: claim, submit, replay, conflict.
+    let id = create(&a.op, collect_body("737116531267")).await;
+    let task = g.claim_next(&profile).await.unwrap().unwrap();
+    assert_eq!(task.id, id, "the id comes back verbatim");
+    let key = format!("{id}:a1:result-v1");
+    let body = serde_json::to_vec(&json!({"task_version": task.version, "attempt_id": "a1",
+        "result_type": "collect", "completed_at": "2026-08-06T08:03:00Z",
+        "pdd_data": {"goods_id": "737116531267", "price_granularity": "color",
+                     "dimensions": [], "skus": []}}))
+    .unwrap();
+    let first = g.submit_result(&id, &key, &body).await.unwrap();
+    assert!(first.result_id.is_some());
+    let again = g.submit_result(&id, &key, &body).await.unwrap();
+    assert_eq!(again.result_id, first.result_id, "same key, same answer");
+    let changed = serde_json::to_vec(&json!({"task_version": task.version, "attempt_id": "a1",
+        "result_type": "collect", "completed_at": "2026-08-06T08:04:00Z",
+        "pdd_data": {"goods_id": "737116531267", "price_granularity": "color",
+                     "dimensions": [], "skus": []}}))
+    .unwrap();
+    let e = g.submit_result(&id, &key, &changed).await.unwrap_err();
+    assert_eq!(e.code(), Some(&AdminErrorCode::IdempotencyConflict));
+    assert!(!e.is_retryable());
+    assert_eq!(stored_with_key(&a.op, &id, &key).await.len(), 1);
+
+    // §6.1: a cancelled task still accepts our failure.
+    let id2 = create(&a.op, collect_body("2")).await;
+    let t2 = g.claim_next(&profile).await.unwrap().unwrap();
+    assert_eq!(t2.id, id2);
+    a.op.cancel_task(&id2).await.unwrap();
+    let fbody = serde_json::to_vec(&json!({"task_version": t2.version, "attempt_id": "a2",
+        "status": "failed", "error": {"code": "GOODS_UNAVAILABLE", "message": "下架",
+        "retryable": false, "step": "check_goods"}, "diagnostics": {},
+        "reported_at": "2026-08-06T08:03:00Z"}))
+    .unwrap();
+    let acc = g
+        .submit_failure(&id2, &format!("{id2}:a2:failure-v1"), &fbody)
+        .await
+        .unwrap();
+    assert!(acc.result_id.is_some());
+
+    // 403 / 404.
+    let e = g
+        .submit_result("no-such-task", "k", &body)
+        .await
+        .unwrap_err();
+    assert_eq!(e.status(), Some(404));
+    let id3 = create(&a.op, collect_body("3")).await;
+    let e = g.submit_result(&id3, "k3", &body).await.unwrap_err();
+    assert_eq!(e.status(), Some(403));
+    assert!(!e.is_retryable());
+
+    // §7.1: a purchase task, a valid request, then a lying hash.
+    let pid = create(&a.op, purchase_body("937122477375")).await;
+    // The collect task id3 is still pending: drain claims until the purchase comes.
+    let mut purchase = None;
+    for _ in 0..3 {
+        if let Some(t) = g.claim_next(&profile).await.unwrap() {
+            if t.id == pid {
+                purchase = Some(t);
+                break;
+            }
+        }
+    }
+    let purchase = purchase.expect("purchase task claimed");
+    let req = spec_request(purchase.version, "a3", "937122477375");
+    let key = spec_resolution_idempotency_key(&pid, "a3", &req.candidate_snapshot_hash);
+    let body = serde_json::to_vec(&req).unwrap();
+    let resp = g.resolve_purchase_spec(&pid, &key, &body).await.unwrap();
+    assert_eq!(resp.candidate_snapshot_hash, req.candidate_snapshot_hash);
+    cmautobuy_contract::validate::spec_resolution_response(&req, &resp).unwrap();
+    let e = g
+        .resolve_purchase_spec(&pid, "spec-resolution-v1:00", &body)
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Some(&AdminErrorCode::SpecResolutionHashMismatch));
+}
+
+#[tokio::test]
+async fn the_gateway_story_holds_over_http_and_in_process() {
+    for via in VIAS {
+        let a = admin().await;
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(dir.path(), &a.url, Some("192.168.0.173:5555"));
+        match via {
+            Via::Http => {
+                gateway_story(
+                    http_gw(&a, &store, Duration::from_secs(5)).as_ref(),
+                    &a,
+                    &store,
+                )
+                .await
+            }
+            Via::InProcess => {
+                gateway_story(
+                    inproc_gw(&a, &store, Duration::from_secs(5)).as_ref(),
+                    &a,
+                    &store,
+                )
+                .await
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_required_token_is_checked_and_a_wrong_one_is_a_permanent_error() {
+    let a = admin_with(MockAdminConfig {
+        require_token: Some(TOKEN.into()),
+        ..MockAdminConfig::in_memory()
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(dir.path(), &a.url, None);
+    let profile = client_profile(&store.settings().unwrap(), Default::default());
+    http_gw(&a, &store, Duration::from_secs(5))
+        .claim_next(&profile)
+        .await
+        .unwrap();
+    let mut wrong = gw_settings(&store, Duration::from_secs(5));
+    wrong.token = Some(Secret::new("tok-wrong-777"));
+    for e in [
+        HttpAdminGateway::new(&a.url, wrong.clone())
+            .unwrap()
+            .claim_next(&profile)
+            .await
+            .unwrap_err(),
+        MockAdminGateway::new(a.mock.router(), wrong)
+            .claim_next(&profile)
+            .await
+            .unwrap_err(),
+    ] {
+        assert_eq!(e.status(), Some(401), "{e}");
+        assert!(!e.is_retryable());
+        assert!(!e.to_string().contains("tok-wrong-777"));
+    }
+}
+
+// ----------------------------------------------------------------------------------------
+// The fault matrix
+// ----------------------------------------------------------------------------------------
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Timeout,
+    Unavailable,
+    RateLimited,
+    DroppedAfterCommit,
+    Garbage,
+}
+
+const KINDS: [Kind; 5] = [
+    Kind::Timeout,
+    Kind::Unavailable,
+    Kind::RateLimited,
+    Kind::DroppedAfterCommit,
+    Kind::Garbage,
+];
+
+/// The request deadline used by the matrix; the timeout fault waits longer.
+const DEADLINE: Duration = Duration::from_millis(300);
+const RETRY_AFTER_SECS: u64 = 3;
+
+fn fault(kind: Kind) -> Fault {
+    match kind {
+        Kind::Timeout => Fault::Latency { ms: 1_500 },
+        Kind::Unavailable => Fault::Status {
+            status: 503,
+            retry_after: None,
+            code: None,
+        },
+        Kind::RateLimited => Fault::Status {
+            status: 429,
+            retry_after: Some(RetryAfter::Seconds(RETRY_AFTER_SECS)),
+            code: None,
+        },
+        Kind::DroppedAfterCommit => Fault::CommitThenDrop,
+        Kind::Garbage => Fault::GarbageBody,
+    }
+}
+
+fn plan(endpoint: FaultTarget, kind: Kind) -> FaultPlan {
+    FaultPlan {
+        endpoint,
+        nth: None,
+        next: Some(1),
+        fault: fault(kind),
+    }
+}
+
+/// Checks a retry delay against the policy: exactly `Retry-After` when one was sent,
+/// otherwise within the full-jitter ceiling of that attempt.
+fn check_delay(kind: Kind, attempt: u32, delay: Duration) {
+    if kind == Kind::RateLimited {
+        assert_eq!(delay, Duration::from_secs(RETRY_AFTER_SECS), "{kind:?}");
+    } else {
+        assert!(
+            delay <= RetryPolicy::default().ceiling(attempt),
+            "{kind:?} attempt {attempt}: {delay:?}"
+        );
+    }
+}
+
+/// Delivers the outbox to the end with a virtual clock; returns the delays waited.
+async fn deliver<G: AdminGateway>(
+    relay: &Relay<G, TestClock>,
+    clock: &TestClock,
+    kind: Kind,
+) -> u32 {
+    let mut retries = 0;
+    for _ in 0..20 {
+        match relay.step().await.unwrap() {
+            Step::Accepted { .. } => return retries,
+            Step::Retry { attempt, delay, .. } => {
+                check_delay(kind, attempt, delay);
+                retries += 1;
+                clock.advance(delay);
+            }
+            Step::Parked { error, .. } => panic!("{kind:?}: parked: {error}"),
+            Step::Idle(Some(at)) => clock.advance((at - clock.now()).to_std().unwrap_or_default()),
+            Step::Idle(None) => panic!("{kind:?}: nothing to deliver"),
+        }
+    }
+    panic!("{kind:?}: not delivered after 20 steps");
+}
+
+/// result / failure × every fault kind.
+async fn submission_case<G: AdminGateway>(
+    g: Arc<G>,
+    a: &Admin,
+    store: &Store,
+    script: Script,
+    kind: Kind,
+) {
+    let clock = TestClock::new();
+    let exec = ScriptedExecutor::new(script);
+    let runner = Runner::new(
+        store.clone(),
+        g.clone(),
+        Arc::new(exec),
+        clock.clone(),
+        RunConfig::default(),
+        Arc::new(tokio::sync::Notify::new()),
+    );
+    let relay = Relay::new(store.clone(), g, clock.clone(), RetryPolicy::default());
+    let id = create(&a.op, collect_body("737116531267")).await;
+    assert!(matches!(
+        runner.claim_once().await.unwrap(),
+        ClaimStep::Processed { .. }
+    ));
+    let target = match script {
+        Script::Result => FaultTarget::Result,
+        Script::Failure => FaultTarget::Failure,
+    };
+    a.op.set_fault(plan(target, kind)).unwrap();
+    let retries = deliver(&relay, &clock, kind).await;
+    assert_eq!(retries, 1, "{kind:?}: one failed attempt, then accepted");
+    let item = store.outbox_list(true).unwrap().pop().unwrap();
+    let stored = stored_with_key(&a.op, &id, &item.idempotency_key).await;
+    assert_eq!(
+        stored.len(),
+        1,
+        "{kind:?}: exactly one stored result per key"
+    );
+    let sent: Value = serde_json::from_slice(&item.body).unwrap();
+    assert_eq!(stored[0]["body"], sent, "{kind:?}: the stored body is ours");
+    let expected = match script {
+        Script::Result => TaskState::Succeeded,
+        Script::Failure => TaskState::Failed,
+    };
+    assert_eq!(
+        store.task(item.task_id).unwrap().state,
+        expected,
+        "{kind:?}"
+    );
+    a.op.clear_faults();
+}
+
+/// claim × every fault kind: the client ends with the task done and one stored result.
+async fn claim_case<G: AdminGateway>(g: Arc<G>, a: &Admin, store: &Store, kind: Kind) {
+    let clock = TestClock::new();
+    let runner = Runner::new(
+        store.clone(),
+        g.clone(),
+        Arc::new(ScriptedExecutor::new(Script::Result)),
+        clock.clone(),
+        RunConfig::default(),
+        Arc::new(tokio::sync::Notify::new()),
+    );
+    let relay = Relay::new(store.clone(), g, clock.clone(), RetryPolicy::default());
+    let client_id = store.client_id().unwrap();
+    let id = create(&a.op, collect_body("737116531267")).await;
+    a.op.set_fault(plan(FaultTarget::Claim, kind)).unwrap();
+    let first = runner.claim_once().await.unwrap();
+    match (kind, &first) {
+        (Kind::Garbage, ClaimStep::Blocked(m)) => {
+            // The Admin committed a claim we cannot read: stop, tell the operator.
+            assert!(m.contains("unreadable"), "{m}");
+            assert!(matches!(
+                runner.claim_once().await.unwrap(),
+                ClaimStep::Blocked(_)
+            ));
+            a.op.reassign_task(&id, Some(&client_id)).await.unwrap();
+            store.ack_alerts(None, clock.now()).unwrap();
+        }
+        (Kind::RateLimited, ClaimStep::Backoff(d)) => {
+            assert_eq!(*d, Duration::from_secs(RETRY_AFTER_SECS))
+        }
+        (_, ClaimStep::Backoff(d)) => check_delay(kind, 1, *d),
+        other => panic!("{kind:?}: {other:?}"),
+    }
+    // Committed-then-lost claims come back when the Admin reassigns (its timeout; here
+    // the operator).
+    let mut done = false;
+    for _ in 0..3 {
+        match runner.claim_once().await.unwrap() {
+            ClaimStep::Processed { remote_task_id } => {
+                assert_eq!(remote_task_id, id);
+                done = true;
+                break;
+            }
+            ClaimStep::NoWork(_) => {
+                a.op.reassign_task(&id, Some(&client_id)).await.unwrap();
+            }
+            other => panic!("{kind:?}: {other:?}"),
+        }
+    }
+    assert!(done, "{kind:?}: task never processed");
+    assert_eq!(deliver(&relay, &clock, kind).await, 0);
+    let item = store.outbox_list(true).unwrap().pop().unwrap();
+    assert_eq!(
+        stored_with_key(&a.op, &id, &item.idempotency_key)
+            .await
+            .len(),
+        1
+    );
+    assert_eq!(
+        store.task(item.task_id).unwrap().state,
+        TaskState::Succeeded
+    );
+    a.op.clear_faults();
+}
+
+/// spec resolution × every fault kind: one record per key, an answer in the end.
+async fn spec_case<G: AdminGateway>(g: Arc<G>, a: &Admin, store: &Store, kind: Kind) {
+    let clock = TestClock::new();
+    let settings = store.settings().unwrap();
+    let exec = ScriptedExecutor::new(Script::Result).ready_for_purchase(false);
+    let profile = client_profile(
+        &settings,
+        cmautobuy_client::executor::Executor::readiness(&exec),
+    );
+    let goods = "937122477375";
+    let id = create(&a.op, purchase_body(goods)).await;
+    let task = g.claim_next(&profile).await.unwrap().unwrap();
+    assert_eq!(task.id, id);
+    let local = store.save_claimed_task(&task, "{}", clock.now()).unwrap();
+    let run = store.start_run(local, clock.now()).unwrap();
+    let req = spec_request(task.version, &run.attempt_id, goods);
+    a.op.set_fault(plan(FaultTarget::SpecResolution, kind))
+        .unwrap();
+    let resolver = Resolver {
+        store,
+        gateway: g.as_ref(),
+        clock: &clock,
+        policy: RetryPolicy::default(),
+        max_attempts: 5,
+    };
+    let resp = spec::resolve(&resolver, &run, &id, &req).await.unwrap();
+    assert_eq!(resp.candidate_snapshot_hash, req.candidate_snapshot_hash);
+    let sleeps = clock.sleeps();
+    assert_eq!(sleeps.len(), 1, "{kind:?}: one retry");
+    check_delay(kind, 1, sleeps[0]);
+    let all = a.op.spec_resolutions().await.unwrap();
+    let n = all["spec_resolutions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["attempt_id"] == run.attempt_id.as_str())
+        .count();
+    assert_eq!(n, 1, "{kind:?}: one record per key");
+    let key = spec_resolution_idempotency_key(&id, &run.attempt_id, &req.candidate_snapshot_hash);
+    assert_eq!(
+        store.spec_resolution(&key).unwrap().unwrap().state,
+        "resolved"
+    );
+    // Asked again (e.g. after a restart), the stored answer comes back without a send.
+    let journal_before = a.op.journal().len();
+    let again = spec::resolve(&resolver, &run, &id, &req).await.unwrap();
+    assert_eq!(again.resolution_id, resp.resolution_id);
+    assert_eq!(a.op.journal().len(), journal_before);
+    a.op.clear_faults();
+}
+
+async fn matrix_for(via: Via) {
+    for kind in KINDS {
+        for endpoint in ["claim", "result", "failure", "spec_resolution"] {
+            let a = admin().await;
+            let dir = tempfile::tempdir().unwrap();
+            let store = store(dir.path(), &a.url, Some("192.168.0.173:5555"));
+            macro_rules! with_gw {
+                ($g:expr) => {{
+                    let g = $g;
+                    match endpoint {
+                        "claim" => claim_case(g, &a, &store, kind).await,
+                        "result" => submission_case(g, &a, &store, Script::Result, kind).await,
+                        "failure" => submission_case(g, &a, &store, Script::Failure, kind).await,
+                        _ => spec_case(g, &a, &store, kind).await,
+                    }
+                }};
+            }
+            match via {
+                Via::Http => with_gw!(http_gw(&a, &store, DEADLINE)),
+                Via::InProcess => with_gw!(inproc_gw(&a, &store, DEADLINE)),
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fault_matrix_over_http() {
+    matrix_for(Via::Http).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fault_matrix_in_process() {
+    matrix_for(Via::InProcess).await;
+}
+
+#[tokio::test]
+async fn permanent_rejections_park_without_retry() {
+    for status in [400u16, 401, 403, 404, 409, 422] {
+        let a = admin().await;
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(dir.path(), &a.url, None);
+        let g = inproc_gw(&a, &store, Duration::from_secs(5));
+        let clock = TestClock::new();
+        let runner = Runner::new(
+            store.clone(),
+            g.clone(),
+            Arc::new(ScriptedExecutor::new(Script::Result)),
+            clock.clone(),
+            RunConfig::default(),
+            Arc::new(tokio::sync::Notify::new()),
+        );
+        let relay = Relay::new(store.clone(), g, clock.clone(), RetryPolicy::default());
+        create(&a.op, collect_body("1")).await;
+        assert!(matches!(
+            runner.claim_once().await.unwrap(),
+            ClaimStep::Processed { .. }
+        ));
+        a.op.set_fault(FaultPlan {
+            endpoint: FaultTarget::Result,
+            nth: None,
+            next: Some(100),
+            fault: Fault::Status {
+                status,
+                retry_after: None,
+                code: None,
+            },
+        })
+        .unwrap();
+        assert!(
+            matches!(relay.step().await.unwrap(), Step::Parked { .. }),
+            "{status}"
+        );
+        clock.advance(Duration::from_secs(7 * 86400));
+        assert_eq!(relay.step().await.unwrap(), Step::Idle(None), "{status}");
+        let sent =
+            a.op.journal()
+                .iter()
+                .filter(|e| e.endpoint == cmautobuy_mock_admin::Endpoint::Result)
+                .count();
+        assert_eq!(sent, 1, "{status}: never retried");
+        // The operator fixes the cause and requeues: delivered.
+        a.op.clear_faults();
+        assert_eq!(store.outbox_requeue(None, clock.now()).unwrap(), 1);
+        assert!(matches!(relay.step().await.unwrap(), Step::Accepted { .. }));
+    }
+}
+
+// ----------------------------------------------------------------------------------------
+// §5.2 and registration
+// ----------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn a_claimed_task_that_cannot_be_saved_stops_claiming_and_keeps_its_id_visible() {
+    let a = admin().await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(dir.path(), &a.url, None);
+    // The disk "fails" for task rows only.
+    rusqlite::Connection::open(Store::path_in(dir.path()))
+        .unwrap()
+        .execute_batch(
+            "CREATE TRIGGER fail_tasks BEFORE INSERT ON tasks BEGIN SELECT RAISE(ABORT, 'disk I/O error'); END;",
+        )
+        .unwrap();
+    let g = inproc_gw(&a, &store, Duration::from_secs(5));
+    let exec = ScriptedExecutor::new(Script::Result);
+    let runner = Runner::new(
+        store.clone(),
+        g,
+        Arc::new(exec.clone()),
+        TestClock::new(),
+        RunConfig::default(),
+        Arc::new(tokio::sync::Notify::new()),
+    );
+    let id = create(&a.op, collect_body("1")).await;
+    create(&a.op, collect_body("2")).await;
+    match runner.claim_once().await.unwrap() {
+        ClaimStep::Blocked(m) => assert!(m.contains(&id), "{m}"),
+        other => panic!("{other:?}"),
+    }
+    let claims = || {
+        a.op.journal()
+            .iter()
+            .filter(|e| e.endpoint == cmautobuy_mock_admin::Endpoint::Claim)
+            .count()
+    };
+    assert_eq!(claims(), 1);
+    for _ in 0..3 {
+        match runner.claim_once().await.unwrap() {
+            ClaimStep::Blocked(m) => assert!(m.contains(&id), "{m}"),
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(claims(), 1, "no silent next claim");
+    assert_eq!(exec.job_count(), 0);
+    let alerts = store.open_alerts().unwrap();
+    assert_eq!(alerts[0].kind, "claim_not_saved");
+    assert_eq!(alerts[0].remote_task_id.as_deref(), Some(id.as_str()));
+    // The operator repairs and acknowledges: claiming resumes with the next task.
+    rusqlite::Connection::open(Store::path_in(dir.path()))
+        .unwrap()
+        .execute_batch("DROP TRIGGER fail_tasks;")
+        .unwrap();
+    store.ack_alerts(None, chrono::Utc::now()).unwrap();
+    assert!(matches!(
+        runner.claim_once().await.unwrap(),
+        ClaimStep::Processed { .. }
+    ));
+}
+
+#[tokio::test]
+async fn registration_saves_locally_first_and_a_remote_failure_is_visible() {
+    let a = admin().await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(dir.path(), &a.url, Some("192.168.0.173:5555"));
+    let g = inproc_gw(&a, &store, Duration::from_secs(5));
+    a.op.set_fault(FaultPlan {
+        endpoint: FaultTarget::Registration,
+        nth: None,
+        next: Some(1),
+        fault: Fault::Status {
+            status: 503,
+            retry_after: None,
+            code: None,
+        },
+    })
+    .unwrap();
+    let saved = registration::save_locally(
+        &store,
+        &cmautobuy_client::store::SettingsPatch {
+            name: Some("办公室-02".into()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let profile = client_profile(&saved, Default::default());
+    let status = registration::spawn(store.clone(), g.clone(), TestClock::new(), profile.clone())
+        .await
+        .unwrap();
+    assert_eq!(status.state, "failed");
+    assert!(!status.rejected, "a 503 does not invalidate the identity");
+    let after = store.settings().unwrap();
+    assert_eq!(
+        after.name.as_deref(),
+        Some("办公室-02"),
+        "never rolled back"
+    );
+    assert_eq!(after.client_id, saved.client_id);
+    assert_eq!(after.registration.unwrap().state, "failed");
+    let ok = registration::register(&store, g.as_ref(), &TestClock::new(), &profile).await;
+    assert_eq!(ok.state, "ok");
+    assert_eq!(store.settings().unwrap().registration.unwrap().state, "ok");
+}
+
+// ----------------------------------------------------------------------------------------
+// The real binary
+// ----------------------------------------------------------------------------------------
+
+const BIN: &str = env!("CARGO_BIN_EXE_cmautobuy-client");
+
+fn client(data_dir: &std::path::Path, args: &[&str]) -> Command {
+    let mut c = Command::new(BIN);
+    c.arg("--data-dir").arg(data_dir).args(args);
+    c.env_remove("RUST_LOG")
+        .env_remove("CMAUTOBUY_TOKEN")
+        .env_remove("CMAUTOBUY_ADMIN_URL")
+        .env("HOME", data_dir);
+    c
+}
+
+async fn wait_until<F: FnMut() -> bool>(what: &str, timeout: Duration, mut f: F) {
+    let start = Instant::now();
+    while !f() {
+        assert!(start.elapsed() < timeout, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn wait_exit(child: &mut std::process::Child, timeout: Duration) -> std::process::ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s;
+        }
+        if start.elapsed() > timeout {
+            let _ = child.kill();
+            panic!("client did not exit within {timeout:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_with_results_in_the_outbox_resends_the_same_bytes_once() {
+    let db = tempfile::tempdir().unwrap();
+    let a = admin_with(MockAdminConfig::file(
+        db.path().join("admin.sqlite3").to_str().unwrap(),
+    ))
+    .await;
+    let id = create(&a.op, collect_body("737116531267")).await;
+    a.op.set_fault(FaultPlan {
+        endpoint: FaultTarget::Result,
+        nth: None,
+        next: Some(10_000),
+        fault: Fault::Status {
+            status: 503,
+            retry_after: None,
+            code: None,
+        },
+    })
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "run",
+        "--admin",
+        &a.url,
+        "--token",
+        TOKEN,
+        "--stub-executor",
+        "--poll-interval",
+        "0.2",
+    ];
+    let mut child = client(dir.path(), &args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let op = a.op.clone();
+    wait_until("a result attempt", Duration::from_secs(30), || {
+        op.journal()
+            .iter()
+            .any(|e| e.endpoint == cmautobuy_mock_admin::Endpoint::Result)
+    })
+    .await;
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+
+    let store = Store::open(&Store::path_in(dir.path())).unwrap();
+    let before = store.outbox_list(true).unwrap();
+    assert_eq!(before.len(), 1);
+    assert_ne!(
+        before[0].state,
+        cmautobuy_client::store::OutboxState::Accepted
+    );
+    assert!(stored_with_key(&a.op, &id, &before[0].idempotency_key)
+        .await
+        .is_empty());
+    drop(store);
+
+    a.op.clear_faults();
+    let mut args2 = args.to_vec();
+    args2.push("--exit-when-idle");
+    let mut child = client(dir.path(), &args2)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let status =
+        tokio::task::spawn_blocking(move || wait_exit(&mut child, Duration::from_secs(60)))
+            .await
+            .unwrap();
+    assert!(status.success(), "{status:?}");
+
+    let store = Store::open(&Store::path_in(dir.path())).unwrap();
+    let after = store.outbox_list(true).unwrap();
+    assert_eq!(after.len(), 1);
+    assert_eq!(after[0].body, before[0].body, "the same bytes");
+    assert_eq!(after[0].idempotency_key, before[0].idempotency_key);
+    assert_eq!(
+        after[0].state,
+        cmautobuy_client::store::OutboxState::Accepted
+    );
+    let stored = stored_with_key(&a.op, &id, &after[0].idempotency_key).await;
+    assert_eq!(stored.len(), 1, "stored once");
+    assert_eq!(
+        stored[0]["body"],
+        serde_json::from_slice::<Value>(&after[0].body).unwrap()
+    );
+    let keys: Vec<_> =
+        a.op.journal()
+            .iter()
+            .filter(|e| e.endpoint == cmautobuy_mock_admin::Endpoint::Result)
+            .map(|e| e.idempotency_key.clone())
+            .collect();
+    assert!(keys.len() >= 2, "{keys:?}");
+    assert!(keys
+        .iter()
+        .all(|k| k.as_deref() == Some(after[0].idempotency_key.as_str())));
+    assert_eq!(
+        store.task(after[0].task_id).unwrap().state,
+        TaskState::Succeeded
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_output_of_a_full_traced_run_contains_the_token() {
+    let a = admin_with(MockAdminConfig {
+        require_token: Some(TOKEN.into()),
+        ..MockAdminConfig::in_memory()
+    })
+    .await;
+    create(&a.op, collect_body("737116531267")).await;
+    create(&a.op, collect_body("2")).await;
+    // Some trouble on the way, so error paths log too.
+    a.op.set_fault(FaultPlan {
+        endpoint: FaultTarget::Result,
+        nth: None,
+        next: Some(1),
+        fault: Fault::Status {
+            status: 503,
+            retry_after: Some(RetryAfter::Seconds(1)),
+            code: None,
+        },
+    })
+    .unwrap();
+    a.op.set_fault(FaultPlan {
+        endpoint: FaultTarget::Registration,
+        nth: None,
+        next: Some(1),
+        fault: Fault::CommitThenDrop,
+    })
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: Vec<String>, env_token: Option<&str>| {
+        let dir = dir.path().to_path_buf();
+        let token = env_token.map(str::to_string);
+        async move {
+            tokio::task::spawn_blocking(move || {
+                let mut c = client(&dir, &args.iter().map(String::as_str).collect::<Vec<_>>());
+                c.env("RUST_LOG", "trace");
+                if let Some(t) = token {
+                    c.env("CMAUTOBUY_TOKEN", t);
+                }
+                c.output().unwrap()
+            })
+            .await
+            .unwrap()
+        }
+    };
+    let out = run(
+        vec![
+            "run".into(),
+            "--admin".into(),
+            a.url.clone(),
+            "--token".into(),
+            TOKEN.into(),
+            "--stub-executor".into(),
+            "--exit-when-idle".into(),
+            "--poll-interval".into(),
+            "0.2".into(),
+        ],
+        None,
+    )
+    .await;
+    let mut all = String::from_utf8_lossy(&out.stdout).to_string();
+    all.push_str(&String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{all}");
+    assert!(all.contains("accepted"), "tracing output captured: {all}");
+    assert!(
+        all.contains("TRACE") || all.contains("DEBUG"),
+        "trace level was on"
+    );
+    for args in [
+        vec!["status".to_string()],
+        vec!["status".into(), "--json".into()],
+        vec![
+            "outbox".into(),
+            "list".into(),
+            "--all".into(),
+            "--json".into(),
+        ],
+    ] {
+        let o = run(args, None).await;
+        all.push_str(&String::from_utf8_lossy(&o.stdout));
+        all.push_str(&String::from_utf8_lossy(&o.stderr));
+    }
+    // A wrong token from the environment: rejected, and never printed either.
+    let wrong = "tok-WRONG-31337";
+    let o = run(
+        vec![
+            "run".into(),
+            "--exit-when-idle".into(),
+            "--poll-interval".into(),
+            "0.2".into(),
+        ],
+        Some(wrong),
+    )
+    .await;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(o.status.code(), Some(5), "blocked by the 401: {text}");
+    assert!(
+        text.contains("UNAUTHORIZED") || text.contains("401"),
+        "{text}"
+    );
+    assert!(!text.contains(wrong), "{text}");
+    all.push_str(&text);
+    assert!(!all.contains(TOKEN), "the token leaked:\n{all}");
+    // Nor in artifacts or other files besides the store itself.
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        let p = entry.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().to_string();
+        if p.is_file() && !name.starts_with("client.sqlite3") {
+            let content = std::fs::read(&p).unwrap();
+            assert!(!String::from_utf8_lossy(&content).contains(TOKEN), "{name}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn spec_resolution_key_prints_hash_and_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.json");
+    let req = spec_request(1, "attempt-1", "937122477375");
+    std::fs::write(
+        &input,
+        serde_json::to_vec(&json!({"task_id": "cg1", "attempt_id": "attempt-1",
+            "pdd_goods_id": "937122477375", "selected_color": "黑色",
+            "candidates": req.candidates}))
+        .unwrap(),
+    )
+    .unwrap();
+    let out = client(
+        dir.path(),
+        &["spec-resolution-key", "--input", input.to_str().unwrap()],
+    )
+    .output()
+    .unwrap();
+    assert!(out.status.success());
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        v["candidate_snapshot_hash"],
+        req.candidate_snapshot_hash.as_str()
+    );
+    assert_eq!(
+        v["idempotency_key"],
+        spec_resolution_idempotency_key("cg1", "attempt-1", &req.candidate_snapshot_hash).as_str()
+    );
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, b"{\"task_id\": 1}").unwrap();
+    let out = client(
+        dir.path(),
+        &["spec-resolution-key", "--input", bad.to_str().unwrap()],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
