@@ -452,3 +452,91 @@ fn checked(job: &Job, outcome: Outcome) -> Outcome {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::secret::Secret;
+    use crate::store::RegistrationStatus;
+
+    fn settings(device: Option<&str>, token: Option<&str>) -> Settings {
+        Settings {
+            client_id: "CLIENT-0123456789ABCDEF".into(),
+            name: Some("办公室-01".into()),
+            admin_url: Some("http://admin".into()),
+            token: token.map(Secret::new),
+            device: device.map(str::to_string),
+            registration: None,
+        }
+    }
+
+    const ALL_READY: Readiness = Readiness {
+        device_ready: true,
+        purchase_adapter_ready: true,
+        live_adapter_ready: true,
+    };
+
+    fn caps(s: &Settings, r: Readiness) -> (Vec<TaskType>, ExecutionMode) {
+        let p = client_profile(s, r);
+        (p.supported_types, p.capabilities.purchase_mode)
+    }
+
+    #[test]
+    fn collect_only_without_a_ready_device_and_purchase_adapter() {
+        use ExecutionMode::*;
+        use TaskType::*;
+        let dev = settings(Some("192.168.0.173:5555"), Some("t"));
+        assert_eq!(
+            caps(&settings(None, Some("t")), ALL_READY),
+            (vec![Collect], DryRun)
+        );
+        let no_adapter = Readiness {
+            purchase_adapter_ready: false,
+            ..ALL_READY
+        };
+        assert_eq!(caps(&dev, no_adapter), (vec![Collect], DryRun));
+        let offline = Readiness {
+            device_ready: false,
+            ..ALL_READY
+        };
+        assert_eq!(caps(&dev, offline), (vec![Collect], DryRun));
+        let not_live = Readiness {
+            live_adapter_ready: false,
+            ..ALL_READY
+        };
+        assert_eq!(caps(&dev, not_live), (vec![Collect, Purchase], DryRun));
+        assert_eq!(caps(&dev, ALL_READY), (vec![Collect, Purchase], Live));
+    }
+
+    #[test]
+    fn live_needs_a_valid_identity() {
+        let no_token = settings(Some("d"), None);
+        assert_eq!(caps(&no_token, ALL_READY).1, ExecutionMode::DryRun);
+        let mut rejected = settings(Some("d"), Some("t"));
+        rejected.registration = Some(RegistrationStatus {
+            state: "failed".into(),
+            at: "2026-01-01T00:00:00Z".into(),
+            error: Some("401".into()),
+            rejected: true,
+        });
+        assert_eq!(caps(&rejected, ALL_READY).1, ExecutionMode::DryRun);
+        let mut bad_id = settings(Some("d"), Some("t"));
+        bad_id.client_id = "CLIENT-".into();
+        assert_eq!(caps(&bad_id, ALL_READY).1, ExecutionMode::DryRun);
+    }
+
+    #[test]
+    fn the_profile_carries_name_and_device() {
+        let p = client_profile(&settings(Some("tcp:10.0.0.5:5555"), Some("t")), ALL_READY);
+        assert_eq!(p.client.name.as_deref(), Some("办公室-01"));
+        let d = p.device.unwrap();
+        assert_eq!(d.address.as_deref(), Some("tcp:10.0.0.5:5555"));
+        assert_eq!(d.pdd_package.as_deref(), Some(PDD_PACKAGE));
+        assert_eq!(p.capabilities.schema_versions, vec![1]);
+        cmautobuy_contract::validate::check_client_profile(&client_profile(
+            &settings(None, None),
+            Readiness::default(),
+        ))
+        .unwrap();
+    }
+}

@@ -1048,3 +1048,104 @@ async fn spec_resolution_key_prints_hash_and_key() {
     .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[tokio::test]
+async fn operator_commands_status_ack_outbox_and_register() {
+    let dir = tempfile::tempdir().unwrap();
+    // A dead Admin from the config file, a name from the environment.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead_url = format!("http://{}", dead.local_addr().unwrap());
+    drop(dead);
+    std::fs::write(
+        dir.path().join("config.toml"),
+        format!("admin_url = \"{dead_url}\"\ntoken = \"{TOKEN}\"\nrequest_timeout_secs = 2\n"),
+    )
+    .unwrap();
+    let out = client(dir.path(), &["register"])
+        .env("CMAUTOBUY_NAME", "仓库-07")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4), "{out:?}");
+    let text = |o: &std::process::Output| {
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        )
+    };
+    assert!(text(&out).contains("local settings kept"), "{}", text(&out));
+    let st = client(dir.path(), &["status"]).output().unwrap();
+    let s = text(&st);
+    assert!(st.status.success(), "{s}");
+    assert!(s.contains("仓库-07") && s.contains(&dead_url), "{s}");
+    assert!(s.contains("registration: failed"), "{s}");
+    assert!(!s.contains(TOKEN));
+
+    // An alert and a parked item, as a run would leave them.
+    let store = Store::open(&Store::path_in(dir.path())).unwrap();
+    store
+        .raise_alert(
+            "claim_not_saved",
+            Some("cg42"),
+            "disk full",
+            chrono::Utc::now(),
+        )
+        .unwrap();
+    let task: cmautobuy_contract::Task = serde_json::from_value(json!({"id": "cj9",
+        "type": "collect", "version": 1, "payload": {"goods_id": "1", "goods_url": "u"}}))
+    .unwrap();
+    let local = store
+        .save_claimed_task(&task, "{}", chrono::Utc::now())
+        .unwrap();
+    let run = store.start_run(local, chrono::Utc::now()).unwrap();
+    let ob = store
+        .record_outcome(
+            run.id,
+            &cmautobuy_client::store::OutboxDraft {
+                kind: cmautobuy_client::store::OutboxKind::Result,
+                remote_task_id: "cj9".into(),
+                method: "POST".into(),
+                path: "/api/v1/client/tasks/cj9/result".into(),
+                headers: vec![],
+                body: b"{}".to_vec(),
+                idempotency_key: "cj9:x:result-v1".into(),
+                on_accept: TaskState::Succeeded,
+                outcome: "succeeded".into(),
+            },
+            chrono::Utc::now(),
+        )
+        .unwrap();
+    store.outbox_mark_sending(ob, chrono::Utc::now()).unwrap();
+    store
+        .outbox_park(ob, "HTTP 422 INVALID_RESULT", chrono::Utc::now())
+        .unwrap();
+    drop(store);
+
+    let s = text(&client(dir.path(), &["status"]).output().unwrap());
+    assert!(s.contains("ALERTS") && s.contains("cg42"), "{s}");
+    assert!(s.contains("parked") && s.contains("INVALID_RESULT"), "{s}");
+    let s = text(&client(dir.path(), &["outbox", "list"]).output().unwrap());
+    assert!(s.contains("cj9:x:result-v1") && s.contains("parked"), "{s}");
+    let s = text(&client(dir.path(), &["outbox", "retry"]).output().unwrap());
+    assert!(s.contains("1 item(s) requeued"), "{s}");
+    let s = text(&client(dir.path(), &["ack"]).output().unwrap());
+    assert!(s.contains("1 alert(s) acknowledged"), "{s}");
+    let s = text(&client(dir.path(), &["status", "--json"]).output().unwrap());
+    let v: Value = serde_json::from_str(&s).unwrap();
+    assert_eq!(v["alerts"], json!([]));
+    assert_eq!(v["outbox"]["pending"], 1);
+    assert_eq!(v["name"], "仓库-07");
+}
+
+#[test]
+fn a_broken_store_refuses_to_start_with_exit_code_3() {
+    let dir = tempfile::tempdir().unwrap();
+    drop(Store::open(&Store::path_in(dir.path())).unwrap());
+    rusqlite::Connection::open(Store::path_in(dir.path()))
+        .unwrap()
+        .execute_batch("DROP TABLE outbox;")
+        .unwrap();
+    let out = client(dir.path(), &["status"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("outbox"));
+}
