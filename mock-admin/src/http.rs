@@ -333,13 +333,28 @@ async fn client_layer(State(s): State<AppState>, req: Request, next: Next) -> Re
                 .await
                 .unwrap_or_default();
             let half = bytes.slice(0..bytes.len() / 2);
-            let stream = futures::stream::iter(vec![
-                Ok::<Bytes, std::io::Error>(half),
-                Err(std::io::Error::new(
-                    std::io::ErrorKind::ConnectionAborted,
-                    "mock fault: truncated body",
-                )),
-            ]);
+            // Half the body, a pause (so hyper flushes the head and that half to the
+            // socket instead of discarding its buffer), then an error: hyper aborts the
+            // connection mid-body and the client sees a truncated message.
+            let stream = futures::stream::unfold(0u8, move |step| {
+                let half = half.clone();
+                async move {
+                    match step {
+                        0 => Some((Ok::<Bytes, std::io::Error>(half), 1)),
+                        1 => {
+                            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                            Some((
+                                Err(std::io::Error::new(
+                                    std::io::ErrorKind::ConnectionAborted,
+                                    "mock fault: truncated body",
+                                )),
+                                2,
+                            ))
+                        }
+                        _ => None,
+                    }
+                }
+            });
             let mut parts = parts;
             parts.headers.remove(header::CONTENT_LENGTH);
             Response::from_parts(parts, Body::from_stream(stream))
