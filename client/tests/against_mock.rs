@@ -1149,3 +1149,77 @@ fn a_broken_store_refuses_to_start_with_exit_code_3() {
     assert_eq!(out.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&out.stderr).contains("outbox"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_run_loops_drain_everything_and_exit_when_idle_on_a_virtual_clock() {
+    let a = admin().await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(dir.path(), &a.url, None);
+    let g = inproc_gw(&a, &store, Duration::from_secs(5));
+    let mut ids = Vec::new();
+    for goods in ["1", "2", "3"] {
+        ids.push(create(&a.op, collect_body(goods)).await);
+    }
+    a.op.set_fault(FaultPlan {
+        endpoint: FaultTarget::Result,
+        nth: None,
+        next: Some(2),
+        fault: Fault::Status {
+            status: 503,
+            retry_after: None,
+            code: None,
+        },
+    })
+    .unwrap();
+    let clock = TestClock::new();
+    let relay = Relay::new(
+        store.clone(),
+        g.clone(),
+        clock.clone(),
+        RetryPolicy::default(),
+    );
+    let runner = Runner::new(
+        store.clone(),
+        g,
+        Arc::new(ScriptedExecutor::new(Script::Result)),
+        clock.clone(),
+        RunConfig {
+            exit_when_idle: true,
+            ..RunConfig::default()
+        },
+        relay.waker(),
+    );
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    let relay_task = tokio::spawn({
+        let rx = rx.clone();
+        async move { relay.run(rx).await }
+    });
+    let exit = tokio::time::timeout(Duration::from_secs(30), runner.run(rx))
+        .await
+        .expect("the run loop finished")
+        .unwrap();
+    assert_eq!(exit, cmautobuy_client::runner::RunExit::Idle);
+    tx.send(true).unwrap();
+    relay_task.await.unwrap().unwrap();
+    for item in store.outbox_list(true).unwrap() {
+        assert_eq!(
+            store.task(item.task_id).unwrap().state,
+            TaskState::Succeeded
+        );
+        assert_eq!(
+            stored_with_key(&a.op, &item.remote_task_id, &item.idempotency_key)
+                .await
+                .len(),
+            1
+        );
+    }
+    assert_eq!(store.outbox_list(true).unwrap().len(), 3);
+    let claims =
+        a.op.journal()
+            .iter()
+            .filter(|e| e.endpoint == cmautobuy_mock_admin::Endpoint::Claim)
+            .count();
+    // 3 tasks, then 204s only while the two retried results were pending: a few polls,
+    // no storm.
+    assert!((4..=20).contains(&claims), "{claims} claims");
+}
