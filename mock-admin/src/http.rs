@@ -483,7 +483,35 @@ fn body_bytes(headers: &HeaderMap, body: Result<Bytes, BytesRejection>) -> Resul
 
 fn json_body(headers: &HeaderMap, body: Result<Bytes, BytesRejection>) -> Result<Value, ApiError> {
     let bytes = body_bytes(headers, body)?;
-    Ok(validate::json_object(&bytes)?)
+    parse_object(&bytes)
+}
+
+/// One JSON object, with integral numbers written as floats (`3995.0`, `1e3`) read as the
+/// integers they are: JSON has one number type and JSON Schema calls `1.0` an integer, so
+/// the representation must not decide validity. Non-integral values stay floats and are
+/// refused wherever an integer is required ("禁止 float" is about such values).
+fn parse_object(bytes: &[u8]) -> Result<Value, ApiError> {
+    let mut v = validate::json_object(bytes)?;
+    integral_numbers(&mut v);
+    Ok(v)
+}
+
+fn integral_numbers(v: &mut Value) {
+    match v {
+        Value::Number(n) if !n.is_i64() && !n.is_u64() => {
+            if let Some(f) = n.as_f64() {
+                // -2^63 (i64::MIN) is exactly representable; 2^63 is the first value
+                // past i64::MAX.
+                const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+                if f.fract() == 0.0 && (-TWO_63..TWO_63).contains(&f) {
+                    *v = Value::from(f as i64);
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(integral_numbers),
+        Value::Object(m) => m.values_mut().for_each(integral_numbers),
+        _ => {}
+    }
 }
 
 fn path_id(p: Result<Path<String>, PathRejection>) -> Result<String, ApiError> {
@@ -628,7 +656,7 @@ async fn submit_result(
     let client = client_id(&headers)?;
     let key = idempotency_key(&headers)?;
     let bytes = body_bytes(&headers, body)?;
-    let v = validate::json_object(&bytes)?;
+    let v = parse_object(&bytes)?;
     let req = validate::result_request(&v)?;
     let hash = store::canonical_hash(&v);
     let raw = String::from_utf8_lossy(&bytes).into_owned();
@@ -684,7 +712,7 @@ async fn submit_failure(
     let client = client_id(&headers)?;
     let key = idempotency_key(&headers)?;
     let bytes = body_bytes(&headers, body)?;
-    let v = validate::json_object(&bytes)?;
+    let v = parse_object(&bytes)?;
     let req = validate::failure_request(&v)?;
     let hash = store::canonical_hash(&v);
     let raw = String::from_utf8_lossy(&bytes).into_owned();
@@ -740,9 +768,19 @@ async fn spec_resolution(
     let client = client_id(&headers)?;
     let key = idempotency_key(&headers)?;
     let bytes = body_bytes(&headers, body)?;
-    let req = validate::spec_resolution_body(&bytes)?;
+    if bytes.len() > validate::SPEC_RESOLUTION_MAX_BODY_BYTES {
+        return Err(ApiError::new(
+            AdminErrorCode::InvalidBody,
+            format!(
+                "body is {} bytes; at most {} allowed",
+                bytes.len(),
+                validate::SPEC_RESOLUTION_MAX_BODY_BYTES
+            ),
+        ));
+    }
+    let v = parse_object(&bytes)?;
+    let req = validate::spec_resolution_value(&v)?;
     validate::spec_resolution_hashes(&task_id, &key, &req)?;
-    let v = validate::json_object(&bytes)?;
     let hash = store::canonical_hash(&v);
     let unavailable = Some(AdminErrorCode::SpecResolutionUnavailable);
 

@@ -151,9 +151,91 @@ pub struct ResultRequestDoc {
     #[schema(format = DateTime)]
     pub completed_at: String,
     #[schema(nullable)]
-    pub pdd_data: Option<serde_json::Value>,
+    pub pdd_data: Option<PddDataDoc>,
     #[schema(nullable)]
-    pub purchase: Option<serde_json::Value>,
+    pub purchase: Option<PurchaseResultDoc>,
+}
+
+#[derive(Serialize, ToSchema)]
+#[schema(as = PriceGranularity)]
+#[serde(rename_all = "snake_case")]
+pub enum PriceGranularityDoc {
+    Color,
+    Sku,
+}
+
+#[derive(Serialize, ToSchema)]
+#[schema(as = Dimension)]
+pub struct DimensionDoc {
+    pub key: String,
+    pub name: String,
+}
+
+/// One SKU as read from the page; prices in integer fen or null (never 0 for unknown).
+#[derive(Serialize, ToSchema)]
+#[schema(as = Sku)]
+pub struct SkuDoc {
+    pub options: std::collections::BTreeMap<String, String>,
+    #[schema(minimum = 1, maximum = 9223372036854775807_i64, nullable)]
+    pub price_cent: Option<i64>,
+    #[schema(minimum = 1, maximum = 9223372036854775807_i64, nullable)]
+    pub list_price_cent: Option<i64>,
+    #[serde(default)]
+    pub price_observed_at: std::collections::BTreeMap<String, String>,
+    pub available: bool,
+    #[schema(nullable)]
+    pub raw_price: Option<String>,
+}
+
+/// Collected data (§6, data model §4.2).
+#[derive(Serialize, ToSchema)]
+#[schema(as = PddData)]
+pub struct PddDataDoc {
+    #[schema(nullable, minimum = -9223372036854775807_i64, maximum = 9223372036854775807_i64)]
+    pub schema_version: Option<i64>,
+    #[schema(min_length = 1)]
+    pub goods_id: String,
+    #[schema(nullable)]
+    pub title: Option<String>,
+    /// May be omitted or empty; never overwrites a saved shop name.
+    #[schema(nullable)]
+    pub shop_name: Option<String>,
+    #[schema(nullable, format = DateTime)]
+    pub captured_at: Option<String>,
+    pub price_granularity: PriceGranularityDoc,
+    pub dimensions: Vec<DimensionDoc>,
+    pub skus: Vec<SkuDoc>,
+}
+
+/// The purchase section of a result (decisions.md §6).
+#[derive(Serialize, ToSchema)]
+#[schema(as = PurchaseResult)]
+pub struct PurchaseResultDoc {
+    #[schema(minimum = -9223372036854775807_i64, maximum = 9223372036854775807_i64)]
+    pub schema_version: i64,
+    pub mode: ExecutionModeDoc,
+    pub order_submitted: bool,
+    pub payment_attempted: bool,
+    pub payment_status: String,
+    pub match_status: String,
+    #[schema(nullable)]
+    pub order_sn: Option<String>,
+    /// RFC 3339 with an offset (checked for live successes).
+    #[schema(nullable)]
+    pub ordered_at: Option<String>,
+    #[schema(min_length = 1)]
+    pub goods_id: String,
+    pub options: std::collections::BTreeMap<String, String>,
+    #[schema(minimum = 1, maximum = 9223372036854775807_i64)]
+    pub quantity: i64,
+    #[schema(nullable, minimum = -9223372036854775807_i64, maximum = 9223372036854775807_i64)]
+    pub confirmed_total_cent: Option<i64>,
+    #[schema(minimum = 1, maximum = 9223372036854775807_i64)]
+    pub max_price_cent: i64,
+    #[schema(nullable)]
+    pub spec_resolution_id: Option<String>,
+    #[schema(nullable)]
+    pub irreversible_action_at: Option<String>,
 }
 
 #[derive(Serialize, ToSchema)]

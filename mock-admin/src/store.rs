@@ -627,19 +627,28 @@ pub fn claim(
         tx.commit()?;
         return Ok(None);
     }
-    let found: Option<String> = tx
-        .query_row(
-            "SELECT task_id FROM tasks
-             WHERE ((status = 'assigned' AND assigned_client = ?1)
-                    OR (status = 'pending' AND assigned_client IS NULL))
-               AND ((task_type = 'collect' AND ?2) OR (task_type = 'purchase' AND ?3))
+    // Two index searches (idx_tasks_claim: assigned_client, status, priority DESC,
+    // created_at; rowid implicit) instead of one OR: each walks its index range in the
+    // wanted order and stops at the first eligible task, however many tasks exist.
+    let eligible = "AND ((task_type = 'collect' AND ?2) OR (task_type = 'purchase' AND ?3))
                AND (execution_mode = 'dry_run' OR ?4)
-             ORDER BY (assigned_client IS NOT NULL) DESC, priority DESC, created_at, rowid
-             LIMIT 1",
-            params![client_id, collect, purchase, live],
-            |r| r.get(0),
-        )
+             ORDER BY priority DESC, created_at, rowid LIMIT 1";
+    let mine: Option<String> = tx
+        .prepare_cached(&format!(
+            "SELECT task_id FROM tasks WHERE assigned_client = ?1 AND status = 'assigned' {eligible}"
+        ))?
+        .query_row(params![client_id, collect, purchase, live], |r| r.get(0))
         .optional()?;
+    let found = match mine {
+        Some(id) => Some(id),
+        None => tx
+            .prepare_cached(&format!(
+                "SELECT task_id FROM tasks WHERE assigned_client IS NULL AND status = 'pending'
+                        {eligible}"
+            ))?
+            .query_row(params![client_id, collect, purchase, live], |r| r.get(0))
+            .optional()?,
+    };
     let Some(task_id) = found else {
         tx.commit()?;
         return Ok(None);
