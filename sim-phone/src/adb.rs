@@ -52,6 +52,16 @@ pub(crate) struct Shared {
     pub profile: LatencyProfile,
     pub offline: watch::Sender<bool>,
     pub banner: String,
+    /// Scripted hangs (see [`crate::SimPhoneHandle::hang_commands`]): a command line
+    /// containing a rule's pattern waits, before it runs, until the rule is released.
+    pub hangs: Mutex<Vec<HangRule>>,
+}
+
+/// One scripted hang: lines containing `pattern` wait until `released` turns true.
+pub(crate) struct HangRule {
+    pub pattern: String,
+    pub released: watch::Receiver<bool>,
+    pub hits: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Shared {
@@ -217,7 +227,13 @@ async fn connection(
         if rd.read_exact(&mut data).await.is_err() {
             break Err(ConnError::Io);
         }
-        let v = version.load(Ordering::Acquire);
+        // Checksums matter only below version 0x01000001; a CNXN is judged by the version
+        // it announces itself (nothing has been negotiated yet).
+        let v = if cmd == A_CNXN {
+            arg0
+        } else {
+            version.load(Ordering::Acquire)
+        };
         if v < VERSION_SKIP_CHECKSUM && check != checksum(&data) {
             break Err(ConnError::Malformed);
         }
@@ -441,12 +457,31 @@ async fn run_service(kind: Service, mut io: StreamIo, shared: Arc<Shared>) {
 
 /// Run a command line on the phone; sleep its simulated cost in the realistic profile.
 async fn execute(shared: &Arc<Shared>, line: &str) -> crate::device::Exec {
+    hold_if_hung(shared, line).await;
     let out = shared.lock().run_line(line);
     shared.sync_offline();
     if shared.profile == LatencyProfile::Realistic && !out.delay.is_zero() {
         tokio::time::sleep(out.delay).await;
     }
     out
+}
+
+/// Wait (outside the phone's lock, so other connections keep being served) while an
+/// unreleased hang rule matches `line`. Nothing of the line has run yet.
+async fn hold_if_hung(shared: &Arc<Shared>, line: &str) {
+    let rule = {
+        let mut hangs = shared.hangs.lock().unwrap_or_else(|p| p.into_inner());
+        hangs.retain(|h| !*h.released.borrow());
+        hangs
+            .iter()
+            .find(|h| line.contains(&h.pattern))
+            .map(|h| (h.released.clone(), h.hits.clone()))
+    };
+    if let Some((mut released, hits)) = rule {
+        hits.fetch_add(1, Ordering::AcqRel);
+        // A dropped gate counts as released (wait_for then returns Err).
+        let _ = released.wait_for(|r| *r).await;
+    }
 }
 
 fn v2_packet(id: u8, data: &[u8]) -> Vec<u8> {

@@ -145,6 +145,7 @@ impl SimPhone {
             profile: config.profile,
             offline: offline_tx,
             banner: adb::banner(),
+            hangs: std::sync::Mutex::new(Vec::new()),
         });
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
         let rt = tokio::runtime::Builder::new_multi_thread()
@@ -263,6 +264,24 @@ impl SimPhoneHandle {
         self.shared.lock().app_mut().show_popup(kind);
     }
 
+    /// Make every command line arriving over ADB that contains `pattern` hang, before
+    /// it runs, until the returned gate is released (or dropped). For deadline tests:
+    /// the caller's timeout fires while the command is provably still pending.
+    pub fn hang_commands(&self, pattern: &str) -> HangGate {
+        let (tx, rx) = watch::channel(false);
+        let hits = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        self.shared
+            .hangs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(adb::HangRule {
+                pattern: pattern.to_string(),
+                released: rx,
+                hits: hits.clone(),
+            });
+        HangGate { tx, hits }
+    }
+
     /// Run a command line on the phone directly (no ADB), as the shell would.
     pub fn run_shell(&self, line: &str) -> Exec {
         self.shared.lock().run_line(line)
@@ -284,6 +303,31 @@ impl SimPhoneHandle {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+    }
+}
+
+/// A scripted hang (see [`SimPhoneHandle::hang_commands`]). Dropping it releases the
+/// held commands too.
+pub struct HangGate {
+    tx: watch::Sender<bool>,
+    hits: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl HangGate {
+    /// How many command lines have been held by this gate so far.
+    pub fn hits(&self) -> u64 {
+        self.hits.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Let the held commands (and later matching ones) run.
+    pub fn release(self) {
+        // Drop does it.
+    }
+}
+
+impl Drop for HangGate {
+    fn drop(&mut self) {
+        self.tx.send_replace(true);
     }
 }
 

@@ -1,0 +1,1192 @@
+//! Integration tests of the simulated phone: through Debian's real `adb` (a private server
+//! on a free port), through `adb_client` (via that server and directly over TCP), through a
+//! raw protocol client, and in-process against the app model.
+//!
+//! Nothing here sleeps for luck: every wait is a bounded poll for a condition.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, SocketAddrV4, TcpStream};
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use cmautobuy_sim_phone::ui::{Node, Rect, Screen};
+use cmautobuy_sim_phone::{
+    Catalog, Device, DumpFault, FaultPlan, PopupKind, PopupSchedule, SimConfig, SimPhone,
+    SimPhoneHandle,
+};
+
+// ---------------------------------------------------------------------------------------
+// helpers
+
+fn catalog() -> Catalog {
+    Catalog::load(&Catalog::bundled_dir()).expect("bundled catalog loads")
+}
+
+fn fixed_config() -> SimConfig {
+    let mut c = SimConfig::new(catalog());
+    c.seed = 42;
+    c.start_time = Some("2026-11-30T08:02:10Z".parse().expect("time"));
+    c
+}
+
+fn start(cfg: SimConfig) -> SimPhoneHandle {
+    SimPhone::bind("127.0.0.1:0".parse().expect("addr"), cfg).expect("phone starts")
+}
+
+/// The real `adb` binary. Missing adb is a failure, never a silent skip.
+fn adb_bin() -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for dir in std::env::split_paths(&path) {
+        let p = dir.join("adb");
+        if p.is_file() {
+            return p;
+        }
+    }
+    panic!(
+        "the real `adb` binary is required for these tests but is not on PATH: install \
+         Debian's `adb` package (`apt-get install adb`; scripts/test does this)"
+    );
+}
+
+/// A port for a private adb server: never 5037 (a user's server), never 5555-5585 (the
+/// emulator ports every adb server probes).
+fn free_port() -> u16 {
+    loop {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let p = l.local_addr().expect("addr").port();
+        if p != 5037 && !(5555..=5585).contains(&p) {
+            return p;
+        }
+    }
+}
+
+/// Run a child to completion under a deadline (adb has no timeouts of its own).
+fn run_with_deadline(mut cmd: Command, deadline: Duration) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut out = child.stdout.take().expect("stdout");
+    let mut err = child.stderr.take().expect("stderr");
+    let t_out = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = out.read_to_end(&mut v);
+        v
+    });
+    let t_err = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = err.read_to_end(&mut v);
+        v
+    });
+    let end = Instant::now() + deadline;
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if Instant::now() > end {
+            let _ = child.kill();
+            panic!("command {cmd:?} did not finish within {deadline:?}");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    Output {
+        status,
+        stdout: t_out.join().expect("join"),
+        stderr: t_err.join().expect("join"),
+    }
+}
+
+/// A private adb server, killed on drop.
+struct AdbServer {
+    port: u16,
+    home: tempfile::TempDir,
+}
+
+impl AdbServer {
+    fn start() -> AdbServer {
+        let s = AdbServer {
+            port: free_port(),
+            home: tempfile::tempdir().expect("tempdir"),
+        };
+        let o = s.adb(&["start-server"]);
+        assert!(o.status.success(), "adb start-server: {o:?}");
+        s
+    }
+
+    fn adb(&self, args: &[&str]) -> Output {
+        let mut c = Command::new(adb_bin());
+        c.arg("-P")
+            .arg(self.port.to_string())
+            .args(args)
+            .env("HOME", self.home.path())
+            .env("ANDROID_ADB_SERVER_PORT", self.port.to_string())
+            .env("ANDROID_USER_HOME", self.home.path().join(".android"));
+        run_with_deadline(c, Duration::from_secs(30))
+    }
+
+    fn shell(&self, serial: &str, args: &[&str]) -> Output {
+        let mut a = vec!["-s", serial, "shell"];
+        a.extend_from_slice(args);
+        self.adb(&a)
+    }
+
+    /// `adb connect` and poll `adb devices` until the phone is listed as `device`
+    /// (a freshly connected device can show `offline` for a moment).
+    fn connect(&self, serial: &str) {
+        let end = Instant::now() + Duration::from_secs(30);
+        loop {
+            let _ = self.adb(&["connect", serial]);
+            let d = self.adb(&["devices"]);
+            let listing = String::from_utf8_lossy(&d.stdout).to_string();
+            if listing
+                .lines()
+                .any(|l| l.split_whitespace().collect::<Vec<_>>() == [serial, "device"])
+            {
+                return;
+            }
+            assert!(
+                Instant::now() < end,
+                "phone never became `device`: {listing}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn addr(&self) -> SocketAddrV4 {
+        SocketAddrV4::new(std::net::Ipv4Addr::LOCALHOST, self.port)
+    }
+}
+
+impl Drop for AdbServer {
+    fn drop(&mut self) {
+        let _ = self.adb(&["kill-server"]);
+    }
+}
+
+fn png_size(bytes: &[u8]) -> (u32, u32) {
+    assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n"), "not a PNG");
+    let img =
+        image::load_from_memory_with_format(bytes, image::ImageFormat::Png).expect("valid PNG");
+    (img.width(), img.height())
+}
+
+fn text(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).to_string()
+}
+
+// ---------------------------------------------------------------------------------------
+// real adb
+
+#[test]
+fn real_adb_server_drives_the_phone() {
+    let phone = start(fixed_config());
+    let adb = AdbServer::start();
+    let serial = phone.serial();
+    adb.connect(&serial);
+
+    let o = adb.shell(&serial, &["uiautomator", "dump", "/dev/tty"]);
+    assert!(o.status.success());
+    let out = text(&o);
+    assert!(out.contains("<hierarchy"), "{out}");
+    assert!(out.contains("com.android.systemui"));
+    assert!(out.trim_end().ends_with("UI hierchary dumped to: /dev/tty"));
+
+    let o = adb.shell(&serial, &["input", "tap", "540", "1200"]);
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    let o = adb.shell(&serial, &["false"]);
+    assert_eq!(o.status.code(), Some(1));
+    let o = adb.shell(&serial, &["true"]);
+    assert_eq!(o.status.code(), Some(0));
+    let o = adb.shell(&serial, &["frobnicate", "x"]);
+    assert_eq!(o.status.code(), Some(127));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("frobnicate: inaccessible or not found"));
+
+    let o = adb.adb(&["-s", &serial, "exec-out", "screencap", "-p"]);
+    assert!(o.status.success());
+    assert_eq!(png_size(&o.stdout), (1080, 2400));
+
+    let o = adb.shell(&serial, &["uiautomator", "dump"]);
+    assert_eq!(
+        text(&o).trim(),
+        "UI hierchary dumped to: /sdcard/window_dump.xml"
+    );
+    let dir = tempfile::tempdir().expect("tmp");
+    let local = dir.path().join("dump.xml");
+    let o = adb.adb(&[
+        "-s",
+        &serial,
+        "pull",
+        "/sdcard/window_dump.xml",
+        local.to_str().expect("utf8"),
+    ]);
+    assert!(o.status.success(), "{o:?}");
+    let pulled = std::fs::read(&local).expect("pulled");
+    let on_phone = phone
+        .with_device(|d| d.read_file("/sdcard/window_dump.xml"))
+        .expect("dump file");
+    assert_eq!(pulled, *on_phone, "pull must be byte-identical");
+    let o = adb.shell(&serial, &["cat", "/sdcard/window_dump.xml"]);
+    assert_eq!(o.stdout, pulled);
+
+    let up = dir.path().join("up.bin");
+    let payload: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+    std::fs::write(&up, &payload).expect("write");
+    let o = adb.adb(&[
+        "-s",
+        &serial,
+        "push",
+        up.to_str().expect("utf8"),
+        "/data/local/tmp/up.bin",
+    ]);
+    assert!(o.status.success(), "{o:?}");
+    let back = dir.path().join("back.bin");
+    let o = adb.adb(&[
+        "-s",
+        &serial,
+        "pull",
+        "/data/local/tmp/up.bin",
+        back.to_str().expect("utf8"),
+    ]);
+    assert!(o.status.success(), "{o:?}");
+    assert_eq!(std::fs::read(&back).expect("read"), payload);
+
+    // A goods URL from the network, quoted as the client quotes it: it is one argument.
+    let canary = dir.path().join("pwned");
+    let url = format!(
+        "pinduoduo://com.xunmeng.pinduoduo/goods.html?goods_id=1;touch {}",
+        canary.display()
+    );
+    let before = phone.counters().shell_commands;
+    let o = adb.shell(
+        &serial,
+        &[
+            "am",
+            "start",
+            "-a",
+            "android.intent.action.VIEW",
+            "-d",
+            &format!("'{url}'"),
+        ],
+    );
+    assert!(o.status.success(), "{o:?}");
+    assert_eq!(
+        phone.counters().shell_commands,
+        before + 1,
+        "exactly one command ran"
+    );
+    assert!(!canary.exists());
+    assert_eq!(phone.current_page(), "not_found");
+
+    let c = phone.counters();
+    assert!(c.dumps >= 2 && c.taps >= 1 && c.screencaps >= 1, "{c:?}");
+}
+
+// ---------------------------------------------------------------------------------------
+// adb_client
+
+#[test]
+fn adb_client_through_the_adb_server() {
+    use adb_client::server_device::ADBServerDevice;
+    use adb_client::ADBDeviceExt;
+
+    let phone = start(fixed_config());
+    let adb = AdbServer::start();
+    let serial = phone.serial();
+    adb.connect(&serial);
+
+    let mut dev = ADBServerDevice::new(serial.clone(), Some(adb.addr()));
+    let mut out = Vec::new();
+    dev.shell_command(&"uiautomator dump /dev/tty", Some(&mut out), None)
+        .expect("dump");
+    assert!(String::from_utf8_lossy(&out).contains("<hierarchy"));
+
+    // adb_client loses the shell v2 exit code; the `; echo __RC=$?` suffix recovers it.
+    for (cmd, rc) in [
+        ("false", 1),
+        ("true", 0),
+        ("input tap 540 1200", 0),
+        ("nope", 127),
+    ] {
+        let mut out = Vec::new();
+        let mut err = Vec::new();
+        dev.shell_command(
+            &format!("{cmd} ; echo __RC=$?"),
+            Some(&mut out),
+            Some(&mut err),
+        )
+        .expect("shell");
+        let s = String::from_utf8_lossy(&out);
+        assert!(s.ends_with(&format!("__RC={rc}\n")), "{cmd}: {s:?}");
+    }
+
+    let mut png = Vec::new();
+    dev.shell_command(&"screencap -p", Some(&mut png), None)
+        .expect("screencap");
+    assert_eq!(png_size(&png), (1080, 2400));
+
+    let mut dumped = Vec::new();
+    dev.shell_command(&"uiautomator dump /sdcard/x.xml", Some(&mut dumped), None)
+        .expect("dump to file");
+    let mut pulled = Vec::new();
+    dev.pull(&"/sdcard/x.xml", &mut pulled).expect("pull");
+    let on_phone = phone
+        .with_device(|d| d.read_file("/sdcard/x.xml"))
+        .expect("file");
+    assert_eq!(pulled, *on_phone);
+}
+
+#[test]
+fn adb_client_direct_tcp_without_adb() {
+    use adb_client::tcp::ADBTcpDevice;
+    use adb_client::ADBDeviceExt;
+
+    let phone = start(fixed_config());
+    // adb_client reads its RSA key from here; the phone never asks for AUTH, so a fresh
+    // key (generated when the file is missing) is all it needs.
+    let home = tempfile::tempdir().expect("tmp");
+    let key = home.path().join("adbkey");
+    let mut dev = ADBTcpDevice::new_with_custom_private_key(phone.addr(), &key).expect("connect");
+
+    let mut out = Vec::new();
+    dev.shell_command(&"uiautomator dump /dev/tty", Some(&mut out), None)
+        .expect("dump");
+    assert!(String::from_utf8_lossy(&out).contains("<hierarchy"));
+
+    let mut out = Vec::new();
+    dev.shell_command(&"echo 'a;b' \"$(id)\"", Some(&mut out), None)
+        .expect("echo");
+    assert_eq!(String::from_utf8_lossy(&out), "a;b $(id)\n");
+
+    let mut out = Vec::new();
+    dev.shell_command(&"uiautomator dump", Some(&mut out), None)
+        .expect("dump");
+    let mut pulled = Vec::new();
+    dev.pull(&"/sdcard/window_dump.xml", &mut pulled)
+        .expect("pull");
+    assert_eq!(
+        pulled,
+        *phone
+            .with_device(|d| d.read_file("/sdcard/window_dump.xml"))
+            .expect("f")
+    );
+
+    let st = dev.stat(&"/sdcard/window_dump.xml").expect("stat");
+    assert_eq!(st.file_size as usize, pulled.len());
+
+    let mut data: &[u8] = b"pushed by adb_client";
+    dev.push(&mut data, &"/data/local/tmp/p.txt").expect("push");
+    assert_eq!(
+        phone
+            .with_device(|d| d.read_file("/data/local/tmp/p.txt"))
+            .expect("pushed")
+            .as_slice(),
+        b"pushed by adb_client"
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// raw protocol client: checksums, concurrency, payload size, malformed packets, offline
+
+const CNXN: u32 = 0x4e58_4e43;
+const OPEN: u32 = 0x4e45_504f;
+const OKAY: u32 = 0x5941_4b4f;
+const CLSE: u32 = 0x4553_4c43;
+const WRTE: u32 = 0x4554_5257;
+
+struct Raw {
+    s: TcpStream,
+    version: u32,
+}
+
+impl Raw {
+    fn connect(addr: SocketAddr, version: u32, max: u32) -> (Raw, String, u32) {
+        let s = TcpStream::connect(addr).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(20)))
+            .expect("timeout");
+        let mut r = Raw { s, version };
+        r.send(CNXN, version, max, b"host::features=shell_v2\0");
+        let (cmd, a0, a1, data) = r.recv().expect("cnxn reply");
+        assert_eq!(cmd, CNXN);
+        assert_eq!(a0, version, "version negotiated down to ours");
+        let _ = a1;
+        (r, String::from_utf8_lossy(&data).to_string(), a1)
+    }
+
+    fn send(&mut self, cmd: u32, a0: u32, a1: u32, data: &[u8]) {
+        let sum: u32 = data.iter().map(|&b| u32::from(b)).sum();
+        let check = if self.version >= 0x0100_0001 { 0 } else { sum };
+        let mut v = Vec::new();
+        for w in [cmd, a0, a1, data.len() as u32, check, cmd ^ 0xffff_ffff] {
+            v.extend_from_slice(&w.to_le_bytes());
+        }
+        v.extend_from_slice(data);
+        self.s.write_all(&v).expect("write");
+    }
+
+    fn recv(&mut self) -> Option<(u32, u32, u32, Vec<u8>)> {
+        let mut h = [0u8; 24];
+        self.s.read_exact(&mut h).ok()?;
+        let w = |i: usize| u32::from_le_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]);
+        let mut data = vec![0u8; w(12) as usize];
+        self.s.read_exact(&mut data).ok()?;
+        assert_eq!(w(20), w(0) ^ 0xffff_ffff, "magic");
+        let sum: u32 = data.iter().map(|&b| u32::from(b)).sum();
+        if self.version < 0x0100_0001 {
+            assert_eq!(w(16), sum, "old protocol version carries checksums");
+        } else {
+            assert_eq!(w(16), 0, "new protocol version skips checksums");
+        }
+        Some((w(0), w(4), w(8), data))
+    }
+}
+
+/// Parse shell v2 packets into (stdout, stderr, exit).
+fn v2_decode(bytes: &[u8]) -> (Vec<u8>, Vec<u8>, Option<u8>) {
+    let (mut out, mut err, mut exit) = (Vec::new(), Vec::new(), None);
+    let mut i = 0;
+    while i + 5 <= bytes.len() {
+        let n =
+            u32::from_le_bytes([bytes[i + 1], bytes[i + 2], bytes[i + 3], bytes[i + 4]]) as usize;
+        let body = &bytes[i + 5..i + 5 + n];
+        match bytes[i] {
+            1 => out.extend_from_slice(body),
+            2 => err.extend_from_slice(body),
+            3 => exit = body.first().copied(),
+            _ => {}
+        }
+        i += 5 + n;
+    }
+    (out, err, exit)
+}
+
+#[test]
+fn raw_protocol_concurrent_streams_payload_limit_and_checksums() {
+    let phone = start(fixed_config());
+    for version in [0x0100_0000u32, 0x0100_0001] {
+        let (mut raw, banner, _) = Raw::connect(phone.addr(), version, 4096);
+        assert!(banner.starts_with("device::"), "{banner}");
+        assert!(banner.contains("features=shell_v2,cmd"));
+        let cmds = [
+            "shell,v2,TERM=xterm,raw:uiautomator dump /dev/tty",
+            "shell,v2,raw:echo one; nope",
+            "shell:echo merged; nope",
+        ];
+        for (i, c) in cmds.iter().enumerate() {
+            raw.send(OPEN, 100 + i as u32, 0, format!("{c}\0").as_bytes());
+        }
+        let mut got: Vec<Vec<u8>> = vec![Vec::new(); 3];
+        let mut closed = 0;
+        let mut ids = std::collections::HashMap::new();
+        while closed < 3 {
+            let (cmd, a0, a1, data) = raw.recv().expect("packet");
+            let k = (a1 - 100) as usize;
+            match cmd {
+                OKAY => {
+                    ids.insert(k, a0);
+                }
+                WRTE => {
+                    assert!(data.len() <= 4096, "payload above the negotiated maximum");
+                    got[k].extend_from_slice(&data);
+                    raw.send(OKAY, a1, a0, &[]);
+                }
+                CLSE => closed += 1,
+                other => panic!("unexpected {other:x}"),
+            }
+        }
+        let (out, _, exit) = v2_decode(&got[0]);
+        assert!(String::from_utf8_lossy(&out).contains("<hierarchy"));
+        assert_eq!(exit, Some(0));
+        let (out, err, exit) = v2_decode(&got[1]);
+        assert_eq!(out, b"one\n");
+        assert!(String::from_utf8_lossy(&err).contains("nope: inaccessible or not found"));
+        assert_eq!(exit, Some(127));
+        let merged = String::from_utf8_lossy(&got[2]);
+        assert!(
+            merged.starts_with("merged\n") && merged.contains("not found"),
+            "{merged}"
+        );
+    }
+}
+
+#[test]
+fn malformed_packets_close_only_their_connection() {
+    let phone = start(fixed_config());
+    let (mut good, _, _) = Raw::connect(phone.addr(), 0x0100_0001, 1 << 20);
+    let bad_inputs: Vec<Vec<u8>> = vec![
+        b"GET / HTTP/1.1\r\nHost: x\r\n\r\n".to_vec(),
+        {
+            // Right magic, absurd length.
+            let mut v = Vec::new();
+            for w in [WRTE, 1, 1, u32::MAX, 0, WRTE ^ 0xffff_ffff] {
+                v.extend_from_slice(&w.to_le_bytes());
+            }
+            v
+        },
+        {
+            // OPEN before CNXN.
+            let mut v = Vec::new();
+            for w in [OPEN, 1, 0, 0, 0, OPEN ^ 0xffff_ffff] {
+                v.extend_from_slice(&w.to_le_bytes());
+            }
+            v
+        },
+    ];
+    for bad in bad_inputs {
+        let mut s = TcpStream::connect(phone.addr()).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(20)))
+            .expect("timeout");
+        s.write_all(&bad).expect("write");
+        let mut buf = [0u8; 64];
+        // The phone closes the connection: read returns 0 (or a reset).
+        let n = s.read(&mut buf).unwrap_or(0);
+        assert_eq!(n, 0, "malformed connection must be closed");
+    }
+    // Old-version checksum mismatch closes too.
+    {
+        let (mut old, _, _) = Raw::connect(phone.addr(), 0x0100_0000, 4096);
+        let mut v = Vec::new();
+        let data = b"shell:true\0";
+        for w in [OPEN, 5, 0, data.len() as u32, 12345, OPEN ^ 0xffff_ffff] {
+            v.extend_from_slice(&w.to_le_bytes());
+        }
+        v.extend_from_slice(data);
+        old.s.write_all(&v).expect("write");
+        assert!(old.recv().is_none(), "bad checksum closes the connection");
+    }
+    assert!(phone.counters().malformed_packets >= 4);
+    // The healthy connection is still served.
+    good.send(OPEN, 7, 0, b"shell,v2,raw:echo still here\0");
+    let mut body = Vec::new();
+    loop {
+        let (cmd, a0, a1, data) = good.recv().expect("packet");
+        match cmd {
+            WRTE => {
+                body.extend_from_slice(&data);
+                good.send(OKAY, a1, a0, &[]);
+            }
+            CLSE => break,
+            _ => {}
+        }
+    }
+    assert_eq!(v2_decode(&body).0, b"still here\n");
+}
+
+#[test]
+fn offline_phone_drops_connections_and_comes_back() {
+    let phone = start(fixed_config());
+    let (mut raw, _, _) = Raw::connect(phone.addr(), 0x0100_0001, 4096);
+    phone.set_offline(true);
+    assert!(raw.recv().is_none(), "existing connection is cut");
+    let mut s = TcpStream::connect(phone.addr()).expect("tcp accept still happens");
+    s.set_read_timeout(Some(Duration::from_secs(20)))
+        .expect("timeout");
+    let mut buf = [0u8; 8];
+    assert_eq!(
+        s.read(&mut buf).unwrap_or(0),
+        0,
+        "new connection closed at once"
+    );
+    phone.set_offline(false);
+    let (_raw, banner, _) = Raw::connect(phone.addr(), 0x0100_0001, 4096);
+    assert!(banner.starts_with("device::"));
+
+    // Scripted: offline after N commands.
+    let mut cfg = fixed_config();
+    cfg.faults = FaultPlan {
+        offline_after_commands: Some(2),
+        ..FaultPlan::default()
+    };
+    let phone = start(cfg);
+    let (mut raw, _, _) = Raw::connect(phone.addr(), 0x0100_0001, 4096);
+    for i in 0..2u32 {
+        raw.send(OPEN, 10 + i, 0, b"shell,v2,raw:true\0");
+        loop {
+            match raw.recv() {
+                Some((CLSE, _, _, _)) => break,
+                Some((WRTE, a0, a1, _)) => raw.send(OKAY, a1, a0, &[]),
+                Some(_) => {}
+                None => break,
+            }
+        }
+    }
+    assert!(raw.recv().is_none(), "offline after the second command");
+}
+
+#[test]
+fn refuses_non_loopback_addresses() {
+    let r = SimPhone::bind("0.0.0.0:0".parse().expect("addr"), fixed_config());
+    assert!(matches!(
+        r,
+        Err(cmautobuy_sim_phone::SimError::NotLoopback(_))
+    ));
+}
+
+// ---------------------------------------------------------------------------------------
+// app model (in process: the same builtins the shell runs)
+
+struct Phone {
+    d: Device,
+}
+
+impl Phone {
+    fn new(cfg: &SimConfig) -> Phone {
+        Phone {
+            d: cfg.build_device().expect("device"),
+        }
+    }
+
+    fn sh(&mut self, line: &str) -> cmautobuy_sim_phone::Exec {
+        self.d.run_line(line)
+    }
+
+    fn screen(&self) -> Screen {
+        self.d.app().screen(self.d.now())
+    }
+
+    fn xml(&mut self) -> String {
+        let e = self.sh("uiautomator dump /dev/tty");
+        assert_eq!(e.code, 0);
+        String::from_utf8(e.stdout).expect("utf8")
+    }
+
+    fn open(&mut self, goods_id: &str) {
+        let e = self.sh(&format!(
+            "am start -a android.intent.action.VIEW -d 'pinduoduo://com.xunmeng.pinduoduo/goods.html?goods_id={goods_id}'"
+        ));
+        assert_eq!(e.code, 0, "{}", String::from_utf8_lossy(&e.stderr));
+    }
+
+    /// Tap the nearest clickable ancestor of the first node whose text or content-desc
+    /// matches, the way the client will.
+    fn tap(&mut self, label: &str) {
+        let r = find_target(&self.screen(), label)
+            .unwrap_or_else(|| panic!("no node {label:?} on {}", self.d.app().page_name()));
+        let (x, y) = r.center();
+        let e = self.sh(&format!("input tap {x} {y}"));
+        assert_eq!(e.code, 0);
+    }
+
+    fn page(&self) -> &'static str {
+        self.d.app().page_name()
+    }
+}
+
+fn find_target(screen: &Screen, label: &str) -> Option<Rect> {
+    fn go(n: &Node, label: &str, clickable_above: Option<Rect>) -> Option<Rect> {
+        let here = if n.clickable {
+            Some(n.bounds)
+        } else {
+            clickable_above
+        };
+        if n.text == label || n.desc == label || n.text.trim() == label {
+            return here;
+        }
+        n.children.iter().find_map(|c| go(c, label, here))
+    }
+    screen.windows.iter().rev().find_map(|w| go(w, label, None))
+}
+
+fn visit(screen: &Screen, f: &mut dyn FnMut(&Node)) {
+    fn go(n: &Node, f: &mut dyn FnMut(&Node)) {
+        f(n);
+        for c in &n.children {
+            go(c, f);
+        }
+    }
+    for w in &screen.windows {
+        go(w, f);
+    }
+}
+
+fn has(screen: &Screen, pred: impl Fn(&Node) -> bool) -> bool {
+    fn go(n: &Node, p: &dyn Fn(&Node) -> bool) -> bool {
+        p(n) || n.children.iter().any(|c| go(c, p))
+    }
+    screen.windows.iter().any(|w| go(w, &pred))
+}
+
+#[test]
+fn scripted_taps_reach_every_screen_and_order_twice_lands_once() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let mut cfg = fixed_config();
+    cfg.state_file = Some(dir.path().join("state.json"));
+    let mut p = Phone::new(&cfg);
+    assert_eq!(p.page(), "home");
+    let x = p.xml();
+    assert!(x.contains("content-desc=\"个人中心\"") && x.contains("tv_title"));
+
+    // Goods page → sheet via 发起拼单.
+    p.open("737116531267");
+    assert_eq!(p.page(), "goods");
+    p.tap("发起拼单");
+    assert_eq!(p.page(), "sku_sheet");
+    let x = p.xml();
+    for needle in [
+        "手动添加地址",
+        "tv_select_sku",
+        "请选择 颜色分类 尺码",
+        "content-desc=\"减少数量\"",
+        "content-desc=\"增加数量\"",
+        "android.widget.EditText",
+        "com.xunmeng.pinduoduo:id/tv_content",
+        "text=\"  奶白色\"",
+        "content-desc=\"打开大图\"",
+    ] {
+        if needle == "手动添加地址" {
+            assert!(!x.contains(needle), "this goods has an address");
+        } else {
+            assert!(x.contains(needle), "sheet lacks {needle}");
+        }
+    }
+
+    // 黑色 + XL is sold out: XL becomes unavailable once 黑色 is chosen.
+    p.tap("黑色");
+    let s = p.screen();
+    assert!(
+        has(&s, |n| n.text == "XL" && !n.enabled),
+        "XL sold out for 黑色"
+    );
+    p.tap("XL");
+    assert!(
+        p.xml().contains("请选择 尺码"),
+        "sold-out option not selectable"
+    );
+    p.tap("L");
+    p.tap("增加数量");
+    let x = p.xml();
+    assert!(x.contains("已选: 黑色 L"), "{x}");
+    assert!(x.contains("text=\"2\""), "quantity 2");
+    assert!(x.contains("提交订单 ¥118"), "59 × 2");
+    assert!(x.contains("selected=\"true\""));
+
+    p.tap("提交订单 ¥118");
+    assert_eq!(p.page(), "payment");
+    let orders = p.d.app().ledger().orders().to_vec();
+    assert_eq!(orders.len(), 1);
+    let o = &orders[0];
+    assert_eq!(
+        (o.quantity, o.total_cent, o.status.as_str()),
+        (2, 11_800, "unpaid")
+    );
+    assert_eq!(o.options["color"], "黑色");
+    assert_eq!(o.options["size"], "L");
+    assert!(o.order_sn.starts_with("261130-"), "{}", o.order_sn);
+    // The fixed clock started at 16:02:10 +08:00 and advanced by simulated time only.
+    assert!(o.created_at.starts_with("2026-11-30T16:02:") && o.created_at.ends_with("+08:00"));
+    let placed = o.created_at[..19].replace('T', " ");
+
+    // Back out of payment: the retention dialog, then leave without paying.
+    p.sh("input keyevent KEYCODE_BACK");
+    assert_eq!(p.page(), "abandon_dialog");
+    let x = p.xml();
+    assert!(x.contains("确定放弃吗?") && x.contains("继续支付") && x.contains("，仅¥118"));
+    assert!(x.contains("NAF=\"true\""), "unlabeled close icon");
+    p.tap("先去逛逛");
+    assert_eq!(p.page(), "goods");
+    assert!(!p.d.app().ledger().orders()[0].payment_attempted);
+
+    // 个人中心 → 待付款 → order detail.
+    p.sh("input keyevent 4");
+    p.tap("个人中心");
+    assert_eq!(p.page(), "profile");
+    p.tap("待付款");
+    assert_eq!(p.page(), "order_list");
+    let sn = o.order_sn.clone();
+    let s = p.screen();
+    let card = find_target(&s, "实付:¥118").expect("order card");
+    let (x, y) = card.center();
+    p.sh(&format!("input tap {x} {y}"));
+    assert_eq!(p.page(), "order_detail");
+    let x = p.xml();
+    assert!(x.contains(&format!("订单编号：{sn}")));
+    assert!(
+        x.contains(&format!("下单时间：{placed}")),
+        "local time string"
+    );
+    assert!(p
+        .sh("dumpsys window")
+        .stdout
+        .windows(5)
+        .any(|w| w == b"Order"));
+
+    // Exactly one order, never paid; the ledger survives a restart.
+    drop(p);
+    let p2 = Phone::new(&cfg);
+    let orders = p2.d.app().ledger().orders();
+    assert_eq!(orders.len(), 1);
+    assert!(!orders[0].payment_attempted);
+    assert_eq!(orders[0].order_sn, sn);
+
+    // The CLI prints the same ledger.
+    let o = Command::new(env!("CARGO_BIN_EXE_sim-phone"))
+        .args(["orders", "--state"])
+        .arg(dir.path().join("state.json"))
+        .output()
+        .expect("cli");
+    let line = String::from_utf8_lossy(&o.stdout).to_string();
+    let v: serde_json::Value = serde_json::from_str(line.trim()).expect("json line");
+    for k in [
+        "order_sn",
+        "goods_id",
+        "options",
+        "quantity",
+        "total_cent",
+        "created_at",
+        "status",
+        "payment_attempted",
+    ] {
+        assert!(v.get(k).is_some(), "missing {k}");
+    }
+    assert_eq!(v["total_cent"], 11_800);
+}
+
+#[test]
+fn pay_buttons_are_recorded_as_payment_attempts() {
+    let mut p = Phone::new(&fixed_config());
+    p.open("704455667788");
+    p.tap("单独购买");
+    p.tap("3层100抽*20包");
+    let x = p.xml();
+    assert!(x.contains("提交订单 ¥21.9"), "23.9 − 2 discount: {x}");
+    assert!(x.contains("已减2元"));
+    p.tap("提交订单 ¥21.9");
+    assert_eq!(p.page(), "payment");
+    p.sh("input keyevent 4");
+    p.tap("继续支付");
+    assert!(
+        p.d.app().ledger().orders()[0].payment_attempted,
+        "继续支付 is a pay tap"
+    );
+    assert_eq!(p.page(), "pay_result");
+}
+
+#[test]
+fn sheet_shapes_discount_image_grid_and_three_dimensions() {
+    let mut p = Phone::new(&fixed_config());
+    // Preselected first option, merged stock+price label, discount row.
+    p.open("715566778899");
+    p.tap("发起拼单");
+    let x = p.xml();
+    assert!(x.contains("已选: 乌龙奶茶+化妆镜+礼盒"));
+    assert!(x.contains("text=\"即将卖完 ¥88\""), "stock 25");
+    assert!(x.contains("用多多支付减7.53元"));
+    assert!(x.contains("提交订单 ¥80.47"));
+    assert!(x.contains("content-desc=\"  乌龙奶茶+化妆镜+礼盒\""));
+    assert!(x.contains("text=\"最后9件\""));
+    // The grid scrolls sideways to reach clipped options.
+    let tile_width = |p: &Phone| {
+        let s = p.screen();
+        let mut w = None;
+        visit(&s, &mut |n| {
+            if n.desc == "草莓色+化妆镜+礼盒" && n.class == "android.view.ViewGroup" {
+                w = Some(n.bounds.r - n.bounds.l);
+            }
+        });
+        w
+    };
+    // Row-major two-row grid: the fourth column is clipped at the screen edge.
+    assert!(
+        x.contains("bounds=\"[1004,"),
+        "a clipped tile at the right edge"
+    );
+    assert_eq!(
+        tile_width(&p),
+        Some(76),
+        "clipped like the real dump (1004..1080)"
+    );
+    let grid_y = 1200;
+    p.sh(&format!("input swipe 900 {grid_y} 200 {grid_y} 200"));
+    assert_eq!(tile_width(&p), Some(300), "scrolled fully into view");
+    p.tap("草莓色+化妆镜+礼盒");
+    assert!(p.xml().contains("提交订单 ¥90.47"));
+
+    // Three dimensions; the style decides the price.
+    p.sh("input keyevent 4");
+    p.open("648273910552");
+    p.tap("发起拼单");
+    let x = p.xml();
+    for h in ["颜色", "尺码"] {
+        assert!(x.contains(&format!("text=\"{h}\"")), "{h}");
+    }
+    // Three groups do not fit: the option list scrolls vertically to reveal 款式.
+    assert!(!x.contains("text=\"款式\""));
+    p.tap("小熊-卡其");
+    p.tap("100cm");
+    p.sh("input swipe 540 1900 540 1100 300");
+    assert!(p.xml().contains("text=\"款式\""));
+    p.tap("单件卫衣");
+    assert!(p.xml().contains("已选: 小熊-卡其 100cm 单件卫衣"));
+    assert!(p.xml().contains("提交订单 ¥25.9"));
+
+    // Spec wordings needing resolution are on the page verbatim.
+    p.open("602938475610");
+    p.tap("发起拼单");
+    let x = p.xml();
+    assert!(x.contains("text=\"120斤\"") && x.contains("text=\"130斤\""));
+    p.tap("黑色");
+    assert!(
+        p.xml().contains("text=\"最后5件\""),
+        "黑色 130斤 has 5 left"
+    );
+    p.tap("深灰色");
+    assert!(p.xml().contains("text=\"已售罄\""), "深灰色 150斤 sold out");
+    p.open("615204938271");
+    p.tap("发起拼单");
+    assert!(p.xml().contains("text=\"M【建議40-50公斤】\""));
+
+    // All sold out: nothing selectable, no order possible.
+    p.open("659910273845");
+    p.tap("发起拼单");
+    let x = p.xml();
+    assert!(x.contains("该款式售罄"));
+    assert!(x.contains("已售罄"));
+    p.tap("经典黑");
+    p.tap("该款式售罄");
+    assert_eq!(p.page(), "sku_sheet");
+    assert!(p.d.app().ledger().orders().is_empty());
+
+    // No address: 手动添加地址 and submit creates nothing.
+    p.open("726677889900");
+    p.tap("发起拼单");
+    assert!(p.xml().contains("手动添加地址"));
+    p.tap("500ml");
+    p.tap("提交订单 ¥35.9");
+    assert_eq!(p.page(), "sku_sheet");
+    assert!(p.d.app().ledger().orders().is_empty());
+
+    // Purchase limit: the + button stops at 限购.
+    p.open("737788990011");
+    p.tap("发起拼单");
+    for _ in 0..5 {
+        p.tap("增加数量");
+    }
+    assert!(p.xml().contains("提交订单 ¥59.8"), "limit 2");
+}
+
+#[test]
+fn special_goods_pages_and_urls() {
+    let mut p = Phone::new(&fixed_config());
+    p.open("671122334455");
+    assert_eq!(p.page(), "goods");
+    assert!(
+        p.xml().contains("加厚连帽卫衣女秋冬款"),
+        "redirected to the target goods"
+    );
+    p.open("682233445566");
+    assert_eq!(p.page(), "login");
+    assert!(p.xml().contains("手机号登录"));
+    p.open("693344556677");
+    assert_eq!(p.page(), "risk");
+    assert!(p.xml().contains("安全验证") && p.xml().contains("拖动滑块"));
+    p.open("748899001122");
+    assert!(p.xml().contains("商品已下架") && !p.xml().contains("发起拼单"));
+    p.open("999999999999");
+    assert_eq!(p.page(), "not_found");
+
+    let e = p.sh("am start -a android.intent.action.VIEW -d 'https://mobile.yangkeduo.com/goods.html?goods_id=737116531267&_oak=1'");
+    assert_eq!(e.code, 0);
+    assert_eq!(p.page(), "goods");
+
+    // Hostile URLs are strings: a page or an error, nothing runs.
+    let dir = tempfile::tempdir().expect("tmp");
+    let canary = dir.path().join("canary");
+    let c = canary.display();
+    for url in [
+        format!("pinduoduo://com.xunmeng.pinduoduo/goods.html?goods_id=1;touch {c}"),
+        format!("pinduoduo://com.xunmeng.pinduoduo/goods.html?goods_id=$(touch {c})"),
+        format!("pinduoduo://com.xunmeng.pinduoduo/goods.html?goods_id=`touch {c}`"),
+        format!("https://mobile.yangkeduo.com/goods.html?goods_id=737116531267\"; touch {c}; \""),
+        format!("https://mobile.yangkeduo.com/goods.html?goods_id=1\ntouch {c}"),
+        format!("javascript:touch {c}"),
+    ] {
+        let before = p.d.counters().shell_commands;
+        // Quote the way a careful client does: single quotes, ' escaped as '\''.
+        let quoted = format!("'{}'", url.replace('\'', "'\\''"));
+        let e = p.sh(&format!(
+            "am start -a android.intent.action.VIEW -d {quoted}"
+        ));
+        assert_eq!(p.d.counters().shell_commands, before + 1, "{url}");
+        assert!(e.code == 0 || e.code == 1, "{url}");
+        if e.code == 0 {
+            assert!(["not_found", "goods"].contains(&p.page()), "{url}");
+        }
+    }
+    assert!(!canary.exists());
+    // Unquoted: the shell refuses the construct rather than running it.
+    let e = p.sh(&format!(
+        "am start -d pinduoduo://x/goods.html?goods_id=$(touch {c})"
+    ));
+    assert_eq!(e.code, 2);
+    assert!(!canary.exists());
+}
+
+#[test]
+fn dump_faults_and_stale_files() {
+    let mut cfg = fixed_config();
+    cfg.faults = FaultPlan {
+        dump_faults: vec![
+            (2, DumpFault::IdleState),
+            (3, DumpFault::NullRoot),
+            (5, DumpFault::Stale),
+        ],
+        ..FaultPlan::default()
+    };
+    let mut p = Phone::new(&cfg);
+    let e = p.sh("uiautomator dump");
+    assert_eq!(e.code, 0);
+    let first = p.sh("cat /sdcard/window_dump.xml").stdout;
+    p.open("737116531267");
+    let e = p.sh("uiautomator dump");
+    assert_eq!(e.code, 0, "idle-state failure still exits 0");
+    assert_eq!(
+        String::from_utf8_lossy(&e.stderr),
+        "ERROR: could not get idle state.\n"
+    );
+    let e = p.sh("uiautomator dump");
+    assert!(String::from_utf8_lossy(&e.stderr)
+        .contains("null root node returned by UiTestAutomationBridge"));
+    // The old file is still there: reading it now is a stale read of the home page.
+    assert_eq!(p.sh("cat /sdcard/window_dump.xml").stdout, first);
+    // Deleting first (or dumping to /dev/tty) avoids it.
+    assert_eq!(p.sh("rm /sdcard/window_dump.xml").code, 0);
+    assert_eq!(p.sh("cat /sdcard/window_dump.xml").code, 1);
+    let e = p.sh("uiautomator dump /dev/tty");
+    assert!(String::from_utf8_lossy(&e.stdout).contains("发起拼单"));
+    let e = p.sh("uiautomator dump /dev/tty");
+    assert!(
+        String::from_utf8_lossy(&e.stdout).contains("发起拼单"),
+        "stale = previous dump"
+    );
+    assert_eq!(p.d.counters().dump_failures, 3);
+}
+
+#[test]
+fn popups_on_schedule_and_dismissal() {
+    let mut cfg = fixed_config();
+    cfg.popups = PopupSchedule::At(vec![(2, PopupKind::RedPacket), (3, PopupKind::Upgrade)]);
+    let mut p = Phone::new(&cfg);
+    p.open("737116531267");
+    assert!(p.xml().contains("专属现金红包"));
+    // Modal: the buy button underneath does not react.
+    p.tap("发起拼单");
+    assert_eq!(p.page(), "goods");
+    p.tap("关闭弹窗");
+    assert!(!p.xml().contains("专属现金红包"));
+    p.open("602938475610");
+    assert!(p.xml().contains("立即升级"));
+    p.tap("下次再说");
+    p.tap("发起拼单");
+    assert_eq!(p.page(), "sku_sheet");
+
+    // Seeded schedules are deterministic.
+    let run = |seed: u64| {
+        let mut c = fixed_config();
+        c.seed = seed;
+        c.popups = PopupSchedule::Seeded { percent: 50 };
+        let mut p = Phone::new(&c);
+        let mut seen = Vec::new();
+        for _ in 0..10 {
+            p.open("737116531267");
+            seen.push(p.d.app().popup());
+            p.sh("input keyevent 4");
+        }
+        seen
+    };
+    assert_eq!(run(7), run(7));
+    assert!(run(7).iter().any(Option::is_some));
+}
+
+#[test]
+fn shell_builtins_and_exit_codes() {
+    let mut p = Phone::new(&fixed_config());
+    let e = p.sh("false ; echo __RC=$?");
+    assert_eq!(String::from_utf8_lossy(&e.stdout), "__RC=1\n");
+    let e = p.sh("nope ; echo __RC=$?");
+    assert_eq!(String::from_utf8_lossy(&e.stdout), "__RC=127\n");
+    let e = p.sh("true && echo yes || echo no");
+    assert_eq!(String::from_utf8_lossy(&e.stdout), "yes\n");
+    assert_eq!(
+        String::from_utf8_lossy(&p.sh("wm size").stdout),
+        "Physical size: 1080x2400\n"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&p.sh("getprop ro.build.version.sdk").stdout),
+        "33\n"
+    );
+    assert!(
+        String::from_utf8_lossy(&p.sh("pm list packages pinduoduo").stdout)
+            .contains("package:com.xunmeng.pinduoduo")
+    );
+    assert!(
+        String::from_utf8_lossy(&p.sh("dumpsys window").stdout).contains("mCurrentFocus=Window{")
+    );
+    assert_eq!(p.sh("input tap x y").code, 1);
+    p.sh("am force-stop com.xunmeng.pinduoduo");
+    assert_eq!(p.page(), "launcher");
+    assert!(p.xml().contains("com.miui.home"));
+    p.tap("拼多多");
+    assert_eq!(p.page(), "home");
+    assert_eq!(
+        String::from_utf8_lossy(&p.sh("date +%Y-%m-%d").stdout),
+        "2026-11-30\n"
+    );
+    assert!(
+        p.d.counters().device_time_ms > 0,
+        "simulated time is accounted"
+    );
+}
+
+#[test]
+fn same_seed_same_phone() {
+    let run = || {
+        let mut p = Phone::new(&fixed_config());
+        p.open("704455667788");
+        p.tap("发起拼单");
+        p.tap("3层100抽*10包");
+        p.tap("提交订单 ¥10.9");
+        (
+            p.d.app().ledger().orders()[0].order_sn.clone(),
+            p.xml(),
+            p.d.counters().device_time_ms,
+        )
+    };
+    assert_eq!(run(), run());
+}
+
+#[test]
+fn cli_prints_listening_and_serves() {
+    let dir = tempfile::tempdir().expect("tmp");
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut child = Kill(
+        Command::new(env!("CARGO_BIN_EXE_sim-phone"))
+            .args(["--listen", "127.0.0.1:0", "--state"])
+            .arg(dir.path().join("s.json"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn"),
+    );
+    let mut out = child.0.stdout.take().expect("stdout");
+    let mut line = Vec::new();
+    let mut b = [0u8; 1];
+    while out.read(&mut b).unwrap_or(0) == 1 && b[0] != b'\n' {
+        line.push(b[0]);
+    }
+    let line = String::from_utf8_lossy(&line).to_string();
+    let addr: SocketAddr = line
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("{line}"))
+        .parse()
+        .expect("addr");
+    let (_raw, banner, _) = Raw::connect(addr, 0x0100_0001, 4096);
+    assert!(banner.contains("shell_v2"));
+}
