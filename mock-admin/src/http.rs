@@ -361,6 +361,20 @@ async fn client_layer(State(s): State<AppState>, req: Request, next: Next) -> Re
         }
     };
     entry.status = resp.status().as_u16();
+    // A refused call is still a sign of life (data model §9: every call refreshes
+    // last_seen_at) — but not an unauthenticated one, and not when the database is what
+    // failed.
+    let refused_business = resp
+        .extensions()
+        .get::<ErrorMark>()
+        .is_some_and(|ErrorMark(e)| !matches!(e.status(), 401 | 500..=599));
+    if refused_business {
+        if let Some(id) = entry.client_id.clone().filter(|c| visible_ascii(c, 128)) {
+            if let Err(e) = s.db.call(move |c| store::touch(c, &id)).await {
+                tracing::warn!(error = %e, "could not refresh last_seen_at");
+            }
+        }
+    }
     if entry.fault.as_deref().is_some_and(|f| f != "latency") {
         entry.outcome = Outcome::Fault;
     } else if let Some(ErrorMark(e)) = resp.extensions().get::<ErrorMark>() {

@@ -25,7 +25,7 @@ use cmautobuy_contract::{
     ResultType, SpecResolutionRequest, TaskType,
 };
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 /// Minutes since `last_seen_at` within which a client counts as online (data model §9).
@@ -519,6 +519,15 @@ fn touch_client(tx: &Transaction<'_>, client_id: &str, ts: &str) -> Result<(), S
     Ok(())
 }
 
+/// Refreshes `last_seen_at` after a call that was refused (its own transaction rolled
+/// back): every call counts as a sign of life (data model §9).
+pub fn touch(conn: &mut Connection, client_id: &str) -> Result<(), StoreError> {
+    let tx = immediate(conn)?;
+    touch_client(&tx, client_id, &now())?;
+    tx.commit()?;
+    Ok(())
+}
+
 /// `PUT /registration` (§4.1). Never reads or touches tasks.
 pub fn register(
     conn: &mut Connection,
@@ -861,6 +870,8 @@ pub fn submit_result(
     let task = require_task(&tx, ctx.task_id)?;
     require_claimed(&tx, ctx.task_id, ctx.client_id)?;
     if let Some(a) = replay(&tx, "result", ctx)? {
+        touch_client(&tx, ctx.client_id, &now())?;
+        tx.commit()?;
         return Ok(a);
     }
     let type_ok = matches!(
@@ -963,6 +974,8 @@ pub fn submit_failure(
     let task = require_task(&tx, ctx.task_id)?;
     require_claimed(&tx, ctx.task_id, ctx.client_id)?;
     if let Some(a) = replay(&tx, "failure", ctx)? {
+        touch_client(&tx, ctx.client_id, &now())?;
+        tx.commit()?;
         return Ok(a);
     }
     let ts = now();
@@ -1062,6 +1075,8 @@ pub fn spec_observe(
 ) -> Result<Observed, StoreError> {
     let tx = immediate(conn)?;
     if let Some(a) = replay(&tx, "spec_resolution", ctx)? {
+        touch_client(&tx, ctx.client_id, &now())?;
+        tx.commit()?;
         return Ok(Observed::Replay(a));
     }
     let task = require_task(&tx, ctx.task_id)?;
@@ -1260,7 +1275,3 @@ pub fn seed(conn: &mut Connection, tasks: &[Value]) -> Result<usize, StoreError>
     }
     Ok(tasks.len())
 }
-
-/// Unused-field guard for `Map` import in some builds.
-#[allow(dead_code)]
-fn _map(_: Map<String, Value>) {}

@@ -333,14 +333,50 @@ async fn s5_implicit_registration_creates_new_clients_but_never_overwrites_a_nam
 
 #[tokio::test]
 async fn s5_every_call_refreshes_last_seen_at() {
-    let h = Harness::start().await;
+    // data model §9: registration, claim, result and failure all refresh it — including
+    // a 204 claim, a replay and a refused call.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("admin.db").to_string_lossy().to_string();
+    let h = Harness::start_with(cmautobuy_mock_admin::MockAdminConfig::file(path.clone())).await;
     h.register("CLIENT-1", &all_dry()).await;
-    let first = h.op.clients().await.unwrap()["clients"][0]["last_seen_at"].clone();
-    // a 204 claim refreshes it too
+    let age = || {
+        let c = rusqlite::Connection::open(&path).unwrap();
+        c.busy_timeout(std::time::Duration::from_secs(5)).unwrap();
+        c.execute(
+            "UPDATE clients SET last_seen_at = '2000-01-01T00:00:00.000Z'",
+            [],
+        )
+        .unwrap();
+    };
+    let seen = || async {
+        h.op.clients().await.unwrap()["clients"][0]["last_seen_at"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    age();
     assert_eq!(h.claim("CLIENT-1", &all_dry()).await.status(), 204);
-    let second = h.op.clients().await.unwrap()["clients"][0]["last_seen_at"].clone();
-    assert!(second.as_str() >= first.as_str());
-    assert_ne!(second, Value::Null);
+    assert!(seen().await.as_str() > "2001");
+    age();
+    let (s, _, _) = error_code(
+        h.submit("nope", "failure", "CLIENT-1", "k", &failure("failed", "a1"))
+            .await,
+    )
+    .await;
+    assert_eq!(s, 404);
+    assert!(seen().await.as_str() > "2001", "a refused call counts too");
+    let id = h.create(collect_task()).await;
+    assert_eq!(h.claim_id("CLIENT-1", &all_dry()).await, id);
+    let body = collect_result("a1", COLLECT_GOODS, None);
+    h.submit(&id, "result", "CLIENT-1", "k", &body).await;
+    age();
+    assert_eq!(
+        h.submit(&id, "result", "CLIENT-1", "k", &body)
+            .await
+            .status(),
+        200
+    );
+    assert!(seen().await.as_str() > "2001", "a replay counts too");
 }
 
 #[tokio::test]
@@ -483,6 +519,24 @@ async fn s6_null_prices_are_accepted_and_zero_is_not_unknown() {
             .status(),
         200
     );
+}
+
+#[tokio::test]
+async fn s6_price_cent_is_integer_fen_never_a_decimal() {
+    let h = Harness::start().await;
+    let id = claimed_collect(&h, "CLIENT-1").await;
+    let mut body = collect_result("a1", COLLECT_GOODS, None);
+    body["pdd_data"]["skus"][0]["price_cent"] = json!(4.7);
+    let (status, code, _) = error_code(h.submit(&id, "result", "CLIENT-1", "k", &body).await).await;
+    assert_eq!((status, code.as_str()), (400, "INVALID_BODY"));
+    body["pdd_data"]["skus"][0]["price_cent"] = json!(0);
+    let (status, code, _) = error_code(h.submit(&id, "result", "CLIENT-1", "k", &body).await).await;
+    assert_eq!(
+        (status, code.as_str()),
+        (422, "INVALID_RESULT"),
+        "0 is never 'unknown'"
+    );
+    assert!(h.task(&id).await["results"].as_array().unwrap().is_empty());
 }
 
 #[tokio::test]
@@ -1230,14 +1284,46 @@ async fn s8_result_failure_and_spec_resolution_require_an_idempotency_key() {
 }
 
 #[tokio::test]
-async fn s8_conflicts_and_business_errors_are_not_retryable_and_busy_is() {
+async fn s8_auth_conflict_and_business_errors_are_not_retryable_transient_ones_are() {
+    use cmautobuy_mock_admin::{Fault, FaultPlan, FaultTarget};
     let h = Harness::start().await;
-    let (_, _, env) = error_code(
-        h.submit("nope", "failure", "CLIENT-1", "k", &failure("failed", "a1"))
-            .await,
+    let id = claimed_collect(&h, "CLIENT-1").await;
+    let body = collect_result("a1", COLLECT_GOODS, None);
+    h.submit(&id, "result", "CLIENT-1", "k", &body).await;
+    let mut other = body.clone();
+    other["attempt_id"] = json!("a2");
+    let (s, _, env) = error_code(h.submit(&id, "result", "CLIENT-1", "k", &other).await).await;
+    assert_eq!((s, env["error"]["retryable"].clone()), (409, json!(false)));
+    let (s, _, env) = error_code(
+        h.submit(
+            &id,
+            "result",
+            "CLIENT-1",
+            "k2",
+            &collect_result("a3", "1", None),
+        )
+        .await,
     )
     .await;
-    assert_eq!(env["error"]["retryable"], false);
+    assert_eq!((s, env["error"]["retryable"].clone()), (422, json!(false)));
+    for status in [429u16, 500, 503] {
+        h.op.set_fault(FaultPlan {
+            endpoint: FaultTarget::Claim,
+            nth: None,
+            next: Some(1),
+            fault: Fault::Status {
+                status,
+                retry_after: None,
+                code: None,
+            },
+        })
+        .unwrap();
+        let (s, _, env) = error_code(h.claim("CLIENT-1", &all_dry()).await).await;
+        assert_eq!(
+            (s, env["error"]["retryable"].clone()),
+            (status, json!(true))
+        );
+    }
 }
 
 // ---------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ use tower::ServiceExt;
 // ---------------------------------------------------------------------------------------
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn thirty_two_concurrent_claimers_dispatch_each_of_200_tasks_exactly_once() {
+async fn s8_claim_never_dispatches_twice_32_concurrent_claimers_200_pooled_tasks() {
     let dir = tempfile::tempdir().unwrap();
     let h = Harness::start_with(MockAdminConfig::file(
         dir.path().join("admin.db").to_string_lossy().to_string(),
