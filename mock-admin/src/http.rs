@@ -51,30 +51,24 @@ struct ApiDoc;
 
 /// Builds the full router and the OpenAPI document of the client endpoints.
 pub fn build(state: AppState) -> Router {
-    let (client, api) = OpenApiRouter::with_openapi(ApiDoc::openapi())
+    let client = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(registration))
         .routes(routes!(claim))
         .routes(routes!(submit_result))
         .routes(routes!(submit_failure))
         .routes(routes!(spec_resolution))
-        .split_for_parts();
-    let spec = Bytes::from(api.to_pretty_json().unwrap_or_else(|_| "{}".into()));
-    let client = client.route_layer(middleware::from_fn_with_state(state.clone(), client_layer));
+        .route_layer(middleware::from_fn_with_state(state.clone(), client_layer));
 
-    let operator = Router::new()
-        .route(
-            "/api/v1/admin/tasks",
-            post(op_create_task).get(op_list_tasks),
-        )
-        .route("/api/v1/admin/tasks/{task_id}", get(op_get_task))
-        .route("/api/v1/admin/tasks/{task_id}/cancel", post(op_cancel_task))
-        .route(
-            "/api/v1/admin/tasks/{task_id}/reassign",
-            post(op_reassign_task),
-        )
-        .route("/api/v1/admin/clients", get(op_clients))
-        .route("/api/v1/admin/products", get(op_products))
-        .route("/api/v1/admin/spec-resolutions", get(op_spec_resolutions))
+    let operator = OpenApiRouter::new()
+        .routes(routes!(op_create_task, op_list_tasks))
+        .routes(routes!(op_get_task))
+        .routes(routes!(op_cancel_task))
+        .routes(routes!(op_reassign_task))
+        .routes(routes!(op_clients))
+        .routes(routes!(op_products))
+        .routes(routes!(op_spec_resolutions))
+        // Test controls: documented in the README, deliberately not in the spec (a
+        // fuzzer must not install faults or forced outcomes).
         .route(
             "/api/v1/admin/faults",
             post(op_add_fault)
@@ -92,10 +86,10 @@ pub fn build(state: AppState) -> Router {
             get(op_journal).delete(op_clear_journal),
         )
         .route_layer(middleware::from_fn_with_state(state.clone(), operator_auth));
+    let (router, api) = client.merge(operator).split_for_parts();
+    let spec = Bytes::from(api.to_pretty_json().unwrap_or_else(|_| "{}".into()));
 
-    Router::new()
-        .merge(client)
-        .merge(operator)
+    router
         .route(
             "/openapi.json",
             get(move || {
@@ -906,6 +900,18 @@ async fn spec_resolution(
 // operator API (decisions.md §10 and the mock's own controls)
 // ---------------------------------------------------------------------------------------
 
+/// Creates a task (decisions.md §10).
+#[utoipa::path(post, path = "/api/v1/admin/tasks", tag = "operator",
+    request_body(content = doc::CreateTaskDoc, content_type = "application/json"),
+    responses(
+        (status = 201, description = "Created", body = doc::OperatorTaskEnvelopeDoc),
+        (status = 409, description = "TASK_ALREADY_EXISTS", body = doc::ErrorEnvelopeDoc),
+        (status = 415, description = "UNSUPPORTED_MEDIA_TYPE", body = doc::ErrorEnvelopeDoc),
+        (status = 422, description = "INVALID_TASK_PAYLOAD (payload rules of contract §5)", body = doc::ErrorEnvelopeDoc),
+        (status = 400, description = "INVALID_BODY", body = doc::ErrorEnvelopeDoc),
+        (status = 401, description = "UNAUTHORIZED (only with --require-token)", body = doc::ErrorEnvelopeDoc),
+        (status = "default", description = "Any other rejection, §3 envelope", body = doc::ErrorEnvelopeDoc),
+    ))]
 async fn op_create_task(
     State(s): State<AppState>,
     headers: HeaderMap,
@@ -916,11 +922,27 @@ async fn op_create_task(
     Ok(json_response(StatusCode::CREATED, task))
 }
 
+/// Every task, oldest first.
+#[utoipa::path(get, path = "/api/v1/admin/tasks", tag = "operator",
+    responses((status = 200, description = "All tasks", body = doc::OperatorTaskListDoc),
+        (status = 400, description = "INVALID_BODY", body = doc::ErrorEnvelopeDoc),
+        (status = 401, description = "UNAUTHORIZED (only with --require-token)", body = doc::ErrorEnvelopeDoc),
+        (status = "default", description = "Any other rejection, §3 envelope", body = doc::ErrorEnvelopeDoc),
+    ))]
 async fn op_list_tasks(State(s): State<AppState>) -> Result<Response, ApiError> {
     let v = s.db.call(store::list_tasks).await?;
     Ok(json_response(StatusCode::OK, v))
 }
 
+/// One task with its claim history and every accepted result and failure.
+#[utoipa::path(get, path = "/api/v1/admin/tasks/{task_id}", tag = "operator",
+    params(("task_id" = String, Path, description = "Task id")),
+    responses((status = 200, description = "The task", body = doc::OperatorTaskDetailDoc),
+        (status = 404, description = "TASK_NOT_FOUND", body = doc::ErrorEnvelopeDoc),
+        (status = 400, description = "INVALID_BODY", body = doc::ErrorEnvelopeDoc),
+        (status = 401, description = "UNAUTHORIZED (only with --require-token)", body = doc::ErrorEnvelopeDoc),
+        (status = "default", description = "Any other rejection, §3 envelope", body = doc::ErrorEnvelopeDoc),
+    ))]
 async fn op_get_task(
     State(s): State<AppState>,
     path: Result<Path<String>, PathRejection>,
@@ -930,6 +952,15 @@ async fn op_get_task(
     Ok(json_response(StatusCode::OK, v))
 }
 
+/// Cancels a task (idempotent). Clients are not told; their submissions stay accepted.
+#[utoipa::path(post, path = "/api/v1/admin/tasks/{task_id}/cancel", tag = "operator",
+    params(("task_id" = String, Path, description = "Task id")),
+    responses((status = 200, description = "The task", body = doc::OperatorTaskEnvelopeDoc),
+        (status = 404, description = "TASK_NOT_FOUND", body = doc::ErrorEnvelopeDoc),
+        (status = 400, description = "INVALID_BODY", body = doc::ErrorEnvelopeDoc),
+        (status = 401, description = "UNAUTHORIZED (only with --require-token)", body = doc::ErrorEnvelopeDoc),
+        (status = "default", description = "Any other rejection, §3 envelope", body = doc::ErrorEnvelopeDoc),
+    ))]
 async fn op_cancel_task(
     State(s): State<AppState>,
     path: Result<Path<String>, PathRejection>,
@@ -939,6 +970,17 @@ async fn op_cancel_task(
     Ok(json_response(StatusCode::OK, v))
 }
 
+/// Makes a task claimable again by one client (or by anyone with `null`).
+#[utoipa::path(post, path = "/api/v1/admin/tasks/{task_id}/reassign", tag = "operator",
+    params(("task_id" = String, Path, description = "Task id")),
+    request_body(content = doc::ReassignDoc, content_type = "application/json"),
+    responses((status = 200, description = "The task", body = doc::OperatorTaskEnvelopeDoc),
+        (status = 404, description = "TASK_NOT_FOUND", body = doc::ErrorEnvelopeDoc),
+        (status = 415, description = "UNSUPPORTED_MEDIA_TYPE", body = doc::ErrorEnvelopeDoc),
+        (status = 400, description = "INVALID_BODY", body = doc::ErrorEnvelopeDoc),
+        (status = 401, description = "UNAUTHORIZED (only with --require-token)", body = doc::ErrorEnvelopeDoc),
+        (status = "default", description = "Any other rejection, §3 envelope", body = doc::ErrorEnvelopeDoc),
+    ))]
 async fn op_reassign_task(
     State(s): State<AppState>,
     path: Result<Path<String>, PathRejection>,
@@ -966,16 +1008,37 @@ pub(crate) fn reassign_target(v: &Value) -> Result<Option<String>, ApiError> {
     }
 }
 
+/// Known clients; `online` is derived from `last_seen_at` (10 minutes).
+#[utoipa::path(get, path = "/api/v1/admin/clients", tag = "operator",
+    responses((status = 200, description = "Clients", body = doc::OperatorClientsDoc),
+        (status = 400, description = "INVALID_BODY", body = doc::ErrorEnvelopeDoc),
+        (status = 401, description = "UNAUTHORIZED (only with --require-token)", body = doc::ErrorEnvelopeDoc),
+        (status = "default", description = "Any other rejection, §3 envelope", body = doc::ErrorEnvelopeDoc),
+    ))]
 async fn op_clients(State(s): State<AppState>) -> Result<Response, ApiError> {
     let v = s.db.call(store::list_clients).await?;
     Ok(json_response(StatusCode::OK, v))
 }
 
+/// The `pdd_products` rows (collect results).
+#[utoipa::path(get, path = "/api/v1/admin/products", tag = "operator",
+    responses((status = 200, description = "Products", body = doc::OperatorProductsDoc),
+        (status = 400, description = "INVALID_BODY", body = doc::ErrorEnvelopeDoc),
+        (status = 401, description = "UNAUTHORIZED (only with --require-token)", body = doc::ErrorEnvelopeDoc),
+        (status = "default", description = "Any other rejection, §3 envelope", body = doc::ErrorEnvelopeDoc),
+    ))]
 async fn op_products(State(s): State<AppState>) -> Result<Response, ApiError> {
     let v = s.db.call(store::list_products).await?;
     Ok(json_response(StatusCode::OK, v))
 }
 
+/// The stored §7.1 records (observation and decision).
+#[utoipa::path(get, path = "/api/v1/admin/spec-resolutions", tag = "operator",
+    responses((status = 200, description = "Spec resolutions", body = doc::OperatorSpecResolutionsDoc),
+        (status = 400, description = "INVALID_BODY", body = doc::ErrorEnvelopeDoc),
+        (status = 401, description = "UNAUTHORIZED (only with --require-token)", body = doc::ErrorEnvelopeDoc),
+        (status = "default", description = "Any other rejection, §3 envelope", body = doc::ErrorEnvelopeDoc),
+    ))]
 async fn op_spec_resolutions(State(s): State<AppState>) -> Result<Response, ApiError> {
     let v = s.db.call(store::list_spec_resolutions).await?;
     Ok(json_response(StatusCode::OK, v))

@@ -406,3 +406,106 @@ pub struct ErrorBodyDoc {
 pub struct ErrorEnvelopeDoc {
     pub error: ErrorBodyDoc,
 }
+
+// ---------------------------------------------------------------------------------------
+// operator API (decisions.md §10)
+// ---------------------------------------------------------------------------------------
+
+/// `POST /api/v1/admin/tasks`. The payload is checked like contract §5 (collect: goods_id
+/// and goods_url; purchase: also options, quantity, max_price_cent); a bad one is 422.
+#[derive(Serialize, ToSchema)]
+#[schema(as = CreateTask)]
+pub struct CreateTaskDoc {
+    /// Optional explicit id; generated as `cjN` / `cgN` otherwise.
+    #[schema(nullable, min_length = 1, max_length = 191)]
+    pub id: Option<String>,
+    #[serde(rename = "type")]
+    pub task_type: TaskTypeDoc,
+    #[schema(nullable)]
+    pub execution_mode: Option<ExecutionModeDoc>,
+    #[schema(nullable, minimum = -9223372036854775807_i64, maximum = 9223372036854775807_i64)]
+    pub priority: Option<i64>,
+    /// `null` = the unassigned pool.
+    #[schema(nullable, min_length = 1)]
+    pub assigned_client: Option<String>,
+    pub payload: serde_json::Map<String, serde_json::Value>,
+}
+
+/// A task as the operator sees it: the client view plus Admin-side state.
+#[derive(Serialize, ToSchema)]
+#[schema(as = OperatorTask)]
+pub struct OperatorTaskDoc {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub task_type: TaskTypeDoc,
+    pub execution_mode: ExecutionModeDoc,
+    pub version: i64,
+    pub priority: i64,
+    pub payload: serde_json::Value,
+    /// pending, assigned, claimed, succeeded, manual_review, failed, cancelled
+    pub status: String,
+    #[schema(nullable)]
+    pub assigned_client: Option<String>,
+    #[schema(nullable)]
+    pub designated_client: Option<String>,
+    #[schema(nullable)]
+    pub claimed_at: Option<String>,
+    #[schema(nullable)]
+    pub error_code: Option<String>,
+    #[schema(nullable)]
+    pub error_message: Option<String>,
+    #[schema(nullable)]
+    pub finished_at: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+#[derive(Serialize, ToSchema)]
+#[schema(as = OperatorTaskEnvelope)]
+pub struct OperatorTaskEnvelopeDoc {
+    pub task: OperatorTaskDoc,
+}
+
+#[derive(Serialize, ToSchema)]
+#[schema(as = OperatorTaskList)]
+pub struct OperatorTaskListDoc {
+    pub tasks: Vec<OperatorTaskDoc>,
+}
+
+#[derive(Serialize, ToSchema)]
+#[schema(as = OperatorTaskDetail)]
+pub struct OperatorTaskDetailDoc {
+    pub task: OperatorTaskDoc,
+    /// `[{client_id, claimed_at, task_version}]`
+    pub claims: Vec<serde_json::Value>,
+    /// `[{result_id, kind, client_id, idempotency_key, body, accepted_at}]`
+    pub results: Vec<serde_json::Value>,
+}
+
+/// `POST /api/v1/admin/tasks/{id}/reassign`.
+#[derive(Serialize, ToSchema)]
+#[schema(as = Reassign)]
+pub struct ReassignDoc {
+    /// A client id, or null for the unassigned pool.
+    #[schema(nullable, pattern = "^[!-~]{1,128}$")]
+    pub client_id: Option<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+#[schema(as = OperatorClients)]
+pub struct OperatorClientsDoc {
+    /// `[{client_id, name, online, last_seen_at, capabilities, supported_types, device}]`
+    pub clients: Vec<serde_json::Value>,
+}
+
+#[derive(Serialize, ToSchema)]
+#[schema(as = OperatorProducts)]
+pub struct OperatorProductsDoc {
+    pub products: Vec<serde_json::Value>,
+}
+
+#[derive(Serialize, ToSchema)]
+#[schema(as = OperatorSpecResolutions)]
+pub struct OperatorSpecResolutionsDoc {
+    pub spec_resolutions: Vec<serde_json::Value>,
+}
