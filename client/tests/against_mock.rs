@@ -313,14 +313,19 @@ enum Kind {
     RateLimited,
     DroppedAfterCommit,
     Garbage,
+    /// Beyond the five: closed before handling, and a body cut off mid-stream.
+    ClosedBeforeResponse,
+    Truncated,
 }
 
-const KINDS: [Kind; 5] = [
+const KINDS: [Kind; 7] = [
     Kind::Timeout,
     Kind::Unavailable,
     Kind::RateLimited,
     Kind::DroppedAfterCommit,
     Kind::Garbage,
+    Kind::ClosedBeforeResponse,
+    Kind::Truncated,
 ];
 
 /// The request deadline used by the matrix; the timeout fault waits longer.
@@ -342,6 +347,8 @@ fn fault(kind: Kind) -> Fault {
         },
         Kind::DroppedAfterCommit => Fault::CommitThenDrop,
         Kind::Garbage => Fault::GarbageBody,
+        Kind::ClosedBeforeResponse => Fault::CloseBeforeResponse,
+        Kind::Truncated => Fault::TruncatedBody,
     }
 }
 
