@@ -41,8 +41,8 @@ pub mod tree;
 
 pub use error::DumpError;
 pub use pages::{
-    AbandonDialog, BuyButton, GoodsDetail, LoginRequired, OrderDetail, OrderEntry, OrderList,
-    Payment, Popup, RiskVerification, Unknown,
+    AbandonDialog, BuyButton, DismissKind, GoodsDetail, LoginRequired, OrderDetail, OrderEntry,
+    OrderList, Payment, Popup, RiskVerification, Unknown,
 };
 pub use recognize::{classify, Screen, ScreenKind};
 pub use render::render_text;

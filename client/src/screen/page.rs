@@ -42,7 +42,6 @@ pub const LOGIN: &[&str] = &[
     "同意并登录",
     "登录拼多多",
     "立即登录",
-    "登录后",
 ];
 
 /// The retention dialog raised when backing out of payment.
@@ -61,22 +60,48 @@ pub const ABANDON_LEAVE: &[&str] = &[
     "以后再说",
 ];
 
-/// Buttons of a popup that close it without buying anything, best first (exact labels,
-/// or the label starts with one and is short: "跳过 3s", "暂不升级").
+/// Buttons of a popup that close it without buying anything, best first. Exact labels
+/// only: a goods page may well print "暂不支持退货" or "跳过此步"; a skip countdown
+/// ("跳过 3s", "3秒后跳过") is matched by [`is_skip_countdown`].
 pub const DISMISS: &[&str] = &[
     "关闭弹窗",
     "跳过",
+    "跳过广告",
     "暂不",
+    "暂不需要",
+    "暂不开启",
+    "暂不开通",
+    "暂不升级",
+    "暂不更新",
+    "暂不领取",
     "下次再说",
     "以后再说",
     "稍后再说",
     "残忍拒绝",
     "狠心拒绝",
+    "残忍放弃",
     "我知道了",
     "知道了",
     "不感兴趣",
     "不再提醒",
 ];
+
+/// "跳过 3", "跳过3s", "3s 跳过", "3秒后跳过".
+pub fn is_skip_countdown(label: &str) -> bool {
+    let rest = label
+        .strip_prefix("跳过")
+        .or_else(|| label.strip_suffix("跳过"))
+        .unwrap_or(label);
+    rest != label
+        && rest
+            .trim()
+            .trim_end_matches(['s', 'S', '秒'])
+            .trim_end_matches("秒后")
+            .trim()
+            .chars()
+            .all(|c| c.is_ascii_digit())
+        && rest.chars().any(|c| c.is_ascii_digit())
+}
 /// Content-descs of close icons.
 pub const CLOSE_DESC: &[&str] = &["关闭弹窗", "关闭", "关闭按钮", "close", "Close", "关 闭"];
 /// Wordings that mark a promotional popup (besides a dismiss button).

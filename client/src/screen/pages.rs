@@ -10,9 +10,9 @@ use serde::Serialize;
 use std::sync::OnceLock;
 
 use super::page::{
-    has_money_word, starts_short, trim_name, Page, ABANDON_LEAVE, ABANDON_TITLE, ACCEPT_GIFT,
-    BUY_BUTTONS, CLOSE_DESC, DISMISS, LOGIN, MAX_KEYWORD_LABEL, ORDER_STATUSES, ORDER_TABS,
-    PAYMENT_BUTTONS, PAYMENT_MARKERS, POPUP_MARKERS, RISK_STRONG, RISK_WEAK,
+    has_money_word, is_skip_countdown, starts_short, trim_name, Page, ABANDON_LEAVE, ABANDON_TITLE,
+    ACCEPT_GIFT, BUY_BUTTONS, CLOSE_DESC, DISMISS, LOGIN, MAX_KEYWORD_LABEL, ORDER_STATUSES,
+    ORDER_TABS, PAYMENT_BUTTONS, PAYMENT_MARKERS, POPUP_MARKERS, RISK_STRONG, RISK_WEAK,
 };
 use super::recognize::ScreenKind;
 use super::tree::{Bounds, NodeRef, Point};
@@ -160,10 +160,21 @@ pub struct Popup {
     /// The label of the element that dismisses it ("关闭弹窗", "跳过", "×" for an icon).
     pub dismiss_button: Option<String>,
     pub dismiss: Option<Target>,
-    /// `button`, `close_icon` or `accept_gift` (accepting a gift also closes it).
-    pub dismiss_kind: Option<&'static str>,
+    pub dismiss_kind: Option<DismissKind>,
     /// The page under the popup, when recognisable.
     pub underlying: Option<ScreenKind>,
+}
+
+/// How a popup is dismissed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DismissKind {
+    /// A labelled dismiss button ("跳过", "我知道了", desc "关闭弹窗").
+    Button,
+    /// A close icon (desc "关闭" or an unlabeled NAF image in a corner).
+    CloseIcon,
+    /// Only an accept-gift button ("开心收下"): accepting closes it and buys nothing.
+    AcceptGift,
 }
 
 /// A popup is on screen when a dismiss wording ("跳过", "暂不", "下次再说", …, or desc
@@ -174,10 +185,11 @@ pub fn detect_popup(page: &Page<'_>) -> bool {
 
 fn dismiss_button<'t>(page: &Page<'t>) -> Option<NodeRef<'t>> {
     // Best first: the order of DISMISS.
-    DISMISS.iter().find_map(|w| {
-        page.labels(|l| l == *w || (starts_short(l, w, 4) && !has_money_word(l)))
-            .find(|n| !has_money_word(Page::label_of(n)))
-    })
+    DISMISS
+        .iter()
+        .find_map(|w| page.labels(|l| l == *w).next())
+        .or_else(|| page.labels(is_skip_countdown).next())
+        .filter(|n| !has_money_word(Page::label_of(n)))
 }
 
 pub fn extract_popup(page: &Page<'_>, underlying: Option<ScreenKind>) -> Popup {
@@ -185,11 +197,11 @@ pub fn extract_popup(page: &Page<'_>, underlying: Option<ScreenKind>) -> Popup {
         .containing(POPUP_MARKERS)
         .map(|n| Page::label_of(&n).to_string());
     let (dismiss, kind) = if let Some(t) = dismiss_button(page).and_then(Target::of) {
-        (Some(t), Some("button"))
+        (Some(t), Some(DismissKind::Button))
     } else if let Some(t) = dialog_close_icon(page, None) {
-        (Some(t), Some("close_icon"))
+        (Some(t), Some(DismissKind::CloseIcon))
     } else if let Some(t) = page.exact(ACCEPT_GIFT).and_then(Target::of) {
-        (Some(t), Some("accept_gift"))
+        (Some(t), Some(DismissKind::AcceptGift))
     } else {
         (None, None)
     };
@@ -637,10 +649,10 @@ fn is_tab(n: &NodeRef<'_>) -> bool {
 }
 
 pub fn extract_order_list(page: &Page<'_>) -> OrderList {
-    let tab = page
-        .labelled
+    // The tab strip, computed once: it bounds the cards from above.
+    let tabs: Vec<NodeRef<'_>> = page.labelled.iter().copied().filter(is_tab).collect();
+    let tab = tabs
         .iter()
-        .filter(|n| is_tab(n))
         .find(|n| n.is_selected() || n.nearest_clickable().is_some_and(|c| c.is_selected()))
         .map(|n| Page::label_of(n).to_string());
     // Status labels that are not tabs anchor the cards.
@@ -649,7 +661,7 @@ pub fn extract_order_list(page: &Page<'_>) -> OrderList {
         .nodes()
         .filter(|n| {
             let t = trim_name(n.text());
-            !t.is_empty() && ORDER_STATUSES.contains(&t) && !is_tab(n)
+            !t.is_empty() && ORDER_STATUSES.contains(&t) && !tabs.contains(n)
         })
         .collect();
     let mut entries = Vec::new();
@@ -660,7 +672,7 @@ pub fn extract_order_list(page: &Page<'_>) -> OrderList {
         let mut card = *s;
         for a in s.ancestors() {
             if status_nodes.iter().filter(|o| a.contains(o)).count() > 1
-                || page.labelled.iter().any(|n| is_tab(n) && a.contains(n))
+                || tabs.iter().any(|n| a.contains(n))
             {
                 break;
             }

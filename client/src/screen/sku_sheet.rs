@@ -110,7 +110,48 @@ pub struct QuantityStepper {
     pub field: Option<Target>,
 }
 
+/// A name reduced for comparison: whitespace removed, fullwidth ASCII folded
+/// ("ＸＬ" → "XL"), 【】 and ［］ as [], lowercase. The sheet writes "【流砂限定】…" in
+/// the option and "[流砂限定]…" in 已选; the Admin's spec may use either.
+pub fn normalize_name(s: &str) -> String {
+    s.chars()
+        .filter(|c| !c.is_whitespace() && *c != '\u{3000}' && *c != '\u{a0}')
+        .map(|c| match c {
+            '【' | '［' => '[',
+            '】' | '］' => ']',
+            '（' => '(',
+            '）' => ')',
+            '\u{ff01}'..='\u{ff5e}' => char::from_u32(c as u32 - 0xff01 + 0x21).unwrap_or(c),
+            _ => c,
+        })
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+impl SkuGroup {
+    /// The option whose name equals `name` after [`normalize_name`].
+    pub fn option(&self, name: &str) -> Option<&SkuOption> {
+        let want = normalize_name(name);
+        self.options
+            .iter()
+            .find(|o| normalize_name(&o.name) == want)
+    }
+
+    /// The selected option, when exactly one is selected.
+    pub fn selected(&self) -> Option<&SkuOption> {
+        let mut it = self.options.iter().filter(|o| o.selected);
+        let first = it.next()?;
+        it.next().is_none().then_some(first)
+    }
+}
+
 impl SkuSheet {
+    /// The group whose heading equals `name` after [`normalize_name`].
+    pub fn group(&self, name: &str) -> Option<&SkuGroup> {
+        let want = normalize_name(name);
+        self.groups.iter().find(|g| normalize_name(&g.name) == want)
+    }
+
     /// The option marked selected in each group, by group name.
     pub fn selected_options(&self) -> impl Iterator<Item = (&str, Option<&SkuOption>)> {
         self.groups
@@ -324,6 +365,16 @@ enum Item<'t> {
 }
 
 const NOT_OPTION_DESC: &[&str] = &["打开大图", "减少数量", "增加数量", "关闭", "商品主图"];
+/// Clickable texts in the groups area that are helpers, not options.
+const NOT_OPTION_TEXT: &[&str] = &[
+    "尺码表",
+    "查看尺码表",
+    "尺码助手",
+    "尺码推荐",
+    "展开",
+    "收起",
+    "更多",
+];
 
 fn is_scroll_container(n: &NodeRef<'_>) -> bool {
     let c = n.class_name();
@@ -450,6 +501,7 @@ fn option_at(n: NodeRef<'_>) -> Option<Found<'_>> {
         && !t.is_empty()
         && !is_stock_label(t)
         && !t.contains(['¥', '￥'])
+        && !NOT_OPTION_TEXT.contains(&t)
     {
         let container = n
             .parent()
@@ -545,5 +597,37 @@ fn build_group(tree: &Tree, name: String, found: Vec<Found<'_>>) -> SkuGroup {
         scrollable,
         viewport,
         options,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_compare_normalized() {
+        assert_eq!(
+            normalize_name("【流砂限定】鎏金盘OUIET BROWN"),
+            normalize_name("[流砂限定]鎏金盘OUIET BROWN")
+        );
+        assert_eq!(normalize_name("  ＸＬ "), "xl");
+        assert_ne!(normalize_name("L"), normalize_name("XL"));
+    }
+
+    #[test]
+    fn stock_labels() {
+        for s in [
+            "最后9件",
+            "最后 3 件",
+            "仅剩2件",
+            "即将卖完",
+            "已售罄",
+            "缺货",
+        ] {
+            assert!(is_stock_label(s), "{s}");
+        }
+        for s in ["黑色", "最后一件好物", "已选: 黑色"] {
+            assert!(!is_stock_label(s), "{s}");
+        }
     }
 }
