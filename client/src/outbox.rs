@@ -127,7 +127,8 @@ impl<G: AdminGateway, C: Clock> Relay<G, C> {
     }
 
     /// Delivers until `shutdown` turns true: sends due items back to back, otherwise
-    /// sleeps until the next item is due or a new one is written.
+    /// sleeps until the next item is due or a new one is written. Store errors are
+    /// logged and retried, never fatal.
     pub async fn run(&self, mut shutdown: watch::Receiver<bool>) -> Result<(), StoreError> {
         // With nothing pending, look again at least this often (another process such as
         // `outbox retry` may have requeued items).
@@ -149,7 +150,12 @@ impl<G: AdminGateway, C: Clock> Relay<G, C> {
                     tracing::warn!(error = %e, "outbox store busy; retrying");
                     Duration::from_secs(1)
                 }
-                Err(e) => return Err(e),
+                // The relay must outlive a bad moment of the store (an item changed under
+                // it, a full disk): a dead relay would silently stop all delivery.
+                Err(e) => {
+                    tracing::error!(error = %e, "outbox relay step failed; retrying in 5 s");
+                    Duration::from_secs(5)
+                }
             };
             if wait.is_zero() {
                 continue;

@@ -392,7 +392,17 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
             if *shutdown.borrow() {
                 return Ok(RunExit::Shutdown);
             }
-            let wait = match self.claim_once().await? {
+            let step = match self.claim_once().await {
+                Ok(step) => step,
+                // Another process holding the database a moment longer is not a reason to
+                // stop; anything else is (main maps it to an exit code).
+                Err(RunError::Store(e)) if e.is_retryable() => {
+                    tracing::warn!(error = %e, "store busy; claiming again later");
+                    ClaimStep::Backoff(self.cfg.poll_interval)
+                }
+                Err(e) => return Err(e),
+            };
+            let wait = match step {
                 ClaimStep::Processed { .. } => continue,
                 ClaimStep::NoWork(d) => {
                     if self.cfg.exit_when_idle && self.store.outbox_undelivered_count()? == 0 {
