@@ -24,9 +24,11 @@
 pub mod money;
 pub mod screen;
 
+pub mod artifacts;
 pub mod clock;
 pub mod config;
 pub mod executor;
+pub mod flow;
 pub mod gateway;
 pub mod outbox;
 pub mod registration;

@@ -1,0 +1,414 @@
+//! The driver: runs a [`Flow`] on a phone.
+//!
+//! [`drive`] is the only place where a flow's actions meet I/O: it performs each
+//! [`Action`] on a [`FlowDevice`] (gestures, deep links, dumps, screenshots) or on the
+//! executor's [`Effects`] (durable marks, Admin calls), parses and classifies every
+//! dump, saves every dump and screenshot as an artifact, takes a screenshot when a flow
+//! fails, counts device round trips, records the action trace tests assert on, and
+//! stops a flow that exceeds its action budget.
+//!
+//! The driver is synchronous: the ADB client is blocking and every device call carries
+//! its own deadline. Async callers run it on a blocking thread.
+
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use cmautobuy_contract::FlowStep;
+use serde::Serialize;
+
+use super::{AbortReason, Action, Effect, EffectOutcome, Flow, FlowOutcome, Observation, Observed};
+use crate::artifacts::AttemptArtifacts;
+use crate::screen::{classify, Point, Tree};
+
+/// Why a device call did not happen.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct DeviceFailure {
+    /// A stable code (`DEVICE_OFFLINE`, `UI_IDLE_STATE`, …).
+    pub code: String,
+    pub message: String,
+    /// Trying again (after a reconnect) may help.
+    pub retryable: bool,
+    /// The phone answered but the dump was unusable (uiautomator's failure texts): the
+    /// flow sees [`Observation::DumpFailed`], not a device error.
+    pub dump: bool,
+}
+
+impl DeviceFailure {
+    pub fn new(message: impl Into<String>, retryable: bool) -> Self {
+        DeviceFailure {
+            code: "DEVICE_OFFLINE".into(),
+            message: message.into(),
+            retryable,
+            dump: false,
+        }
+    }
+
+    /// An unusable dump.
+    pub fn dump(code: impl Into<String>, message: impl Into<String>, retryable: bool) -> Self {
+        DeviceFailure {
+            code: code.into(),
+            message: message.into(),
+            retryable,
+            dump: true,
+        }
+    }
+
+    pub fn is_retryable(&self) -> bool {
+        self.retryable
+    }
+}
+
+/// What the driver needs from a phone: the narrow port the flows are written against.
+/// Implemented over the ADB [`crate::device`] layer, over the simulated phone in-process
+/// ([`super::sim::SimFlowDevice`]) and by scripted test devices.
+pub trait FlowDevice: Send {
+    /// The raw output of a UI dump (`uiautomator dump` to stdout), errors included:
+    /// the driver recognises uiautomator's failure texts.
+    fn dump_ui(&mut self) -> Result<String, DeviceFailure>;
+    fn tap(&mut self, at: Point) -> Result<(), DeviceFailure>;
+    fn swipe(&mut self, from: Point, to: Point, duration_ms: u32) -> Result<(), DeviceFailure>;
+    fn back(&mut self) -> Result<(), DeviceFailure>;
+    /// Opens a deep link; the implementation quotes it for the shell.
+    fn open_url(&mut self, url: &str) -> Result<(), DeviceFailure>;
+    /// A PNG of the screen.
+    fn screenshot(&mut self) -> Result<Vec<u8>, DeviceFailure>;
+}
+
+impl<D: FlowDevice + ?Sized> FlowDevice for Box<D> {
+    fn dump_ui(&mut self) -> Result<String, DeviceFailure> {
+        (**self).dump_ui()
+    }
+    fn tap(&mut self, at: Point) -> Result<(), DeviceFailure> {
+        (**self).tap(at)
+    }
+    fn swipe(&mut self, from: Point, to: Point, duration_ms: u32) -> Result<(), DeviceFailure> {
+        (**self).swipe(from, to, duration_ms)
+    }
+    fn back(&mut self) -> Result<(), DeviceFailure> {
+        (**self).back()
+    }
+    fn open_url(&mut self, url: &str) -> Result<(), DeviceFailure> {
+        (**self).open_url(url)
+    }
+    fn screenshot(&mut self) -> Result<Vec<u8>, DeviceFailure> {
+        (**self).screenshot()
+    }
+}
+
+/// Effects outside the phone (store, Admin). Collect asks for none.
+pub trait Effects {
+    fn perform(&mut self, effect: &Effect) -> EffectOutcome;
+}
+
+/// For flows that need no effects: every effect fails, not retryable.
+pub struct NoEffects;
+
+impl Effects for NoEffects {
+    fn perform(&mut self, effect: &Effect) -> EffectOutcome {
+        EffectOutcome::Failed {
+            message: format!("effect not available here: {effect:?}"),
+            retryable: false,
+        }
+    }
+}
+
+/// Where the driver gets time and how it waits (bounded polls only).
+pub trait FlowClock {
+    fn now(&mut self) -> DateTime<Utc>;
+    fn wait(&mut self, d: Duration);
+}
+
+/// Wall time; waits really sleep (the flow bounds them).
+pub struct SystemClock;
+
+impl FlowClock for SystemClock {
+    fn now(&mut self) -> DateTime<Utc> {
+        Utc::now()
+    }
+    fn wait(&mut self, d: Duration) {
+        std::thread::sleep(d);
+    }
+}
+
+/// A virtual clock for tests: waiting advances it, nothing sleeps.
+pub struct VirtualClock(pub DateTime<Utc>);
+
+impl FlowClock for VirtualClock {
+    fn now(&mut self) -> DateTime<Utc> {
+        self.0
+    }
+    fn wait(&mut self, d: Duration) {
+        self.0 += chrono::Duration::from_std(d).unwrap_or(chrono::Duration::zero());
+    }
+}
+
+/// Driver limits.
+#[derive(Clone, Copy, Debug)]
+pub struct DriveLimits {
+    /// Actions a flow may ask for before it is aborted (a safety net: flows bound
+    /// themselves).
+    pub max_actions: u32,
+    /// Take a screenshot when a flow fails (evidence, `decisions.md` §7).
+    pub screenshot_on_failure: bool,
+}
+
+impl Default for DriveLimits {
+    fn default() -> Self {
+        DriveLimits {
+            max_actions: 400,
+            screenshot_on_failure: true,
+        }
+    }
+}
+
+/// Device round trips and time of one drive.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct DriveStats {
+    pub dumps: u32,
+    pub dump_failures: u32,
+    pub taps: u32,
+    pub swipes: u32,
+    pub backs: u32,
+    pub open_urls: u32,
+    pub screenshots: u32,
+    pub waits: u32,
+    pub device_errors: u32,
+    /// Wall time of the whole drive, ms.
+    pub wall_ms: u64,
+}
+
+impl DriveStats {
+    /// Every command sent to the phone.
+    pub fn round_trips(&self) -> u32 {
+        self.dumps + self.taps + self.swipes + self.backs + self.open_urls + self.screenshots
+    }
+}
+
+/// One performed action, for tests and the run log.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct TraceEntry {
+    pub kind: &'static str,
+    pub step: Option<String>,
+    /// Tap label, screen kind of a dump, URL of a deep link, …
+    pub detail: String,
+}
+
+/// What [`drive`] returns.
+#[derive(Debug)]
+pub struct DriveReport {
+    pub outcome: FlowOutcome,
+    pub stats: DriveStats,
+    pub trace: Vec<TraceEntry>,
+}
+
+/// Runs `flow` to its end on `device`.
+pub fn drive<F, D, E, C>(
+    flow: &mut F,
+    device: &mut D,
+    effects: &mut E,
+    clock: &mut C,
+    artifacts: Option<&mut AttemptArtifacts>,
+    limits: DriveLimits,
+) -> DriveReport
+where
+    F: Flow + ?Sized,
+    D: FlowDevice + ?Sized,
+    E: Effects + ?Sized,
+    C: FlowClock + ?Sized,
+{
+    let started = Instant::now();
+    let mut artifacts = artifacts;
+    let mut stats = DriveStats::default();
+    let mut trace: Vec<TraceEntry> = Vec::new();
+    let mut obs = Observation::Start;
+    let mut actions: u32 = 0;
+    let outcome = loop {
+        let now = clock.now();
+        let action = flow.observe(now, obs);
+        if let Action::Finish(outcome) = action {
+            break outcome;
+        }
+        actions += 1;
+        if actions > limits.max_actions {
+            break FlowOutcome::Failed(flow.abort(now, AbortReason::StepBudget { actions }));
+        }
+        let step_name = step_of(&action).map(|s| s.as_str().to_string());
+        let mut detail = String::new();
+        obs = match &action {
+            Action::Observe { step } => {
+                stats.dumps += 1;
+                let result = device.dump_ui();
+                let at = clock.now();
+                match result {
+                    Ok(text) => {
+                        let artifact_id = artifacts
+                            .as_deref_mut()
+                            .and_then(|a| a.save(step.as_str(), "xml", text.as_bytes(), at));
+                        match Tree::parse(&text) {
+                            Ok(tree) => {
+                                let screen = classify(&tree);
+                                detail = screen.kind().as_str().to_string();
+                                Observation::Screen(Box::new(Observed {
+                                    screen,
+                                    tree,
+                                    artifact_id,
+                                }))
+                            }
+                            Err(e) => {
+                                stats.dump_failures += 1;
+                                detail = format!("dump failed: {}", e.code());
+                                tracing::warn!(step = %step.as_str(), code = e.code(), "UI dump unusable");
+                                Observation::DumpFailed {
+                                    code: e.code().to_string(),
+                                    message: e.to_string(),
+                                    retryable: e.is_retryable(),
+                                }
+                            }
+                        }
+                    }
+                    Err(e) if e.dump => {
+                        stats.dump_failures += 1;
+                        detail = format!("dump failed: {}", e.code);
+                        tracing::warn!(step = %step.as_str(), code = %e.code, "UI dump unusable");
+                        Observation::DumpFailed {
+                            code: e.code,
+                            message: e.message,
+                            retryable: e.retryable,
+                        }
+                    }
+                    Err(e) => {
+                        stats.dump_failures += 1;
+                        stats.device_errors += 1;
+                        detail = format!("device error: {}", e.message);
+                        Observation::DeviceError {
+                            message: e.message,
+                            retryable: e.retryable,
+                        }
+                    }
+                }
+            }
+            Action::Screenshot { step } => {
+                stats.screenshots += 1;
+                match device.screenshot() {
+                    Ok(png) => {
+                        let at = clock.now();
+                        if let Some(a) = artifacts.as_deref_mut() {
+                            a.save(step.as_str(), "png", &png, at);
+                        }
+                        Observation::Done
+                    }
+                    Err(e) => {
+                        stats.device_errors += 1;
+                        device_error(e, &mut detail)
+                    }
+                }
+            }
+            Action::OpenUrl { url, .. } => {
+                stats.open_urls += 1;
+                detail = url.clone();
+                done(device.open_url(url), &mut stats, &mut detail)
+            }
+            Action::Tap { at, label, .. } => {
+                stats.taps += 1;
+                detail = format!("{label} @{},{}", at.x, at.y);
+                done(device.tap(*at), &mut stats, &mut detail)
+            }
+            Action::Swipe {
+                from,
+                to,
+                duration_ms,
+                ..
+            } => {
+                stats.swipes += 1;
+                detail = format!("{},{} -> {},{}", from.x, from.y, to.x, to.y);
+                done(
+                    device.swipe(*from, *to, *duration_ms),
+                    &mut stats,
+                    &mut detail,
+                )
+            }
+            Action::Back { .. } => {
+                stats.backs += 1;
+                done(device.back(), &mut stats, &mut detail)
+            }
+            Action::Wait { duration } => {
+                stats.waits += 1;
+                detail = format!("{} ms", duration.as_millis());
+                clock.wait(*duration);
+                Observation::Waited
+            }
+            Action::Effect(effect) => {
+                detail = format!("{effect:?}").chars().take(120).collect();
+                Observation::Effect(effects.perform(effect))
+            }
+            Action::Finish(_) => unreachable!("handled above"),
+        };
+        trace.push(TraceEntry {
+            kind: action.kind(),
+            step: step_name,
+            detail,
+        });
+    };
+    if let FlowOutcome::Failed(f) = &outcome {
+        tracing::info!(code = %f.code.as_str(), step = %f.step.as_str(), status = f.status.as_str(), "flow failed");
+        if limits.screenshot_on_failure {
+            stats.screenshots += 1;
+            match device.screenshot() {
+                Ok(png) => {
+                    let at = clock.now();
+                    if let Some(a) = artifacts {
+                        a.save(&format!("failure-{}", f.step.as_str()), "png", &png, at);
+                    }
+                    trace.push(TraceEntry {
+                        kind: "screenshot",
+                        step: Some(f.step.as_str().to_string()),
+                        detail: "failure".into(),
+                    });
+                }
+                Err(e) => {
+                    stats.device_errors += 1;
+                    tracing::warn!(error = %e.message, "no failure screenshot");
+                }
+            }
+        }
+    }
+    stats.wall_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    DriveReport {
+        outcome,
+        stats,
+        trace,
+    }
+}
+
+fn step_of(a: &Action) -> Option<&FlowStep> {
+    match a {
+        Action::Observe { step }
+        | Action::Screenshot { step }
+        | Action::OpenUrl { step, .. }
+        | Action::Tap { step, .. }
+        | Action::Swipe { step, .. }
+        | Action::Back { step } => Some(step),
+        Action::Effect(Effect::MarkIrreversible { step }) => Some(step),
+        _ => None,
+    }
+}
+
+fn done(r: Result<(), DeviceFailure>, stats: &mut DriveStats, detail: &mut String) -> Observation {
+    match r {
+        Ok(()) => Observation::Done,
+        Err(e) => {
+            stats.device_errors += 1;
+            device_error(e, detail)
+        }
+    }
+}
+
+fn device_error(e: DeviceFailure, detail: &mut String) -> Observation {
+    detail.push_str(&format!(" (device error: {})", e.message));
+    tracing::warn!(error = %e.message, retryable = e.retryable, "device call failed");
+    Observation::DeviceError {
+        message: e.message,
+        retryable: e.retryable,
+    }
+}

@@ -1,0 +1,397 @@
+//! Flow tests on the simulated phone in-process ([`super::sim::SimFlowDevice`]): every
+//! catalog goods collected and compared with the catalog (the truth), the failure
+//! pages, popups and dump faults on the way, and the action traces.
+
+use chrono::{TimeZone, Utc};
+use cmautobuy_contract::{FailureStatus, PddData};
+use cmautobuy_sim_phone::{Catalog, DumpFault, Goods, PopupKind, PopupSchedule, SimConfig};
+
+use super::collect::{CollectFlow, CollectLimits, CollectTask};
+use super::driver::{
+    drive, DeviceFailure, DriveLimits, DriveReport, FlowDevice, NoEffects, VirtualClock,
+};
+use super::sim::SimFlowDevice;
+use super::FlowOutcome;
+use crate::artifacts::AttemptArtifacts;
+use crate::screen::Point;
+
+fn catalog() -> Catalog {
+    Catalog::load(&Catalog::bundled_dir()).expect("bundled catalog")
+}
+
+fn phone(cfg: impl FnOnce(&mut SimConfig)) -> SimFlowDevice {
+    let mut c = SimConfig::new(catalog());
+    c.start_time = Some(Utc.with_ymd_and_hms(2026, 11, 30, 8, 0, 0).unwrap());
+    cfg(&mut c);
+    SimFlowDevice::new(c.build_device().expect("device"))
+}
+
+fn collect(dev: &mut SimFlowDevice, goods_id: &str, title: Option<&str>) -> DriveReport {
+    collect_with(dev, goods_id, title, None)
+}
+
+fn collect_with(
+    dev: &mut SimFlowDevice,
+    goods_id: &str,
+    title: Option<&str>,
+    artifacts: Option<&mut AttemptArtifacts>,
+) -> DriveReport {
+    let mut flow = CollectFlow::new(
+        CollectTask {
+            goods_id: goods_id.into(),
+            expected_title: title.map(str::to_string),
+        },
+        CollectLimits::default(),
+    )
+    .expect("valid task");
+    let mut clock = VirtualClock(Utc.with_ymd_and_hms(2026, 11, 30, 0, 0, 0).unwrap());
+    drive(
+        &mut flow,
+        dev,
+        &mut NoEffects,
+        &mut clock,
+        artifacts,
+        DriveLimits::default(),
+    )
+}
+
+/// (options by key in page order, price in fen, available).
+type SkuRow = (Vec<(String, String)>, Option<i64>, bool);
+
+/// The pdd_data the catalog says a collect must report (options, prices, availability).
+pub(crate) fn expected_skus(g: &Goods) -> Vec<SkuRow> {
+    let size = g.dimensions.iter().position(|d| d.key == "size");
+    let read = size.filter(|_| g.dimensions.len() >= 2);
+    let full = g.completions(&vec![None; g.dimensions.len()]);
+    full.iter()
+        .map(|c| {
+            let opts: Vec<(String, String)> = g
+                .dimensions
+                .iter()
+                .zip(c)
+                .map(|(d, &i)| (d.key.clone(), d.options[i].name.clone()))
+                .collect();
+            let sel: Vec<Option<usize>> = c.iter().map(|&i| Some(i)).collect();
+            let available = g.stock_of(c) > 0;
+            // The price is read with every dimension but the size selected: known when
+            // that combination has any size in stock.
+            let mut partial = sel.clone();
+            if let Some(r) = read {
+                partial[r] = None;
+            }
+            let combo_available = g.stock_of_partial(&partial) > 0;
+            let price = combo_available.then(|| g.unit_price_cent(&sel));
+            (opts, price, available)
+        })
+        .collect()
+}
+
+fn actual_skus(d: &PddData) -> Vec<SkuRow> {
+    let keys: Vec<String> = d.dimensions.iter().map(|x| x.key.clone()).collect();
+    d.skus
+        .iter()
+        .map(|s| {
+            let opts = keys
+                .iter()
+                .filter_map(|k| s.options.get(k).map(|v| (k.clone(), v.clone())))
+                .collect();
+            (opts, s.price_cent.map(|f| f.get()), s.available)
+        })
+        .collect()
+}
+
+fn collected(r: &DriveReport) -> &PddData {
+    match &r.outcome {
+        FlowOutcome::Collected(d) => d,
+        other => panic!("not collected: {other:?}\ntrace: {:#?}", r.trace),
+    }
+}
+
+fn failure(r: &DriveReport) -> (FailureStatus, String, String) {
+    match &r.outcome {
+        FlowOutcome::Failed(f) => (
+            f.status,
+            f.code.as_str().to_string(),
+            f.step.as_str().to_string(),
+        ),
+        other => panic!("not a failure: {other:?}"),
+    }
+}
+
+fn collectable(g: &Goods) -> bool {
+    g.redirect_to.is_none()
+        && !g.login_required
+        && !g.risk_verification
+        && !g.delisted
+        && !g.dimensions.is_empty()
+}
+
+#[test]
+fn every_catalog_goods_is_collected_as_the_catalog_says() {
+    let cat = catalog();
+    let mut dev = phone(|_| {});
+    for g in cat.goods.iter().filter(|g| collectable(g)) {
+        let r = collect(&mut dev, &g.goods_id, Some(&g.title));
+        let d = collected(&r);
+        cmautobuy_contract::validate::check_pdd_data(d).expect("valid pdd_data");
+        assert_eq!(d.goods_id, g.goods_id);
+        assert_eq!(d.title.as_deref(), Some(g.title.as_str()));
+        assert_eq!(
+            d.shop_name.as_deref(),
+            Some(g.shop.as_str()),
+            "{}",
+            g.goods_id
+        );
+        let dims: Vec<(String, String)> = d
+            .dimensions
+            .iter()
+            .map(|x| (x.key.clone(), x.name.clone()))
+            .collect();
+        let want: Vec<(String, String)> = g
+            .dimensions
+            .iter()
+            .map(|x| (x.key.clone(), x.name.clone()))
+            .collect();
+        assert_eq!(dims, want, "{}", g.goods_id);
+        assert_eq!(actual_skus(d), expected_skus(g), "{}", g.goods_id);
+        for s in &d.skus {
+            assert_ne!(s.price_cent.map(|p| p.get()), Some(0));
+            assert!(!s.price_observed_at.contains_key("size"), "never a size");
+            if s.price_cent.is_some() {
+                assert!(!s.price_observed_at.is_empty());
+                assert_eq!(s.list_price_cent.map(|p| p.get()), g.list_price_cent);
+            } else {
+                assert!(s.price_observed_at.is_empty());
+            }
+        }
+        let combos = d.skus.len()
+            / g.dimensions
+                .iter()
+                .find(|x| x.key == "size")
+                .filter(|_| g.dimensions.len() >= 2)
+                .map_or(1, |x| x.options.len());
+        assert!(
+            r.stats.dumps as usize <= combos + 4,
+            "{}: {} dumps for {combos} combinations\n{:#?}",
+            g.goods_id,
+            r.stats.dumps,
+            r.trace
+        );
+        eprintln!(
+            "{} combos={combos} dumps={} taps={} swipes={}",
+            g.goods_id, r.stats.dumps, r.stats.taps, r.stats.swipes
+        );
+    }
+}
+
+#[test]
+fn two_dimension_goods_take_c_plus_two_dumps_and_the_trace_shows_why() {
+    let mut dev = phone(|_| {});
+    let r = collect(&mut dev, "602938475610", None);
+    collected(&r);
+    assert_eq!(r.stats.dumps, 2 + 2, "{:#?}", r.trace);
+    let kinds: Vec<String> = r
+        .trace
+        .iter()
+        .map(|t| format!("{}:{}", t.kind, t.step.as_deref().unwrap_or("")))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "open_url:open_goods",
+            "observe:open_goods",
+            "screenshot:check_goods",
+            "tap:open_sku_sheet",
+            "observe:open_sku_sheet",
+            "tap:select_color",
+            "observe:select_color",
+            "tap:select_color",
+            "observe:select_color",
+        ]
+    );
+}
+
+#[test]
+fn a_redirect_is_goods_mismatch_never_success() {
+    let cat = catalog();
+    let g = cat.goods("671122334455").expect("redirecting goods");
+    let mut dev = phone(|_| {});
+    let r = collect(&mut dev, &g.goods_id, Some(&g.title));
+    assert_eq!(
+        failure(&r),
+        (
+            FailureStatus::Failed,
+            "GOODS_MISMATCH".into(),
+            "check_goods".into()
+        )
+    );
+}
+
+#[test]
+fn login_risk_and_delisted_pages_end_with_their_codes() {
+    let mut dev = phone(|_| {});
+    let r = collect(&mut dev, "682233445566", None);
+    assert_eq!(
+        failure(&r),
+        (
+            FailureStatus::ManualReview,
+            "LOGIN_REQUIRED".into(),
+            "open_goods".into()
+        )
+    );
+    let root = tempfile::tempdir().unwrap();
+    let mut art = AttemptArtifacts::create(root.path(), "risk-task", "a1").unwrap();
+    let r = collect_with(&mut dev, "693344556677", None, Some(&mut art));
+    assert_eq!(
+        failure(&r),
+        (
+            FailureStatus::ManualReview,
+            "RISK_VERIFICATION".into(),
+            "open_goods".into()
+        )
+    );
+    assert!(
+        art.entries().iter().any(|e| e.file.ends_with(".png")),
+        "a screenshot of the risk page: {:?}",
+        art.entries()
+    );
+    let r = collect(&mut dev, "748899001122", None);
+    assert_eq!(
+        failure(&r),
+        (
+            FailureStatus::Failed,
+            "GOODS_UNAVAILABLE".into(),
+            "open_goods".into()
+        )
+    );
+}
+
+#[test]
+fn popups_and_failed_dumps_on_the_way_are_survived() {
+    let cat = catalog();
+    let g = cat.goods("737116531267").unwrap();
+    let mut dev = phone(|c| {
+        c.popups = PopupSchedule::At(vec![(1, PopupKind::RedPacket), (2, PopupKind::TeenMode)]);
+        c.faults.dump_faults = vec![
+            (1, DumpFault::IdleState),
+            (3, DumpFault::NullRoot),
+            (5, DumpFault::Stale),
+        ];
+    });
+    let r = collect(&mut dev, &g.goods_id, Some(&g.title));
+    let d = collected(&r);
+    assert_eq!(actual_skus(d), expected_skus(g));
+    assert!(r.stats.dump_failures >= 2, "{:?}", r.stats);
+    // And a popup laid over the open sheet mid-way (after the first colour tap).
+    let mut dev = Hooked {
+        inner: phone(|_| {}),
+        calls: 0,
+        popup_at: Some(6),
+        offline_after: None,
+    };
+    let r = collect_on(&mut dev, &g.goods_id, Some(&g.title));
+    assert_eq!(actual_skus(collected(&r)), expected_skus(g));
+    assert!(r
+        .trace
+        .iter()
+        .any(|t| t.step.as_deref() == Some("dismiss_popup")));
+}
+
+#[test]
+fn a_device_that_stops_answering_is_retry_wait() {
+    let mut dev = Hooked {
+        inner: phone(|_| {}),
+        calls: 0,
+        popup_at: None,
+        offline_after: Some(5),
+    };
+    let r = collect_on(&mut dev, "602938475610", None);
+    let (status, code, _) = failure(&r);
+    assert_eq!(
+        (status, code.as_str()),
+        (FailureStatus::RetryWait, "DEVICE_OFFLINE")
+    );
+}
+
+/// The simulated phone with scripted trouble: a popup after the Nth call, offline after
+/// the Nth call.
+struct Hooked {
+    inner: SimFlowDevice,
+    calls: u32,
+    popup_at: Option<u32>,
+    offline_after: Option<u32>,
+}
+
+impl Hooked {
+    fn tick(&mut self) -> Result<(), DeviceFailure> {
+        self.calls += 1;
+        if self.popup_at == Some(self.calls) {
+            self.inner.device.app_mut().show_popup(PopupKind::Upgrade);
+        }
+        if self.offline_after.is_some_and(|n| self.calls > n) {
+            return Err(DeviceFailure::new("device offline", true));
+        }
+        Ok(())
+    }
+}
+
+impl FlowDevice for Hooked {
+    fn dump_ui(&mut self) -> Result<String, DeviceFailure> {
+        self.tick()?;
+        self.inner.dump_ui()
+    }
+    fn tap(&mut self, at: Point) -> Result<(), DeviceFailure> {
+        self.tick()?;
+        self.inner.tap(at)
+    }
+    fn swipe(&mut self, from: Point, to: Point, ms: u32) -> Result<(), DeviceFailure> {
+        self.tick()?;
+        self.inner.swipe(from, to, ms)
+    }
+    fn back(&mut self) -> Result<(), DeviceFailure> {
+        self.tick()?;
+        self.inner.back()
+    }
+    fn open_url(&mut self, url: &str) -> Result<(), DeviceFailure> {
+        self.tick()?;
+        self.inner.open_url(url)
+    }
+    fn screenshot(&mut self) -> Result<Vec<u8>, DeviceFailure> {
+        self.tick()?;
+        self.inner.screenshot()
+    }
+}
+
+fn collect_on<D: FlowDevice>(dev: &mut D, goods_id: &str, title: Option<&str>) -> DriveReport {
+    let mut flow = CollectFlow::new(
+        CollectTask {
+            goods_id: goods_id.into(),
+            expected_title: title.map(str::to_string),
+        },
+        CollectLimits::default(),
+    )
+    .expect("valid task");
+    let mut clock = VirtualClock(Utc.with_ymd_and_hms(2026, 11, 30, 0, 0, 0).unwrap());
+    drive(
+        &mut flow,
+        dev,
+        &mut NoEffects,
+        &mut clock,
+        None,
+        DriveLimits::default(),
+    )
+}
+
+#[test]
+fn a_bad_goods_id_is_refused_before_the_phone_is_touched() {
+    let e = CollectFlow::new(
+        CollectTask {
+            goods_id: "1; rm -rf /".into(),
+            expected_title: None,
+        },
+        CollectLimits::default(),
+    )
+    .err()
+    .expect("refused");
+    assert_eq!(e.code.as_str(), "INVALID_TASK_PAYLOAD");
+}
