@@ -18,7 +18,7 @@
 
 use crate::error::StoreError;
 use rusqlite::{Connection, OpenFlags};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
 /// Migrations, in order. **Append only**: a released database has run the earlier
@@ -250,7 +250,12 @@ type Job = Box<dyn FnOnce(&mut Connection) + Send>;
 #[derive(Clone)]
 pub struct Db {
     tx: mpsc::Sender<Job>,
+    /// Keeps the checkpointer alive; it stops once every handle is gone.
+    _alive: Arc<()>,
 }
+
+/// How often the checkpointer copies the WAL back into the database file.
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(200);
 
 impl Db {
     /// Opens, migrates and checks the database, then starts the worker thread.
@@ -258,6 +263,31 @@ impl Db {
         let mut conn = open_connection(path, busy_timeout)?;
         migrate(&mut conn)?;
         check_schema(&conn)?;
+        let alive = Arc::new(());
+        if path != ":memory:" {
+            // Checkpoints are the only fsyncs in WAL + synchronous=NORMAL. SQLite's
+            // automatic checkpoint runs inside whichever commit crosses the threshold,
+            // i.e. on our single database thread, stalling every queued request behind an
+            // fsync. A second connection checkpoints passively instead (never blocking
+            // writers), and the worker's own automatic checkpoint is off.
+            let _pages: i64 = conn.query_row("PRAGMA wal_autocheckpoint=0", [], |r| r.get(0))?;
+            let checkpointer = open_connection(path, busy_timeout)?;
+            let weak = Arc::downgrade(&alive);
+            std::thread::Builder::new()
+                .name("mock-admin-checkpoint".into())
+                .spawn(move || loop {
+                    std::thread::sleep(CHECKPOINT_EVERY);
+                    if weak.upgrade().is_none() {
+                        break;
+                    }
+                    if let Err(e) =
+                        checkpointer.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
+                    {
+                        tracing::warn!(error = %e, "passive checkpoint failed");
+                    }
+                })
+                .map_err(|e| StoreError::Corrupt(format!("cannot start the checkpointer: {e}")))?;
+        }
         let (tx, rx) = mpsc::channel::<Job>();
         std::thread::Builder::new()
             .name("mock-admin-db".into())
@@ -268,7 +298,7 @@ impl Db {
                 }
             })
             .map_err(|e| StoreError::Corrupt(format!("cannot start the database thread: {e}")))?;
-        Ok(Db { tx })
+        Ok(Db { tx, _alive: alive })
     }
 
     /// Runs `f` on the database thread and awaits its result without blocking the runtime.

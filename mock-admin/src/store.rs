@@ -460,11 +460,8 @@ fn upsert_client(
     let caps = serde_json::to_string(&p.capabilities)?;
     let types = serde_json::to_string(&p.supported_types)?;
     let existing: Option<String> = tx
-        .query_row(
-            "SELECT created_at FROM clients WHERE client_id = ?1",
-            [client_id],
-            |r| r.get(0),
-        )
+        .prepare_cached("SELECT created_at FROM clients WHERE client_id = ?1")?
+        .query_row([client_id], |r| r.get(0))
         .optional()?;
     match existing {
         None => {
@@ -487,24 +484,24 @@ fn upsert_client(
         }
         Some(created) => {
             let new_name = if explicit { name } else { None };
-            tx.execute(
+            tx.prepare_cached(
                 "UPDATE clients SET name = COALESCE(?2, name),
                     device_address = COALESCE(?3, device_address),
                     platform = COALESCE(?4, platform),
                     pdd_package = COALESCE(?5, pdd_package),
                     supported_types = ?6, capabilities = ?7, last_seen_at = ?8, updated_at = ?8
                  WHERE client_id = ?1",
-                params![
-                    client_id,
-                    new_name,
-                    device.address,
-                    device.platform,
-                    device.pdd_package,
-                    types,
-                    caps,
-                    ts
-                ],
-            )?;
+            )?
+            .execute(params![
+                client_id,
+                new_name,
+                device.address,
+                device.platform,
+                device.pdd_package,
+                types,
+                caps,
+                ts
+            ])?;
             Ok(created)
         }
     }
@@ -642,41 +639,42 @@ pub fn claim(
     let eligible = "AND ((task_type = 'collect' AND ?2) OR (task_type = 'purchase' AND ?3))
                AND (execution_mode = 'dry_run' OR ?4)
              ORDER BY priority DESC, created_at, rowid LIMIT 1";
-    let mine: Option<String> = tx
+    let mine: Option<TaskRow> = tx
         .prepare_cached(&format!(
-            "SELECT task_id FROM tasks WHERE assigned_client = ?1 AND status = 'assigned' {eligible}"
+            "SELECT {TASK_COLUMNS} FROM tasks WHERE assigned_client = ?1 AND status = 'assigned' {eligible}"
         ))?
-        .query_row(params![client_id, collect, purchase, live], |r| r.get(0))
+        .query_row(params![client_id, collect, purchase, live], task_from_row)
         .optional()?;
     let found = match mine {
         Some(id) => Some(id),
         None => tx
             .prepare_cached(&format!(
-                "SELECT task_id FROM tasks WHERE assigned_client IS NULL AND status = 'pending'
+                "SELECT {TASK_COLUMNS} FROM tasks WHERE assigned_client IS NULL AND status = 'pending'
                         {eligible}"
             ))?
-            .query_row(params![client_id, collect, purchase, live], |r| r.get(0))
+            .query_row(params![client_id, collect, purchase, live], task_from_row)
             .optional()?,
     };
-    let Some(task_id) = found else {
+    let Some(mut row) = found else {
         tx.commit()?;
         return Ok(None);
     };
-    tx.execute(
+    tx.prepare_cached(
         "UPDATE tasks SET status = 'claimed', assigned_client = ?2, claimed_at = ?3,
             updated_at = ?3 WHERE task_id = ?1",
-        params![task_id, client_id, ts],
-    )?;
-    let row = require_task(&tx, &task_id)?;
+    )?
+    .execute(params![row.task_id, client_id, ts])?;
+    row.updated_at = ts.clone();
+    let task_id = row.task_id.clone();
     // Claim history (data model §8): a re-claim only refreshes the time (and the version
     // the client now holds, which §7.1 checks).
-    tx.execute(
+    tx.prepare_cached(
         "INSERT INTO task_claims (task_id, client_id, claimed_at, task_version)
          VALUES (?1, ?2, ?3, ?4)
          ON CONFLICT(task_id, client_id) DO UPDATE SET claimed_at = excluded.claimed_at,
             task_version = excluded.task_version",
-        params![task_id, client_id, ts, row.version],
-    )?;
+    )?
+    .execute(params![task_id, client_id, ts, row.version])?;
     let body = serde_json::to_vec(&json!({ "task": row.client_json()? }))?;
     tx.commit()?;
     Ok(Some(body))
