@@ -621,7 +621,8 @@ impl App {
 
     /// A swipe from (x1, y1) to (x2, y2): scrolls whatever scrollable area it starts in.
     pub fn swipe(&mut self, x1: i32, y1: i32, x2: i32, y2: i32) -> Outcome {
-        let (dx, dy) = (x1 - x2, y1 - y2);
+        // Coordinates come from the command line: saturate instead of overflowing.
+        let (dx, dy) = (x1.saturating_sub(x2), y1.saturating_sub(y2));
         let horizontal = dx.abs() > dy.abs();
         let geom = match self.stack.last() {
             Some(Page::Sheet(s)) if self.foreground && self.popup.is_none() => self
@@ -640,15 +641,15 @@ impl App {
                 if horizontal {
                     for (dim, rect, max) in &geom.grids {
                         if rect.contains(x1, y1) {
-                            s.hscroll[*dim] = (s.hscroll[*dim] + dx).clamp(0, *max);
+                            s.hscroll[*dim] = s.hscroll[*dim].saturating_add(dx).clamp(0, *max);
                         }
                     }
                 } else if geom.list.contains(x1, y1) {
-                    s.vscroll = (s.vscroll + dy).clamp(0, geom.list_max_scroll);
+                    s.vscroll = s.vscroll.saturating_add(dy).clamp(0, geom.list_max_scroll);
                 }
             }
             Page::Home { scroll } | Page::OrderList { scroll } if !horizontal => {
-                *scroll = (*scroll + dy).clamp(0, 20_000);
+                *scroll = scroll.saturating_add(dy).clamp(0, 20_000);
             }
             _ => {}
         }

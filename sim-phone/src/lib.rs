@@ -148,25 +148,55 @@ impl SimPhone {
             hangs: std::sync::Mutex::new(Vec::new()),
         });
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("sim-phone")
-            .enable_all()
-            .build()
-            .map_err(SimError::Runtime)?;
-        let listener = {
-            let _g = rt.enter();
-            tokio::net::TcpListener::from_std(listener).map_err(SimError::Listener)?
-        };
+        // The runtime is built, run and dropped on the phone's own thread only: dropping a
+        // runtime inside a caller's async context would panic.
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), SimError>>();
         let sh = shared.clone();
         let thread = std::thread::Builder::new()
             .name("sim-phone-main".into())
             .spawn(move || {
-                rt.block_on(adb::serve(listener, sh, shutdown_rx));
-                // Connections still running are cut when the runtime drops.
+                let rt = match tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(2)
+                    .thread_name("sim-phone")
+                    .enable_all()
+                    .build()
+                {
+                    Ok(rt) => rt,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(SimError::Runtime(e)));
+                        return;
+                    }
+                };
+                let listener = {
+                    let _g = rt.enter();
+                    tokio::net::TcpListener::from_std(listener)
+                };
+                match listener {
+                    Ok(l) => {
+                        let _ = ready_tx.send(Ok(()));
+                        rt.block_on(adb::serve(l, sh, shutdown_rx));
+                    }
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(SimError::Listener(e)));
+                    }
+                }
+                // Connections still running are cut when the runtime goes.
                 rt.shutdown_timeout(std::time::Duration::from_millis(200));
             })
             .map_err(SimError::Runtime)?;
+        match ready_rx.recv() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                let _ = thread.join();
+                return Err(e);
+            }
+            Err(_) => {
+                let _ = thread.join();
+                return Err(SimError::Runtime(std::io::Error::other(
+                    "phone thread died",
+                )));
+            }
+        }
         Ok(SimPhoneHandle {
             addr,
             shared,

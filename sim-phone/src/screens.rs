@@ -708,8 +708,7 @@ fn sheet(g: &Goods, s: &SheetState, h: i32) -> Vec<Node> {
                                         Node::image(r(393, 764, 468, 836))
                                             .pdd()
                                             .desc("减少数量")
-                                            .tap("qty_minus")
-                                            .enabled(s.qty > 1),
+                                            .tap("qty_minus"),
                                     )
                                     .child(
                                         Node::new("android.widget.EditText", r(474, 764, 552, 836))

@@ -1190,3 +1190,143 @@ fn cli_prints_listening_and_serves() {
     let (_raw, banner, _) = Raw::connect(addr, 0x0100_0001, 4096);
     assert!(banner.contains("shell_v2"));
 }
+
+#[test]
+fn realistic_profile_really_waits_and_zero_does_not() {
+    // Lower bounds only: a sleep never ends early, so this cannot flake.
+    let run = |profile: cmautobuy_sim_phone::LatencyProfile| {
+        let mut cfg = fixed_config();
+        cfg.profile = profile;
+        let phone = start(cfg);
+        let (mut raw, _, _) = Raw::connect(phone.addr(), 0x0100_0001, 1 << 20);
+        let t = Instant::now();
+        raw.send(OPEN, 1, 0, b"shell,v2,raw:input tap 5 5; input tap 5 5\0");
+        loop {
+            match raw.recv().expect("packet") {
+                (CLSE, _, _, _) => break,
+                (WRTE, a0, a1, _) => raw.send(OKAY, a1, a0, &[]),
+                _ => {}
+            }
+        }
+        (t.elapsed(), phone.counters().device_time_ms)
+    };
+    let (real, real_ms) = run(cmautobuy_sim_phone::LatencyProfile::Realistic);
+    assert!(
+        real >= Duration::from_millis(140),
+        "two taps ≥ 2 × 70 ms, took {real:?}"
+    );
+    assert!(real_ms >= 140);
+    let (_, zero_ms) = run(cmautobuy_sim_phone::LatencyProfile::Zero);
+    assert_eq!(zero_ms, real_ms, "same simulated time, same seed");
+}
+
+#[test]
+fn fuzzed_command_lines_and_packets_never_hurt_the_phone() {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+    let pieces = [
+        "input",
+        "tap",
+        "swipe",
+        "keyevent",
+        "text",
+        "am",
+        "start",
+        "-d",
+        "-a",
+        "uiautomator",
+        "dump",
+        "/dev/tty",
+        "cat",
+        "rm",
+        "-f",
+        "echo",
+        "$?",
+        "$(id)",
+        "`id`",
+        "'",
+        "\"",
+        "\\",
+        ";",
+        "&&",
+        "||",
+        "|",
+        ">",
+        "2>&1",
+        "<",
+        "(",
+        ")",
+        "#",
+        "\n",
+        "99999999999",
+        "-5",
+        "nan",
+        "1e99",
+        "4",
+        "KEYCODE_BACK",
+        "-p",
+        "/sdcard/x",
+        "date",
+        "+%Q%",
+        "sleep",
+        "pinduoduo://com.xunmeng.pinduoduo/goods.html?goods_id=737116531267",
+        "dumpsys",
+        "window",
+        "getprop",
+        "wm",
+        "size",
+        "pm",
+        "list",
+        "packages",
+        "发起拼单",
+    ];
+    let mut p = Phone::new(&fixed_config());
+    for _ in 0..3000 {
+        let n = rng.gen_range(1..8);
+        let line: Vec<&str> = (0..n)
+            .map(|_| pieces[rng.gen_range(0..pieces.len())])
+            .collect();
+        let sep = if rng.gen_bool(0.5) { " " } else { "" };
+        let e = p.sh(&line.join(sep));
+        assert!(e.code >= 0 && e.code <= 255);
+        // Taps anywhere, including far outside the screen.
+        let (x, y) = (rng.gen_range(-100..1200), rng.gen_range(-100..2500));
+        p.sh(&format!("input tap {x} {y}"));
+    }
+    assert_eq!(p.sh("true").code, 0);
+
+    // Garbage on the wire: each connection dies alone, the phone keeps serving.
+    let phone = start(fixed_config());
+    for i in 0..50u32 {
+        let mut s = TcpStream::connect(phone.addr()).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(20)))
+            .expect("timeout");
+        let len = rng.gen_range(1..200);
+        let mut junk: Vec<u8> = (0..len).map(|_| rng.gen::<u8>()).collect();
+        if i % 2 == 0 {
+            // A valid CNXN first, then junk.
+            let mut v = Vec::new();
+            let data = b"host::\0";
+            let sum: u32 = data.iter().map(|&b| u32::from(b)).sum();
+            for w in [
+                CNXN,
+                0x0100_0000,
+                4096,
+                data.len() as u32,
+                sum,
+                CNXN ^ 0xffff_ffff,
+            ] {
+                v.extend_from_slice(&w.to_le_bytes());
+            }
+            v.extend_from_slice(data);
+            v.append(&mut junk);
+            junk = v;
+        }
+        let _ = s.write_all(&junk);
+        let _ = s.shutdown(std::net::Shutdown::Write);
+        let mut sink = Vec::new();
+        let _ = s.read_to_end(&mut sink);
+    }
+    let (_raw, banner, _) = Raw::connect(phone.addr(), 0x0100_0001, 4096);
+    assert!(banner.starts_with("device::"));
+}
