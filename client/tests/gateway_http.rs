@@ -30,8 +30,8 @@ const CLIENT: &str = "CLIENT-00000000000000AB";
 
 fn settings() -> GatewaySettings {
     let mut s = GatewaySettings::new(CLIENT, Some(Secret::new(TOKEN)));
-    s.request_timeout = Duration::from_millis(500);
-    s.connect_timeout = Duration::from_millis(500);
+    s.request_timeout = Duration::from_secs(2);
+    s.connect_timeout = Duration::from_secs(2);
     s
 }
 
@@ -212,7 +212,7 @@ async fn permanent_statuses_are_typed_and_not_retryable() {
 async fn a_slow_admin_hits_the_deadline() {
     let s = server().await;
     Mock::given(path("/api/v1/client/tasks/claim"))
-        .respond_with(ResponseTemplate::new(204).set_delay(Duration::from_secs(3)))
+        .respond_with(ResponseTemplate::new(204).set_delay(Duration::from_secs(6)))
         .mount(&s)
         .await;
     let e = gw(&s.uri()).claim_next(&profile()).await.unwrap_err();
