@@ -217,6 +217,16 @@ fn open_store(cfg: &Config) -> Result<Store, Failure> {
 
 /// Saves what the user gave (the §4.1 local save) and returns the store.
 fn open_and_save(cfg: &Config) -> Result<Store, Failure> {
+    // §4.1: at most 50 characters; refuse here rather than be rejected by the Admin.
+    if let Some(n) = &cfg.name {
+        let max = cmautobuy_contract::validate::CLIENT_NAME_MAX_CHARS;
+        if n.chars().count() > max {
+            return Err(Failure::new(
+                2,
+                anyhow::anyhow!("the client name is longer than {max} characters"),
+            ));
+        }
+    }
     let store = open_store(cfg)?;
     registration::save_locally(
         &store,

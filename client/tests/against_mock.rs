@@ -1097,6 +1097,15 @@ async fn operator_commands_status_ack_outbox_and_register() {
         )
     };
     assert!(text(&out).contains("local settings kept"), "{}", text(&out));
+    let long = "名".repeat(51);
+    let out = client(dir.path(), &["register", "--name", &long])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "a name over 50 characters is refused"
+    );
     let st = client(dir.path(), &["status"]).output().unwrap();
     let s = text(&st);
     assert!(st.status.success(), "{s}");
