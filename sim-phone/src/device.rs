@@ -61,6 +61,9 @@ pub struct FaultPlan {
     /// After this many shell commands the device goes offline (connections dropped,
     /// new ones closed) until [`crate::SimPhoneHandle::set_offline`]`(false)`.
     pub offline_after_commands: Option<u64>,
+    /// Chance in percent that any dump fails with "could not get idle state" (drawn from
+    /// the seeded RNG, so a given seed fails the same dumps every run).
+    pub random_idle_failure_percent: u8,
 }
 
 /// Dump shape.
@@ -563,6 +566,10 @@ impl Device {
 
     fn next_dump_fault(&mut self) -> Option<DumpFault> {
         let n = self.counters.dumps;
+        let pct = u32::from(self.cfg.faults.random_idle_failure_percent.min(100));
+        if pct > 0 && self.rng.gen_range(0..100) < pct {
+            return Some(DumpFault::IdleState);
+        }
         self.cfg
             .faults
             .dump_faults

@@ -61,6 +61,12 @@ impl Ledger {
 
     /// Open the ledger in `path`, creating an empty one if the file does not exist.
     pub fn open(path: &Path) -> Result<Ledger, SimError> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|source| SimError::Write {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        }
         let orders = read_orders(path)?;
         Ok(Ledger {
             path: Some(path.to_path_buf()),

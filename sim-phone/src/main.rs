@@ -58,6 +58,9 @@ struct Serve {
     /// Start the phone's clock here (RFC 3339) and advance it by simulated time only.
     #[arg(long)]
     fixed_clock: Option<String>,
+    /// Chance in percent that a dump fails with "ERROR: could not get idle state."
+    #[arg(long, default_value_t = 0)]
+    dump_failure_rate: u8,
     /// Write dumps in the old one-line format.
     #[arg(long)]
     compact_dumps: bool,
@@ -95,6 +98,7 @@ fn serve(a: Serve) -> anyhow::Result<()> {
         let t = chrono::DateTime::parse_from_rfc3339(&t).context("--fixed-clock")?;
         cfg.start_time = Some(t.with_timezone(&chrono::Utc));
     }
+    cfg.faults.random_idle_failure_percent = a.dump_failure_rate.min(100);
     if a.compact_dumps {
         cfg.dump_format = DumpFormat::Compact;
     }

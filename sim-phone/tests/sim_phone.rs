@@ -1281,7 +1281,7 @@ fn fuzzed_command_lines_and_packets_never_hurt_the_phone() {
         "发起拼单",
     ];
     let mut p = Phone::new(&fixed_config());
-    for _ in 0..3000 {
+    for _ in 0..1200 {
         let n = rng.gen_range(1..8);
         let line: Vec<&str> = (0..n)
             .map(|_| pieces[rng.gen_range(0..pieces.len())])
@@ -1329,4 +1329,42 @@ fn fuzzed_command_lines_and_packets_never_hurt_the_phone() {
     }
     let (_raw, banner, _) = Raw::connect(phone.addr(), 0x0100_0001, 4096);
     assert!(banner.starts_with("device::"));
+}
+
+#[test]
+fn random_dump_failures_follow_the_seed() {
+    let run = || {
+        let mut cfg = fixed_config();
+        cfg.faults.random_idle_failure_percent = 30;
+        let mut p = Phone::new(&cfg);
+        (0..40)
+            .map(|_| p.sh("uiautomator dump /dev/tty").stderr.is_empty())
+            .collect::<Vec<bool>>()
+    };
+    let a = run();
+    assert_eq!(a, run(), "same seed, same failures");
+    assert!(a.iter().any(|ok| !ok) && a.iter().any(|ok| *ok));
+}
+
+#[test]
+fn interactive_shell_runs_lines_until_exit() {
+    let phone = start(fixed_config());
+    let (mut raw, _, _) = Raw::connect(phone.addr(), 0x0100_0001, 4096);
+    raw.send(OPEN, 3, 0, b"shell:\0");
+    let (cmd, ours, _, _) = raw.recv().expect("okay");
+    assert_eq!(cmd, OKAY);
+    raw.send(WRTE, 3, ours, b"echo hi; false ; echo rc=$?\nexit\n");
+    let mut out = Vec::new();
+    loop {
+        match raw.recv().expect("packet") {
+            (WRTE, a0, a1, d) => {
+                out.extend_from_slice(&d);
+                raw.send(OKAY, a1, a0, &[]);
+            }
+            (CLSE, _, _, _) => break,
+            _ => {}
+        }
+    }
+    let s = String::from_utf8_lossy(&out);
+    assert!(s.contains("hi\n") && s.contains("rc=1\n"), "{s}");
 }
