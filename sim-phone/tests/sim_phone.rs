@@ -1368,3 +1368,59 @@ fn interactive_shell_runs_lines_until_exit() {
     let s = String::from_utf8_lossy(&out);
     assert!(s.contains("hi\n") && s.contains("rc=1\n"), "{s}");
 }
+
+#[test]
+fn sync_list_and_stat_v2() {
+    let phone = start(fixed_config());
+    phone.run_shell("uiautomator dump /sdcard/a.xml; uiautomator dump /sdcard/sub/b.xml");
+    let size_a = phone
+        .with_device(|d| d.read_file("/sdcard/a.xml"))
+        .expect("a")
+        .len();
+    let (mut raw, _, _) = Raw::connect(phone.addr(), 0x0100_0001, 1 << 20);
+    raw.send(OPEN, 9, 0, b"sync:\0");
+    let (cmd, ours, _, _) = raw.recv().expect("okay");
+    assert_eq!(cmd, OKAY);
+    let req = |id: &[u8; 4], path: &str| {
+        let mut v = id.to_vec();
+        v.extend_from_slice(&(path.len() as u32).to_le_bytes());
+        v.extend_from_slice(path.as_bytes());
+        v
+    };
+    let mut reply = |raw: &mut Raw, data: Vec<u8>| -> Vec<u8> {
+        raw.send(WRTE, 9, ours, &data);
+        let mut got = Vec::new();
+        loop {
+            match raw.recv().expect("packet") {
+                (OKAY, _, _, _) => {}
+                (WRTE, a0, a1, d) => {
+                    got.extend_from_slice(&d);
+                    raw.send(OKAY, a1, a0, &[]);
+                    return got;
+                }
+                other => panic!("unexpected {:x}", other.0),
+            }
+        }
+    };
+    let st = reply(&mut raw, req(b"STA2", "/sdcard/a.xml"));
+    assert_eq!(&st[..4], b"STA2");
+    assert_eq!(
+        u32::from_le_bytes([st[4], st[5], st[6], st[7]]),
+        0,
+        "no error"
+    );
+    let size = u64::from_le_bytes(st[40..48].try_into().expect("8 bytes"));
+    assert_eq!(size as usize, size_a);
+    let missing = reply(&mut raw, req(b"STA2", "/sdcard/nope"));
+    assert_eq!(
+        u32::from_le_bytes([missing[4], missing[5], missing[6], missing[7]]),
+        2,
+        "ENOENT"
+    );
+    let list = reply(&mut raw, req(b"LIST", "/sdcard"));
+    let text = String::from_utf8_lossy(&list);
+    assert!(text.contains("DENT") && text.contains("a.xml") && text.contains("sub"));
+    assert!(list.ends_with(b"DONE\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0"));
+    let fail = reply(&mut raw, req(b"RECV", "/sdcard/nope"));
+    assert_eq!(&fail[..4], b"FAIL");
+}
