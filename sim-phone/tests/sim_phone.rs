@@ -1387,7 +1387,7 @@ fn sync_list_and_stat_v2() {
         v.extend_from_slice(path.as_bytes());
         v
     };
-    let mut reply = |raw: &mut Raw, data: Vec<u8>| -> Vec<u8> {
+    let reply = |raw: &mut Raw, data: Vec<u8>| -> Vec<u8> {
         raw.send(WRTE, 9, ours, &data);
         let mut got = Vec::new();
         loop {
