@@ -115,6 +115,8 @@ pub struct AppConfig {
     pub height: i32,
     pub seed: u64,
     pub popups: PopupSchedule,
+    /// Show a 商品编号 row on goods pages (the real app does not; a test aid).
+    pub show_goods_id: bool,
 }
 
 /// What a gesture did, for latency accounting.

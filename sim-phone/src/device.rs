@@ -123,6 +123,7 @@ pub struct DeviceConfig {
     pub faults: FaultPlan,
     pub dump_format: DumpFormat,
     pub popups: PopupSchedule,
+    pub show_goods_id: bool,
     pub launch_app: bool,
 }
 
@@ -153,6 +154,7 @@ impl Device {
                 height: cfg.height,
                 seed: cfg.seed,
                 popups: cfg.popups.clone(),
+                show_goods_id: cfg.show_goods_id,
             },
         );
         if cfg.launch_app {

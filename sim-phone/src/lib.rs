@@ -68,6 +68,9 @@ pub struct SimConfig {
     pub width: u32,
     pub height: u32,
     pub popups: PopupSchedule,
+    /// Show "商品编号：ID" on goods pages. The real app shows no goods id, which makes a
+    /// redirected link hard to notice; this opt-in makes it visible. Default off.
+    pub show_goods_id: bool,
     pub faults: FaultPlan,
     /// The phone's UTC offset (China: +08:00).
     pub utc_offset_secs: i32,
@@ -90,6 +93,7 @@ impl SimConfig {
             width: 1080,
             height: 2400,
             popups: PopupSchedule::Off,
+            show_goods_id: false,
             faults: FaultPlan::default(),
             utc_offset_secs: 8 * 3600,
             start_time: None,
@@ -117,6 +121,7 @@ impl SimConfig {
                 faults: self.faults.clone(),
                 dump_format: self.dump_format,
                 popups: self.popups.clone(),
+                show_goods_id: self.show_goods_id,
                 launch_app: self.launch_app,
             },
         ))

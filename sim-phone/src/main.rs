@@ -61,6 +61,9 @@ struct Serve {
     /// Chance in percent that a dump fails with "ERROR: could not get idle state."
     #[arg(long, default_value_t = 0)]
     dump_failure_rate: u8,
+    /// Show "商品编号：ID" on goods pages (the real app does not).
+    #[arg(long)]
+    show_goods_id: bool,
     /// Write dumps in the old one-line format.
     #[arg(long)]
     compact_dumps: bool,
@@ -99,6 +102,7 @@ fn serve(a: Serve) -> anyhow::Result<()> {
         cfg.start_time = Some(t.with_timezone(&chrono::Utc));
     }
     cfg.faults.random_idle_failure_percent = a.dump_failure_rate.min(100);
+    cfg.show_goods_id = a.show_goods_id;
     if a.compact_dumps {
         cfg.dump_format = DumpFormat::Compact;
     }

@@ -87,7 +87,7 @@ pub(crate) fn build(app: &App, now: DateTime<FixedOffset>) -> Screen {
             let content = match p {
                 Page::Home { scroll } => home(app, *scroll, h),
                 Page::Goods { goods_id } => match app.goods(goods_id) {
-                    Some(g) => goods_page(g, h),
+                    Some(g) => goods_page(g, h, app.cfg.show_goods_id),
                     None => not_found("商品不存在或已下架"),
                 },
                 Page::Sheet(s) => match app.goods(&s.goods_id) {
@@ -240,7 +240,7 @@ fn home(app: &App, scroll: i32, h: i32) -> Vec<Node> {
         .child(bottom_nav(h, "首页"))]
 }
 
-fn goods_page(g: &Goods, h: i32) -> Vec<Node> {
+fn goods_page(g: &Goods, h: i32, show_id: bool) -> Vec<Node> {
     let bottom = h - NAV_H;
     let mut nodes = vec![
         back_button(),
@@ -304,6 +304,9 @@ fn goods_page(g: &Goods, h: i32) -> Vec<Node> {
                     .tap("toast:进店"),
             ),
     );
+    if show_id {
+        nodes.push(label(35, 1880, &format!("商品编号：{}", g.goods_id), 36));
+    }
     let bar_top = bottom - 152;
     let mut bar = Node::linear(r(0, bar_top, W, bottom)).pdd();
     for (i, t) in ["店铺", "收藏", "客服"].iter().enumerate() {

@@ -975,6 +975,18 @@ fn special_goods_pages_and_urls() {
         p.xml().contains("加厚连帽卫衣女秋冬款"),
         "redirected to the target goods"
     );
+    assert!(
+        !p.xml().contains("商品编号"),
+        "no goods id on the page by default"
+    );
+    let mut cfg = fixed_config();
+    cfg.show_goods_id = true;
+    let mut q = Phone::new(&cfg);
+    q.open("671122334455");
+    assert!(
+        q.xml().contains("商品编号：737116531267"),
+        "opt-in shows the target id"
+    );
     p.open("682233445566");
     assert_eq!(p.page(), "login");
     assert!(p.xml().contains("手机号登录"));
