@@ -308,22 +308,42 @@ impl Device {
             }
         };
         let mut status = 0;
-        for (join, cmd) in &parsed.commands {
-            match join {
-                Join::IfOk if status != 0 => continue,
-                Join::IfFailed if status == 0 => continue,
-                _ => {}
+        let mut skipping = false;
+        let mut piped: Option<Vec<u8>> = None;
+        let cmds = &parsed.commands;
+        for (i, (join, cmd)) in cmds.iter().enumerate() {
+            // A pipeline is skipped (or run) as a whole: `false && a | b` runs neither.
+            skipping = match join {
+                Join::Pipe => skipping,
+                Join::IfOk => status != 0,
+                Join::IfFailed => status == 0,
+                Join::Always => false,
+            };
+            let feeds_next = matches!(cmds.get(i + 1), Some((Join::Pipe, _)));
+            if skipping {
+                continue;
             }
+            let stdin = if *join == Join::Pipe {
+                piped.take().unwrap_or_default()
+            } else {
+                Vec::new()
+            };
             let argv: Vec<String> = cmd.words.iter().map(|w| shell::render(w, status)).collect();
             self.counters.shell_commands += 1;
-            let mut r = self.builtin(&argv);
+            let mut r = self.builtin(&argv, &stdin);
             ms += r.1;
             status = r.0.code;
             if cmd.stderr_to_stdout {
                 let e = std::mem::take(&mut r.0.stderr);
                 r.0.stdout.extend_from_slice(&e);
             }
-            if !cmd.stdout_null {
+            if feeds_next {
+                piped = Some(if cmd.stdout_null {
+                    Vec::new()
+                } else {
+                    std::mem::take(&mut r.0.stdout)
+                });
+            } else if !cmd.stdout_null {
                 out.stdout.extend_from_slice(&r.0.stdout);
             }
             if !cmd.stderr_null {
@@ -341,7 +361,7 @@ impl Device {
         out
     }
 
-    fn builtin(&mut self, argv: &[String]) -> (Exec, u64) {
+    fn builtin(&mut self, argv: &[String], stdin: &[u8]) -> (Exec, u64) {
         let Some(name) = argv.first() else {
             return (Exec::default(), 0);
         };
@@ -380,8 +400,37 @@ impl Device {
                 }
             }
             "screencap" | "/system/bin/screencap" => ms = self.screencap(&args, &mut e),
+            "grep" => grep(&args, stdin, self, &mut e),
+            "head" | "tail" => {
+                let n = args
+                    .iter()
+                    .zip(args.iter().skip(1))
+                    .find(|(a, _)| **a == "-n")
+                    .and_then(|(_, v)| v.parse::<usize>().ok())
+                    .or_else(|| args.iter().find_map(|a| a.strip_prefix('-')?.parse().ok()))
+                    .unwrap_or(10);
+                let lines: Vec<&[u8]> = stdin.split_inclusive(|&b| b == b'\n').collect();
+                let pick: Vec<&[u8]> = if name == "head" {
+                    lines.into_iter().take(n).collect()
+                } else {
+                    let skip = lines.len().saturating_sub(n);
+                    lines.into_iter().skip(skip).collect()
+                };
+                e.stdout = pick.concat();
+            }
+            "wc" => {
+                let lines = stdin.iter().filter(|&&b| b == b'\n').count();
+                e.stdout = if args.contains(&"-l") {
+                    format!("{lines}\n")
+                } else {
+                    let words = String::from_utf8_lossy(stdin).split_whitespace().count();
+                    format!("{lines} {words} {}\n", stdin.len())
+                }
+                .into_bytes();
+            }
             "cat" => {
-                if args.is_empty() {
+                if args.is_empty() || args == ["-"] {
+                    e.stdout = stdin.to_vec();
                     return (e, ms);
                 }
                 for a in &args {
@@ -848,6 +897,81 @@ impl Device {
         }
         ms
     }
+}
+
+/// `grep [-E|-F] [-i] [-v] [-c] [-q] PATTERN [FILE...]` with fixed-string matching; under
+/// `-E` (or with `\|` in a basic pattern) alternatives separated by `|` each match as a
+/// fixed string. Enough for `dumpsys window | grep -E 'mCurrentFocus|mFocusedApp'`.
+fn grep(args: &[&str], stdin: &[u8], d: &Device, e: &mut Exec) {
+    let (mut ext, mut icase, mut invert, mut count, mut quiet) =
+        (false, false, false, false, false);
+    let mut rest: Vec<&str> = Vec::new();
+    for a in args {
+        match *a {
+            s if s.starts_with('-') && s.len() > 1 && rest.is_empty() => {
+                for c in s[1..].chars() {
+                    match c {
+                        'E' => ext = true,
+                        'F' => ext = false,
+                        'i' => icase = true,
+                        'v' => invert = true,
+                        'c' => count = true,
+                        'q' => quiet = true,
+                        _ => {}
+                    }
+                }
+            }
+            s => rest.push(s),
+        }
+    }
+    let Some((pattern, files)) = rest.split_first() else {
+        e.stderr = b"usage: grep [-EFicqv] PATTERN [FILE...]\n".to_vec();
+        e.code = 2;
+        return;
+    };
+    let norm = |s: &str| {
+        if icase {
+            s.to_lowercase()
+        } else {
+            s.to_string()
+        }
+    };
+    let alts: Vec<String> = if ext {
+        pattern.split('|').map(norm).collect()
+    } else {
+        pattern.split("\\|").map(norm).collect()
+    };
+    let mut input = Vec::new();
+    if files.is_empty() {
+        input.extend_from_slice(stdin);
+    } else {
+        for f in files {
+            match d.read_file(f) {
+                Some(b) => input.extend_from_slice(&b),
+                None => {
+                    e.stderr.extend_from_slice(
+                        format!("grep: {f}: No such file or directory\n").as_bytes(),
+                    );
+                }
+            }
+        }
+    }
+    let text = String::from_utf8_lossy(&input);
+    let mut n = 0;
+    for line in text.lines() {
+        let l = norm(line);
+        if alts.iter().any(|a| l.contains(a.as_str())) != invert {
+            n += 1;
+            if !count && !quiet {
+                e.stdout.extend_from_slice(line.as_bytes());
+                e.stdout.push(b'\n');
+            }
+        }
+    }
+    if count && !quiet {
+        e.stdout = format!("{n}\n").into_bytes();
+    }
+    e.code = if n > 0 { 0 } else { 1 };
 }
 
 /// Collapse `//`, `.` and a trailing slash; `/storage/emulated/0` and `/sdcard` are the

@@ -2,11 +2,11 @@
 //!
 //! **Invariant: nothing a caller sends is ever executed as a program.** The line is split
 //! into words with POSIX quoting rules; the only operators understood outside quotes are
-//! `;` / newline (sequence), `&&`, `||` and the redirections `>/dev/null`, `2>/dev/null`,
-//! `2>&1`. Every word names a builtin or fails with 127. `$?` is the only expansion (so
+//! `;` / newline (sequence), `&&`, `||`, `|` between builtins (`dumpsys window | grep
+//! mCurrentFocus`) and the redirections `>/dev/null`, `2>/dev/null`, `2>&1`. Every word names a builtin or fails with 127. `$?` is the only expansion (so
 //! `cmd; echo __RC=$?` recovers exit codes where the transport loses them); `$(…)`,
-//! backticks, globs and every other `$` stay literal text. Pipes, other redirections,
-//! background jobs and subshells are refused with a syntax error (exit 2).
+//! backticks, globs and every other `$` stay literal text. Other redirections, background
+//! jobs and subshells are refused with a syntax error (exit 2).
 
 /// A piece of a word; `$?` is expanded only in unquoted or double-quoted pieces.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,6 +30,8 @@ pub enum Join {
     Always,
     IfOk,
     IfFailed,
+    /// Stdin is the previous command's stdout (`a | b`).
+    Pipe,
 }
 
 /// A parsed command line.
@@ -55,7 +57,7 @@ pub fn parse(line: &str) -> Result<Line, String> {
             Tok::Word(w) => cur.words.push(w.clone()),
             Tok::Op(op) => match *op {
                 "\n" if cur.words.is_empty() => {}
-                ";" | "\n" | "&&" | "||" => {
+                ";" | "\n" | "&&" | "||" | "|" => {
                     if cur.words.is_empty() {
                         return Err(format!("syntax error: unexpected '{op}'"));
                     }
@@ -63,6 +65,7 @@ pub fn parse(line: &str) -> Result<Line, String> {
                     join = match *op {
                         "&&" => Join::IfOk,
                         "||" => Join::IfFailed,
+                        "|" => Join::Pipe,
                         _ => Join::Always,
                     };
                 }
@@ -320,7 +323,7 @@ mod tests {
 
     #[test]
     fn unsupported_constructs_are_syntax_errors() {
-        assert!(parse("ls | sh").is_err());
+        assert!(parse("ls |").is_err());
         assert!(parse("sleep 1 &").is_err());
         assert!(parse("echo > /sdcard/x").is_err());
         assert!(parse("echo 'unterminated").is_err());

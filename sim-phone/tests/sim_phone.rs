@@ -1136,6 +1136,21 @@ fn shell_builtins_and_exit_codes() {
         String::from_utf8_lossy(&p.sh("dumpsys window").stdout).contains("mCurrentFocus=Window{")
     );
     assert_eq!(p.sh("input tap x y").code, 1);
+    // Pipes between builtins: the usual focus query works.
+    let e = p.sh("dumpsys window | grep mCurrentFocus");
+    let out = String::from_utf8_lossy(&e.stdout).to_string();
+    assert_eq!(out.lines().count(), 1, "{out}");
+    assert!(out.contains("mCurrentFocus=Window{") && out.contains("HomeActivity"));
+    let e = p.sh("dumpsys window windows | grep -E 'mCurrentFocus|mFocusedApp' | wc -l");
+    assert_eq!(String::from_utf8_lossy(&e.stdout), "2\n");
+    let e = p.sh("echo a | grep b ; echo __RC=$?");
+    assert_eq!(String::from_utf8_lossy(&e.stdout), "__RC=1\n");
+    let e = p.sh("false && echo x | grep x ; echo __RC=$?");
+    assert_eq!(
+        String::from_utf8_lossy(&e.stdout),
+        "__RC=1\n",
+        "a skipped pipeline as a whole"
+    );
     p.sh("am force-stop com.xunmeng.pinduoduo");
     assert_eq!(p.page(), "launcher");
     assert!(p.xml().contains("com.miui.home"));
