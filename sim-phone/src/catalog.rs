@@ -383,6 +383,54 @@ impl Goods {
     }
 }
 
+/// One SKU of a goods, as the truth for comparisons: every dimension chosen.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Sku {
+    /// Dimension key → canonical option name, in page order.
+    pub options: serde_json::Map<String, serde_json::Value>,
+    pub unit_price_cent: i64,
+    pub stock: u32,
+    /// `stock > 0`.
+    pub available: bool,
+}
+
+impl Goods {
+    /// Every SKU in page order (first dimension slowest): what a complete collect of this
+    /// goods should find.
+    pub fn skus(&self) -> Vec<Sku> {
+        self.completions(&vec![None; self.dimensions.len()])
+            .into_iter()
+            .map(|c| {
+                let sel: Selection = c.iter().map(|&i| Some(i)).collect();
+                let mut options = serde_json::Map::new();
+                for (d, &i) in self.dimensions.iter().zip(&c) {
+                    options.insert(
+                        d.key.clone(),
+                        serde_json::Value::String(d.options[i].name.clone()),
+                    );
+                }
+                let stock = self.stock_of(&c);
+                Sku {
+                    options,
+                    unit_price_cent: self.unit_price_cent(&sel),
+                    stock,
+                    available: stock > 0,
+                }
+            })
+            .collect()
+    }
+
+    /// The SKU with these options (dimension key → canonical name), if it exists.
+    pub fn sku(&self, options: &[(&str, &str)]) -> Option<Sku> {
+        self.skus().into_iter().find(|s| {
+            s.options.len() == options.len()
+                && options
+                    .iter()
+                    .all(|(k, v)| s.options.get(*k).and_then(|x| x.as_str()) == Some(*v))
+        })
+    }
+}
+
 /// Format fen the way the app does: yuan with up to two decimals, trailing zeros dropped
 /// ("269", "12.7", "2.99").
 pub fn format_yuan(cent: i64) -> String {
@@ -408,6 +456,27 @@ mod tests {
         assert_eq!(format_yuan(1270), "12.7");
         assert_eq!(format_yuan(299), "2.99");
         assert_eq!(format_yuan(5), "0.05");
+    }
+
+    #[test]
+    fn sku_truth_table() {
+        let c = Catalog::load(&Catalog::bundled_dir()).expect("bundled catalog");
+        let g = c.goods("737116531267").expect("goods");
+        let skus = g.skus();
+        assert_eq!(skus.len(), 5 * 4);
+        let black_xl = g.sku(&[("color", "黑色"), ("size", "XL")]).expect("sku");
+        assert!(!black_xl.available);
+        let blue_m = g.sku(&[("color", "雾霾蓝"), ("size", "M")]).expect("sku");
+        assert_eq!((blue_m.unit_price_cent, blue_m.stock), (6300, 3));
+        let kids = c.goods("648273910552").expect("goods");
+        let single = kids
+            .sku(&[
+                ("color", "小熊-卡其"),
+                ("size", "90cm"),
+                ("style", "单件卫衣"),
+            ])
+            .expect("sku");
+        assert_eq!(single.unit_price_cent, 2590, "the style sets the price");
     }
 
     #[test]

@@ -49,7 +49,7 @@ use chrono::{DateTime, Utc};
 use tokio::sync::watch;
 
 pub use app::{Page, PopupKind, PopupSchedule};
-pub use catalog::{Catalog, Dimension, Goods, OptionForm, OptionSpec, StockRule};
+pub use catalog::{Catalog, Dimension, Goods, OptionForm, OptionSpec, Sku, StockRule};
 pub use device::{
     Counters, Device, DeviceConfig, DumpFault, DumpFormat, Exec, FaultPlan, LatencyProfile,
 };
