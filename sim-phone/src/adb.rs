@@ -72,7 +72,7 @@ impl Shared {
     }
 
     /// Publish the device's offline flag (a fault plan may have flipped it).
-    fn sync_offline(&self) {
+    pub(crate) fn sync_offline(&self) {
         let off = self.lock().offline;
         self.offline.send_if_modified(|v| {
             let changed = *v != off;

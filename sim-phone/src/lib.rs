@@ -319,7 +319,10 @@ impl SimPhoneHandle {
 
     /// Run a command line on the phone directly (no ADB), as the shell would.
     pub fn run_shell(&self, line: &str) -> Exec {
-        self.shared.lock().run_line(line)
+        let out = self.shared.lock().run_line(line);
+        // A scripted offline fault may have fired: cut connections as ADB commands would.
+        self.shared.sync_offline();
+        out
     }
 
     /// Anything else: direct access to the phone under its lock. Keep `f` short: every

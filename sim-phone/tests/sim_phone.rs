@@ -1451,3 +1451,35 @@ fn sync_list_and_stat_v2() {
     let fail = reply(&mut raw, req(b"RECV", "/sdcard/nope"));
     assert_eq!(&fail[..4], b"FAIL");
 }
+
+#[test]
+fn phone_restart_on_the_same_port_keeps_the_ledger() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let mut cfg = fixed_config();
+    cfg.state_file = Some(dir.path().join("nested/state.json"));
+    let phone = start(cfg.clone());
+    let addr = phone.addr();
+    for line in [
+        "am start -a android.intent.action.VIEW -d 'pinduoduo://com.xunmeng.pinduoduo/goods.html?goods_id=737788990011'",
+        "input tap 922 2278",
+    ] {
+        assert_eq!(phone.run_shell(line).code, 0);
+    }
+    let submit = find_target(
+        &phone.with_device(|d| d.app().screen(d.now())),
+        "提交订单 ¥29.9",
+    )
+    .expect("footer");
+    let (x, y) = submit.center();
+    phone.run_shell(&format!("input tap {x} {y}"));
+    assert_eq!(phone.current_page(), "payment");
+    let before = phone.orders();
+    assert_eq!(before.len(), 1);
+    phone.shutdown();
+
+    let phone = SimPhone::bind(addr, cfg).expect("same port again");
+    assert_eq!(phone.orders(), before, "the ledger survived the restart");
+    assert_eq!(phone.current_page(), "home", "the app itself restarted");
+    let (_raw, banner, _) = Raw::connect(phone.addr(), 0x0100_0001, 4096);
+    assert!(banner.starts_with("device::"));
+}
