@@ -14,13 +14,15 @@
 //! - [`config`] — layered configuration (defaults → TOML → `CMAUTOBUY_*` → flags).
 //! - [`clock`], [`secret`] — injected time; the token wrapper that never prints.
 //!
-//! Screens and money parsing (issue 5+) live in `screen` and `money`.
+//! Screens and money parsing (issue 5+) live in `screen` and `money`; the phone itself
+//! (the [`device::Device`] trait, ADB with deadlines, `doctor`) in `device`.
 //!
 //! **Architecture invariants:** only `store` runs SQL; only `gateway` builds or parses
 //! wire JSON bodies of the Admin's answers; the token exists only inside a
 //! [`secret::Secret`] and never reaches a log line, error or `Debug` output; nothing
 //! marks a task `succeeded` before the Admin answered `accepted: true`.
 
+pub mod device;
 pub mod money;
 pub mod screen;
 

@@ -4,7 +4,8 @@
 //! Exit codes: 0 success; 1 unexpected error; 2 usage or configuration error (and
 //! `inspect`: the dump is unusable); 3 the local store cannot be opened (e.g. schema
 //! self-check failed); 4 the Admin could not be reached or refused (`register`);
-//! 5 `run --exit-when-idle` stopped because claiming is blocked by an operator alert.
+//! 5 `run --exit-when-idle` stopped because claiming is blocked by an operator alert;
+//! 6 `doctor`: the device is not ready.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -104,6 +105,24 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Check the phone: state, authorization, model, screen size, PDD installed,
+    /// foreground activity. Exit 0 when ready, 6 when not.
+    Doctor {
+        /// An adb serial (`host:port` is `adb connect`ed through the server first) or
+        /// `tcp:HOST:PORT` (direct); default: the configured or saved device.
+        #[arg(long, value_name = "SERIAL")]
+        device: Option<String>,
+        /// The adb server; default 127.0.0.1 and $ANDROID_ADB_SERVER_PORT or 5037.
+        #[arg(long, value_name = "HOST:PORT")]
+        adb_server: Option<String>,
+        /// RSA key for direct (`tcp:`) connections; default `<data dir>/adbkey`,
+        /// created when missing.
+        #[arg(long, value_name = "FILE")]
+        adb_key: Option<PathBuf>,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -165,6 +184,26 @@ fn main() -> ExitCode {
     };
     let result = match &cli.command {
         Command::Inspect { dump, json } => return inspect(dump, *json),
+        Command::Doctor {
+            device,
+            adb_server,
+            adb_key,
+            json,
+        } => {
+            return match load(overrides(None, None)) {
+                Ok(cfg) => doctor(
+                    &cfg,
+                    device.as_deref(),
+                    adb_server.as_deref(),
+                    adb_key,
+                    *json,
+                ),
+                Err(f) => {
+                    eprintln!("cmautobuy-client: {:#}", f.error);
+                    ExitCode::from(f.code)
+                }
+            }
+        }
         Command::SpecResolutionKey { input } => spec_resolution_key(input),
         Command::Run {
             conn,
@@ -601,5 +640,67 @@ fn inspect(path: &std::path::Path, json: bool) -> ExitCode {
             );
             ExitCode::from(2)
         }
+    }
+}
+
+/// `doctor`: print the device report; exit 0 when ready, 6 when not, 2 on bad arguments.
+fn doctor(
+    cfg: &Config,
+    device: Option<&str>,
+    adb_server: Option<&str>,
+    adb_key: &Option<PathBuf>,
+    json: bool,
+) -> ExitCode {
+    use cmautobuy_client::device::{adb, doctor, AdbDevice, AdbOptions, DeviceAddress};
+    let usage = |msg: String| {
+        eprintln!("cmautobuy-client doctor: {msg}");
+        ExitCode::from(2)
+    };
+    // The device: the flag, else configuration, else what `register`/`run` saved.
+    let saved = || {
+        let path = Store::path_in(&cfg.data_dir);
+        if !path.exists() {
+            return None;
+        }
+        Store::open(&path).ok()?.settings().ok()?.device
+    };
+    let Some(serial) = device
+        .map(str::to_string)
+        .or_else(|| cfg.device.clone())
+        .or_else(saved)
+    else {
+        return usage("no device: use --device SERIAL or --device tcp:HOST:PORT".into());
+    };
+    let server = match adb_server {
+        Some(s) => match s.parse::<std::net::SocketAddrV4>() {
+            Ok(a) => a,
+            Err(e) => return usage(format!("--adb-server {s:?}: expected IPv4 HOST:PORT ({e})")),
+        },
+        None => adb::default_adb_server(std::env::var("ANDROID_ADB_SERVER_PORT").ok().as_deref()),
+    };
+    let addr = match DeviceAddress::parse(&serial, server) {
+        Ok(a) => a,
+        Err(e) => return usage(e.to_string()),
+    };
+    let key = adb_key
+        .clone()
+        .unwrap_or_else(|| cfg.data_dir.join("adbkey"));
+    let dev = match AdbDevice::open(addr, AdbOptions::new(key)) {
+        Ok(d) => d,
+        Err(e) => return usage(e.to_string()),
+    };
+    let report = doctor::check(&dev);
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report.to_json()).unwrap_or_default()
+        );
+    } else {
+        print!("{}", report.render_text());
+    }
+    if report.ready {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(6)
     }
 }

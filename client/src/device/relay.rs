@@ -1,0 +1,314 @@
+//! A loopback port forward with a kill switch, between `adb_client` and the real peer.
+//!
+//! Why it exists: `adb_client` 3.2 reads with no timeout, so a call whose deadline
+//! passed would leave its thread blocked forever; and its direct-TCP reader
+//! (`TcpTransport::read_message_with_timeout`) adds up `read()` results until a message
+//! is complete, so at end of stream — where `read()` returns 0 forever — it spins at
+//! 100 % CPU (the session's `Drop` reads once more after any error, so even a reset
+//! socket ends in that spin). We cannot change the crate, but we own the socket it
+//! talks to. Every connection the crate opens goes to this relay, which opens its own
+//! connection to the real peer and copies bytes, and ends things in a way the crate
+//! survives:
+//!
+//! - [`Mode::Device`] (direct TCP, the ADB device protocol): messages are forwarded
+//!   whole (24-byte header + payload). When the phone's side ends, or the kill switch
+//!   is thrown, the relay stops forwarding and hands the crate one `CLSE` message
+//!   instead of an end of stream: its pending read returns, the shell loop ends
+//!   without the exit-status marker (so our call fails with a protocol error), and the
+//!   socket stays open and idle so the crate's cleanup reads time out instead of
+//!   spinning. The socket closes when the crate closes it.
+//! - [`Mode::Server`] (the adb server's smart-socket protocol): an end of stream from
+//!   the server is passed on (the crate handles it: it is how every command ends); the
+//!   kill switch resets the crate's side (SO_LINGER 0, then close) so a blocked read
+//!   fails with `ConnectionReset`.
+//!
+//! Each accepted connection gets a fresh upstream connection, so the relay adds no
+//! access: a local process connecting to it still has to pass the phone's AUTH, or is
+//! talking to an adb server that any local process can reach anyway.
+
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, Shutdown, SocketAddr, SocketAddrV4, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Which protocol runs through the relay (it decides how endings are handed on).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    Device,
+    Server,
+}
+
+/// ADB device-protocol message header size; the payload length is at offset 12.
+const HEADER: usize = 24;
+/// Larger payloads than any adbd negotiates (1 MiB) mean the stream is garbage.
+const MAX_PAYLOAD: usize = 16 * 1024 * 1024;
+const A_CLSE: u32 = 0x4553_4c43;
+
+/// The relay's listening side; dropping it closes the relay and every connection.
+pub(crate) struct Relay {
+    local: SocketAddrV4,
+    kill: Arc<RelayKill>,
+}
+
+/// Shared between the relay's threads and whoever may need to cut it (the caller whose
+/// deadline passed).
+pub(crate) struct RelayKill {
+    closed: AtomicBool,
+    pairs: Mutex<Vec<Arc<Pair>>>,
+    local: SocketAddrV4,
+}
+
+struct Pair {
+    mode: Mode,
+    client: TcpStream,
+    upstream: TcpStream,
+    killed: AtomicBool,
+}
+
+impl Pair {
+    /// Cut the upstream side; the pump reading it then ends the client side as the mode
+    /// requires. Idempotent.
+    fn kill(&self) {
+        if self.killed.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let _ = self.upstream.shutdown(Shutdown::Both);
+    }
+
+    /// Server mode: reset the client side (its blocked read fails) and stop its pump.
+    fn reset_client(&self) {
+        // Linger 0: the final close sends RST, not FIN. Shutting the read side wakes the
+        // pump blocked reading the client; the last Arc to go closes the socket.
+        let _ = socket2::SockRef::from(&self.client).set_linger(Some(Duration::ZERO));
+        let _ = self.client.shutdown(Shutdown::Read);
+    }
+}
+
+impl RelayKill {
+    /// Cut every connection and stop accepting new ones.
+    pub(crate) fn reset_all(&self) {
+        if !self.closed.swap(true, Ordering::AcqRel) {
+            // Wake the blocked accept() so its thread sees `closed` and ends.
+            let _ = TcpStream::connect_timeout(&SocketAddr::V4(self.local), Duration::from_secs(1));
+        }
+        let pairs = std::mem::take(&mut *self.pairs.lock().unwrap_or_else(|p| p.into_inner()));
+        for p in pairs {
+            p.kill();
+        }
+    }
+}
+
+impl Relay {
+    /// Listen on a fresh loopback port; each connection is forwarded to `target`
+    /// (connected within `connect_timeout`).
+    pub(crate) fn start(
+        target: SocketAddr,
+        mode: Mode,
+        connect_timeout: Duration,
+    ) -> std::io::Result<Relay> {
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
+        let local = match listener.local_addr()? {
+            SocketAddr::V4(v4) => v4,
+            SocketAddr::V6(_) => {
+                return Err(std::io::Error::other("loopback bind gave an IPv6 address"))
+            }
+        };
+        let kill = Arc::new(RelayKill {
+            closed: AtomicBool::new(false),
+            pairs: Mutex::new(Vec::new()),
+            local,
+        });
+        let k = kill.clone();
+        std::thread::Builder::new()
+            .name("adb-relay".into())
+            .spawn(move || accept_loop(listener, target, mode, connect_timeout, k))?;
+        Ok(Relay { local, kill })
+    }
+
+    pub(crate) fn local(&self) -> SocketAddrV4 {
+        self.local
+    }
+
+    pub(crate) fn kill_switch(&self) -> Arc<RelayKill> {
+        self.kill.clone()
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        self.kill.reset_all();
+    }
+}
+
+fn accept_loop(
+    listener: TcpListener,
+    target: SocketAddr,
+    mode: Mode,
+    timeout: Duration,
+    kill: Arc<RelayKill>,
+) {
+    for conn in listener.incoming() {
+        if kill.closed.load(Ordering::Acquire) {
+            return;
+        }
+        let Ok(client) = conn else { continue };
+        let _ = client.set_nodelay(true);
+        let upstream = match TcpStream::connect_timeout(&target, timeout) {
+            Ok(u) => u,
+            Err(_) => {
+                refuse(mode, &client);
+                continue;
+            }
+        };
+        let _ = upstream.set_nodelay(true);
+        let pair = Arc::new(Pair {
+            mode,
+            client,
+            upstream,
+            killed: AtomicBool::new(false),
+        });
+        {
+            let mut pairs = kill.pairs.lock().unwrap_or_else(|p| p.into_inner());
+            if kill.closed.load(Ordering::Acquire) {
+                pair.kill();
+                return;
+            }
+            pairs.push(pair.clone());
+        }
+        for to_client in [true, false] {
+            let (p, k) = (pair.clone(), kill.clone());
+            let spawned = std::thread::Builder::new()
+                .name("adb-relay-pump".into())
+                .spawn(move || {
+                    if to_client {
+                        pump_to_client(&p);
+                    } else {
+                        pump_to_upstream(&p);
+                        forget(&p, &k);
+                    }
+                });
+            if spawned.is_err() {
+                pair.kill();
+                forget(&pair, &kill);
+            }
+        }
+    }
+}
+
+/// The peer could not be reached: tell the client in a way it survives (see the module
+/// doc): a `CLSE` for the device protocol, a reset for the server.
+fn refuse(mode: Mode, client: &TcpStream) {
+    match mode {
+        Mode::Device => {
+            let mut c = client;
+            let _ = c.write_all(&clse());
+            // The client closes when it has read it; keep nothing here.
+            drop_later(client);
+        }
+        Mode::Server => {
+            let _ = socket2::SockRef::from(client).set_linger(Some(Duration::ZERO));
+        }
+    }
+}
+
+/// Keep a refused device-protocol client open until it closes, so its cleanup reads
+/// time out instead of seeing an end of stream.
+fn drop_later(client: &TcpStream) {
+    if let Ok(c) = client.try_clone() {
+        let _ = std::thread::Builder::new()
+            .name("adb-relay-refused".into())
+            .spawn(move || {
+                let mut c = c;
+                let mut buf = [0u8; 4096];
+                while matches!(c.read(&mut buf), Ok(n) if n > 0) {}
+            });
+    }
+}
+
+fn clse() -> [u8; HEADER] {
+    let mut h = [0u8; HEADER];
+    h[0..4].copy_from_slice(&A_CLSE.to_le_bytes());
+    h[20..24].copy_from_slice(&(A_CLSE ^ 0xffff_ffff).to_le_bytes());
+    h
+}
+
+/// Drop the relay's own reference, so the last pump to end closes the sockets.
+fn forget(pair: &Arc<Pair>, kill: &RelayKill) {
+    kill.pairs
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .retain(|p| !Arc::ptr_eq(p, pair));
+}
+
+/// Peer → client, the only writer to the client.
+fn pump_to_client(pair: &Pair) {
+    let (mut from, mut to) = (&pair.upstream, &pair.client);
+    match pair.mode {
+        Mode::Server => {
+            let mut buf = vec![0u8; 64 * 1024];
+            loop {
+                match from.read(&mut buf) {
+                    Ok(n) if n > 0 && !pair.killed.load(Ordering::Acquire) => {
+                        if to.write_all(&buf[..n]).is_err() {
+                            break;
+                        }
+                    }
+                    _ => break,
+                }
+            }
+            if pair.killed.load(Ordering::Acquire) {
+                pair.reset_client();
+            } else {
+                // The server ended the command: pass the end of stream on.
+                let _ = pair.client.shutdown(Shutdown::Write);
+            }
+        }
+        Mode::Device => {
+            // Whole messages only, so the CLSE below always lands on a boundary.
+            let mut header = [0u8; HEADER];
+            loop {
+                if from.read_exact(&mut header).is_err() || pair.killed.load(Ordering::Acquire) {
+                    break;
+                }
+                let len =
+                    u32::from_le_bytes([header[12], header[13], header[14], header[15]]) as usize;
+                if len > MAX_PAYLOAD {
+                    break;
+                }
+                let mut msg = Vec::with_capacity(HEADER + len);
+                msg.extend_from_slice(&header);
+                msg.resize(HEADER + len, 0);
+                if from.read_exact(&mut msg[HEADER..]).is_err()
+                    || pair.killed.load(Ordering::Acquire)
+                    || to.write_all(&msg).is_err()
+                {
+                    break;
+                }
+            }
+            let _ = to.write_all(&clse());
+            let _ = pair.upstream.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+/// Client → peer. Ends when the client closes (or, in server mode, is reset); then
+/// both sides are closed.
+fn pump_to_upstream(pair: &Pair) {
+    let (mut from, mut to) = (&pair.client, &pair.upstream);
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut forwarding = true;
+    loop {
+        match from.read(&mut buf) {
+            Ok(n) if n > 0 => {
+                // After the peer is gone keep draining, so the client can still write
+                // (its cleanup does) until it closes.
+                if forwarding && to.write_all(&buf[..n]).is_err() {
+                    forwarding = false;
+                }
+            }
+            _ => break,
+        }
+    }
+    pair.kill();
+}

@@ -1,0 +1,672 @@
+//! Device acceptance tests: [`AdbDevice`] against the simulated phone, through Debian's
+//! real `adb` server (a private one per test, on a free port — never 5037, never the
+//! emulator ports 5555–5585 — killed on drop) and directly over TCP.
+//!
+//! A missing `adb` binary fails these tests loudly; nothing is skipped. Nothing sleeps
+//! for luck: deadlines are tested with a command the phone holds until it is released,
+//! and the assertions are on the error kind, never on elapsed time.
+
+use std::io::Read;
+use std::net::{SocketAddrV4, TcpListener};
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use cmautobuy_client::device::adb::{default_adb_server, MAX_ABANDONED};
+use cmautobuy_client::device::{
+    doctor, AdbDevice, AdbOptions, Deadlines, Device, DeviceAddress, DeviceError, DumpMode, Op,
+};
+use cmautobuy_client::screen::{classify, DumpError, Screen, ScreenKind};
+use cmautobuy_sim_phone::{
+    Catalog, Counters, DumpFault, Page, SimConfig, SimPhone, SimPhoneHandle,
+};
+
+// ---------------------------------------------------------------------------------------
+// harness
+
+const GOODS: &str = "737116531267";
+
+fn phone() -> SimPhoneHandle {
+    let catalog = Catalog::load(&Catalog::bundled_dir()).expect("bundled catalog loads");
+    let mut cfg = SimConfig::new(catalog);
+    cfg.seed = 7;
+    SimPhone::bind("127.0.0.1:0".parse().expect("addr"), cfg).expect("phone starts")
+}
+
+/// The real `adb`. Missing adb is a test failure, never a skip.
+fn adb_bin() -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|d| d.join("adb"))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| {
+            panic!(
+                "these tests need the real `adb` binary on PATH: install Debian's `adb` \
+                 package (`apt-get install -y adb`; scripts/test does this)"
+            )
+        })
+}
+
+/// A free loopback port that no adb server would touch on its own.
+fn free_port() -> u16 {
+    loop {
+        let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let p = l.local_addr().expect("addr").port();
+        if p != 5037 && !(5555..=5585).contains(&p) {
+            return p;
+        }
+    }
+}
+
+/// Run adb to completion, bounded (adb itself has no timeouts).
+fn run_bounded(mut cmd: Command, limit: Duration) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn adb");
+    let mut so = child.stdout.take().expect("stdout");
+    let mut se = child.stderr.take().expect("stderr");
+    let t1 = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = so.read_to_end(&mut v);
+        v
+    });
+    let t2 = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = se.read_to_end(&mut v);
+        v
+    });
+    let end = Instant::now() + limit;
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if Instant::now() > end {
+            let _ = child.kill();
+            panic!("{cmd:?} did not finish within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    Output {
+        status,
+        stdout: t1.join().expect("join"),
+        stderr: t2.join().expect("join"),
+    }
+}
+
+/// A private adb server; `kill-server` on drop.
+struct AdbServer {
+    port: u16,
+    home: tempfile::TempDir,
+}
+
+impl AdbServer {
+    fn start() -> AdbServer {
+        let s = AdbServer {
+            port: free_port(),
+            home: tempfile::tempdir().expect("tmp"),
+        };
+        let o = s.adb(&["start-server"]);
+        assert!(o.status.success(), "adb start-server failed: {o:?}");
+        s
+    }
+
+    fn adb(&self, args: &[&str]) -> Output {
+        let mut c = Command::new(adb_bin());
+        c.arg("-P")
+            .arg(self.port.to_string())
+            .args(args)
+            .env("HOME", self.home.path())
+            .env("ANDROID_ADB_SERVER_PORT", self.port.to_string())
+            .env("ANDROID_USER_HOME", self.home.path().join(".android"));
+        run_bounded(c, Duration::from_secs(30))
+    }
+
+    fn addr(&self) -> SocketAddrV4 {
+        default_adb_server(Some(&self.port.to_string()))
+    }
+}
+
+impl Drop for AdbServer {
+    fn drop(&mut self) {
+        let _ = self.adb(&["kill-server"]);
+    }
+}
+
+/// One key for every direct connection of this test binary, made by `adb keygen`:
+/// RSA generation in an unoptimized build takes half a minute (the client's own
+/// generation is covered by a unit test). Kept in Cargo's per-target temp dir.
+fn key_path() -> PathBuf {
+    static KEY: OnceLock<PathBuf> = OnceLock::new();
+    KEY.get_or_init(|| {
+        let p = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("device-tests-adbkey");
+        if !p.is_file() {
+            let mut c = Command::new(adb_bin());
+            c.arg("keygen").arg(&p);
+            let o = run_bounded(c, Duration::from_secs(60));
+            assert!(
+                o.status.success() && p.is_file(),
+                "adb keygen failed: {o:?}"
+            );
+        }
+        p
+    })
+    .clone()
+}
+
+fn options() -> AdbOptions {
+    AdbOptions::new(key_path())
+}
+
+/// A device through the private server; the serial `127.0.0.1:PORT` makes it `adb
+/// connect` the phone itself.
+fn via_server(phone: &SimPhoneHandle, adb: &AdbServer, opts: AdbOptions) -> AdbDevice {
+    let addr = DeviceAddress::parse(&phone.serial(), adb.addr()).expect("address");
+    AdbDevice::open(addr, opts).expect("device")
+}
+
+fn direct(phone: &SimPhoneHandle, opts: AdbOptions) -> AdbDevice {
+    let addr = DeviceAddress::parse(&format!("tcp:{}", phone.addr()), default_adb_server(None))
+        .expect("address");
+    AdbDevice::open(addr, opts).expect("device")
+}
+
+fn goods_url(id: &str) -> String {
+    format!("pinduoduo://com.xunmeng.pinduoduo/goods.html?goods_id={id}")
+}
+
+/// Poll `cond` (bounded) — for things that happen on another thread.
+fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
+    let end = Instant::now() + Duration::from_secs(30);
+    while !cond() {
+        assert!(Instant::now() < end, "never happened: {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn delta(before: &Counters, after: &Counters) -> (u64, u64, u64) {
+    (
+        after.shell_commands - before.shell_commands,
+        after.am_starts - before.am_starts,
+        after.taps - before.taps,
+    )
+}
+
+// ---------------------------------------------------------------------------------------
+// the story both transports must tell
+
+/// Dump, open a goods page, tap the buy button, go back, swipe, screenshot, exit codes.
+fn story(dev: &AdbDevice, phone: &SimPhoneHandle) {
+    let home = dev.dump_ui().expect("dump of the home page");
+    assert!(home.xml.contains("<hierarchy"));
+    assert!(home.tree.len() > 3, "the PDD window was kept");
+
+    dev.open_url(&goods_url(GOODS)).expect("open goods");
+    assert_eq!(phone.current_page(), "goods");
+
+    let dump = dev.dump_ui().expect("dump goods");
+    let screen = classify(&dump.tree);
+    assert_eq!(screen.kind(), ScreenKind::GoodsDetail, "{screen:?}");
+    let Screen::GoodsDetail(g) = screen else {
+        unreachable!("kind checked above")
+    };
+    assert!(!g.buy_buttons.is_empty());
+
+    // Tap an element by its node (the label's clickable ancestor takes the tap).
+    let label = dump
+        .tree
+        .nodes()
+        .find(|n| n.text() == "发起拼单")
+        .expect("buy label");
+    let before = phone.counters();
+    dev.tap_node(label).expect("tap buy");
+    assert_eq!(phone.counters().taps, before.taps + 1);
+    assert_eq!(phone.current_page(), "sku_sheet");
+
+    let sheet = dev.dump_ui().expect("dump sheet");
+    assert_eq!(classify(&sheet.tree).kind(), ScreenKind::SkuSheet);
+
+    dev.back().expect("back");
+    assert_eq!(phone.current_page(), "goods");
+
+    // A recognizer's target works the same way.
+    dev.tap_target(&g.buy_buttons[0].target)
+        .expect("tap target");
+    assert_eq!(phone.current_page(), "sku_sheet");
+    dev.back().expect("back");
+
+    let swipes = phone.counters().swipes;
+    dev.swipe(
+        cmautobuy_client::screen::Point { x: 540, y: 1800 },
+        cmautobuy_client::screen::Point { x: 540, y: 600 },
+        Duration::from_millis(200),
+    )
+    .expect("swipe");
+    assert_eq!(phone.counters().swipes, swipes + 1);
+
+    let png = dev.screenshot().expect("screenshot");
+    assert_eq!((png.width, png.height), (1080, 2400));
+    let img = image::load_from_memory_with_format(&png.bytes, image::ImageFormat::Png)
+        .expect("a PNG that decodes");
+    assert_eq!((img.width(), img.height()), (1080, 2400));
+
+    // Exit codes, recovered on a transport that loses them.
+    assert_eq!(dev.shell(&["false"]).expect("false").exit_code, 1);
+    assert_eq!(dev.shell(&["true"]).expect("true").exit_code, 0);
+    let missing = dev.shell(&["no-such-tool", "x"]).expect("runs");
+    assert_eq!(missing.exit_code, 127);
+    assert!(
+        missing.stderr_text().contains("not found") || missing.stdout_text().contains("not found"),
+        "{missing:?}"
+    );
+    let echo = dev.shell(&["echo", "-n", "no newline"]).expect("echo");
+    assert_eq!(
+        (echo.stdout_text().as_str(), echo.exit_code),
+        ("no newline", 0)
+    );
+    let size = dev.shell(&["wm", "size"]).expect("wm");
+    assert_eq!(size.stdout_text(), "Physical size: 1080x2400\n");
+}
+
+#[test]
+fn story_through_the_real_adb_server() {
+    let phone = phone();
+    let adb = AdbServer::start();
+    let dev = via_server(&phone, &adb, options());
+    story(&dev, &phone);
+    // The server's stderr channel (shell v2) keeps stderr apart.
+    let out = dev.shell(&["cat", "/nope"]).expect("cat");
+    assert_eq!(out.exit_code, 1);
+    assert!(out.stdout.is_empty());
+    assert_eq!(out.stderr_text(), "cat: /nope: No such file or directory\n");
+}
+
+#[test]
+fn story_directly_over_tcp() {
+    let phone = phone();
+    let dev = direct(&phone, options());
+    story(&dev, &phone);
+}
+
+#[test]
+fn the_story_also_works_through_a_device_trait_object_on_a_blocking_pool() {
+    // Flows hold `Arc<dyn Device>` and call it from tokio's blocking pool.
+    let phone = phone();
+    let dev: Arc<dyn Device> = Arc::new(direct(&phone, options()));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime");
+    let url = goods_url(GOODS);
+    rt.block_on(async {
+        let d = dev.clone();
+        tokio::task::spawn_blocking(move || d.open_url(&url))
+            .await
+            .expect("join")
+            .expect("open");
+    });
+    assert_eq!(phone.current_page(), "goods");
+}
+
+// ---------------------------------------------------------------------------------------
+// injection: hostile arguments are one word each and run nothing
+
+const HOSTILE: &[&str] = &[
+    "a;b",
+    "; input tap 1 1",
+    "$(input tap 1 1)",
+    "`input tap 1 1`",
+    "it's \"quoted\"",
+    "'; input tap 1 1; echo '",
+    "line one\ninput tap 1 1",
+    "  spaces  and\ttabs ",
+    "&& input tap 1 1 || input tap 2 2",
+    "$? $HOME ${x} \\ * ? [a]",
+    "# not a comment",
+    "中文 ¥12.56",
+    "",
+];
+
+fn injection(dev: &AdbDevice, phone: &SimPhoneHandle) {
+    for word in HOSTILE {
+        let before = phone.counters();
+        let out = dev.shell(&["echo", word]).expect("echo runs");
+        assert_eq!(out.exit_code, 0, "{word:?}");
+        assert_eq!(out.stdout_text(), format!("{word}\n"), "arrived intact");
+        // One `echo` plus our own exit-status echo, nothing else; no tap.
+        assert_eq!(delta(&before, &phone.counters()), (2, 0, 0), "{word:?}");
+    }
+
+    // A goods URL with every metacharacter *before* goods_id: had the shell split it, the
+    // app would get a URL without goods_id and show "not found".
+    let evil = format!(
+        "pinduoduo://com.xunmeng.pinduoduo/goods.html?x=a;input%20tap%201%201;b$(input tap 1 1)`input tap 1 1`'\"\n&goods_id={GOODS}"
+    );
+    let before = phone.counters();
+    dev.open_url(&evil).expect("opens");
+    assert_eq!(delta(&before, &phone.counters()), (2, 1, 0));
+    assert_eq!(phone.current_page(), "goods");
+    assert!(
+        matches!(phone.page(), Some(Page::Goods { goods_id, .. }) if goods_id == GOODS),
+        "{:?}",
+        phone.page()
+    );
+    // And `am` saw exactly that URL as its -d argument.
+    let out = dev
+        .shell(&[
+            "am",
+            "start",
+            "-a",
+            "android.intent.action.VIEW",
+            "-d",
+            &evil,
+        ])
+        .expect("am");
+    assert!(
+        out.stdout_text().contains(&format!("dat={evil} }}")),
+        "{}",
+        out.stdout_text()
+    );
+
+    // A URL that the app cannot handle fails as a command, still running nothing else.
+    let before = phone.counters();
+    let e = dev
+        .open_url("https://example.com/; input tap 1 1")
+        .expect_err("unresolvable");
+    assert!(matches!(e, DeviceError::CommandFailed { .. }), "{e}");
+    assert_eq!(delta(&before, &phone.counters()), (2, 1, 0));
+
+    // NUL cannot be carried by a shell word: refused before anything is sent.
+    let before = phone.counters();
+    assert!(matches!(
+        dev.shell(&["echo", "a\0b"]),
+        Err(DeviceError::InvalidArgument(_))
+    ));
+    assert_eq!(phone.counters().shell_commands, before.shell_commands);
+}
+
+#[test]
+fn injection_runs_nothing_through_the_adb_server() {
+    let phone = phone();
+    let adb = AdbServer::start();
+    let dev = via_server(&phone, &adb, options());
+    injection(&dev, &phone);
+}
+
+#[test]
+fn injection_runs_nothing_over_direct_tcp() {
+    let phone = phone();
+    let dev = direct(&phone, options());
+    injection(&dev, &phone);
+}
+
+// ---------------------------------------------------------------------------------------
+// deadlines: a command the phone holds until released
+
+fn deadline_fires(dev: &AdbDevice, phone: &SimPhoneHandle) {
+    // A working connection first, so the dump's deadline is the dump's alone.
+    assert_eq!(dev.shell(&["true"]).expect("warm up").exit_code, 0);
+    let gate = phone.hang_commands("uiautomator dump");
+    let e = dev.dump_ui().expect_err("the dump hangs");
+    assert!(
+        matches!(e, DeviceError::DeadlineExceeded { op: Op::Dump, .. }),
+        "{e:?}"
+    );
+    assert!(e.is_retryable());
+    assert_eq!(e.code(), "DEVICE_DEADLINE_EXCEEDED");
+    assert_eq!(e.failure_code(), "DEVICE_OFFLINE");
+    // The command really is pending on the phone (not lost on the way).
+    eventually("the dump reaches the phone", || gate.hits() == 1);
+
+    // Meanwhile the device is usable again on a fresh connection.
+    let before = phone.counters();
+    dev.tap(cmautobuy_client::screen::Point { x: 540, y: 1200 })
+        .expect("tap on a fresh connection");
+    assert_eq!(phone.counters().taps, before.taps + 1);
+
+    // Releasing lets the abandoned worker finish and end.
+    gate.release();
+    eventually("the abandoned worker ends", || dev.live_workers() == 1);
+    let dump = dev.dump_ui().expect("dumps again");
+    assert!(dump.tree.len() > 3);
+}
+
+fn short_dump_deadline() -> AdbOptions {
+    let mut o = options();
+    o.deadlines.dump = Duration::from_millis(300);
+    o
+}
+
+#[test]
+fn deadline_fires_on_a_hung_dump_through_the_adb_server() {
+    let phone = phone();
+    let adb = AdbServer::start();
+    let dev = via_server(&phone, &adb, short_dump_deadline());
+    deadline_fires(&dev, &phone);
+}
+
+#[test]
+fn deadline_fires_on_a_hung_dump_over_direct_tcp() {
+    let phone = phone();
+    let dev = direct(&phone, short_dump_deadline());
+    deadline_fires(&dev, &phone);
+}
+
+#[test]
+fn hung_calls_do_not_keep_threads_while_the_phone_still_holds_them() {
+    let phone = phone();
+    let mut o = options();
+    o.deadlines = Deadlines::all(Duration::from_millis(300));
+    o.deadlines.connect = Duration::from_secs(10);
+    let dev = direct(&phone, o);
+    assert!(dev.shell(&["true"]).is_ok());
+    let gate = phone.hang_commands("sleep");
+    for i in 0..=MAX_ABANDONED {
+        let e = dev.shell(&["sleep", "0"]).expect_err("hangs");
+        assert!(
+            matches!(e, DeviceError::DeadlineExceeded { op: Op::Shell, .. }),
+            "{e}"
+        );
+        eventually("the call is held by the phone", || {
+            gate.hits() == i as u64 + 1
+        });
+        // The relay cut the abandoned connection: its thread ended although the phone
+        // has not answered (and never will until released).
+        eventually("the abandoned worker ends", || dev.live_workers() == 0);
+    }
+    assert_eq!(gate.hits(), MAX_ABANDONED as u64 + 1);
+    gate.release();
+    assert_eq!(dev.shell(&["true"]).expect("works again").exit_code, 0);
+}
+
+// ---------------------------------------------------------------------------------------
+// dump failures: typed and retryable even with exit status 0
+
+fn dump_failures(dev: &AdbDevice, phone: &SimPhoneHandle) {
+    phone.fail_next_dump(DumpFault::IdleState);
+    let e = dev.dump_ui().expect_err("idle state");
+    assert!(
+        matches!(e, DeviceError::Dump(DumpError::IdleState)),
+        "{e:?}"
+    );
+    assert!(e.is_retryable());
+    assert_eq!(e.failure_code(), "UI_DUMP_FAILED");
+
+    phone.fail_next_dump(DumpFault::NullRoot);
+    let e = dev.dump_ui().expect_err("null root");
+    assert!(matches!(e, DeviceError::Dump(DumpError::NullRoot)), "{e:?}");
+    assert!(e.is_retryable());
+
+    // The exit status really was 0 for these (checked on the same phone).
+    phone.fail_next_dump(DumpFault::IdleState);
+    let raw = dev
+        .shell(&["uiautomator", "dump", "/dev/tty"])
+        .expect("raw");
+    assert_eq!(raw.exit_code, 0);
+
+    assert!(dev.dump_ui().is_ok(), "the next dump is fine");
+}
+
+#[test]
+fn dump_failures_are_typed_through_the_adb_server() {
+    let phone = phone();
+    let adb = AdbServer::start();
+    let dev = via_server(&phone, &adb, options());
+    dump_failures(&dev, &phone);
+}
+
+#[test]
+fn dump_failures_are_typed_over_direct_tcp() {
+    let phone = phone();
+    let dev = direct(&phone, options());
+    dump_failures(&dev, &phone);
+}
+
+#[test]
+fn file_mode_never_reads_a_stale_dump() {
+    const PATH: &str = "/sdcard/window_dump.xml";
+    let phone = phone();
+    let mut o = options();
+    o.dump_mode = DumpMode::File(PATH.into());
+    let dev = direct(&phone, o);
+
+    let home = dev.dump_ui().expect("file dump");
+    assert!(home.xml.contains("<hierarchy"));
+    assert!(phone.with_device(|d| d.read_file(PATH)).is_some());
+
+    dev.open_url(&goods_url(GOODS)).expect("open");
+    // uiautomator claims success but writes nothing: the old file would be the home page.
+    phone.fail_next_dump(DumpFault::Stale);
+    let e = dev.dump_ui().expect_err("stale");
+    assert!(
+        matches!(&e, DeviceError::DumpFileMissing { path } if path == PATH),
+        "{e:?}"
+    );
+    assert!(e.is_retryable());
+    assert_eq!(e.failure_code(), "UI_DUMP_FAILED");
+
+    // Null root after a good dump left a file behind: still an error, not the old file.
+    assert!(dev.dump_ui().is_ok());
+    phone.fail_next_dump(DumpFault::NullRoot);
+    let e = dev.dump_ui().expect_err("null root");
+    assert!(matches!(e, DeviceError::Dump(DumpError::NullRoot)), "{e:?}");
+
+    let fresh = dev.dump_ui().expect("fresh");
+    assert_eq!(classify(&fresh.tree).kind(), ScreenKind::GoodsDetail);
+}
+
+// ---------------------------------------------------------------------------------------
+// states and doctor
+
+#[test]
+fn unknown_serials_unreachable_servers_and_offline_phones_are_typed() {
+    let adb = AdbServer::start();
+    let dev = AdbDevice::open(
+        DeviceAddress::parse("NOSUCHSERIAL", adb.addr()).expect("addr"),
+        options(),
+    )
+    .expect("device");
+    let e = dev.shell(&["true"]).expect_err("not found");
+    assert!(matches!(e, DeviceError::NotFound { .. }), "{e:?}");
+    assert_eq!(e.failure_code(), "DEVICE_OFFLINE");
+    assert_eq!(dev.state().expect("listing"), "not found");
+
+    // Nothing listens on this port: no adb server gets started implicitly either.
+    let port = free_port();
+    let nowhere = default_adb_server(Some(&port.to_string()));
+    let dev = AdbDevice::open(
+        DeviceAddress::parse("SERIAL", nowhere).expect("addr"),
+        options(),
+    )
+    .expect("device");
+    let e = dev.shell(&["true"]).expect_err("no server");
+    assert!(
+        matches!(e, DeviceError::AdbServerUnavailable { .. }),
+        "{e:?}"
+    );
+    assert!(
+        std::net::TcpStream::connect(nowhere).is_err(),
+        "no server was started on {nowhere}"
+    );
+
+    let phone = phone();
+    let dev = direct(&phone, options());
+    assert_eq!(dev.shell(&["true"]).expect("online").exit_code, 0);
+    phone.set_offline(true);
+    let e = dev.shell(&["true"]).expect_err("offline");
+    assert!(e.is_retryable(), "{e:?}");
+    assert_eq!(e.failure_code(), "DEVICE_OFFLINE");
+    phone.set_offline(false);
+    assert_eq!(dev.shell(&["true"]).expect("reconnects").exit_code, 0);
+}
+
+fn check_ready(r: &doctor::DoctorReport) {
+    assert!(r.ready, "{}", r.render_text());
+    assert_eq!(r.state, "device");
+    assert_eq!(r.authorized, Some(true));
+    assert_eq!(r.model.as_deref(), Some("SimPhone_PDD"));
+    assert_eq!((r.screen_width, r.screen_height), (Some(1080), Some(2400)));
+    assert_eq!(r.pdd_installed, Some(true));
+    assert_eq!(r.pdd_in_foreground, Some(true));
+    assert!(r
+        .foreground
+        .as_deref()
+        .is_some_and(|f| f.starts_with("com.xunmeng.pinduoduo/")));
+    assert!(r.problems.is_empty());
+    let text = r.render_text();
+    assert!(text.contains("ready:        yes"), "{text}");
+    assert_eq!(r.to_json()["ready"], serde_json::json!(true));
+}
+
+#[test]
+fn doctor_through_the_server_and_directly() {
+    let phone = phone();
+    let adb = AdbServer::start();
+    check_ready(&doctor::check(&via_server(&phone, &adb, options())));
+    check_ready(&doctor::check(&direct(&phone, options())));
+
+    let missing = AdbDevice::open(
+        DeviceAddress::parse("NOSUCHSERIAL", adb.addr()).expect("addr"),
+        options(),
+    )
+    .expect("device");
+    let r = doctor::check(&missing);
+    assert!(!r.ready);
+    assert_eq!(r.state, "not found");
+    assert_eq!(r.problems[0].code, "DEVICE_NOT_FOUND");
+}
+
+#[test]
+fn doctor_command_line() {
+    let phone = phone();
+    let adb = AdbServer::start();
+    let data = tempfile::tempdir().expect("tmp");
+    let run = |device: &str| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_cmautobuy-client"));
+        c.arg("--data-dir")
+            .arg(data.path())
+            .args(["doctor", "--device", device, "--adb-server"])
+            .arg(adb.addr().to_string())
+            .arg("--adb-key")
+            .arg(key_path())
+            .arg("--json")
+            .env_remove("CMAUTOBUY_CONFIG")
+            .env_remove("CMAUTOBUY_DEVICE");
+        run_bounded(c, Duration::from_secs(120))
+    };
+    let ok = run(&phone.serial());
+    assert_eq!(ok.status.code(), Some(0), "{ok:?}");
+    let v: serde_json::Value = serde_json::from_slice(&ok.stdout).expect("json");
+    assert_eq!(v["ready"], serde_json::json!(true));
+    assert_eq!(v["screen_width"], serde_json::json!(1080));
+
+    let direct = run(&format!("tcp:{}", phone.addr()));
+    assert_eq!(direct.status.code(), Some(0), "{direct:?}");
+
+    let bad = run("NOSUCHSERIAL");
+    assert_eq!(bad.status.code(), Some(6), "{bad:?}");
+    let v: serde_json::Value = serde_json::from_slice(&bad.stdout).expect("json");
+    assert_eq!(v["ready"], serde_json::json!(false));
+}
