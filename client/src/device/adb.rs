@@ -503,13 +503,20 @@ impl AdbDevice {
 /// Exit status 0 and no error text (`am`/`input` print errors and may still exit 0,
 /// e.g. MIUI's INJECT_EVENTS SecurityException, "Error: Activity not started").
 fn check_success(program: &str, out: ShellOutput) -> Result<ShellOutput, DeviceError> {
-    let text = format!("{}{}", out.stdout_text(), out.stderr_text());
+    let text = format!("{}\n{}", out.stdout_text(), out.stderr_text());
+    // `am start` echoes the intent ("Starting: Intent { … dat=URL }"): a URL is not
+    // an error message, whatever it contains (newlines included).
+    let mut in_echo = false;
     let error_text = text.lines().any(|l| {
         let l = l.trim_start();
-        l.starts_with("Error:")
-            || l.starts_with("Error type")
-            || l.contains("Exception")
+        if l.starts_with("Starting:") || in_echo {
+            in_echo = !l.trim_end().ends_with('}');
+            return false;
+        }
+        l.starts_with("Error")
             || l.starts_with("Usage:")
+            || l.starts_with("Exception")
+            || ((l.starts_with("java.") || l.starts_with("android.")) && l.contains("Exception"))
     });
     if out.exit_code != 0 || error_text {
         let shown = if out.stderr.is_empty() {
@@ -1094,6 +1101,11 @@ mod tests {
         );
         assert!(inject.is_err());
         assert!(check_success("input tap", out("", "", 0)).is_ok());
+        // The echoed intent may hold any URL, newlines included.
+        let echo = "Starting: Intent { act=android.intent.action.VIEW dat=https://x/Exception\nError: not really }\n";
+        assert!(check_success("am start", out(echo, "", 0)).is_ok());
+        let warning = "Starting: Intent { act=android.intent.action.VIEW }\nWarning: Activity not started, its current task has been brought to the front\n";
+        assert!(check_success("am start", out(warning, "", 0)).is_ok());
         let e = check_success("false", out("", "", 1)).expect_err("fails");
         assert!(!e.is_retryable());
         assert_eq!(e.code(), "DEVICE_COMMAND_FAILED");

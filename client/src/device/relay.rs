@@ -44,6 +44,7 @@ const HEADER: usize = 24;
 /// Larger payloads than any adbd negotiates (1 MiB) mean the stream is garbage.
 const MAX_PAYLOAD: usize = 16 * 1024 * 1024;
 const A_CLSE: u32 = 0x4553_4c43;
+const A_STLS: u32 = 0x534c_5453;
 
 /// The relay's listening side; dropping it closes the relay and every connection.
 pub(crate) struct Relay {
@@ -171,7 +172,9 @@ fn accept_loop(
         {
             let mut pairs = kill.pairs.lock().unwrap_or_else(|p| p.into_inner());
             if kill.closed.load(Ordering::Acquire) {
+                // Cut before its pumps ever ran: end the client as the mode requires.
                 pair.kill();
+                refuse(mode, &pair.client);
                 return;
             }
             pairs.push(pair.clone());
@@ -267,6 +270,7 @@ fn pump_to_client(pair: &Pair) {
         Mode::Device => {
             // Whole messages only, so the CLSE below always lands on a boundary.
             let mut header = [0u8; HEADER];
+            let mut tls = false;
             loop {
                 if from.read_exact(&mut header).is_err() || pair.killed.load(Ordering::Acquire) {
                     break;
@@ -285,8 +289,28 @@ fn pump_to_client(pair: &Pair) {
                 {
                     break;
                 }
+                if header[0..4] == A_STLS.to_le_bytes() {
+                    // The phone switches the connection to TLS (Android 11+ wireless
+                    // debugging): from here on there are no ADB frames to respect.
+                    tls = true;
+                    break;
+                }
             }
-            let _ = to.write_all(&clse());
+            if tls {
+                let mut buf = vec![0u8; 64 * 1024];
+                while let Ok(n) = from.read(&mut buf) {
+                    if n == 0
+                        || pair.killed.load(Ordering::Acquire)
+                        || to.write_all(&buf[..n]).is_err()
+                    {
+                        break;
+                    }
+                }
+                // No message can be injected into a TLS stream: reset instead.
+                pair.reset_client();
+            } else {
+                let _ = to.write_all(&clse());
+            }
             let _ = pair.upstream.shutdown(Shutdown::Both);
         }
     }
@@ -311,4 +335,80 @@ fn pump_to_upstream(pair: &Pair) {
         }
     }
     pair.kill();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(cmd: u32, payload: &[u8]) -> Vec<u8> {
+        let mut m = Vec::new();
+        for w in [cmd, 1, 2, payload.len() as u32, 0, cmd ^ 0xffff_ffff] {
+            m.extend_from_slice(&w.to_le_bytes());
+        }
+        m.extend_from_slice(payload);
+        m
+    }
+
+    /// A fake phone that sends one message in two pieces, then closes.
+    fn phone_that_leaves() -> SocketAddr {
+        let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = l.local_addr().expect("addr");
+        std::thread::spawn(move || {
+            if let Ok((mut s, _)) = l.accept() {
+                let m = message(0x4554_5257, b"hello");
+                let _ = s.write_all(&m[..10]);
+                let _ = s.flush();
+                let _ = s.write_all(&m[10..]);
+                // Dropped: the phone is gone.
+            }
+        });
+        addr
+    }
+
+    #[test]
+    fn device_mode_turns_the_end_of_the_phone_into_one_clse_and_no_eof() {
+        let relay =
+            Relay::start(phone_that_leaves(), Mode::Device, Duration::from_secs(5)).expect("relay");
+        let mut c = TcpStream::connect(relay.local()).expect("connect");
+        let mut got = vec![0u8; HEADER + 5 + HEADER];
+        c.read_exact(&mut got).expect("message and CLSE");
+        assert_eq!(
+            &got[..HEADER + 5],
+            message(0x4554_5257, b"hello").as_slice()
+        );
+        assert_eq!(&got[HEADER + 5..], clse().as_slice());
+        // No end of stream after it (adb_client would spin on one): a read times out.
+        c.set_read_timeout(Some(Duration::from_millis(50)))
+            .expect("timeout");
+        let e = c.read(&mut [0u8; 1]).expect_err("no data, no EOF");
+        assert!(matches!(
+            e.kind(),
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+        ));
+    }
+
+    #[test]
+    fn the_kill_switch_unblocks_a_reader_in_both_modes() {
+        for mode in [Mode::Device, Mode::Server] {
+            // A peer that accepts and then says nothing.
+            let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+            let addr = l.local_addr().expect("addr");
+            let silent = std::thread::spawn(move || l.accept().map(|(s, _)| s));
+            let relay = Relay::start(addr, mode, Duration::from_secs(5)).expect("relay");
+            let mut c = TcpStream::connect(relay.local()).expect("connect");
+            let _peer = silent.join().expect("join").expect("accepted");
+            let kill = relay.kill_switch();
+            let reader = std::thread::spawn(move || {
+                let mut buf = [0u8; HEADER];
+                c.read_exact(&mut buf).map(|_| buf)
+            });
+            kill.reset_all();
+            let r = reader.join().expect("join");
+            match mode {
+                Mode::Device => assert_eq!(r.expect("CLSE"), clse()),
+                Mode::Server => assert!(r.is_err(), "reset: {r:?}"),
+            }
+        }
+    }
 }
