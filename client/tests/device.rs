@@ -17,7 +17,7 @@ use cmautobuy_client::device::adb::{default_adb_server, MAX_ABANDONED};
 use cmautobuy_client::device::{
     doctor, AdbDevice, AdbOptions, Deadlines, Device, DeviceAddress, DeviceError, DumpMode, Op,
 };
-use cmautobuy_client::screen::{classify, DumpError, Screen, ScreenKind};
+use cmautobuy_client::screen::{classify, DumpError, Screen, ScreenKind, Tree};
 use cmautobuy_sim_phone::{
     Catalog, Counters, DumpFault, Page, SimConfig, SimPhone, SimPhoneHandle,
 };
@@ -429,8 +429,11 @@ fn deadline_fires(dev: &AdbDevice, phone: &SimPhoneHandle) {
     // Releasing lets the abandoned worker finish and end.
     gate.release();
     eventually("the abandoned worker ends", || dev.live_workers() == 1);
-    let dump = dev.dump_ui().expect("dumps again");
-    assert!(dump.tree.len() > 3);
+    // Dumps work again (through `shell`, whose deadline is not the tight test one).
+    let out = dev
+        .shell(&["uiautomator", "dump", "/dev/tty"])
+        .expect("dumps again");
+    assert!(Tree::parse_bytes(&out.stdout).expect("tree").len() > 3);
 }
 
 fn short_dump_deadline() -> AdbOptions {
@@ -457,23 +460,20 @@ fn deadline_fires_on_a_hung_dump_over_direct_tcp() {
 #[test]
 fn hung_calls_do_not_keep_threads_while_the_phone_still_holds_them() {
     let phone = phone();
-    let mut o = options();
-    o.deadlines = Deadlines::all(Duration::from_millis(300));
-    o.deadlines.connect = Duration::from_secs(10);
-    let dev = direct(&phone, o);
+    let dev = direct(&phone, short_dump_deadline());
     assert!(dev.shell(&["true"]).is_ok());
-    let gate = phone.hang_commands("sleep");
+    let gate = phone.hang_commands("uiautomator dump");
     for i in 0..=MAX_ABANDONED {
-        let e = dev.shell(&["sleep", "0"]).expect_err("hangs");
+        let e = dev.dump_ui().expect_err("hangs");
         assert!(
-            matches!(e, DeviceError::DeadlineExceeded { op: Op::Shell, .. }),
+            matches!(e, DeviceError::DeadlineExceeded { op: Op::Dump, .. }),
             "{e}"
         );
         eventually("the call is held by the phone", || {
             gate.hits() == i as u64 + 1
         });
         // The relay cut the abandoned connection: its thread ended although the phone
-        // has not answered (and never will until released).
+        // has not answered (and will not until released).
         eventually("the abandoned worker ends", || dev.live_workers() == 0);
     }
     assert_eq!(gate.hits(), MAX_ABANDONED as u64 + 1);
@@ -669,4 +669,97 @@ fn doctor_command_line() {
     assert_eq!(bad.status.code(), Some(6), "{bad:?}");
     let v: serde_json::Value = serde_json::from_slice(&bad.stdout).expect("json");
     assert_eq!(v["ready"], serde_json::json!(false));
+}
+
+#[test]
+fn a_phone_that_drops_off_the_adb_server_comes_back() {
+    let phone = phone();
+    let adb = AdbServer::start();
+    let dev = via_server(&phone, &adb, options());
+    assert_eq!(dev.shell(&["true"]).expect("online").exit_code, 0);
+    phone.set_offline(true);
+    let e = dev.shell(&["true"]).expect_err("offline");
+    assert!(e.is_retryable(), "{e:?}");
+    assert_eq!(e.failure_code(), "DEVICE_OFFLINE", "{e:?}");
+    phone.set_offline(false);
+    // The server reconnects on its own schedule (≈10 s); every try is bounded.
+    let end = Instant::now() + Duration::from_secs(60);
+    loop {
+        match dev.shell(&["true"]) {
+            Ok(o) => {
+                assert_eq!(o.exit_code, 0);
+                break;
+            }
+            Err(e) => {
+                assert!(e.is_retryable(), "{e:?}");
+                assert!(Instant::now() < end, "never came back: {e:?}");
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        }
+    }
+}
+
+/// Accepts connections and never answers: an adb server that hangs.
+fn silent_server() -> (SocketAddrV4, std::thread::JoinHandle<()>) {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = match l.local_addr().expect("addr") {
+        std::net::SocketAddr::V4(a) => a,
+        other => panic!("not v4: {other}"),
+    };
+    let t = std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for c in l.incoming() {
+            match c {
+                // Enough for one test; the thread ends with the test process.
+                Ok(s) if held.len() > 64 => {
+                    drop(s);
+                    return;
+                }
+                Ok(s) => held.push(s),
+                Err(_) => return,
+            }
+        }
+    });
+    (addr, t)
+}
+
+#[test]
+fn a_hung_adb_server_hits_deadlines_and_threads_are_capped() {
+    let (server, _t) = silent_server();
+    let mut o = options();
+    o.deadlines = Deadlines::all(Duration::from_millis(200));
+    let dev =
+        AdbDevice::open(DeviceAddress::parse("SERIAL", server).expect("addr"), o).expect("device");
+    // The listing request hangs inside the worker: each call gives up at its deadline,
+    // and its thread stays blocked (nothing to cut on a host request).
+    for _ in 0..MAX_ABANDONED {
+        let e = dev.shell(&["true"]).expect_err("hangs");
+        assert!(
+            matches!(
+                e,
+                DeviceError::DeadlineExceeded {
+                    op: Op::Connect,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+    }
+    assert_eq!(dev.live_workers(), MAX_ABANDONED);
+    let e = dev.shell(&["true"]).expect_err("capped");
+    assert!(matches!(e, DeviceError::Offline { .. }), "{e:?}");
+    assert_eq!(
+        dev.live_workers(),
+        MAX_ABANDONED,
+        "no new thread was started"
+    );
+
+    let e = dev.state().expect_err("state hangs too");
+    assert!(
+        matches!(e, DeviceError::DeadlineExceeded { op: Op::State, .. }),
+        "{e:?}"
+    );
+    let r = doctor::check(&dev);
+    assert!(!r.ready);
+    assert_eq!(r.problems[0].code, "DEVICE_DEADLINE_EXCEEDED");
 }
