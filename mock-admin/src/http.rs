@@ -508,10 +508,12 @@ fn integral_numbers(v: &mut Value) {
     match v {
         Value::Number(n) if !n.is_i64() && !n.is_u64() => {
             if let Some(f) = n.as_f64() {
-                // -2^63 (i64::MIN) is exactly representable; 2^63 is the first value
-                // past i64::MAX.
+                // Strictly inside (-2^63, 2^63): an integer literal just below i64::MIN
+                // (e.g. -9223372036854775809) is parsed as a float that rounds to exactly
+                // -2^63 and must stay out of range, not snap to i64::MIN. (i64::MIN
+                // written as an integer is an i64 already and never reaches this.)
                 const TWO_63: f64 = 9_223_372_036_854_775_808.0;
-                if f.fract() == 0.0 && (-TWO_63..TWO_63).contains(&f) {
+                if f.fract() == 0.0 && f > -TWO_63 && f < TWO_63 {
                     *v = Value::from(f as i64);
                 }
             }
@@ -1099,4 +1101,41 @@ async fn op_journal(State(s): State<AppState>) -> Response {
 async fn op_clear_journal(State(s): State<AppState>) -> Response {
     s.journal.clear();
     StatusCode::NO_CONTENT.into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integral_floats_become_integers_and_nothing_else_changes() {
+        let mut v: Value = serde_json::from_str(
+            r#"{"a": 3995.0, "b": [1e3, 12.5], "c": -9223372036854775809,
+                "d": 3780336783387706.0, "e": "7.0", "f": 18446744073709551615}"#,
+        )
+        .unwrap();
+        integral_numbers(&mut v);
+        assert_eq!(v["a"].as_i64(), Some(3995));
+        assert_eq!(v["b"][0].as_i64(), Some(1000));
+        assert!(v["b"][1].is_f64());
+        assert!(v["c"].is_f64(), "out of range stays out of range");
+        assert_eq!(v["d"].as_i64(), Some(3_780_336_783_387_706));
+        assert_eq!(v["e"], "7.0");
+        assert!(v["f"].is_u64());
+    }
+
+    #[test]
+    fn endpoints_are_recognised_by_method_and_path() {
+        let e = |m: Method, p: &str| endpoint_of(&m, p);
+        assert_eq!(
+            e(Method::POST, "/api/v1/client/tasks/cg1/result"),
+            Some((Endpoint::Result, Some("cg1".into())))
+        );
+        assert_eq!(
+            e(Method::POST, "/api/v1/client/tasks/claim"),
+            Some((Endpoint::Claim, None))
+        );
+        assert_eq!(e(Method::GET, "/api/v1/client/tasks/claim"), None);
+        assert_eq!(e(Method::POST, "/api/v1/admin/tasks"), None);
+    }
 }

@@ -85,7 +85,13 @@ impl utoipa::ToSchema for SchemaVersion {}
 
 /// Body of registration (§4.1) and claim (§5).
 #[derive(Serialize, ToSchema)]
-#[schema(as = ClientProfile)]
+#[schema(as = ClientProfile, example = json!({
+    "client": {"name": "办公室-01"},
+    "supported_types": ["collect", "purchase"],
+    "device": {"address": "192.168.0.173:5555", "platform": "android",
+               "pdd_package": "com.xunmeng.pinduoduo"},
+    "capabilities": {"purchase_mode": "live", "schema_versions": [1]}
+}))]
 pub struct ClientProfileDoc {
     #[serde(default)]
     pub client: ClientInfoDoc,
@@ -191,7 +197,7 @@ pub struct SkuDoc {
 #[derive(Serialize, ToSchema)]
 #[schema(as = PddData)]
 pub struct PddDataDoc {
-    #[schema(nullable, minimum = -9223372036854775807_i64, maximum = 9223372036854775807_i64)]
+    #[schema(nullable, minimum = -9223372036854775808_i64, maximum = 9223372036854775807_i64)]
     pub schema_version: Option<i64>,
     #[schema(min_length = 1)]
     pub goods_id: String,
@@ -211,7 +217,7 @@ pub struct PddDataDoc {
 #[derive(Serialize, ToSchema)]
 #[schema(as = PurchaseResult)]
 pub struct PurchaseResultDoc {
-    #[schema(minimum = -9223372036854775807_i64, maximum = 9223372036854775807_i64)]
+    #[schema(minimum = -9223372036854775808_i64, maximum = 9223372036854775807_i64)]
     pub schema_version: i64,
     pub mode: ExecutionModeDoc,
     pub order_submitted: bool,
@@ -228,7 +234,7 @@ pub struct PurchaseResultDoc {
     pub options: std::collections::BTreeMap<String, String>,
     #[schema(minimum = 1, maximum = 9223372036854775807_i64)]
     pub quantity: i64,
-    #[schema(nullable, minimum = -9223372036854775807_i64, maximum = 9223372036854775807_i64)]
+    #[schema(nullable, minimum = -9223372036854775808_i64, maximum = 9223372036854775807_i64)]
     pub confirmed_total_cent: Option<i64>,
     #[schema(minimum = 1, maximum = 9223372036854775807_i64)]
     pub max_price_cent: i64,
@@ -414,7 +420,13 @@ pub struct ErrorEnvelopeDoc {
 /// `POST /api/v1/admin/tasks`. The payload is checked like contract §5 (collect: goods_id
 /// and goods_url; purchase: also options, quantity, max_price_cent); a bad one is 422.
 #[derive(Serialize, ToSchema)]
-#[schema(as = CreateTask)]
+#[schema(as = CreateTask, example = json!({
+    "type": "purchase", "execution_mode": "dry_run", "priority": 10, "assigned_client": null,
+    "payload": {"goods_id": "737116531267",
+                "goods_url": "https://mobile.yangkeduo.com/goods.html?goods_id=737116531267",
+                "options": {"color": "黑色", "size": "L"},
+                "quantity": 2, "expected_price_cent": 3990, "max_price_cent": 4200}
+}))]
 pub struct CreateTaskDoc {
     /// Optional explicit id; generated as `cjN` / `cgN` otherwise.
     #[schema(nullable, min_length = 1, max_length = 191)]
@@ -423,7 +435,7 @@ pub struct CreateTaskDoc {
     pub task_type: TaskTypeDoc,
     #[schema(nullable)]
     pub execution_mode: Option<ExecutionModeDoc>,
-    #[schema(nullable, minimum = -9223372036854775807_i64, maximum = 9223372036854775807_i64)]
+    #[schema(nullable, minimum = -9223372036854775808_i64, maximum = 9223372036854775807_i64)]
     pub priority: Option<i64>,
     /// `null` = the unassigned pool.
     #[schema(nullable, min_length = 1)]

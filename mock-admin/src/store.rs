@@ -1273,3 +1273,17 @@ pub fn seed(conn: &mut Connection, tasks: &[Value]) -> Result<usize, StoreError>
     }
     Ok(tasks.len())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn canonical_hash_ignores_key_order_but_not_content() {
+        let a: Value = serde_json::from_str(r#"{"b": 1, "a": {"y": [1, 2], "x": "é"}}"#).unwrap();
+        let b: Value = serde_json::from_str(r#"{"a": {"x": "é", "y": [1, 2]}, "b": 1}"#).unwrap();
+        let c: Value = serde_json::from_str(r#"{"a": {"x": "é", "y": [2, 1]}, "b": 1}"#).unwrap();
+        assert_eq!(canonical_hash(&a), canonical_hash(&b));
+        assert_ne!(canonical_hash(&a), canonical_hash(&c));
+    }
+}
