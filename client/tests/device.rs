@@ -323,6 +323,9 @@ const HOSTILE: &[&str] = &[
     "line one\ninput tap 1 1",
     "  spaces  and\ttabs ",
     "&& input tap 1 1 || input tap 2 2",
+    "| input tap 1 1",
+    "> /sdcard/owned",
+    "\\'; input tap 1 1 #",
     "$? $HOME ${x} \\ * ? [a]",
     "# not a comment",
     "中文 ¥12.56",
@@ -338,6 +341,9 @@ fn injection(dev: &AdbDevice, phone: &SimPhoneHandle) {
         // One `echo` plus our own exit-status echo, nothing else; no tap.
         assert_eq!(delta(&before, &phone.counters()), (2, 0, 0), "{word:?}");
     }
+    assert!(phone
+        .with_device(|d| d.read_file("/sdcard/owned"))
+        .is_none());
 
     // A goods URL with every metacharacter *before* goods_id: had the shell split it, the
     // app would get a URL without goods_id and show "not found".
