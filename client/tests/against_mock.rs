@@ -1255,3 +1255,55 @@ async fn the_run_loops_drain_everything_and_exit_when_idle_on_a_virtual_clock() 
     // no storm.
     assert!((4..=20).contains(&claims), "{claims} claims");
 }
+
+#[tokio::test]
+async fn an_interrupted_run_is_resumed_with_its_previous_run_visible() {
+    let a = admin().await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(dir.path(), &a.url, None);
+    let g = inproc_gw(&a, &store, Duration::from_secs(5));
+    let clock = TestClock::new();
+    // A claim that was saved and started, then the process died (no outcome yet).
+    let id = create(&a.op, collect_body("737116531267")).await;
+    let profile = client_profile(&store.settings().unwrap(), Default::default());
+    let task = g.claim_next(&profile).await.unwrap().unwrap();
+    let local = store.save_claimed_task(&task, "{}", clock.now()).unwrap();
+    let crashed = store.start_run(local, clock.now()).unwrap();
+    store.mark_irreversible(crashed.id, clock.now()).unwrap();
+
+    let exec = ScriptedExecutor::new(Script::Result);
+    let runner = Runner::new(
+        store.clone(),
+        g.clone(),
+        Arc::new(exec.clone()),
+        clock.clone(),
+        RunConfig::default(),
+        Arc::new(tokio::sync::Notify::new()),
+    );
+    runner.recover().await.unwrap();
+    let jobs = exec.jobs.lock().unwrap().clone();
+    assert_eq!(jobs.len(), 1);
+    let prev = jobs[0]
+        .previous_run
+        .as_ref()
+        .expect("previous run handed over");
+    assert_eq!(prev.attempt_id, crashed.attempt_id);
+    assert!(
+        prev.irreversible_action_at.is_some(),
+        "a purchase flow sees the mark and reconciles instead of tapping again"
+    );
+    assert_ne!(jobs[0].run.attempt_id, crashed.attempt_id, "a new attempt");
+    assert_eq!(store.task(local).unwrap().state, TaskState::Reporting);
+    // Recovering again does nothing: the outcome is in the outbox.
+    runner.recover().await.unwrap();
+    assert_eq!(exec.job_count(), 1);
+    let relay = Relay::new(store.clone(), g, clock.clone(), RetryPolicy::default());
+    assert!(matches!(relay.step().await.unwrap(), Step::Accepted { .. }));
+    let item = store.outbox_list(true).unwrap().pop().unwrap();
+    assert_eq!(
+        stored_with_key(&a.op, &id, &item.idempotency_key)
+            .await
+            .len(),
+        1
+    );
+}
