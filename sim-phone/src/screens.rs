@@ -849,12 +849,21 @@ fn order_by_sn<'a>(app: &'a App, sn: &str) -> Option<&'a crate::ledger::Order> {
     app.ledger.orders().iter().find(|o| o.order_sn == sn)
 }
 
-fn options_text(o: &crate::ledger::Order) -> String {
+/// "颜色分类：黑色；尺码：L" — dimension headings from the catalog, canonical names.
+fn options_text(app: &App, o: &crate::ledger::Order) -> String {
+    let g = app.goods(&o.goods_id);
     o.options
-        .values()
-        .filter_map(|v| v.as_str())
+        .iter()
+        .filter_map(|(k, v)| {
+            let v = v.as_str()?;
+            let heading = g
+                .and_then(|g| g.dimensions.iter().find(|d| &d.key == k))
+                .map(|d| d.name.clone())
+                .unwrap_or_else(|| k.clone());
+            Some(format!("{heading}：{v}"))
+        })
         .collect::<Vec<_>>()
-        .join(" ")
+        .join("；")
 }
 
 fn payment(app: &App, sn: &str, h: i32) -> Vec<Node> {
@@ -1021,18 +1030,31 @@ fn profile(app: &App, h: i32) -> Vec<Node> {
 
 fn order_list(app: &App, scroll: i32, h: i32) -> Vec<Node> {
     let bottom = h - NAV_H;
-    let vp = r(0, 360, W, bottom);
-    let mut tabs = Node::linear(r(0, 240, W, 350)).pdd();
-    for (i, t) in ["全部", "待付款", "待分享", "待发货", "待收货", "评价"]
-        .iter()
-        .enumerate()
+    let vp = r(0, 330, W, bottom);
+    let mut tabs = Node::linear(r(0, 225, W, 330)).pdd();
+    for (i, t) in [
+        "全部",
+        "待付款",
+        "待分享",
+        "待发货",
+        "待收货",
+        "评价",
+        "退款/售后",
+    ]
+    .iter()
+    .enumerate()
     {
-        let x = 20 + i as i32 * 175;
+        let x = i as i32 * 154;
         tabs = tabs.child(
-            Node::text(r(x, 260, x + tw(t, 42), 320), *t)
+            Node::frame(r(x, 225, x + 154, 330))
                 .pdd()
-                .clickable()
-                .selected(*t == "待付款"),
+                .tap(if *t == "待付款" { "noop" } else { "toast:" })
+                .selected(*t == "待付款")
+                .child(
+                    Node::text(r(x + 20, 250, x + 20 + tw(t, 38).min(114), 305), *t)
+                        .pdd()
+                        .selected(*t == "待付款"),
+                ),
         );
     }
     let mut list = Node::recycler(vp).pdd().scrollable();
@@ -1047,47 +1069,70 @@ fn order_list(app: &App, scroll: i32, h: i32) -> Vec<Node> {
         list = list.child(label(400, 800, "暂无相关订单", 46));
     }
     for (i, o) in unpaid.iter().enumerate() {
-        let y = 380 + i as i32 * 600 - scroll;
+        let y = 360 + i as i32 * 640 - scroll;
         let shop = app
             .goods(&o.goods_id)
             .map(|g| g.shop.clone())
             .unwrap_or_default();
-        let short: String = o.title.chars().take(14).collect();
-        let card = Node::group(r(0, y, W, y + 580))
-            .tap(&format!("order:{}", o.order_sn))
-            .child(label(35, y + 30, &shop, 44))
-            .child(label(890, y + 30, "待付款", 44))
-            .child(Node::image(r(35, y + 110, 275, y + 350)).pdd())
+        let short: String = o.title.chars().take(18).collect();
+        let sn = &o.order_sn;
+        let unit = format!("¥{}", format_yuan(o.unit_price_cent));
+        let total = format!("¥{}", format_yuan(o.total_cent));
+        let head = Node::new("android.widget.RelativeLayout", r(24, y, 1056, y + 100))
+            .pdd()
             .child(
-                Node::text(r(300, y + 110, 1045, y + 170), short)
-                    .pdd()
-                    .desc(o.title.clone()),
+                Node::text(r(60, y + 25, 700, y + 80), shop)
+                    .rid("com.xunmeng.pinduoduo:id/tv_mall_name"),
             )
-            .child(label(300, y + 190, &options_text(o), 38))
-            .child(label(980, y + 190, &format!("x{}", o.quantity), 38))
-            .child(label(
-                640,
-                y + 380,
-                &format!("实付:¥{}", format_yuan(o.total_cent)),
-                44,
-            ))
+            .child(Node::text(r(880, y + 25, 1020, y + 80), "待付款").pdd());
+        let price_row = Node::linear(r(330, y + 280, 1020, y + 340))
+            .child(Node::text(r(330, y + 280, 500, y + 340), unit).pdd())
+            .child(Node::text(r(900, y + 280, 1020, y + 340), format!("x{}", o.quantity)).pdd());
+        let body = Node::linear(r(24, y + 100, 1056, y + 360))
+            .pdd()
+            .child(Node::image(r(60, y + 110, 300, y + 350)).pdd())
             .child(
-                Node::group(r(560, y + 470, 790, y + 560))
-                    .tap(&format!("order_cancel:{}", o.order_sn))
-                    .child(label(590, y + 490, "取消订单", 40)),
-            )
-            .child(
-                Node::group(r(815, y + 470, 1045, y + 560))
-                    .tap(&format!("order_pay:{}", o.order_sn))
-                    .child(label(860, y + 490, "去支付", 40)),
+                Node::linear(r(330, y + 110, 1020, y + 350))
+                    .child(
+                        Node::text(r(330, y + 110, 1020, y + 200), short)
+                            .pdd()
+                            .desc(o.title.clone()),
+                    )
+                    .child(Node::text(r(330, y + 210, 1000, y + 260), options_text(app, o)).pdd())
+                    .child(price_row),
             );
+        let paid = Node::linear(r(24, y + 370, 1056, y + 440))
+            .pdd()
+            .child(Node::text(r(560, y + 375, 760, y + 435), "实付：").pdd())
+            .child(Node::text(r(770, y + 375, 1020, y + 435), total).pdd());
+        let buttons = Node::linear(r(24, y + 460, 1056, y + 580))
+            .pdd()
+            .child(
+                Node::frame(r(540, y + 470, 770, y + 570))
+                    .pdd()
+                    .tap(&format!("order_cancel:{sn}"))
+                    .child(Node::text(r(560, y + 490, 750, y + 550), "取消订单").pdd()),
+            )
+            .child(
+                Node::frame(r(790, y + 470, 1020, y + 570))
+                    .pdd()
+                    .tap(&format!("order_pay:{sn}"))
+                    .child(Node::text(r(810, y + 490, 1000, y + 550), "去支付").pdd()),
+            );
+        let card = Node::linear(r(24, y, 1056, y + 620))
+            .tap(&format!("order:{sn}"))
+            .child(head)
+            .child(body)
+            .child(paid)
+            .child(buttons);
         if let Some(c) = card.clip(&vp) {
             list = list.child(c);
         }
     }
     vec![Node::frame(r(0, STATUS_H, W, bottom)).pdd().children([
-        back_button(),
-        label(440, 130, "我的订单", 52),
+        Node::group(r(0, STATUS_H, W, 225))
+            .child(back_button())
+            .child(label(440, 130, "我的订单", 52)),
         tabs,
         list,
     ])]
@@ -1137,12 +1182,18 @@ fn order_detail(app: &App, sn: &str, now: DateTime<FixedOffset>, h: i32) -> Vec<
         Node::image(r(35, 740, 275, 980)).pdd(),
         Node::text(
             r(300, 740, 1045, 800),
-            o.title.chars().take(14).collect::<String>(),
+            o.title.chars().take(18).collect::<String>(),
         )
-        .pdd()
+        .rid("com.xunmeng.pinduoduo:id/tv_goods_name")
         .desc(o.title.clone()),
-        label(300, 820, &options_text(o), 38),
-        label(980, 820, &format!("x{}", o.quantity), 38),
+        label(300, 820, &options_text(app, o), 38),
+        label(
+            300,
+            880,
+            &format!("¥{}", format_yuan(o.unit_price_cent)),
+            38,
+        ),
+        label(980, 880, &format!("x{}", o.quantity), 38),
         Node::linear(r(0, 1020, W, 1110))
             .pdd()
             .child(label(35, 1040, "实付款", 44))
@@ -1161,6 +1212,16 @@ fn order_detail(app: &App, sn: &str, now: DateTime<FixedOffset>, h: i32) -> Vec<
                     .tap("toast:已复制"),
             ),
         label(35, 1245, &format!("下单时间：{created_local}"), 40),
+        label(
+            35,
+            1325,
+            if o.status == "unpaid" {
+                "支付方式：未支付"
+            } else {
+                "支付方式：—"
+            },
+            40,
+        ),
     ]);
     if o.status == "unpaid" {
         nodes.push(

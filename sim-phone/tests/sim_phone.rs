@@ -796,7 +796,7 @@ fn scripted_taps_reach_every_screen_and_order_twice_lands_once() {
     assert_eq!(p.page(), "order_list");
     let sn = o.order_sn.clone();
     let s = p.screen();
-    let card = find_target(&s, "实付:¥118").expect("order card");
+    let card = find_target(&s, "颜色分类：黑色；尺码：L").expect("order card");
     let (x, y) = card.center();
     p.sh(&format!("input tap {x} {y}"));
     assert_eq!(p.page(), "order_detail");
