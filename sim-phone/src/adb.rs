@@ -411,9 +411,15 @@ impl StreamIo {
 /// The services we offer.
 #[derive(Debug, PartialEq, Eq)]
 enum Service {
-    Shell { v2: bool, cmd: String },
+    Shell {
+        v2: bool,
+        cmd: String,
+    },
     Exec(String),
     Sync,
+    /// `framebuffer:` — raw RGBA with a version-2 header (what `adb_client`'s
+    /// `framebuffer()` and old `adb screencap` paths read).
+    Framebuffer,
 }
 
 impl Service {
@@ -423,6 +429,9 @@ impl Service {
         }
         if s == "sync:" {
             return Some(Service::Sync);
+        }
+        if s == "framebuffer:" {
+            return Some(Service::Framebuffer);
         }
         // shell[,arg...]:command — args like v2, raw, pty, TERM=xterm.
         let rest = s.strip_prefix("shell")?;
@@ -450,6 +459,32 @@ async fn run_service(kind: Service, mut io: StreamIo, shared: Arc<Shared>) {
         Service::Sync => {
             shared.lock().counters.sync_sessions += 1;
             sync(&mut io, &shared).await;
+        }
+        Service::Framebuffer => {
+            let (w, h, rgba) = shared.lock().framebuffer();
+            // fb_info v2: version, bpp, colorSpace, size, width, height, then offset/length
+            // of red, blue, green, alpha (AOSP framebuffer_service.cpp).
+            let mut v = Vec::with_capacity(56 + rgba.len());
+            for x in [
+                2u32,
+                32,
+                0,
+                rgba.len() as u32,
+                w,
+                h,
+                0,
+                8,
+                16,
+                8,
+                8,
+                8,
+                24,
+                8,
+            ] {
+                v.extend_from_slice(&x.to_le_bytes());
+            }
+            v.extend_from_slice(&rgba);
+            io.write(&v).await;
         }
     }
     io.close();

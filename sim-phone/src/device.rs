@@ -877,6 +877,21 @@ impl Device {
         }
     }
 
+    /// The screen as raw RGBA pixels for the `framebuffer:` service: (width, height, data).
+    pub fn framebuffer(&mut self) -> (u32, u32, Vec<u8>) {
+        self.counters.screencaps += 1;
+        let ms = self.observe_cost() + self.cost(200, 350);
+        self.counters.device_time_ms += ms;
+        let screen = self.app.screen(self.now());
+        let (w, h) = (self.cfg.width.max(1) as u32, self.cfg.height.max(1) as u32);
+        let img = crate::render::render(&screen, w, h);
+        let mut out = Vec::with_capacity((w * h * 4) as usize);
+        for p in img.pixels() {
+            out.extend_from_slice(&[p.0[0], p.0[1], p.0[2], 255]);
+        }
+        (w, h, out)
+    }
+
     fn screencap(&mut self, args: &[&str], e: &mut Exec) -> u64 {
         self.counters.screencaps += 1;
         let ms = self.observe_cost() + self.cost(200, 350);

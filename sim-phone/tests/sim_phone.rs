@@ -376,6 +376,9 @@ fn adb_client_direct_tcp_without_adb() {
     let st = dev.stat(&"/sdcard/window_dump.xml").expect("stat");
     assert_eq!(st.file_size as usize, pulled.len());
 
+    let fb = dev.framebuffer_inner().expect("framebuffer: service");
+    assert_eq!((fb.width(), fb.height()), (1080, 2400));
+
     let mut data: &[u8] = b"pushed by adb_client";
     dev.push(&mut data, &"/data/local/tmp/p.txt").expect("push");
     assert_eq!(
