@@ -13,7 +13,7 @@
 //! Connection discipline (`field-notes.md` §5): every connection gets `busy_timeout`, WAL
 //! and `foreign_keys`; read-then-write runs in `BEGIN IMMEDIATE`; commits that must
 //! survive a power loss (claimed task, outcome + outbox, irreversible mark) run with
-//! `synchronous=FULL`. Migrations are append-only ([`schema`]); a database missing a
+//! `synchronous=FULL`. Migrations are append-only (`store/schema.rs`); a database missing a
 //! table or column the code needs refuses to open.
 
 mod schema;
