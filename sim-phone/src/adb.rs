@@ -200,19 +200,27 @@ async fn connection(
     let mut next_id: u32 = 1;
     let mut max_payload = MAX_PAYLOAD_V1;
     let mut connected = false;
+    let mut hdr = [0u8; 24];
+    let mut filled = 0usize;
     let result = loop {
-        let mut hdr = [0u8; 24];
+        // `read` (unlike `read_exact`) is cancellation-safe: a wake-up from the offline or
+        // shutdown switch never loses half a header.
         tokio::select! {
-            r = rd.read_exact(&mut hdr) => { if r.is_err() { break Err(ConnError::Io); } }
+            r = rd.read(&mut hdr[filled..]) => match r {
+                Ok(0) | Err(_) => break Err(ConnError::Io),
+                Ok(n) => filled += n,
+            },
             _ = offline.changed() => {
                 if *offline.borrow() { break Ok(()); }
-                continue;
             }
             _ = shutdown.changed() => {
                 if *shutdown.borrow() { break Ok(()); }
-                continue;
             }
         }
+        if filled < hdr.len() {
+            continue;
+        }
+        filled = 0;
         let word = |i: usize| u32::from_le_bytes([hdr[i], hdr[i + 1], hdr[i + 2], hdr[i + 3]]);
         let (cmd, arg0, arg1, len, check, magic) =
             (word(0), word(4), word(8), word(12), word(16), word(20));

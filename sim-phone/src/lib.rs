@@ -291,7 +291,11 @@ impl SimPhoneHandle {
     /// bring it back.
     pub fn set_offline(&self, offline: bool) {
         self.shared.lock().offline = offline;
-        self.shared.offline.send_replace(offline);
+        self.shared.offline.send_if_modified(|v| {
+            let changed = *v != offline;
+            *v = offline;
+            changed
+        });
     }
 
     /// Lay a popup over the current page now.
