@@ -1307,3 +1307,99 @@ async fn an_interrupted_run_is_resumed_with_its_previous_run_visible() {
         1
     );
 }
+
+/// A `MakeWriter` collecting everything into one buffer.
+#[derive(Clone, Default)]
+struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
+    type Writer = Captured;
+    fn make_writer(&'a self) -> Captured {
+        self.clone()
+    }
+}
+
+#[tokio::test]
+async fn in_process_trace_of_a_faulty_run_never_contains_the_token() {
+    let captured = Captured::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_writer(captured.clone())
+        .finish();
+    // current-thread runtime: every task of this test logs into `captured`.
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let a = admin_with(MockAdminConfig {
+        require_token: Some(TOKEN.into()),
+        ..MockAdminConfig::in_memory()
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(dir.path(), &a.url, None);
+    for goods in ["1", "2"] {
+        create(&a.op, collect_body(goods)).await;
+    }
+    a.op.set_fault(plan(FaultTarget::Result, Kind::DroppedAfterCommit))
+        .unwrap();
+    a.op.set_fault(plan(FaultTarget::Failure, Kind::Garbage))
+        .unwrap();
+    let g = http_gw(&a, &store, Duration::from_secs(5));
+    let clock = TestClock::new();
+    let profile = client_profile(&store.settings().unwrap(), Default::default());
+    registration::register(&store, g.as_ref(), &clock, &profile).await;
+    for script in [Script::Result, Script::Failure] {
+        let runner = Runner::new(
+            store.clone(),
+            g.clone(),
+            Arc::new(ScriptedExecutor::new(script)),
+            clock.clone(),
+            RunConfig::default(),
+            Arc::new(tokio::sync::Notify::new()),
+        );
+        assert!(matches!(
+            runner.claim_once().await.unwrap(),
+            ClaimStep::Processed { .. }
+        ));
+    }
+    let relay = Relay::new(store.clone(), g, clock.clone(), RetryPolicy::default());
+    for _ in 0..2 {
+        deliver(&relay, &clock, Kind::Unavailable).await;
+    }
+    // And a wrong token: 401s all the way.
+    let mut wrong = gw_settings(&store, Duration::from_secs(5));
+    wrong.token = Some(Secret::new("tok-WRONG-4242"));
+    let bad = Arc::new(HttpAdminGateway::new(&a.url, wrong).unwrap());
+    let status = registration::register(&store, bad.as_ref(), &clock, &profile).await;
+    assert!(status.rejected);
+    let runner = Runner::new(
+        store.clone(),
+        bad,
+        Arc::new(ScriptedExecutor::new(Script::Result)),
+        clock.clone(),
+        RunConfig::default(),
+        Arc::new(tokio::sync::Notify::new()),
+    );
+    assert!(matches!(
+        runner.claim_once().await.unwrap(),
+        ClaimStep::Blocked(_)
+    ));
+
+    let text = String::from_utf8_lossy(&captured.0.lock().unwrap()).to_string();
+    assert!(text.contains("TRACE") || text.contains("DEBUG"), "{text}");
+    assert!(
+        text.contains("accepted") && text.contains("will retry"),
+        "{text}"
+    );
+    assert!(!text.contains(TOKEN), "token leaked:\n{text}");
+    assert!(!text.contains("tok-WRONG-4242"), "token leaked:\n{text}");
+}
