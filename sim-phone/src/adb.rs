@@ -277,6 +277,9 @@ async fn connection(
                     continue;
                 };
                 let (in_tx, in_rx) = mpsc::unbounded_channel();
+                // The host does not answer our CLSE, so forget streams whose service ended
+                // here (a long-lived adb server connection would otherwise accumulate them).
+                streams.retain(|_, tx| !tx.is_closed());
                 streams.insert(our, in_tx);
                 shared.lock().counters.streams += 1;
                 let _ = out_tx.send(Packet {
