@@ -1403,3 +1403,90 @@ async fn in_process_trace_of_a_faulty_run_never_contains_the_token() {
     assert!(!text.contains(TOKEN), "token leaked:\n{text}");
     assert!(!text.contains("tok-WRONG-4242"), "token leaked:\n{text}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_at_random_moments_never_duplicates_or_loses_a_recorded_result() {
+    use rand::Rng;
+    let db = tempfile::tempdir().unwrap();
+    let a = admin_with(MockAdminConfig::file(
+        db.path().join("admin.sqlite3").to_str().unwrap(),
+    ))
+    .await;
+    let mut ids = Vec::new();
+    for i in 0..6 {
+        ids.push(create(&a.op, collect_body(&format!("{}", 100 + i))).await);
+    }
+    // Every second result attempt fails after the Admin committed it.
+    a.op.set_fault(FaultPlan {
+        endpoint: FaultTarget::Result,
+        nth: None,
+        next: Some(3),
+        fault: Fault::CommitThenDrop,
+    })
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let base = [
+        "run",
+        "--admin",
+        &a.url,
+        "--token",
+        TOKEN,
+        "--stub-executor",
+        "--poll-interval",
+        "0.1",
+    ];
+    let mut rng = rand::thread_rng();
+    for _ in 0..6 {
+        let mut child = client(dir.path(), &base)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(rng.gen_range(50..700))).await;
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+    let mut args = base.to_vec();
+    args.push("--exit-when-idle");
+    let mut child = client(dir.path(), &args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let status =
+        tokio::task::spawn_blocking(move || wait_exit(&mut child, Duration::from_secs(90)))
+            .await
+            .unwrap();
+    assert!(status.success(), "{status:?}");
+
+    let store = Store::open(&Store::path_in(dir.path())).unwrap();
+    let items = store.outbox_list(true).unwrap();
+    for item in &items {
+        assert_eq!(
+            item.state,
+            cmautobuy_client::store::OutboxState::Accepted,
+            "{item:?}"
+        );
+        assert_eq!(
+            store.task(item.task_id).unwrap().state,
+            TaskState::Succeeded
+        );
+    }
+    for id in &ids {
+        let t = a.op.get_task(id).await.unwrap();
+        let results = t["results"].as_array().unwrap();
+        let local: Vec<_> = items.iter().filter(|i| &i.remote_task_id == id).collect();
+        // A claim the Admin committed while the client died before saving it is the
+        // Admin's to reassign (no result); anything recorded locally arrives exactly once.
+        assert!(local.len() <= 1, "{id}: one outcome per claim");
+        assert_eq!(results.len(), local.len(), "{id}: {results:?}");
+        if let Some(item) = local.first() {
+            assert_eq!(results[0]["idempotency_key"], item.idempotency_key.as_str());
+            assert_eq!(
+                results[0]["body"],
+                serde_json::from_slice::<Value>(&item.body).unwrap()
+            );
+        }
+    }
+    assert!(!items.is_empty(), "at least some work got done");
+}
