@@ -472,7 +472,10 @@ async fn run_service(kind: Service, mut io: StreamIo, shared: Arc<Shared>) {
             sync(&mut io, &shared).await;
         }
         Service::Framebuffer => {
-            let (w, h, rgba) = shared.lock().framebuffer();
+            let (w, h, rgba, delay) = shared.lock().framebuffer();
+            if shared.profile == LatencyProfile::Realistic {
+                tokio::time::sleep(delay).await;
+            }
             // fb_info v2: version, bpp, colorSpace, size, width, height, then offset/length
             // of red, blue, green, alpha (AOSP framebuffer_service.cpp).
             let mut v = Vec::with_capacity(56 + rgba.len());

@@ -877,8 +877,9 @@ impl Device {
         }
     }
 
-    /// The screen as raw RGBA pixels for the `framebuffer:` service: (width, height, data).
-    pub fn framebuffer(&mut self) -> (u32, u32, Vec<u8>) {
+    /// The screen as raw RGBA pixels for the `framebuffer:` service: (width, height, data,
+    /// simulated cost).
+    pub fn framebuffer(&mut self) -> (u32, u32, Vec<u8>, Duration) {
         self.counters.screencaps += 1;
         let ms = self.observe_cost() + self.cost(200, 350);
         self.counters.device_time_ms += ms;
@@ -889,7 +890,7 @@ impl Device {
         for p in img.pixels() {
             out.extend_from_slice(&[p.0[0], p.0[1], p.0[2], 255]);
         }
-        (w, h, out)
+        (w, h, out, Duration::from_millis(ms))
     }
 
     fn screencap(&mut self, args: &[&str], e: &mut Exec) -> u64 {
