@@ -487,6 +487,17 @@ fn status(cfg: &Config, json: bool) -> Result<(), Failure> {
             .map(|(k, n)| (k.as_str().into(), *n))
             .collect())
     );
+    // Tasks in flight (claimed, running, or waiting for the Admin's acceptance).
+    for t in store.unfinished_tasks()? {
+        println!(
+            "  task {} ({}, {}) {} since {}",
+            t.remote_task_id,
+            t.task_type,
+            t.execution_mode,
+            t.state.as_str(),
+            t.claimed_at
+        );
+    }
     println!(
         "outbox:       {}",
         fmt(summary

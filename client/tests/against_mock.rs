@@ -1155,6 +1155,7 @@ async fn operator_commands_status_ack_outbox_and_register() {
 
     let s = text(&client(dir.path(), &["status"]).output().unwrap());
     assert!(s.contains("ALERTS") && s.contains("cg42"), "{s}");
+    assert!(s.contains("task cj9 (collect, dry_run) reporting"), "{s}");
     assert!(s.contains("parked") && s.contains("INVALID_RESULT"), "{s}");
     let s = text(&client(dir.path(), &["outbox", "list"]).output().unwrap());
     assert!(s.contains("cj9:x:result-v1") && s.contains("parked"), "{s}");
