@@ -162,9 +162,19 @@ impl Faults {
         if plan.nth.is_some() && plan.next.is_some() {
             return Err("give nth or next, not both".into());
         }
-        if let Fault::Status { status, .. } = &plan.fault {
+        if let Fault::Status {
+            status,
+            retry_after,
+            ..
+        } = &plan.fault
+        {
             if !(400..=599).contains(status) {
                 return Err("status must be 400–599".into());
+            }
+            if let Some(RetryAfter::Date(d)) = retry_after {
+                if d.is_empty() || !d.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+                    return Err("retry_after must be seconds or an HTTP date".into());
+                }
             }
         }
         let mut book = self.book.lock().unwrap_or_else(|p| p.into_inner());
@@ -256,30 +266,49 @@ pub struct JournalEntry {
     pub committed: Option<bool>,
 }
 
-/// The request journal (in memory; grows until cleared).
+/// How many entries the journal keeps; older ones are dropped first (a long rehearsal
+/// must not grow the mock without bound).
+pub const JOURNAL_CAPACITY: usize = 100_000;
+
+#[derive(Default)]
+struct JournalInner {
+    next_seq: u64,
+    entries: std::collections::VecDeque<JournalEntry>,
+}
+
+/// The request journal (in memory; the last [`JOURNAL_CAPACITY`] entries).
 #[derive(Default)]
 pub struct Journal {
-    entries: Mutex<Vec<JournalEntry>>,
+    inner: Mutex<JournalInner>,
 }
 
 impl Journal {
     pub fn push(&self, mut e: JournalEntry) {
-        let mut v = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        e.seq = v.len() as u64 + 1;
-        v.push(e);
+        let mut j = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        j.next_seq += 1;
+        e.seq = j.next_seq;
+        if j.entries.len() >= JOURNAL_CAPACITY {
+            j.entries.pop_front();
+        }
+        j.entries.push_back(e);
     }
 
     pub fn entries(&self) -> Vec<JournalEntry> {
-        self.entries
+        self.inner
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .clone()
+            .entries
+            .iter()
+            .cloned()
+            .collect()
     }
 
+    /// Forgets the entries; sequence numbers keep counting.
     pub fn clear(&self) {
-        self.entries
+        self.inner
             .lock()
             .unwrap_or_else(|p| p.into_inner())
+            .entries
             .clear();
     }
 }

@@ -877,5 +877,30 @@ async fn binary_prints_the_bound_address_and_loads_a_seed() {
         .await
         .unwrap();
     assert_eq!(tasks["tasks"].as_array().unwrap().len(), 2);
-    child.kill().await.unwrap();
+    // SIGTERM is a graceful stop: the process exits 0.
+    let pid = child.id().expect("running").to_string();
+    let sent = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let status = tokio::time::timeout(std::time::Duration::from_secs(20), child.wait())
+        .await
+        .expect("stops")
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+}
+
+#[tokio::test]
+async fn binary_refuses_a_database_it_cannot_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_mock-admin"))
+        .args(["--listen", "127.0.0.1:0", "--db"])
+        .arg(dir.path().join("no-such-dir").join("admin.db"))
+        .output()
+        .await
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("mock-admin:"));
+    assert!(out.stdout.is_empty(), "never claims to listen");
 }
