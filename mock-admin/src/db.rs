@@ -148,6 +148,8 @@ pub const MIGRATIONS: &[&str] = &[
         response_body           BLOB,
         UNIQUE (task_id, attempt_id, candidate_snapshot_hash)
     )",
+    // v13 — finding an earlier decision on the same snapshot (source `reused`).
+    "CREATE INDEX idx_spec_resolutions_snapshot ON spec_resolutions(candidate_snapshot_hash)",
 ];
 
 /// Tables the code depends on; start-up refuses to continue when one is missing

@@ -828,16 +828,24 @@ async fn spec_resolution(
         })
         .await
         .map_err(|e| ApiError::from_store(e, unavailable.clone()))?;
-    let resolution_id = match observed {
+    let (resolution_id, reusable) = match observed {
         Observed::Replay(a) => return Ok(answer(a)),
-        Observed::Resolve { resolution_id } => resolution_id,
+        Observed::Resolve {
+            resolution_id,
+            reusable,
+        } => (resolution_id, reusable),
     };
 
     // The resolver: outside any transaction (a real Admin may call a model here).
-    let decision = match &over {
-        Some(o) => resolver::forced(o, &req)
-            .unwrap_or_else(|| resolver::resolve(&req.target_size, &req.candidates)),
-        None => resolver::resolve(&req.target_size, &req.candidates),
+    // Precedence: the operator's override, then an earlier audited match of the same
+    // snapshot (`reused`), then the rules.
+    let rules = || resolver::resolve(&req.target_size, &req.candidates);
+    let decision = match (&over, reusable) {
+        (Some(o), _) => resolver::forced(o, &req).unwrap_or_else(rules),
+        (None, Some((candidate_id, confidence))) => {
+            resolver::reused(&req, &candidate_id, confidence).unwrap_or_else(rules)
+        }
+        (None, None) => rules(),
     };
     let matched = decision
         .candidate

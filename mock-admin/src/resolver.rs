@@ -126,6 +126,26 @@ pub fn forced(o: &SpecOverride, req: &SpecResolutionRequest) -> Option<Decision>
     })
 }
 
+/// An earlier `matched` decision on the same snapshot, applied to this request (the
+/// candidate must be in it — the snapshot hash guarantees it, but nothing is assumed).
+pub fn reused(
+    req: &SpecResolutionRequest,
+    candidate_id: &str,
+    confidence_bps: Option<i64>,
+) -> Option<Decision> {
+    let idx = req
+        .candidates
+        .iter()
+        .position(|c| c.candidate_id == candidate_id)?;
+    Some(Decision {
+        outcome: SpecOutcome::Matched,
+        source: Some(SpecSource::Reused),
+        candidate: Some(idx),
+        confidence_bps,
+        reason: "复用此前对同一候选快照与目标尺码的解析结论".into(),
+    })
+}
+
 /// The rule engine.
 pub fn resolve(target: &str, candidates: &[SpecCandidate]) -> Decision {
     let t = normalize(target);

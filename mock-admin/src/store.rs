@@ -1061,7 +1061,12 @@ pub enum Observed {
     /// A stored answer exists for this request: replay it.
     Replay(Answer),
     /// The observation is stored (now or by an earlier, undecided attempt): resolve it.
-    Resolve { resolution_id: String },
+    /// `reusable` is an earlier `matched` decision on the same snapshot and target size
+    /// (another attempt or task): its candidate id and confidence.
+    Resolve {
+        resolution_id: String,
+        reusable: Option<(String, Option<i64>)>,
+    },
 }
 
 /// Transaction 1 of §7.1: every check that needs the database, then the observation is
@@ -1125,7 +1130,10 @@ pub fn spec_observe(
             body,
             outcome: Outcome::Replayed,
         }),
-        Some((resolution_id, _, None)) => Observed::Resolve { resolution_id },
+        Some((resolution_id, _, None)) => Observed::Resolve {
+            reusable: reusable(&tx, ctx.task_id, req)?,
+            resolution_id,
+        },
         None => {
             let resolution_id = format!("psr-{}", uuid::Uuid::new_v4());
             tx.execute(
@@ -1152,12 +1160,43 @@ pub fn spec_observe(
                     ts
                 ],
             )?;
-            Observed::Resolve { resolution_id }
+            Observed::Resolve {
+                reusable: reusable(&tx, ctx.task_id, req)?,
+                resolution_id,
+            }
         }
     };
     touch_client(&tx, ctx.client_id, &ts)?;
     tx.commit()?;
     Ok(observed)
+}
+
+/// An earlier `matched` decision for the same snapshot (goods, colour and candidates are
+/// all inside the snapshot hash) and the same target size, from another attempt: the
+/// same question already has an audited answer.
+fn reusable(
+    tx: &Transaction<'_>,
+    task_id: &str,
+    req: &SpecResolutionRequest,
+) -> Result<Option<(String, Option<i64>)>, StoreError> {
+    Ok(tx
+        .prepare_cached(
+            "SELECT match_candidate_id, confidence_bps FROM spec_resolutions
+             WHERE candidate_snapshot_hash = ?1 AND target_size = ?2 AND outcome = 'matched'
+               AND match_candidate_id IS NOT NULL
+               AND NOT (task_id = ?3 AND attempt_id = ?4)
+             ORDER BY resolved_at DESC LIMIT 1",
+        )?
+        .query_row(
+            params![
+                req.candidate_snapshot_hash,
+                req.target_size,
+                task_id,
+                req.attempt_id
+            ],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?)
 }
 
 /// The decision as stored.

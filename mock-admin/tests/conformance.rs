@@ -1061,6 +1061,57 @@ async fn s7_1_the_operator_can_force_every_outcome_per_task_or_goods() {
 }
 
 #[tokio::test]
+async fn s7_1_an_audited_match_of_the_same_snapshot_is_reused() {
+    use cmautobuy_mock_admin::{ForcedOutcome, SpecOverride};
+    let h = Harness::start().await;
+    let id = claimed_purchase(&h, "CLIENT-1").await;
+    // the operator (standing in for an AI) decided c2 once …
+    h.op.set_spec_override(SpecOverride {
+        task_id: Some(id.clone()),
+        goods_id: None,
+        outcome: ForcedOutcome::Matched,
+        candidate: Some(2),
+        source: Some("ai".into()),
+        confidence_bps: Some(8800),
+        reason: None,
+    })
+    .unwrap();
+    let (body, key) = spec_request(&id, "a1", "60公斤", &["120斤", "130斤"]);
+    let v: Value = spec(&h, &id, "CLIENT-1", &key, &body)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        (v["source"].as_str(), v["match"]["candidate_id"].as_str()),
+        (Some("ai"), Some("c2"))
+    );
+    h.op.clear_spec_overrides();
+    // … so the next attempt on the same snapshot and target gets that answer, not the rules'
+    let (body, key) = spec_request(&id, "a2", "60公斤", &["120斤", "130斤"]);
+    let v: Value = spec(&h, &id, "CLIENT-1", &key, &body)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(v["outcome"], "matched");
+    assert_eq!(v["source"], "reused");
+    assert_eq!(v["match"]["candidate_id"], "c2");
+    assert_eq!(v["confidence_bps"], 8800);
+    // another target on the same page is decided afresh
+    let (body, key) = spec_request(&id, "a3", "65公斤", &["120斤", "130斤"]);
+    let v: Value = spec(&h, &id, "CLIENT-1", &key, &body)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        (v["source"].as_str(), v["match"]["candidate_id"].as_str()),
+        (Some("rule"), Some("c2"))
+    );
+}
+
+#[tokio::test]
 async fn s7_1_admin_recomputes_both_hashes() {
     let h = Harness::start().await;
     let id = claimed_purchase(&h, "CLIENT-1").await;
