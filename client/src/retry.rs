@@ -7,8 +7,8 @@
 //!
 //! Policy (`decisions.md` §8): transient failures back off exponentially with full
 //! jitter — attempt `n` waits a uniform time in `[0, min(cap, base · 2^(n-1))]`, base 1 s,
-//! cap 5 min — unless the Admin sent `Retry-After`, which is honoured as given (bounded
-//! by [`RetryPolicy::max_retry_after`]). Permanent failures (400, 401, 403, 404, 409,
+//! cap 5 min — and never earlier than a `Retry-After` the Admin sent (bounded by
+//! [`RetryPolicy::max_retry_after`]). Permanent failures (400, 401, 403, 404, 409,
 //! 422, any other 4xx, an answer too large to read, `accepted: false`) are parked for
 //! the operator: no 4xx is ever retried automatically.
 
@@ -51,7 +51,9 @@ impl RetryPolicy {
         self.ceiling(attempt).mul_f64(unit.clamp(0.0, 1.0))
     }
 
-    /// The wait after failed attempt `attempt`, honouring `Retry-After` when given.
+    /// The wait after failed attempt `attempt`, honouring `Retry-After` when given: never
+    /// earlier than the Admin asked, and never earlier than our own backoff either (an
+    /// Admin answering `429` with `Retry-After: 0` forever must not get a tight loop).
     pub fn delay(
         &self,
         attempt: u32,
@@ -59,9 +61,10 @@ impl RetryPolicy {
         now: DateTime<Utc>,
         unit: f64,
     ) -> Duration {
+        let backoff = self.backoff(attempt, unit);
         match retry_after {
-            Some(ra) => ra.delay_from(now).min(self.max_retry_after),
-            None => self.backoff(attempt, unit),
+            Some(ra) => ra.delay_from(now).min(self.max_retry_after).max(backoff),
+            None => backoff,
         }
     }
 }
@@ -144,6 +147,9 @@ mod tests {
         assert_eq!(p.delay(1, ra, now(), 0.9), Duration::from_secs(42));
         let far = Some(RetryAfter::Delay(Duration::from_secs(10 * 86400)));
         assert_eq!(p.delay(1, far, now(), 0.9), Duration::from_secs(3600));
+        // Retry-After: 0 on the 10th attempt: our own backoff still applies.
+        let zero = Some(RetryAfter::Delay(Duration::ZERO));
+        assert_eq!(p.delay(10, zero, now(), 0.5), Duration::from_secs(150));
     }
 
     fn rejected(status: u16) -> GatewayError {
