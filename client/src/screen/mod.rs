@@ -18,6 +18,18 @@
 //! - [`pages`] — every other page kind: goods detail, payment, the payment-abandon
 //!   dialog, order list and detail, popups, login and risk pages.
 //!
+//! # How the flows use it
+//! Dump → `Tree::parse(&output)` (a [`DumpError`] says whether to dump again) →
+//! `classify(&tree)` → match on [`Screen`]:
+//! - `SkuSheet(s)`: `s.group("颜色")?.option("黑色")` (names compared after
+//!   [`sku_sheet::normalize_name`]) gives `selected`, `available`, `clipped`/`offscreen`
+//!   and the `tap` point; `s.total` is the footer order total in fen; `s.submit` is the
+//!   button that creates the order;
+//! - `Popup(p)`: tap `p.dismiss` (never a pay/confirm button), or press back if `None`;
+//! - `PaymentAbandonDialog(d)`: tap `d.leave` (先去逛逛), never 继续支付;
+//! - `LoginRequired` / `RiskVerification`: stop, a human is needed;
+//! - `Unknown(u)`: `u.packages` empty means PDD is not in the foreground.
+//!
 //! # Architecture invariants
 //! - **No panics, no I/O, no clock.** Every input maps to a `Tree` or a `DumpError`, and
 //!   every tree to a `Screen`; [`Screen::Unknown`] is a value. (A proptest over mutated

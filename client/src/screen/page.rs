@@ -196,16 +196,28 @@ pub fn has_money_word(label: &str) -> bool {
 pub struct Page<'t> {
     pub tree: &'t Tree,
     pub labelled: Vec<NodeRef<'t>>,
+    /// Trimmed (text, desc) of each `labelled` node: every recognizer reads them.
+    trimmed: Vec<(&'t str, &'t str)>,
 }
 
 impl<'t> Page<'t> {
     pub fn new(tree: &'t Tree) -> Page<'t> {
-        let labelled = tree
-            .nodes()
-            .filter(|n| !(n.text().trim().is_empty() && n.desc().trim().is_empty()))
-            .filter(|n| n.is_visible())
-            .collect();
-        Page { tree, labelled }
+        let mut labelled = Vec::with_capacity(tree.len() / 2);
+        let mut trimmed = Vec::with_capacity(tree.len() / 2);
+        for n in tree.nodes() {
+            let t = trim_name(n.text());
+            let d = trim_name(n.desc());
+            if (t.is_empty() && d.is_empty()) || !n.is_visible() {
+                continue;
+            }
+            labelled.push(n);
+            trimmed.push((t, d));
+        }
+        Page {
+            tree,
+            labelled,
+            trimmed,
+        }
     }
 
     /// Visible nodes whose text or desc (trimmed) satisfies `pred`, in document order.
@@ -213,11 +225,11 @@ impl<'t> Page<'t> {
     where
         F: FnMut(&str) -> bool + 'p,
     {
-        self.labelled.iter().copied().filter(move |n| {
-            let t = trim_name(n.text());
-            let d = trim_name(n.desc());
-            (!t.is_empty() && pred(t)) || (!d.is_empty() && pred(d))
-        })
+        self.labelled
+            .iter()
+            .zip(&self.trimmed)
+            .filter(move |(_, (t, d))| (!t.is_empty() && pred(t)) || (!d.is_empty() && pred(d)))
+            .map(|(n, _)| *n)
     }
 
     /// The first visible node whose text or desc equals one of `words`.

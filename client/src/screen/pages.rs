@@ -102,7 +102,8 @@ pub fn extract_abandon(page: &Page<'_>) -> AbandonDialog {
         let parts: Vec<&str> = c.nearest_clickable().unwrap_or(c).texts().collect();
         price_from_parts(parts.iter().copied())
     });
-    let close = dialog_close_icon(page, cont);
+    let anchor = page.containing(ABANDON_TITLE).or(cont);
+    let close = dialog_close_icon(page, cont, anchor);
     AbandonDialog {
         title,
         leave_button: leave.as_ref().map(|t| t.label.clone()),
@@ -113,22 +114,30 @@ pub fn extract_abandon(page: &Page<'_>) -> AbandonDialog {
 }
 
 /// A close icon: a clickable node with a close content-desc, or an unlabeled (NAF)
-/// small clickable image. Never the node that holds a money word, never the same
-/// clickable as `avoid`.
-fn dialog_close_icon(page: &Page<'_>, avoid: Option<NodeRef<'_>>) -> Option<Target> {
+/// small, roughly square clickable image. Never the same clickable as `avoid`.
+///
+/// A dialog is drawn after (on top of) the page it covers, so only candidates after
+/// `anchor` in document order count when an anchor (the dialog's title or marker) is
+/// known: the SKU sheet under a popup has its own "关闭", and tapping that would close
+/// the sheet, not the popup. Without an anchor the last candidate wins.
+fn dialog_close_icon(
+    page: &Page<'_>,
+    avoid: Option<NodeRef<'_>>,
+    anchor: Option<NodeRef<'_>>,
+) -> Option<Target> {
     let avoid_click = avoid.and_then(|a| a.nearest_clickable()).map(|a| a.id());
+    let after = |n: &NodeRef<'_>| anchor.is_none_or(|a| n.id() > a.id());
     let by_desc = page
         .labels(|l| CLOSE_DESC.contains(&l))
-        .find(|n| CLOSE_DESC.contains(&trim_name(n.desc())));
+        .filter(|n| CLOSE_DESC.contains(&trim_name(n.desc())))
+        .filter(|n| n.nearest_clickable().map(|c| c.id()) != avoid_click)
+        .filter(after)
+        .last();
     if let Some(n) = by_desc {
-        if n.nearest_clickable().map(|c| c.id()) != avoid_click {
-            return Target::with_label(n, trim_name(n.desc()));
-        }
+        return Target::with_label(n, trim_name(n.desc()));
     }
-    let screen = page.tree.screen();
-    // Small and roughly square: an icon, not a banner or a row. The last one in
-    // document order is drawn on top.
-    let icon_side = screen.width().max(1) / 6;
+    // Small and roughly square: an icon, not a banner or a row.
+    let icon_side = page.tree.screen().width().max(1) / 6;
     page.tree
         .nodes()
         .rfind(|n| {
@@ -140,6 +149,7 @@ fn dialog_close_icon(page: &Page<'_>, avoid: Option<NodeRef<'_>>) -> Option<Targ
                 && (n.is_naf() || n.class_name() == "ImageView")
                 && n.children().next().is_none()
                 && Some(n.id()) != avoid_click
+                && after(n)
                 && b.width() > 0
                 && b.width() <= icon_side
                 && b.height() <= icon_side
@@ -193,12 +203,11 @@ fn dismiss_button<'t>(page: &Page<'t>) -> Option<NodeRef<'t>> {
 }
 
 pub fn extract_popup(page: &Page<'_>, underlying: Option<ScreenKind>) -> Popup {
-    let marker = page
-        .containing(POPUP_MARKERS)
-        .map(|n| Page::label_of(&n).to_string());
+    let marker_node = page.containing(POPUP_MARKERS);
+    let marker = marker_node.map(|n| Page::label_of(&n).to_string());
     let (dismiss, kind) = if let Some(t) = dismiss_button(page).and_then(Target::of) {
         (Some(t), Some(DismissKind::Button))
-    } else if let Some(t) = dialog_close_icon(page, None) {
+    } else if let Some(t) = dialog_close_icon(page, None, marker_node) {
         (Some(t), Some(DismissKind::CloseIcon))
     } else if let Some(t) = page.exact(ACCEPT_GIFT).and_then(Target::of) {
         (Some(t), Some(DismissKind::AcceptGift))
