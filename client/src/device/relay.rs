@@ -229,6 +229,19 @@ fn drop_later(client: &TcpStream) {
     }
 }
 
+/// Acknowledge at once what was just read. `adb_client` does not set TCP_NODELAY on its
+/// direct connections and writes a header and its payload separately: with Nagle on its
+/// side and a delayed ACK on ours every message would wait ≈40 ms for the second write.
+/// Linux forgets quick-ack mode after a while, so it is renewed after every read.
+fn ack_now(s: &TcpStream) {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        let _ = socket2::SockRef::from(s).set_tcp_quickack(true);
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    let _ = s;
+}
+
 fn clse() -> [u8; HEADER] {
     let mut h = [0u8; HEADER];
     h[0..4].copy_from_slice(&A_CLSE.to_le_bytes());
@@ -289,6 +302,9 @@ fn pump_to_client(pair: &Pair) {
                 {
                     break;
                 }
+                // Sending an answer puts the socket back in delayed-ACK ("ping-pong")
+                // mode; the client's next two-part write would wait for it.
+                ack_now(&pair.client);
                 if header[0..4] == A_STLS.to_le_bytes() {
                     // The phone switches the connection to TLS (Android 11+ wireless
                     // debugging): from here on there are no ADB frames to respect.
@@ -325,6 +341,7 @@ fn pump_to_upstream(pair: &Pair) {
     loop {
         match from.read(&mut buf) {
             Ok(n) if n > 0 => {
+                ack_now(&pair.client);
                 // After the peer is gone keep draining, so the client can still write
                 // (its cleanup does) until it closes.
                 if forwarding && to.write_all(&buf[..n]).is_err() {
