@@ -769,3 +769,76 @@ fn a_hung_adb_server_hits_deadlines_and_threads_are_capped() {
     assert!(!r.ready);
     assert_eq!(r.problems[0].code, "DEVICE_DEADLINE_EXCEEDED");
 }
+
+/// A phone whose owner never accepts this computer: it answers CNXN with an AUTH
+/// token, every signature with another token, and a public key with silence.
+fn phone_that_never_authorizes() -> SocketAddrV4 {
+    const CNXN: u32 = 0x4e58_4e43;
+    const AUTH: u32 = 0x4854_5541;
+    fn send(s: &mut std::net::TcpStream, cmd: u32, a0: u32, a1: u32, data: &[u8]) -> bool {
+        use std::io::Write;
+        let sum: u32 = data.iter().map(|&b| u32::from(b)).sum();
+        let mut m = Vec::new();
+        for w in [cmd, a0, a1, data.len() as u32, sum, cmd ^ 0xffff_ffff] {
+            m.extend_from_slice(&w.to_le_bytes());
+        }
+        m.extend_from_slice(data);
+        s.write_all(&m).is_ok()
+    }
+    fn serve(mut s: std::net::TcpStream) {
+        let mut hdr = [0u8; 24];
+        while s.read_exact(&mut hdr).is_ok() {
+            let word = |i: usize| u32::from_le_bytes([hdr[i], hdr[i + 1], hdr[i + 2], hdr[i + 3]]);
+            let mut data = vec![0u8; word(12) as usize];
+            if s.read_exact(&mut data).is_err() {
+                return;
+            }
+            // A signature we never accept gets a new token; the public key (arg0 3) would
+            // show the prompt nobody answers: silence.
+            let answer = word(0) == CNXN || (word(0) == AUTH && word(4) == 2);
+            if answer && !send(&mut s, AUTH, 1, 0, &[7u8; 20]) {
+                return;
+            }
+        }
+    }
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = match l.local_addr().expect("addr") {
+        std::net::SocketAddr::V4(a) => a,
+        other => panic!("not v4: {other}"),
+    };
+    std::thread::spawn(move || {
+        for s in l.incoming().flatten() {
+            std::thread::spawn(move || serve(s));
+        }
+    });
+    addr
+}
+
+#[test]
+fn an_unauthorized_phone_is_reported_as_such_through_the_adb_server() {
+    let fake = phone_that_never_authorizes();
+    let adb = AdbServer::start();
+    let dev = AdbDevice::open(
+        DeviceAddress::parse(&fake.to_string(), adb.addr()).expect("addr"),
+        options(),
+    )
+    .expect("device");
+    // The server may show `authorizing` first; a bounded number of tries.
+    let end = Instant::now() + Duration::from_secs(60);
+    let e = loop {
+        let e = dev.shell(&["true"]).expect_err("never authorized");
+        if matches!(e, DeviceError::Unauthorized { .. }) || Instant::now() > end {
+            break e;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(matches!(e, DeviceError::Unauthorized { .. }), "{e:?}");
+    assert!(!e.is_retryable(), "a human has to accept the prompt");
+    assert_eq!(e.failure_code(), "DEVICE_UNAUTHORIZED");
+
+    let r = doctor::check(&dev);
+    assert!(!r.ready);
+    assert_eq!(r.state, "unauthorized");
+    assert_eq!(r.authorized, Some(false));
+    assert_eq!(r.problems[0].code, "DEVICE_UNAUTHORIZED");
+}
