@@ -53,6 +53,17 @@ pub enum Outcome {
 pub trait Executor: Send + Sync + 'static {
     fn readiness(&self) -> Readiness;
     fn execute(&self, job: Job) -> impl Future<Output = Outcome> + Send;
+
+    /// A purchase run a crash left with an irreversible mark and no outcome (issue 7):
+    /// reconcile it on the phone — never submit again — and answer its outcome (success
+    /// or `manual_review`). `None`: this executor cannot look at a phone; the runner then
+    /// reports `manual_review INTERRUPTED_AFTER_SUBMIT` itself.
+    fn recover_marked(&self, job: Job) -> impl Future<Output = Option<Outcome>> + Send {
+        async move {
+            let _ = job;
+            None
+        }
+    }
 }
 
 /// Builds a §7 failure for `job` (a helper for executors and the runner).

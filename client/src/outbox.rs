@@ -74,6 +74,7 @@ impl<G: AdminGateway, C: Clock> Relay<G, C> {
             attempt,
             "delivering outbox item"
         );
+        crate::failpoint::hit("outbox.before_send");
         let outcome = match item.kind {
             OutboxKind::Result => {
                 self.gateway
@@ -86,6 +87,7 @@ impl<G: AdminGateway, C: Clock> Relay<G, C> {
                     .await
             }
         };
+        crate::failpoint::hit("outbox.after_send");
         let now = self.clock.now();
         Ok(
             match decide(&self.policy, outcome, attempt, now, random_unit()) {

@@ -220,11 +220,70 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
             if t.state == TaskState::Reporting {
                 continue; // the outbox delivers it
             }
+            if t.task_type == TaskType::Purchase.as_str() {
+                // Issue 7: an interrupted purchase attempt is reported under its own
+                // attempt id and never run again in-process (see `recover_purchase`).
+                let open = self.store.open_runs(t.id)?;
+                if !open.is_empty() {
+                    for run in open {
+                        self.recover_purchase(&t, run, declared).await?;
+                    }
+                    continue;
+                }
+            }
             tracing::warn!(task_id = %t.remote_task_id, state = t.state.as_str(), "resuming an interrupted task");
             let previous = self.store.latest_run(t.id)?;
             self.execute(t.id, declared, previous).await?;
         }
         Ok(())
+    }
+
+    /// Reports a purchase run a crash cut short (issue 7). With an irreversible mark the
+    /// executor reconciles it (never a second submit) and anything unproven is
+    /// `manual_review`; without a mark nothing was submitted, so the attempt is reported
+    /// `retry_wait INTERRUPTED_BEFORE_SUBMIT` and the Admin may dispatch the task again.
+    async fn recover_purchase(
+        &self,
+        task: &crate::store::StoredTask,
+        run: crate::store::Run,
+        declared: ExecutionMode,
+    ) -> Result<(), RunError> {
+        tracing::warn!(task_id = %task.remote_task_id, attempt_id = %run.attempt_id, marked = run.irreversible_action_at.is_some(), "recovering an interrupted purchase attempt");
+        let marked = run.irreversible_action_at.is_some();
+        let job = Job {
+            client_id: self.store.client_id()?,
+            task: task.clone(),
+            run,
+            declared_mode: declared,
+            previous_run: None,
+        };
+        let outcome = if marked {
+            match self.executor.recover_marked(job.clone()).await {
+                Some(Outcome::Failure(mut f)) => {
+                    // Defence in depth: after the mark, every failure is manual_review.
+                    f.status = FailureStatus::ManualReview;
+                    f.error.retryable = false;
+                    Outcome::Failure(f)
+                }
+                Some(o) => o,
+                None => Outcome::Failure(Box::new(failure(
+                    &job,
+                    FailureStatus::ManualReview,
+                    "INTERRUPTED_AFTER_SUBMIT",
+                    "interrupted after the irreversible mark; this client cannot reconcile the order",
+                    Some("recover"),
+                ))),
+            }
+        } else {
+            Outcome::Failure(Box::new(failure(
+                &job,
+                FailureStatus::RetryWait,
+                "INTERRUPTED_BEFORE_SUBMIT",
+                "the attempt was interrupted before anything irreversible; nothing was submitted",
+                Some("recover"),
+            )))
+        };
+        self.record(&job, outcome)
     }
 
     /// One claim cycle.

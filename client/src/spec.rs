@@ -91,6 +91,8 @@ pub async fn resolve<G: AdminGateway, C: Clock>(
             return Ok(resp);
         }
     }
+    // Stored, not yet sent: the crash matrix kills the client here.
+    crate::failpoint::hit("spec.before_send");
     let mut attempt = rec.attempts;
     loop {
         attempt += 1;

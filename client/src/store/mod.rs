@@ -16,7 +16,10 @@
 //! `synchronous=FULL`. Migrations are append-only (`store/schema.rs`); a database missing a
 //! table or column the code needs refuses to open.
 
+mod purchase;
 mod schema;
+
+pub use purchase::MarkOutcome;
 
 use chrono::{DateTime, Utc};
 use cmautobuy_contract::time::format_utc_millis;

@@ -1,0 +1,177 @@
+//! The store's purchase side (issue 7): the guarded irreversible mark with its
+//! confirmation snapshot, and the runs a crash left without an outcome.
+//!
+//! **Invariant (never submit twice):** [`Store::mark_irreversible_once`] is the only way
+//! a purchase flow gets permission to tap 提交订单. It commits, in one `BEGIN IMMEDIATE`
+//! transaction with `synchronous=FULL`, the mark and the snapshot of what was confirmed
+//! — and refuses when this run already has an outcome, or when any run of any claim of
+//! the same remote task already carries a mark (an earlier attempt may have ordered).
+
+use chrono::{DateTime, Utc};
+use rusqlite::{params, OptionalExtension};
+
+use super::{ts, Result, Run, Store, StoreError};
+
+/// The answer of [`Store::mark_irreversible_once`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MarkOutcome {
+    /// Committed durably; the submit tap may happen now. `at` is the stored time.
+    Marked { at: String },
+    /// Not marked: the tap must not happen.
+    Refused { reason: String },
+}
+
+fn run_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Run> {
+    Ok(Run {
+        id: r.get(0)?,
+        task_id: r.get(1)?,
+        attempt_id: r.get(2)?,
+        started_at: r.get(3)?,
+        irreversible_action_at: r.get(4)?,
+    })
+}
+
+impl Store {
+    /// Sets the irreversible mark of a purchase run together with its confirmation
+    /// snapshot (JSON), durably, unless another run of the same remote task already has
+    /// a mark or this run already has an outcome. Marking the same run again keeps the
+    /// first time and snapshot and answers `Marked` with the first time.
+    pub fn mark_irreversible_once(
+        &self,
+        run_id: i64,
+        at: DateTime<Utc>,
+        snapshot: &str,
+    ) -> Result<MarkOutcome> {
+        self.durable(|tx| {
+            let row: Option<(String, Option<String>, Option<String>)> = tx
+                .query_row(
+                    "SELECT t.remote_task_id, r.irreversible_action_at, r.outcome
+                     FROM task_runs r JOIN tasks t ON t.id = r.task_id WHERE r.id = ?1",
+                    [run_id],
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                )
+                .optional()?;
+            let Some((remote, mark, outcome)) = row else {
+                return Err(StoreError::NotFound(format!("run {run_id}")));
+            };
+            if let Some(first) = mark {
+                return Ok(MarkOutcome::Marked { at: first });
+            }
+            if let Some(o) = outcome {
+                return Ok(MarkOutcome::Refused {
+                    reason: format!("run {run_id} already has an outcome ({o})"),
+                });
+            }
+            let earlier: Option<(String, String)> = tx
+                .query_row(
+                    "SELECT r.attempt_id, r.irreversible_action_at
+                     FROM task_runs r JOIN tasks t ON t.id = r.task_id
+                     WHERE t.remote_task_id = ?1 AND r.id <> ?2
+                       AND r.irreversible_action_at IS NOT NULL
+                     ORDER BY r.id LIMIT 1",
+                    params![remote, run_id],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .optional()?;
+            if let Some((attempt, when)) = earlier {
+                return Ok(MarkOutcome::Refused {
+                    reason: format!(
+                        "attempt {attempt} of task {remote} already passed its irreversible mark at {when}"
+                    ),
+                });
+            }
+            let stamp = ts(at);
+            tx.execute(
+                "UPDATE task_runs SET irreversible_action_at = ?2, purchase_snapshot = ?3
+                 WHERE id = ?1",
+                params![run_id, stamp, snapshot],
+            )?;
+            Ok(MarkOutcome::Marked { at: stamp })
+        })
+    }
+
+    /// The confirmation snapshot stored with a run's mark, if any.
+    pub fn purchase_snapshot(&self, run_id: i64) -> Result<Option<String>> {
+        let conn = self.lock();
+        Ok(conn
+            .query_row(
+                "SELECT purchase_snapshot FROM task_runs WHERE id = ?1",
+                [run_id],
+                |r| r.get::<_, Option<String>>(0),
+            )
+            .optional()?
+            .flatten())
+    }
+
+    /// Runs of a task that have no outcome yet (a crash cut them short), oldest first.
+    pub fn open_runs(&self, task_id: i64) -> Result<Vec<Run>> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare(
+            "SELECT id, task_id, attempt_id, started_at, irreversible_action_at
+             FROM task_runs WHERE task_id = ?1 AND outcome IS NULL ORDER BY id",
+        )?;
+        let rows = stmt.query_map([task_id], run_row)?;
+        let mut out = Vec::new();
+        for r in rows {
+            out.push(r?);
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+    use cmautobuy_contract::Task;
+
+    fn t0() -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 11, 30, 8, 0, 0).unwrap()
+    }
+
+    fn task(id: &str) -> Task {
+        serde_json::from_value(serde_json::json!({
+            "id": id, "type": "purchase", "execution_mode": "live", "version": 1, "priority": 0,
+            "payload": {"goods_id": "1", "goods_url": "https://mobile.yangkeduo.com/goods.html?goods_id=1",
+                        "options": {"color": "黑色"}, "quantity": 1, "max_price_cent": 100}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_second_mark_for_the_same_remote_task_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&dir.path().join("c.db")).unwrap();
+        let a = s.save_claimed_task(&task("cg1"), "{}", t0()).unwrap();
+        let r1 = s.start_run(a, t0()).unwrap();
+        assert!(matches!(
+            s.mark_irreversible_once(r1.id, t0(), "{\"q\":1}").unwrap(),
+            MarkOutcome::Marked { .. }
+        ));
+        // The same run again: still marked, first time kept.
+        let again = s
+            .mark_irreversible_once(r1.id, t0() + chrono::Duration::seconds(5), "{}")
+            .unwrap();
+        assert_eq!(again, MarkOutcome::Marked { at: ts(t0()) });
+        assert_eq!(
+            s.purchase_snapshot(r1.id).unwrap().as_deref(),
+            Some("{\"q\":1}")
+        );
+        // The same remote task claimed again (a new local row): refused.
+        let b = s.save_claimed_task(&task("cg1"), "{}", t0()).unwrap();
+        let r2 = s.start_run(b, t0()).unwrap();
+        assert!(matches!(
+            s.mark_irreversible_once(r2.id, t0(), "{}").unwrap(),
+            MarkOutcome::Refused { .. }
+        ));
+        assert!(s.run(r2.id).unwrap().irreversible_action_at.is_none());
+        // Another task is not affected.
+        let c = s.save_claimed_task(&task("cg2"), "{}", t0()).unwrap();
+        let r3 = s.start_run(c, t0()).unwrap();
+        assert!(matches!(
+            s.mark_irreversible_once(r3.id, t0(), "{}").unwrap(),
+            MarkOutcome::Marked { .. }
+        ));
+        assert_eq!(s.open_runs(a).unwrap().len(), 1);
+    }
+}
