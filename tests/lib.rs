@@ -1,1 +1,240 @@
-//! Shared helpers for the end-to-end tests in `e2e.rs` (which span the crates).
+//! Shared helpers for the end-to-end tests in `e2e.rs` (which span the crates): a
+//! private adb server, the bundled mock Admin on loopback HTTP, and the catalog truth a
+//! collect result is compared with.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use cmautobuy_sim_phone::{Catalog, Goods};
+use serde_json::Value;
+
+/// The real `adb` binary. Missing adb is a failure, never a silent skip.
+pub fn adb_bin() -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for dir in std::env::split_paths(&path) {
+        let p = dir.join("adb");
+        if p.is_file() {
+            return p;
+        }
+    }
+    panic!(
+        "the real `adb` binary is required by the end-to-end tests but is not on PATH: \
+         install Debian's `adb` package (scripts/test does this)"
+    );
+}
+
+/// A loopback port for a private adb server: never 5037 (a user's server) and never
+/// 5555–5585 (the emulator ports every adb server probes).
+pub fn free_port() -> u16 {
+    loop {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let p = l.local_addr().expect("addr").port();
+        if p != 5037 && !(5555..=5585).contains(&p) {
+            return p;
+        }
+    }
+}
+
+fn run_with_deadline(mut cmd: Command, deadline: Duration) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn adb");
+    let mut out = child.stdout.take().expect("stdout");
+    let mut err = child.stderr.take().expect("stderr");
+    let t_out = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = out.read_to_end(&mut v);
+        v
+    });
+    let t_err = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = err.read_to_end(&mut v);
+        v
+    });
+    let end = Instant::now() + deadline;
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if Instant::now() > end {
+            let _ = child.kill();
+            panic!("{cmd:?} did not finish within {deadline:?}");
+        }
+        // Polling a child process's exit: adb has no timeouts of its own.
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    Output {
+        status,
+        stdout: t_out.join().expect("join"),
+        stderr: t_err.join().expect("join"),
+    }
+}
+
+/// A private adb server on its own port and home, killed on drop (a user's adb on
+/// 5037 is never touched).
+pub struct AdbServer {
+    pub port: u16,
+    home: tempfile::TempDir,
+}
+
+impl AdbServer {
+    pub fn start() -> AdbServer {
+        let s = AdbServer {
+            port: free_port(),
+            home: tempfile::tempdir().expect("tempdir"),
+        };
+        let o = s.adb(&["start-server"]);
+        assert!(o.status.success(), "adb start-server: {o:?}");
+        s
+    }
+
+    pub fn adb(&self, args: &[&str]) -> Output {
+        let mut c = Command::new(adb_bin());
+        c.arg("-P")
+            .arg(self.port.to_string())
+            .args(args)
+            .env("HOME", self.home.path())
+            .env("ANDROID_ADB_SERVER_PORT", self.port.to_string())
+            .env("ANDROID_USER_HOME", self.home.path().join(".android"));
+        run_with_deadline(c, Duration::from_secs(30))
+    }
+
+    pub fn addr(&self) -> std::net::SocketAddrV4 {
+        std::net::SocketAddrV4::new(std::net::Ipv4Addr::LOCALHOST, self.port)
+    }
+}
+
+impl Drop for AdbServer {
+    fn drop(&mut self) {
+        let _ = self.adb(&["kill-server"]);
+    }
+}
+
+/// The bundled mock Admin on a loopback port, in its own runtime thread.
+pub struct Admin {
+    pub url: String,
+    pub rt: tokio::runtime::Runtime,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Admin {
+    pub fn start() -> Admin {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let admin = cmautobuy_mock_admin::MockAdmin::open(
+            cmautobuy_mock_admin::MockAdminConfig::in_memory(),
+        )
+        .expect("mock admin");
+        let listener = rt
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        rt.spawn(admin.serve(listener, async move {
+            let _ = rx.await;
+        }));
+        Admin {
+            url: format!("http://{addr}"),
+            rt,
+            stop: Some(tx),
+        }
+    }
+
+    /// `GET /api/v1/admin/tasks/{id}` through the operator API.
+    pub fn task(&self, id: &str) -> Value {
+        let url = format!("{}/api/v1/admin/tasks/{id}", self.url);
+        self.rt.block_on(async move {
+            reqwest::get(url)
+                .await
+                .expect("GET task")
+                .json::<Value>()
+                .await
+                .expect("json")
+        })
+    }
+}
+
+impl Drop for Admin {
+    fn drop(&mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+pub fn catalog() -> Catalog {
+    Catalog::load(&Catalog::bundled_dir()).expect("bundled catalog")
+}
+
+/// (options by key in page order, price in fen, available).
+pub type SkuRow = (Vec<(String, String)>, Option<i64>, bool);
+
+/// What a collect of `g` must report: every option combination in page order, its
+/// availability, and the unit price read with every dimension but the size selected
+/// (`null` when that combination cannot be selected because all of it is sold out).
+pub fn expected_skus(g: &Goods) -> Vec<SkuRow> {
+    let size = g.dimensions.iter().position(|d| d.key == "size");
+    let read = size.filter(|_| g.dimensions.len() >= 2);
+    g.completions(&vec![None; g.dimensions.len()])
+        .iter()
+        .map(|c| {
+            let opts = g
+                .dimensions
+                .iter()
+                .zip(c)
+                .map(|(d, &i)| (d.key.clone(), d.options[i].name.clone()))
+                .collect();
+            let sel: Vec<Option<usize>> = c.iter().map(|&i| Some(i)).collect();
+            let mut partial = sel.clone();
+            if let Some(r) = read {
+                partial[r] = None;
+            }
+            let price = (g.stock_of_partial(&partial) > 0).then(|| g.unit_price_cent(&sel));
+            (opts, price, g.stock_of(c) > 0)
+        })
+        .collect()
+}
+
+/// The same rows read from a stored `pdd_data`.
+pub fn actual_skus(pdd: &Value) -> Vec<SkuRow> {
+    let keys: Vec<String> = pdd["dimensions"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|d| d["key"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    pdd["skus"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|s| {
+                    let opts = keys
+                        .iter()
+                        .filter_map(|k| {
+                            s["options"][k.as_str()]
+                                .as_str()
+                                .map(|v| (k.clone(), v.to_string()))
+                        })
+                        .collect();
+                    (opts, s["price_cent"].as_i64(), s["available"] == true)
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The last stored result or failure of a task at the Admin: (`kind`, body).
+pub fn last_result(task: &Value) -> Option<(String, Value)> {
+    let r = task["results"].as_array()?.last()?;
+    Some((r["kind"].as_str()?.to_string(), r["body"].clone()))
+}

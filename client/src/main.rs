@@ -74,6 +74,39 @@ enum Command {
         #[arg(long, hide = true)]
         stub_executor: bool,
     },
+    /// The whole system on this machine: the bundled mock Admin and the simulated phone
+    /// in-process, a demo batch of tasks, the real client until the batch is done.
+    /// Exit 0 only if every task ended as the batch expects.
+    Rehearse {
+        /// A real phone (adb serial or `tcp:HOST:PORT`) instead of the simulated one;
+        /// purchases then run as dry runs only.
+        #[arg(long, value_name = "SERIAL")]
+        device: Option<String>,
+        /// An Admin to use instead of the bundled mock (tasks are seeded and read
+        /// through its operator API).
+        #[arg(long, value_name = "URL")]
+        admin: Option<String>,
+        /// Token for `--admin`.
+        #[arg(long, value_name = "TOKEN")]
+        token: Option<String>,
+        /// A batch of your own: a JSON array of {"id"?, "type", "execution_mode"?,
+        /// "payload", "expect": "succeeded" | "<status>:<CODE>"}.
+        #[arg(long, value_name = "FILE")]
+        tasks: Option<PathBuf>,
+        /// Latency of the simulated phone: `zero` or `realistic` (sleeps like a phone).
+        #[arg(long, value_name = "PROFILE", default_value = "zero")]
+        profile: String,
+        /// Reach the simulated phone through this adb server (`adb connect` first)
+        /// instead of directly over TCP.
+        #[arg(long, value_name = "HOST:PORT")]
+        adb_server: Option<String>,
+        /// Give up after this many seconds.
+        #[arg(long, value_name = "SECS", default_value_t = 600)]
+        timeout: u64,
+        /// Print the summary as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
     /// Save the name/device locally, then register with the Admin (§4.1).
     Register {
         #[command(flatten)]
@@ -204,6 +237,28 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Command::Rehearse {
+            device,
+            admin,
+            token,
+            tasks,
+            profile,
+            adb_server,
+            timeout,
+            json,
+        } => {
+            return rehearse_cmd(
+                cli.data_dir.clone(),
+                device.clone(),
+                admin.clone(),
+                token.clone(),
+                tasks.clone(),
+                profile,
+                adb_server.as_deref(),
+                *timeout,
+                *json,
+            )
+        }
         Command::SpecResolutionKey { input } => spec_resolution_key(input),
         Command::Run {
             conn,
@@ -214,7 +269,7 @@ fn main() -> ExitCode {
             if *stub_executor {
                 run(cfg, *exit_when_idle, StubExecutor)
             } else {
-                run(cfg, *exit_when_idle, NoDeviceExecutor)
+                run_on_device(cfg, *exit_when_idle)
             }
         }),
         Command::Register { conn } => load(overrides(Some(conn), None)).and_then(register),
@@ -713,5 +768,96 @@ fn doctor(
         ExitCode::SUCCESS
     } else {
         ExitCode::from(6)
+    }
+}
+
+/// `run` with the configured (or saved) device: collect tasks run on it through the
+/// flow executor; without a device every task waits (`retry_wait DEVICE_OFFLINE`).
+fn run_on_device(cfg: Config, exit_when_idle: bool) -> Result<(), Failure> {
+    use cmautobuy_client::device::{adb::default_adb_server, AdbOptions, DeviceAddress};
+    use cmautobuy_client::flow::adb::AdbSource;
+    use cmautobuy_client::flow::exec::{FlowExecutor, FlowExecutorConfig};
+    let saved = open_store(&cfg)?.settings()?.device;
+    let Some(serial) = cfg.device.clone().or(saved) else {
+        tracing::warn!("no device configured (--device SERIAL or tcp:HOST:PORT): tasks will wait");
+        return run(cfg, exit_when_idle, NoDeviceExecutor);
+    };
+    let server = default_adb_server(std::env::var("ANDROID_ADB_SERVER_PORT").ok().as_deref());
+    let addr = DeviceAddress::parse(&serial, server)
+        .map_err(|e| Failure::new(2, anyhow::anyhow!("device {serial}: {e}")))?;
+    let source = AdbSource::open(addr, AdbOptions::new(cfg.data_dir.join("adbkey")))
+        .map_err(|e| Failure::new(2, anyhow::anyhow!("device {serial}: {e}")))?;
+    let exec = FlowExecutor::new(
+        source,
+        FlowExecutorConfig::new(cfg.data_dir.join("artifacts")),
+    );
+    run(cfg, exit_when_idle, exec)
+}
+
+/// `rehearse`: exit 0 when every task ended as expected, 1 when not (or on error), 2
+/// on bad arguments.
+#[allow(clippy::too_many_arguments)]
+fn rehearse_cmd(
+    data_dir: Option<PathBuf>,
+    device: Option<String>,
+    admin: Option<String>,
+    token: Option<String>,
+    tasks: Option<PathBuf>,
+    profile: &str,
+    adb_server: Option<&str>,
+    timeout: u64,
+    json: bool,
+) -> ExitCode {
+    use cmautobuy_client::rehearse::{self, RehearseOptions, SimRoute};
+    init_tracing("warn");
+    let profile = match profile.parse() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("cmautobuy-client rehearse: --profile: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let sim_route = match adb_server {
+        None => SimRoute::Direct,
+        Some(s) => match s.parse::<std::net::SocketAddrV4>() {
+            Ok(a) => SimRoute::AdbServer(a),
+            Err(e) => {
+                eprintln!("cmautobuy-client rehearse: --adb-server {s:?}: {e}");
+                return ExitCode::from(2);
+            }
+        },
+    };
+    let opts = RehearseOptions {
+        device,
+        sim_route,
+        admin,
+        token,
+        tasks,
+        profile,
+        data_dir,
+        timeout: std::time::Duration::from_secs(timeout.max(1)),
+        json,
+        ..RehearseOptions::default()
+    };
+    match rehearse::rehearse(opts) {
+        Ok(summary) => {
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&summary).unwrap_or_default()
+                );
+            } else {
+                rehearse::print_summary(&summary);
+            }
+            if summary.ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
+        Err(e) => {
+            eprintln!("cmautobuy-client rehearse: {e:#}");
+            ExitCode::from(1)
+        }
     }
 }

@@ -33,6 +33,9 @@
 //!   price, identity check against the task).
 //! - [`sim`] — a [`driver::FlowDevice`] over the simulated phone in-process (no
 //!   network): the scripted device of the flow tests.
+//! - [`adb`] — the port over the real [`crate::device::Device`] (ADB with deadlines).
+//! - [`exec`] — [`exec::FlowExecutor`]: the claim loop's [`crate::executor::Executor`]
+//!   that runs flows for claimed tasks and turns their outcomes into §6/§7 reports.
 //!
 //! # Architecture invariants
 //! - **Flow code does no I/O**: no adb, no SQLite, no clock, no sleeping. Time comes in
@@ -46,8 +49,10 @@
 //!   and only acts after [`Observation::Effect`] confirms the mark is durable; after it,
 //!   [`Flow::abort`] must answer `manual_review`.
 
+pub mod adb;
 pub mod collect;
 pub mod driver;
+pub mod exec;
 pub mod goods;
 pub mod sheet;
 pub mod sim;
