@@ -30,6 +30,7 @@ pub mod artifacts;
 pub mod clock;
 pub mod config;
 pub mod executor;
+pub mod failpoint;
 pub mod flow;
 pub mod gateway;
 pub mod outbox;
