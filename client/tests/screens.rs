@@ -293,6 +293,21 @@ fn dump_errors_have_stable_codes() {
         ("<hierarchy><node", "UI_DUMP_MALFORMED", true),
         ("<hierarchy rotation=\"0\"/>", "UI_DUMP_NO_NODES", true),
         ("garbage", "UI_DUMP_NO_HIERARCHY", false),
+        (
+            "<hierarchy rotation=\"0\"/>UI hierchary dumped to: /dev/tty",
+            "UI_DUMP_NO_NODES",
+            true,
+        ),
+        (
+            "<hierarchy><node bounds=\"[0,0][1,1]\"/></hierarchy><hierarchy><node/></hierarchy>",
+            "UI_DUMP_MALFORMED",
+            true,
+        ),
+        (
+            "<hierarchy><node bounds=\"[0,0][1,1]\" text=unquoted/></hierarchy>",
+            "UI_DUMP_MALFORMED",
+            true,
+        ),
     ];
     for (input, code, retry) in cases {
         let err: DumpError = Tree::parse(input).expect_err(input);

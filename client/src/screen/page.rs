@@ -7,6 +7,10 @@
 //! The keyword lists below are the field notes' wordings (§3) plus close variants; keep
 //! them here so a change in the app's wording is a one-line change.
 
+use std::sync::OnceLock;
+
+use regex::Regex;
+
 use super::tree::{NodeRef, Tree};
 
 /// Labels longer than this are sentences or goods titles, never buttons or headings;
@@ -178,6 +182,48 @@ pub const ORDER_TABS: &[&str] = &[
     "退款/售后",
 ];
 
+/// Words looked up with [`Page::containing`] outside the lists above.
+pub const OTHER_CONTAINED: &[&str] = &[
+    "手机号",
+    "验证码",
+    "密码",
+    "该款式售罄",
+    "已售罄",
+    "商品已下架",
+    "已下架",
+    "已抢光",
+];
+
+/// Every word [`Page::containing`] is asked about, for the one-pass prefilter.
+const CONTAINED_LISTS: &[&[&str]] = &[
+    RISK_STRONG,
+    RISK_WEAK,
+    LOGIN,
+    ABANDON_TITLE,
+    POPUP_MARKERS,
+    PAYMENT_MARKERS,
+    OTHER_CONTAINED,
+];
+
+/// One regex over all contained-keywords: a label that does not match it cannot match
+/// any `containing` query, so most labels are ruled out by one (prefiltered) pass
+/// instead of dozens of substring searches.
+fn keyword_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        let alternation: Vec<String> = CONTAINED_LISTS
+            .iter()
+            .flat_map(|l| l.iter())
+            .map(|w| regex::escape(w))
+            .collect();
+        Regex::new(&alternation.join("|")).expect("static keyword regex")
+    })
+}
+
+fn is_prefiltered(word: &str) -> bool {
+    CONTAINED_LISTS.iter().any(|l| l.contains(&word))
+}
+
 /// Trims the whitespace PDD pads names with (ASCII, ideographic space, NBSP).
 pub fn trim_name(s: &str) -> &str {
     s.trim_matches(|c: char| c.is_whitespace() || c == '\u{3000}' || c == '\u{a0}')
@@ -198,6 +244,8 @@ pub struct Page<'t> {
     pub labelled: Vec<NodeRef<'t>>,
     /// Trimmed (text, desc) of each `labelled` node: every recognizer reads them.
     trimmed: Vec<(&'t str, &'t str)>,
+    /// Whether each labelled node's text or desc holds any contained-keyword.
+    keyworded: Vec<bool>,
 }
 
 impl<'t> Page<'t> {
@@ -213,10 +261,19 @@ impl<'t> Page<'t> {
             labelled.push(n);
             trimmed.push((t, d));
         }
+        let re = keyword_re();
+        let keyworded = trimmed
+            .iter()
+            .map(|(t, d)| {
+                (t.len() <= MAX_KEYWORD_LABEL * 4 && re.is_match(t))
+                    || (d.len() <= MAX_KEYWORD_LABEL * 4 && re.is_match(d))
+            })
+            .collect();
         Page {
             tree,
             labelled,
             trimmed,
+            keyworded,
         }
     }
 
@@ -239,10 +296,18 @@ impl<'t> Page<'t> {
 
     /// The first visible short label containing one of `words`.
     pub fn containing(&self, words: &[&str]) -> Option<NodeRef<'t>> {
-        self.labels(|l| {
-            l.chars().count() <= MAX_KEYWORD_LABEL && words.iter().any(|w| l.contains(w))
-        })
-        .next()
+        let matches =
+            |l: &str| l.chars().count() <= MAX_KEYWORD_LABEL && words.iter().any(|w| l.contains(w));
+        if !words.iter().all(|w| is_prefiltered(w)) {
+            return self.labels(matches).next();
+        }
+        self.labelled
+            .iter()
+            .zip(&self.trimmed)
+            .zip(&self.keyworded)
+            .filter(|(_, &k)| k)
+            .find(|((_, (t, d)), _)| (!t.is_empty() && matches(t)) || (!d.is_empty() && matches(d)))
+            .map(|((n, _), _)| *n)
     }
 
     /// The first visible label starting with one of `words` with at most `slack` more

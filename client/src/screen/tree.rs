@@ -306,12 +306,14 @@ impl Tree {
                 snippet: snippet(output),
             });
         };
-        // The hierarchy ends at the first closing tag (or a self-closed `<hierarchy/>`);
-        // without one the dump was cut off and the XML reader reports where.
+        // The hierarchy ends at its closing tag (or a self-closed `<hierarchy/>`); without
+        // one the dump was cut off and the XML reader reports where. Searching from the
+        // end is cheap (only a trailer follows); a second hierarchy inside is caught below.
         const CLOSE: &str = "</hierarchy>";
-        let end = output[start..]
-            .find(CLOSE)
-            .map(|i| start + i + CLOSE.len())
+        let end = output
+            .rfind(CLOSE)
+            .filter(|&i| i >= start)
+            .map(|i| i + CLOSE.len())
             .unwrap_or(output.len());
         let outside_before = &output[..start];
         let outside_after = &output[end..];
@@ -325,7 +327,20 @@ impl Tree {
                 position: end as u64,
             });
         }
-        let tree = Builder::new(filter).run(&output[start..end], start)?;
+        let xml = &output[start..end];
+        let (tree, consumed) = Builder::new(filter).run(xml, start)?;
+        // What follows the first complete hierarchy inside the slice: nothing, or a
+        // trailer after a self-closed `<hierarchy/>`.
+        let rest = xml.get(consumed..).unwrap_or_default();
+        if let Some(err) = known_failure(rest) {
+            return Err(err);
+        }
+        if rest.contains("hierarchy") {
+            return Err(DumpError::Malformed {
+                detail: "more than one <hierarchy> in the output".into(),
+                position: (start + consumed) as u64,
+            });
+        }
         if tree.nodes.is_empty() && tree.windows.is_empty() {
             return Err(DumpError::NoNodes);
         }
@@ -453,7 +468,9 @@ impl<'f> Builder<'f> {
         }
     }
 
-    fn run(mut self, xml: &str, offset: usize) -> Result<Tree, DumpError> {
+    /// Parses `xml` up to the end of its first hierarchy; returns the tree and how many
+    /// bytes of `xml` that took.
+    fn run(mut self, xml: &str, offset: usize) -> Result<(Tree, usize), DumpError> {
         let mut reader = Reader::from_str(xml);
         reader.config_mut().trim_text(true);
         let malformed = |detail: String, pos: u64| DumpError::Malformed {
@@ -536,18 +553,20 @@ impl<'f> Builder<'f> {
                 reader.buffer_position(),
             ));
         }
+        let consumed = usize::try_from(reader.buffer_position()).unwrap_or(usize::MAX);
         let screen = self
             .windows
             .iter()
             .fold(Bounds::default(), |acc, w| acc.union(&w.bounds));
-        Ok(Tree {
+        let tree = Tree {
             nodes: self.nodes,
             strings: self.strings,
             windows: self.windows,
             screen,
             shape: self.shape,
             rotation: self.rotation,
-        })
+        };
+        Ok((tree, consumed))
     }
 
     fn read_hierarchy_attrs(&mut self, e: &BytesStart<'_>) {
