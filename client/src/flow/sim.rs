@@ -6,13 +6,8 @@
 use cmautobuy_sim_phone::Device;
 
 use super::driver::{DeviceFailure, FlowDevice};
+use crate::device::quote::command_line;
 use crate::screen::Point;
-
-/// Quotes one argument for `/system/bin/sh` (single quotes; `'` as `'\''`). Deep links
-/// come from the network: they must reach `am` as one literal word.
-pub fn shell_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "'\\''"))
-}
 
 /// The simulated phone, driven by command lines.
 pub struct SimFlowDevice {
@@ -24,13 +19,16 @@ impl SimFlowDevice {
         SimFlowDevice { device }
     }
 
-    fn run(&mut self, line: &str) -> Result<Vec<u8>, DeviceFailure> {
-        let e = self.device.run_line(line);
+    /// Runs one command; every word is quoted by the device layer's
+    /// [`command_line`] (deep links come from the network).
+    fn run(&mut self, argv: &[&str]) -> Result<Vec<u8>, DeviceFailure> {
+        let line = command_line(argv).map_err(|e| DeviceFailure::new(e.to_string(), false))?;
+        let e = self.device.run_line(&line);
         if e.code != 0 {
             return Err(DeviceFailure::new(
                 format!(
                     "`{}` exited {}: {}",
-                    line.split_whitespace().next().unwrap_or(""),
+                    argv.first().copied().unwrap_or(""),
                     e.code,
                     String::from_utf8_lossy(&e.stderr).trim()
                 ),
@@ -45,80 +43,32 @@ impl SimFlowDevice {
 
 impl FlowDevice for SimFlowDevice {
     fn dump_ui(&mut self) -> Result<String, DeviceFailure> {
-        let out = self.run("uiautomator dump /dev/tty")?;
+        let out = self.run(&["uiautomator", "dump", "/dev/tty"])?;
         Ok(String::from_utf8_lossy(&out).into_owned())
     }
 
     fn tap(&mut self, at: Point) -> Result<(), DeviceFailure> {
-        self.run(&format!("input tap {} {}", at.x, at.y)).map(drop)
+        let (x, y) = (at.x.to_string(), at.y.to_string());
+        self.run(&["input", "tap", &x, &y]).map(drop)
     }
 
     fn swipe(&mut self, from: Point, to: Point, duration_ms: u32) -> Result<(), DeviceFailure> {
-        self.run(&format!(
-            "input swipe {} {} {} {} {duration_ms}",
-            from.x, from.y, to.x, to.y
-        ))
-        .map(drop)
+        let w = [from.x, from.y, to.x, to.y].map(|v| v.to_string());
+        let d = duration_ms.to_string();
+        self.run(&["input", "swipe", &w[0], &w[1], &w[2], &w[3], &d])
+            .map(drop)
     }
 
     fn back(&mut self) -> Result<(), DeviceFailure> {
-        self.run("input keyevent 4").map(drop)
+        self.run(&["input", "keyevent", "4"]).map(drop)
     }
 
     fn open_url(&mut self, url: &str) -> Result<(), DeviceFailure> {
-        self.run(&format!(
-            "am start -a android.intent.action.VIEW -d {}",
-            shell_quote(url)
-        ))
-        .map(drop)
+        self.run(&["am", "start", "-a", "android.intent.action.VIEW", "-d", url])
+            .map(drop)
     }
 
     fn screenshot(&mut self) -> Result<Vec<u8>, DeviceFailure> {
-        self.run("screencap -p")
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn quoting_keeps_a_hostile_url_one_word() {
-        assert_eq!(shell_quote("a'b"), "'a'\\''b'");
-        let words = shell_words_split(&format!("am start -d {}", shell_quote("x'; rm -rf / #")));
-        assert_eq!(words.last().map(String::as_str), Some("x'; rm -rf / #"));
-    }
-
-    /// POSIX single-quote splitting, enough to check the quoting above.
-    fn shell_words_split(s: &str) -> Vec<String> {
-        let mut out = Vec::new();
-        let mut cur = String::new();
-        let mut in_q = false;
-        let mut chars = s.chars().peekable();
-        let mut have = false;
-        while let Some(c) = chars.next() {
-            match c {
-                '\'' => {
-                    in_q = !in_q;
-                    have = true;
-                }
-                '\\' if !in_q => {
-                    if let Some(n) = chars.next() {
-                        cur.push(n);
-                    }
-                }
-                ' ' if !in_q => {
-                    if have || !cur.is_empty() {
-                        out.push(std::mem::take(&mut cur));
-                        have = false;
-                    }
-                }
-                c => cur.push(c),
-            }
-        }
-        if have || !cur.is_empty() {
-            out.push(cur);
-        }
-        out
+        self.run(&["screencap", "-p"])
     }
 }
