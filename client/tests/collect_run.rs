@@ -1,0 +1,100 @@
+//! `cmautobuy-client run` executes collect tasks from an Admin over HTTP on a phone:
+//! the real binary, the bundled mock Admin on loopback HTTP, the simulated phone over
+//! the real ADB protocol (direct TCP), and the stored `pdd_data` read back.
+
+use std::process::Command;
+use std::time::Duration;
+
+use cmautobuy_mock_admin::{MockAdmin, MockAdminConfig};
+use cmautobuy_sim_phone::{Catalog, SimConfig, SimPhone};
+use serde_json::{json, Value};
+
+#[test]
+fn run_collects_on_the_configured_device_and_the_admin_stores_pdd_data() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let admin = MockAdmin::open(MockAdminConfig::in_memory()).unwrap();
+    let op = admin.operator();
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    rt.spawn(admin.serve(listener, std::future::pending()));
+    let catalog = Catalog::load(&Catalog::bundled_dir()).unwrap();
+    let phone = SimPhone::bind("127.0.0.1:0".parse().unwrap(), SimConfig::new(catalog)).unwrap();
+    for (id, goods) in [("run-1", "602938475610"), ("run-2", "693344556677")] {
+        rt.block_on(op.create_task(json!({
+            "id": id,
+            "type": "collect",
+            "payload": {
+                "goods_id": goods,
+                "goods_url": format!("https://mobile.yangkeduo.com/goods.html?goods_id={goods}"),
+            },
+        })))
+        .unwrap();
+    }
+    let data = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_cmautobuy-client"))
+        .arg("--data-dir")
+        .arg(data.path())
+        .args([
+            "run",
+            "--admin",
+            &url,
+            "--token",
+            "tok-SECRET-42",
+            "--exit-when-idle",
+        ])
+        .args(["--poll-interval", "0.2"])
+        .arg("--device")
+        .arg(format!("tcp:{}", phone.addr()))
+        .env_remove("CMAUTOBUY_CONFIG")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "run failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stored = |id: &str| -> (String, Value) {
+        let t = rt.block_on(op.get_task(id)).unwrap();
+        let r = t["results"]
+            .as_array()
+            .and_then(|a| a.last())
+            .cloned()
+            .unwrap();
+        (r["kind"].as_str().unwrap().to_string(), r["body"].clone())
+    };
+    let (kind, body) = stored("run-1");
+    assert_eq!(kind, "result");
+    let skus = body["pdd_data"]["skus"].as_array().unwrap();
+    assert_eq!(skus.len(), 2 * 5, "two colours × five sizes");
+    assert_eq!(body["pdd_data"]["price_granularity"], "color");
+    assert_eq!(skus[0]["price_cent"], 4580);
+    let (kind, body) = stored("run-2");
+    assert_eq!(kind, "failure");
+    assert_eq!(body["status"], "manual_review");
+    assert_eq!(body["error"]["code"], "RISK_VERIFICATION");
+    let reference = body["diagnostics"]["artifact_ref"].as_str().unwrap();
+    let rel = reference.split_once(':').unwrap().1;
+    let dir = data.path().join(rel);
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    assert!(manifest
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["file"].as_str().unwrap().ends_with(".png")));
+    // The token never lands in the evidence.
+    for e in std::fs::read_dir(&dir).unwrap().flatten() {
+        let bytes = std::fs::read(e.path()).unwrap();
+        assert!(!bytes
+            .windows(b"tok-SECRET-42".len())
+            .any(|w| w == b"tok-SECRET-42"));
+    }
+    drop(phone);
+    rt.shutdown_timeout(Duration::from_secs(1));
+}
