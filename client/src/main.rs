@@ -73,6 +73,10 @@ enum Command {
         /// Run tasks with the phone-less stub executor (tests and rehearsals).
         #[arg(long, hide = true)]
         stub_executor: bool,
+        /// Declare `live` and run live purchase tasks live on the configured device —
+        /// real, unpaid orders (issue 7). Off by default: purchases run as dry runs.
+        #[arg(long)]
+        allow_live: bool,
     },
     /// The whole system on this machine: the bundled mock Admin and the simulated phone
     /// in-process, a demo batch of tasks, the real client until the batch is done.
@@ -106,6 +110,13 @@ enum Command {
         /// Print the summary as one JSON object.
         #[arg(long)]
         json: bool,
+        /// Leave the purchase demo tasks (dry runs) out of the demo batch.
+        #[arg(long)]
+        no_purchases: bool,
+        /// Run the purchase demo live: real unpaid orders on the simulated phone (refused
+        /// with --device), issue 7.
+        #[arg(long)]
+        live: bool,
     },
     /// Save the name/device locally, then register with the Admin (§4.1).
     Register {
@@ -246,6 +257,8 @@ fn main() -> ExitCode {
             adb_server,
             timeout,
             json,
+            no_purchases,
+            live,
         } => {
             return rehearse_cmd(
                 cli.data_dir.clone(),
@@ -257,6 +270,7 @@ fn main() -> ExitCode {
                 adb_server.as_deref(),
                 *timeout,
                 *json,
+                (!*no_purchases, *live),
             )
         }
         Command::SpecResolutionKey { input } => spec_resolution_key(input),
@@ -265,11 +279,12 @@ fn main() -> ExitCode {
             exit_when_idle,
             poll_interval,
             stub_executor,
+            allow_live,
         } => load(overrides(Some(conn), *poll_interval)).and_then(|cfg| {
             if *stub_executor {
                 run(cfg, *exit_when_idle, StubExecutor)
             } else {
-                run_on_device(cfg, *exit_when_idle)
+                run_on_device(cfg, *exit_when_idle, *allow_live)
             }
         }),
         Command::Register { conn } => load(overrides(Some(conn), None)).and_then(register),
@@ -361,8 +376,19 @@ fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
 fn run<E: Executor>(cfg: Config, exit_when_idle: bool, executor: E) -> Result<(), Failure> {
     let store = open_and_save(&cfg)?;
     let gw = Arc::new(gateway(&cfg, &store)?);
-    let executor = Arc::new(executor);
     let rt = runtime()?;
+    run_on(cfg, exit_when_idle, executor, store, gw, rt)
+}
+
+fn run_on<E: Executor>(
+    cfg: Config,
+    exit_when_idle: bool,
+    executor: E,
+    store: Store,
+    gw: Arc<HttpAdminGateway>,
+    rt: tokio::runtime::Runtime,
+) -> Result<(), Failure> {
+    let executor = Arc::new(executor);
     let exit = rt.block_on(async move {
         let clock = TokioClock::new();
         let settings = store.settings()?;
@@ -773,7 +799,7 @@ fn doctor(
 
 /// `run` with the configured (or saved) device: collect tasks run on it through the
 /// flow executor; without a device every task waits (`retry_wait DEVICE_OFFLINE`).
-fn run_on_device(cfg: Config, exit_when_idle: bool) -> Result<(), Failure> {
+fn run_on_device(cfg: Config, exit_when_idle: bool, allow_live: bool) -> Result<(), Failure> {
     use cmautobuy_client::device::{adb::default_adb_server, AdbOptions, DeviceAddress};
     use cmautobuy_client::flow::adb::AdbSource;
     use cmautobuy_client::flow::exec::{FlowExecutor, FlowExecutorConfig};
@@ -787,11 +813,24 @@ fn run_on_device(cfg: Config, exit_when_idle: bool) -> Result<(), Failure> {
         .map_err(|e| Failure::new(2, anyhow::anyhow!("device {serial}: {e}")))?;
     let source = AdbSource::open(addr, AdbOptions::new(cfg.data_dir.join("adbkey")))
         .map_err(|e| Failure::new(2, anyhow::anyhow!("device {serial}: {e}")))?;
+    // Purchases (issue 7): the flow's effects need the store and the Admin; live only
+    // with --allow-live.
+    let store = open_and_save(&cfg)?;
+    let gw = Arc::new(gateway(&cfg, &store)?);
+    let rt = runtime()?;
+    let backend = cmautobuy_client::flow::purchase_job::Backend::new(
+        store.clone(),
+        gw.clone(),
+        TokioClock::new(),
+        rt.handle().clone(),
+        allow_live,
+    );
     let exec = FlowExecutor::new(
         source,
         FlowExecutorConfig::new(cfg.data_dir.join("artifacts")),
-    );
-    run(cfg, exit_when_idle, exec)
+    )
+    .with_purchase(Arc::new(backend));
+    run_on(cfg, exit_when_idle, exec, store, gw, rt)
 }
 
 /// `rehearse`: exit 0 when every task ended as expected, 1 when not (or on error), 2
@@ -807,6 +846,7 @@ fn rehearse_cmd(
     adb_server: Option<&str>,
     timeout: u64,
     json: bool,
+    (purchases, live): (bool, bool),
 ) -> ExitCode {
     use cmautobuy_client::rehearse::{self, RehearseOptions, SimRoute};
     init_tracing("warn");
@@ -837,6 +877,8 @@ fn rehearse_cmd(
         data_dir,
         timeout: std::time::Duration::from_secs(timeout.max(1)),
         json,
+        purchases,
+        live,
         ..RehearseOptions::default()
     };
     match rehearse::rehearse(opts) {

@@ -100,6 +100,11 @@ pub struct RehearseOptions {
     pub popups_percent: u8,
     /// Simulated phone only: the n-th dumps fail so.
     pub dump_faults: Vec<(u64, DumpFault)>,
+    /// Add the purchase demo tasks to the demo batch (issue 7): dry runs, or with
+    /// `live` real unpaid orders on the simulated phone.
+    pub purchases: bool,
+    /// Run the purchase demo live (simulated phone only; refused with a real device).
+    pub live: bool,
 }
 
 impl Default for RehearseOptions {
@@ -117,6 +122,8 @@ impl Default for RehearseOptions {
             json: false,
             popups_percent: 0,
             dump_faults: Vec::new(),
+            purchases: false,
+            live: false,
         }
     }
 }
@@ -210,6 +217,67 @@ pub fn demo_batch(catalog: &Catalog, run_tag: &str) -> Vec<BatchTask> {
         .collect()
 }
 
+/// The purchase demo (issue 7): one task per purchase outcome the simulated phone can
+/// show — an ordinary purchase, a §7.1 spec resolution (60公斤 among 110斤…150斤, the
+/// mock's rule resolver matches 120斤), a total above the limit, no delivery address, a
+/// sold-out option. Dry runs unless `live`.
+pub fn purchase_demo(run_tag: &str, live: bool) -> Vec<BatchTask> {
+    let mode = if live { "live" } else { "dry_run" };
+    let t = |name: &str, goods: &str, options: Value, qty: i64, max: i64, expect: &str| BatchTask {
+        id: Some(format!("{run_tag}-purchase-{name}-{goods}")),
+        task_type: "purchase".into(),
+        execution_mode: Some(mode.into()),
+        payload: json!({
+            "goods_id": goods,
+            "goods_url": format!("https://mobile.yangkeduo.com/goods.html?goods_id={goods}"),
+            "options": options, "quantity": qty, "max_price_cent": max,
+        }),
+        expect: expect.into(),
+    };
+    vec![
+        t(
+            "ok",
+            "737116531267",
+            json!({"color": "黑色", "size": "L"}),
+            2,
+            11800,
+            "succeeded",
+        ),
+        t(
+            "spec",
+            "602938475610",
+            json!({"color": "黑色", "size": "60公斤"}),
+            1,
+            4580,
+            "succeeded",
+        ),
+        t(
+            "limit",
+            "737116531267",
+            json!({"color": "奶白色", "size": "M"}),
+            2,
+            9999,
+            "failed:PRICE_LIMIT_EXCEEDED",
+        ),
+        t(
+            "noaddr",
+            "726677889900",
+            json!({"capacity": "500ml"}),
+            1,
+            10000,
+            "manual_review:ADDRESS_MISSING",
+        ),
+        t(
+            "soldout",
+            "737116531267",
+            json!({"color": "黑色", "size": "XL"}),
+            1,
+            10000,
+            "failed:SPEC_SOLD_OUT",
+        ),
+    ]
+}
+
 /// Runs a rehearsal and returns its summary (`ok` says whether every task ended as
 /// expected).
 pub fn rehearse(opts: RehearseOptions) -> anyhow::Result<Summary> {
@@ -233,8 +301,17 @@ pub fn rehearse(opts: RehearseOptions) -> anyhow::Result<Summary> {
                 format!("{} is not a batch (a JSON array of tasks)", p.display())
             })?
         }
-        None => demo_batch(&catalog, &run_tag),
+        None => {
+            let mut b = demo_batch(&catalog, &run_tag);
+            if opts.purchases || opts.live {
+                b.extend(purchase_demo(&run_tag, opts.live));
+            }
+            b
+        }
     };
+    if opts.live && opts.device.is_some() {
+        bail!("rehearse --live runs live purchases against the simulated phone only");
+    }
     if batch.is_empty() {
         bail!("the batch is empty");
     }
@@ -383,7 +460,19 @@ pub fn rehearse(opts: RehearseOptions) -> anyhow::Result<Summary> {
         keep_attempts: 5,
         max_age: None,
     };
-    let executor = Arc::new(FlowExecutor::new(source, cfg).with_hook(hook));
+    // Purchases (issue 7): live only with --live, and only ever on the simulated phone.
+    let backend = crate::flow::purchase_job::Backend::new(
+        store.clone(),
+        gw.clone(),
+        TokioClock::new(),
+        rt.handle().clone(),
+        opts.live && sim.is_some(),
+    );
+    let executor = Arc::new(
+        FlowExecutor::new(source, cfg)
+            .with_hook(hook)
+            .with_purchase(Arc::new(backend)),
+    );
     let reports = executor.reports();
     let exit = rt.block_on(async {
         let clock = TokioClock::new();

@@ -389,7 +389,7 @@ fn step_of(a: &Action) -> Option<&FlowStep> {
         | Action::Tap { step, .. }
         | Action::Swipe { step, .. }
         | Action::Back { step } => Some(step),
-        Action::Effect(Effect::MarkIrreversible { step }) => Some(step),
+        Action::Effect(Effect::MarkIrreversible { step, .. }) => Some(step),
         _ => None,
     }
 }

@@ -87,6 +87,9 @@ pub struct FlowExecutor<S: DeviceSource> {
     cfg: FlowExecutorConfig,
     reports: Arc<Mutex<Vec<TaskReport>>>,
     hook: Option<ReportHook>,
+    /// Purchases (issue 7): store and Admin behind the purchase flow's effects; `None`
+    /// = this executor runs collect tasks only.
+    purchase: Option<Arc<dyn super::purchase_job::PurchaseBackend>>,
 }
 
 impl<S: DeviceSource> FlowExecutor<S> {
@@ -96,7 +99,14 @@ impl<S: DeviceSource> FlowExecutor<S> {
             cfg,
             reports: Arc::new(Mutex::new(Vec::new())),
             hook: None,
+            purchase: None,
         }
+    }
+
+    /// Runs purchase tasks too (dry run; live when the backend allows it), issue 7.
+    pub fn with_purchase(mut self, backend: Arc<dyn super::purchase_job::PurchaseBackend>) -> Self {
+        self.purchase = Some(backend);
+        self
     }
 
     pub fn with_hook(mut self, hook: ReportHook) -> Self {
@@ -115,8 +125,8 @@ impl<S: DeviceSource> Executor for FlowExecutor<S> {
         // Collect needs a device; purchases need the purchase flow (issue 7).
         Readiness {
             device_ready: self.source.configured(),
-            purchase_adapter_ready: false,
-            live_adapter_ready: false,
+            purchase_adapter_ready: self.purchase.is_some(),
+            live_adapter_ready: self.purchase.as_ref().is_some_and(|b| b.live_enabled()),
         }
     }
 
@@ -124,17 +134,34 @@ impl<S: DeviceSource> Executor for FlowExecutor<S> {
         let source = self.source.clone();
         let cfg = self.cfg.clone();
         let fallback = job.clone();
-        let joined = tokio::task::spawn_blocking(move || run_job(&*source, &cfg, &job)).await;
+        let purchase = self.purchase.clone();
+        let joined = tokio::task::spawn_blocking(move || match &purchase {
+            Some(b) if job.task.task_type == "purchase" => {
+                super::purchase_job::run_job(&*source, &cfg, &**b, &job)
+            }
+            _ => run_job(&*source, &cfg, &job),
+        })
+        .await;
         let (outcome, report) = match joined {
             Ok(r) => r,
             Err(e) => {
                 // A panic in a flow is a bug; the task must still be reported.
                 tracing::error!(error = %e, "flow job panicked");
-                let f = FlowFailure::retry(
+                let mut f = FlowFailure::retry(
                     FailureCode::PageNotRecognized,
                     FlowStep::OpenGoods,
                     "internal error while running the flow",
                 );
+                // After an irreversible mark nothing unproven may be retried (issue 7).
+                let marked = self.purchase.as_ref().is_some_and(|b| {
+                    b.store()
+                        .run(fallback.run.id)
+                        .map_or(true, |r| r.irreversible_action_at.is_some())
+                });
+                if marked {
+                    f.status = cmautobuy_contract::FailureStatus::ManualReview;
+                    f.code = FailureCode::InterruptedAfterSubmit;
+                }
                 let out = Outcome::Failure(Box::new(failure_request(&fallback, &f, None, None)));
                 let rep = TaskReport {
                     task_id: fallback.task.remote_task_id.clone(),
@@ -157,6 +184,34 @@ impl<S: DeviceSource> Executor for FlowExecutor<S> {
             .unwrap_or_else(|p| p.into_inner())
             .push(report);
         outcome
+    }
+
+    async fn recover_marked(&self, job: Job) -> Option<Outcome> {
+        let backend = self.purchase.clone()?;
+        let source = self.source.clone();
+        let cfg = self.cfg.clone();
+        let joined = tokio::task::spawn_blocking(move || {
+            super::purchase_job::recover_run(&*source, &cfg, &*backend, &job)
+        })
+        .await;
+        match joined {
+            Ok((outcome, report)) => {
+                tracing::info!(task_id = %report.task_id, outcome = %report.outcome, "interrupted purchase reconciled");
+                if let Some(h) = &self.hook {
+                    h(&report);
+                }
+                self.reports
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(report);
+                Some(outcome)
+            }
+            // The runner reports manual_review INTERRUPTED_AFTER_SUBMIT itself.
+            Err(e) => {
+                tracing::error!(error = %e, "reconciliation panicked");
+                None
+            }
+        }
     }
 }
 

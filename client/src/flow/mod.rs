@@ -29,6 +29,11 @@
 //! - [`collect`] — the collect flow (contract §6 `pdd_data`).
 //! - [`sheet`] — reading and navigating the SKU sheet shared by collect and purchase:
 //!   dimension keys, option merging across scroll positions, reveal gestures.
+//! - [`purchase`] — the purchase flow (dry run and live, §7.1 spec resolution, the
+//!   total-price guard, the irreversible mark, never pay); [`reconcile`] — finding the
+//!   order a live purchase created (also crash recovery); [`guard`] — the device wrapper
+//!   that refuses pay buttons and a second submit; [`purchase_job`] — purchase jobs and
+//!   crash recovery for the executor (issue 7).
 //! - [`goods`] — goods-page facts the screen module does not extract (shop name, list
 //!   price, identity check against the task).
 //! - [`sim`] — a [`driver::FlowDevice`] over the simulated phone in-process (no
@@ -54,6 +59,10 @@ pub mod collect;
 pub mod driver;
 pub mod exec;
 pub mod goods;
+pub mod guard;
+pub mod purchase;
+pub mod purchase_job;
+pub mod reconcile;
 pub mod sheet;
 pub mod sim;
 #[cfg(test)]
@@ -122,8 +131,9 @@ impl Action {
 /// [`driver::Effects`]). Collect needs none; purchase (issue 7) uses both.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Effect {
-    /// Commit `irreversible_action_at` durably (synchronous=FULL) before the submit tap.
-    MarkIrreversible { step: FlowStep },
+    /// Commit `irreversible_action_at` durably (synchronous=FULL) before the submit tap,
+    /// with the confirmation `snapshot` crash recovery reconciles against (issue 7).
+    MarkIrreversible { step: FlowStep, snapshot: Value },
     /// Send a §7.1 spec resolution once through the durable request (body as JSON).
     ResolveSpec { request: Value },
 }

@@ -1,0 +1,931 @@
+//! Purchase jobs for the executor (issue 7): the [`PurchaseBackend`] (store and Admin
+//! behind the flow's effects), running a purchase task ([`run_job`]) and reconciling a
+//! run a crash left behind ([`recover_run`]).
+//!
+//! # Never submit twice — the sequence
+//! 1. [`super::purchase::PurchaseFlow`] confirms the total and asks for
+//!    [`Effect::MarkIrreversible`] with the confirmation snapshot.
+//! 2. [`JobEffects`] commits it through [`Store::mark_irreversible_once`] (one
+//!    `BEGIN IMMEDIATE`, `synchronous=FULL` transaction that refuses when any run of the
+//!    same remote task already has a mark, or this run already has an outcome).
+//! 3. Only on `Marked` does the flow emit the 提交订单 tap, and it moves to its reconcile
+//!    phase in the same step; the [`GuardedDevice`] lets exactly one 提交订单 tap through
+//!    for a live job (none for dry runs and recovery) and never a pay button.
+//! 4. After a crash the runner never runs a marked run again: it asks
+//!    [`recover_run`], which only reconciles (device guard: no submit at all).
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use cmautobuy_contract::time::format_utc;
+use cmautobuy_contract::{
+    ExecutionMode, FailureCode, FailureStatus, FlowStep, PurchasePayload, ResultRequest,
+    ResultType, SpecResolutionRequest, SpecResolutionResponse,
+};
+use serde_json::{Map, Value};
+
+use super::driver::{drive, DriveStats, Effects, SystemClock, TraceEntry};
+use super::exec::{failure_request, DeviceSource, FlowExecutorConfig, TaskReport};
+use super::guard::GuardedDevice;
+use super::purchase::{Confirmation, PurchaseFlow, PurchaseLimits, PurchaseTask};
+use super::reconcile::ReconcileFlow;
+use super::{Effect, EffectOutcome, FlowFailure, FlowOutcome};
+use crate::artifacts::AttemptArtifacts;
+use crate::clock::Clock;
+use crate::executor::{Job, Outcome};
+use crate::gateway::AdminGateway;
+use crate::retry::RetryPolicy;
+#[cfg(test)]
+use crate::screen::Tree;
+use crate::spec::{self, Resolver, SpecError};
+use crate::store::{MarkOutcome, Run, Store};
+
+/// Prefix of an effect failure that means "the store refused the mark".
+pub const REFUSED: &str = "REFUSED:";
+
+/// What purchase jobs need besides the phone.
+pub trait PurchaseBackend: Send + Sync + 'static {
+    fn store(&self) -> &Store;
+    /// This client may place real orders (declares `live`, runs live tasks live).
+    fn live_enabled(&self) -> bool;
+    /// One §7.1 resolution, blocking (the caller is on a blocking thread).
+    fn resolve_spec(
+        &self,
+        run: &Run,
+        remote_task_id: &str,
+        req: &SpecResolutionRequest,
+    ) -> Result<SpecResolutionResponse, SpecError>;
+}
+
+/// The backend over the store, an Admin gateway and a clock, on a tokio runtime.
+pub struct Backend<G, C> {
+    pub store: Store,
+    pub gateway: Arc<G>,
+    pub clock: C,
+    pub handle: tokio::runtime::Handle,
+    pub live: bool,
+    pub policy: RetryPolicy,
+    pub max_attempts: u32,
+}
+
+impl<G: AdminGateway, C: Clock> Backend<G, C> {
+    pub fn new(
+        store: Store,
+        gateway: Arc<G>,
+        clock: C,
+        handle: tokio::runtime::Handle,
+        live: bool,
+    ) -> Self {
+        Backend {
+            store,
+            gateway,
+            clock,
+            handle,
+            live,
+            policy: RetryPolicy::default(),
+            max_attempts: spec::DEFAULT_MAX_ATTEMPTS,
+        }
+    }
+}
+
+impl<G: AdminGateway, C: Clock> PurchaseBackend for Backend<G, C> {
+    fn store(&self) -> &Store {
+        &self.store
+    }
+
+    fn live_enabled(&self) -> bool {
+        self.live
+    }
+
+    fn resolve_spec(
+        &self,
+        run: &Run,
+        remote_task_id: &str,
+        req: &SpecResolutionRequest,
+    ) -> Result<SpecResolutionResponse, SpecError> {
+        let r = Resolver {
+            store: &self.store,
+            gateway: &*self.gateway,
+            clock: &self.clock,
+            policy: self.policy,
+            max_attempts: self.max_attempts,
+        };
+        self.handle
+            .block_on(spec::resolve(&r, run, remote_task_id, req))
+    }
+}
+
+/// The flow's effects for one job.
+pub struct JobEffects<'a> {
+    pub backend: &'a dyn PurchaseBackend,
+    pub run: &'a Run,
+    pub remote_task_id: &'a str,
+}
+
+impl Effects for JobEffects<'_> {
+    fn perform(&mut self, effect: &Effect) -> EffectOutcome {
+        match effect {
+            Effect::MarkIrreversible { snapshot, .. } => {
+                crate::failpoint::hit("purchase.before_mark");
+                let now = Utc::now();
+                let out = self.backend.store().mark_irreversible_once(
+                    self.run.id,
+                    now,
+                    &snapshot.to_string(),
+                );
+                match out {
+                    Ok(MarkOutcome::Marked { at }) => {
+                        crate::failpoint::hit("purchase.after_mark");
+                        let at = DateTime::parse_from_rfc3339(&at)
+                            .map(|t| t.with_timezone(&Utc))
+                            .unwrap_or(now);
+                        tracing::info!(run_id = self.run.id, at = %format_utc(at), "irreversible mark committed");
+                        EffectOutcome::Marked { at }
+                    }
+                    Ok(MarkOutcome::Refused { reason }) => EffectOutcome::Failed {
+                        message: format!("{REFUSED} {reason}"),
+                        retryable: false,
+                    },
+                    Err(e) => EffectOutcome::Failed {
+                        message: e.to_string(),
+                        retryable: e.is_retryable(),
+                    },
+                }
+            }
+            Effect::ResolveSpec { request } => {
+                let req: SpecResolutionRequest = match serde_json::from_value(request.clone()) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        return EffectOutcome::Failed {
+                            message: format!("spec request: {e}"),
+                            retryable: false,
+                        }
+                    }
+                };
+                match self
+                    .backend
+                    .resolve_spec(self.run, self.remote_task_id, &req)
+                {
+                    Ok(resp) => EffectOutcome::Resolved {
+                        answer: serde_json::to_value(&resp).unwrap_or(Value::Null),
+                    },
+                    Err(e) => {
+                        // Exhausted transient errors (503s, timeouts) may clear later.
+                        let retryable =
+                            e.is_retryable() || matches!(e, SpecError::Exhausted { .. });
+                        EffectOutcome::Failed {
+                            message: e.to_string(),
+                            retryable,
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn label(o: &Outcome) -> String {
+    match o {
+        Outcome::Result(_) => "succeeded".into(),
+        Outcome::Failure(f) => format!("{}:{}", f.status.as_str(), f.error.code),
+    }
+}
+
+fn result_of(job: &Job, r: cmautobuy_contract::PurchaseResult) -> Outcome {
+    Outcome::Result(Box::new(ResultRequest {
+        task_version: job.task.version,
+        attempt_id: job.run.attempt_id.clone(),
+        result_type: ResultType::Purchase,
+        completed_at: format_utc(Utc::now()),
+        pdd_data: None,
+        purchase: Some(r),
+        extra: Map::new(),
+    }))
+}
+
+/// After a mark anything but a proven success is `manual_review` (decisions §5): a
+/// safety net under the flows, which already say so.
+fn after_mark(mut f: FlowFailure) -> FlowFailure {
+    if f.status != FailureStatus::ManualReview {
+        f.diagnostics.insert(
+            "status_before_mark_rule".into(),
+            Value::String(f.status.as_str().into()),
+        );
+        f.status = FailureStatus::ManualReview;
+    }
+    f
+}
+
+struct Ctx<'a> {
+    job: &'a Job,
+    arts: Option<AttemptArtifacts>,
+}
+
+impl Ctx<'_> {
+    fn report(&self, outcome: &Outcome, stats: DriveStats, device_ms: Option<u64>) -> TaskReport {
+        TaskReport {
+            task_id: self.job.task.remote_task_id.clone(),
+            task_type: self.job.task.task_type.clone(),
+            attempt_id: self.job.run.attempt_id.clone(),
+            outcome: label(outcome),
+            stats,
+            device_ms,
+            artifact_ref: self.arts.as_ref().map(|a| a.reference(&self.job.client_id)),
+        }
+    }
+
+    fn fail(&self, f: &FlowFailure, trace: Option<&[TraceEntry]>) -> Outcome {
+        Outcome::Failure(Box::new(failure_request(
+            self.job,
+            f,
+            self.arts.as_ref(),
+            trace,
+        )))
+    }
+}
+
+fn artifacts_for(cfg: &FlowExecutorConfig, job: &Job) -> Option<AttemptArtifacts> {
+    match AttemptArtifacts::create(
+        &cfg.artifacts_root,
+        &job.task.remote_task_id,
+        &job.run.attempt_id,
+    ) {
+        Ok(a) => Some(a),
+        Err(e) => {
+            tracing::warn!(error = %e, "no artifact directory for this attempt");
+            None
+        }
+    }
+}
+
+/// The purchase task of `job`, or why it cannot run.
+pub fn purchase_task(job: &Job, live_enabled: bool) -> Result<PurchaseTask, Box<FlowFailure>> {
+    let p: PurchasePayload = serde_json::from_str(&job.task.payload).map_err(|e| {
+        Box::new(FlowFailure::failed(
+            FailureCode::InvalidTaskPayload,
+            FlowStep::OpenGoods,
+            format!("purchase payload unreadable: {e}"),
+        ))
+    })?;
+    let quantity = u32::try_from(p.quantity)
+        .ok()
+        .filter(|q| *q > 0)
+        .ok_or_else(|| {
+            FlowFailure::failed(
+                FailureCode::InvalidTaskPayload,
+                FlowStep::OpenGoods,
+                "quantity must be a positive integer",
+            )
+        })?;
+    // §5: the task's mode is never promoted, and a live task runs live only when this
+    // client declared live and its live adapter is enabled.
+    let live = job.task.execution_mode == ExecutionMode::Live.as_str()
+        && job.declared_mode == ExecutionMode::Live
+        && live_enabled;
+    if job.task.execution_mode == ExecutionMode::Live.as_str() && !live {
+        return Err(Box::new(FlowFailure::failed(
+            FailureCode::LiveNotDeclared,
+            FlowStep::OpenGoods,
+            "a live task, but this client does not run live purchases",
+        )));
+    }
+    Ok(PurchaseTask {
+        remote_task_id: job.task.remote_task_id.clone(),
+        attempt_id: job.run.attempt_id.clone(),
+        task_version: job.task.version,
+        goods_id: p.goods_id,
+        expected_title: p.expected_title,
+        options: p.options,
+        quantity,
+        max_price: p.max_price_cent,
+        live,
+    })
+}
+
+/// Runs one purchase job synchronously (on a blocking thread).
+pub fn run_job<S: DeviceSource + ?Sized>(
+    source: &S,
+    cfg: &FlowExecutorConfig,
+    backend: &dyn PurchaseBackend,
+    job: &Job,
+) -> (Outcome, TaskReport) {
+    let mut ctx = Ctx {
+        job,
+        arts: artifacts_for(cfg, job),
+    };
+    let task = match purchase_task(job, backend.live_enabled()) {
+        Ok(t) => t,
+        Err(f) => {
+            let out = ctx.fail(&f, None);
+            let r = ctx.report(&out, DriveStats::default(), None);
+            return (out, r);
+        }
+    };
+    let live = task.live;
+    let mut flow = match PurchaseFlow::new(task, PurchaseLimits::default()) {
+        Ok(f) => f,
+        Err(f) => {
+            let out = ctx.fail(&f, None);
+            let r = ctx.report(&out, DriveStats::default(), None);
+            return (out, r);
+        }
+    };
+    let device = match source.device() {
+        Ok(d) => d,
+        Err(e) => {
+            let f = FlowFailure::retry(FailureCode::DeviceOffline, FlowStep::OpenGoods, e.message);
+            let out = ctx.fail(&f, None);
+            let r = ctx.report(&out, DriveStats::default(), None);
+            return (out, r);
+        }
+    };
+    let mut device = GuardedDevice::new(device, live);
+    let mut effects = JobEffects {
+        backend,
+        run: &job.run,
+        remote_task_id: &job.task.remote_task_id,
+    };
+    let t0 = source.device_time_ms();
+    let rep = drive(
+        &mut flow,
+        &mut device,
+        &mut effects,
+        &mut SystemClock,
+        ctx.arts.as_mut(),
+        cfg.drive,
+    );
+    let device_ms = match (t0, source.device_time_ms()) {
+        (Some(a), Some(b)) => Some(b.saturating_sub(a)),
+        _ => None,
+    };
+    let outcome = match rep.outcome {
+        FlowOutcome::Purchased(r) => result_of(job, *r),
+        FlowOutcome::Failed(f) => {
+            let f = if flow.marked() { after_mark(f) } else { f };
+            ctx.fail(&f, Some(&rep.trace))
+        }
+        FlowOutcome::Collected(_) => ctx.fail(
+            &after_mark(FlowFailure::manual(
+                FailureCode::PageNotRecognized,
+                FlowStep::Report,
+                "a purchase produced a collect result",
+            )),
+            None,
+        ),
+    };
+    crate::failpoint::hit("purchase.before_report");
+    let r = ctx.report(&outcome, rep.stats, device_ms);
+    (outcome, r)
+}
+
+/// Reconciles a run that carries an irreversible mark and no outcome (crash recovery):
+/// never submits, reports success or `manual_review`.
+pub fn recover_run<S: DeviceSource + ?Sized>(
+    source: &S,
+    cfg: &FlowExecutorConfig,
+    backend: &dyn PurchaseBackend,
+    job: &Job,
+) -> (Outcome, TaskReport) {
+    let mut ctx = Ctx {
+        job,
+        arts: artifacts_for(cfg, job),
+    };
+    let interrupted =
+        |m: String| FlowFailure::manual(FailureCode::InterruptedAfterSubmit, FlowStep::Recover, m);
+    let mark = job
+        .run
+        .irreversible_action_at
+        .as_deref()
+        .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+        .map(|t| t.with_timezone(&Utc));
+    let snapshot = backend
+        .store()
+        .purchase_snapshot(job.run.id)
+        .ok()
+        .flatten()
+        .and_then(|s| serde_json::from_str::<Confirmation>(&s).ok());
+    let (Some(mark), Some(conf)) = (mark, snapshot) else {
+        let f = interrupted(
+            "interrupted after the irreversible mark; its snapshot is unreadable".into(),
+        );
+        let out = ctx.fail(&f, None);
+        let r = ctx.report(&out, DriveStats::default(), None);
+        return (out, r);
+    };
+    let device = match source.device() {
+        Ok(d) => d,
+        Err(e) => {
+            let f = interrupted(format!(
+                "interrupted after the irreversible mark and the phone is not reachable: {}",
+                e.message
+            ));
+            let out = ctx.fail(&f, None);
+            let r = ctx.report(&out, DriveStats::default(), None);
+            return (out, r);
+        }
+    };
+    // Recovery never submits: the guard lets no 提交订单 through.
+    let mut device = GuardedDevice::new(device, false);
+    let mut flow = ReconcileFlow::new(conf, mark, true, PurchaseLimits::default().reconcile);
+    let mut effects = JobEffects {
+        backend,
+        run: &job.run,
+        remote_task_id: &job.task.remote_task_id,
+    };
+    let rep = drive(
+        &mut flow,
+        &mut device,
+        &mut effects,
+        &mut SystemClock,
+        ctx.arts.as_mut(),
+        cfg.drive,
+    );
+    let outcome = match rep.outcome {
+        FlowOutcome::Purchased(r) => result_of(job, *r),
+        FlowOutcome::Failed(f) => ctx.fail(&after_mark(f), Some(&rep.trace)),
+        FlowOutcome::Collected(_) => {
+            ctx.fail(&interrupted("unexpected collect result".into()), None)
+        }
+    };
+    crate::failpoint::hit("purchase.before_report");
+    let r = ctx.report(&outcome, rep.stats, None);
+    (outcome, r)
+}
+
+#[cfg(test)]
+mod tests {
+    //! Purchases on the simulated phone in-process: the flow, the device guard and the
+    //! job's effects (a real store; a scripted §7.1 answer), checked against the phone's
+    //! order ledger (the truth for "one order, never paid").
+
+    use super::*;
+    use crate::flow::driver::{DriveLimits, DriveReport, FlowDevice, VirtualClock};
+    use crate::flow::sim::SimFlowDevice;
+    use chrono::TimeZone;
+    use cmautobuy_contract::{SpecCandidate, SpecOutcome, Task};
+    use cmautobuy_sim_phone::{Catalog, SimConfig};
+    use serde_json::json;
+
+    /// How the scripted Admin answers a §7.1 request.
+    #[derive(Clone, Copy)]
+    enum Answer {
+        /// Matched: the candidate with this raw text.
+        Match(&'static str),
+        Other(SpecOutcome),
+    }
+
+    struct Fake {
+        store: Store,
+        answer: Answer,
+        asked: std::sync::Mutex<u32>,
+    }
+
+    impl PurchaseBackend for Fake {
+        fn store(&self) -> &Store {
+            &self.store
+        }
+        fn live_enabled(&self) -> bool {
+            true
+        }
+        fn resolve_spec(
+            &self,
+            _run: &Run,
+            _remote: &str,
+            req: &SpecResolutionRequest,
+        ) -> Result<SpecResolutionResponse, SpecError> {
+            *self.asked.lock().unwrap() += 1;
+            let (outcome, matched): (SpecOutcome, Option<SpecCandidate>) = match self.answer {
+                Answer::Match(raw) => (
+                    SpecOutcome::Matched,
+                    req.candidates.iter().find(|c| c.raw_text == raw).cloned(),
+                ),
+                Answer::Other(o) => (o, None),
+            };
+            Ok(SpecResolutionResponse {
+                schema_version: 1,
+                resolution_id: "psr-test".into(),
+                outcome,
+                source: None,
+                candidate_snapshot_hash: req.candidate_snapshot_hash.clone(),
+                matched,
+                confidence_bps: None,
+                reason: Some("test".into()),
+                resolved_at: "2026-11-30T08:00:01Z".into(),
+                extra: Map::new(),
+            })
+        }
+    }
+
+    fn phone() -> SimFlowDevice {
+        let c = SimConfig::new(Catalog::load(&Catalog::bundled_dir()).expect("catalog"));
+        SimFlowDevice::new(c.build_device().expect("device"))
+    }
+
+    struct Setup {
+        _dir: tempfile::TempDir,
+        backend: Fake,
+        job: Job,
+    }
+
+    fn setup(id: &str, mode: &str, payload: Value, answer: Answer) -> Setup {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("c.db")).unwrap();
+        let task: Task = serde_json::from_value(json!({
+            "id": id, "type": "purchase", "execution_mode": mode, "version": 1,
+            "priority": 0, "payload": payload
+        }))
+        .unwrap();
+        let now = Utc::now();
+        let local = store.save_claimed_task(&task, "{}", now).unwrap();
+        let run = store.start_run(local, now).unwrap();
+        let job = Job {
+            client_id: store.client_id().unwrap(),
+            task: store.task(local).unwrap(),
+            run,
+            declared_mode: ExecutionMode::Live,
+            previous_run: None,
+        };
+        Setup {
+            _dir: dir,
+            backend: Fake {
+                store,
+                answer,
+                asked: std::sync::Mutex::new(0),
+            },
+            job,
+        }
+    }
+
+    fn payload(goods: &str, options: Value, quantity: i64, max: i64) -> Value {
+        json!({
+            "goods_id": goods,
+            "goods_url": format!("https://mobile.yangkeduo.com/goods.html?goods_id={goods}"),
+            "options": options, "quantity": quantity, "max_price_cent": max
+        })
+    }
+
+    /// Runs the purchase of `s.job` on `dev`, like [`run_job`] does.
+    fn purchase(dev: &mut SimFlowDevice, s: &Setup) -> (DriveReport, bool) {
+        let task = purchase_task(&s.job, true).expect("task");
+        let live = task.live;
+        let mut flow = PurchaseFlow::new(task, PurchaseLimits::default()).expect("flow");
+        let mut guarded = GuardedDevice::new(&mut *dev, live);
+        let mut effects = JobEffects {
+            backend: &s.backend,
+            run: &s.job.run,
+            remote_task_id: &s.job.task.remote_task_id,
+        };
+        let rep = drive(
+            &mut flow,
+            &mut guarded,
+            &mut effects,
+            &mut SystemClock,
+            None,
+            DriveLimits::default(),
+        );
+        assert_eq!(
+            guarded.refused, 0,
+            "the flow never asks for a refused tap: {:#?}",
+            rep.trace
+        );
+        (rep, flow.marked())
+    }
+
+    fn failure(rep: &DriveReport) -> &FlowFailure {
+        match &rep.outcome {
+            FlowOutcome::Failed(f) => f,
+            o => panic!("expected a failure, got {o:?} ({:#?})", rep.trace),
+        }
+    }
+
+    fn purchased(rep: &DriveReport) -> &cmautobuy_contract::PurchaseResult {
+        match &rep.outcome {
+            FlowOutcome::Purchased(p) => p,
+            o => panic!("expected a purchase, got {o:?} ({:#?})", rep.trace),
+        }
+    }
+
+    impl FlowDevice for &mut SimFlowDevice {
+        fn dump_ui(&mut self) -> Result<String, crate::flow::driver::DeviceFailure> {
+            (**self).dump_ui()
+        }
+        fn tap(
+            &mut self,
+            at: crate::screen::Point,
+        ) -> Result<(), crate::flow::driver::DeviceFailure> {
+            (**self).tap(at)
+        }
+        fn swipe(
+            &mut self,
+            from: crate::screen::Point,
+            to: crate::screen::Point,
+            d: u32,
+        ) -> Result<(), crate::flow::driver::DeviceFailure> {
+            (**self).swipe(from, to, d)
+        }
+        fn back(&mut self) -> Result<(), crate::flow::driver::DeviceFailure> {
+            (**self).back()
+        }
+        fn open_url(&mut self, url: &str) -> Result<(), crate::flow::driver::DeviceFailure> {
+            (**self).open_url(url)
+        }
+        fn screenshot(&mut self) -> Result<Vec<u8>, crate::flow::driver::DeviceFailure> {
+            (**self).screenshot()
+        }
+    }
+
+    const HOODIE: &str = "737116531267";
+
+    #[test]
+    fn dry_run_stops_before_the_submit_and_places_no_order() {
+        let mut dev = phone();
+        let s = setup(
+            "cg1",
+            "dry_run",
+            payload(HOODIE, json!({"color": "黑色", "size": "L"}), 2, 20000),
+            Answer::Other(SpecOutcome::Failed),
+        );
+        let (rep, marked) = purchase(&mut dev, &s);
+        let p = purchased(&rep);
+        assert_eq!(p.mode, ExecutionMode::DryRun);
+        assert!(!p.order_submitted && !p.payment_attempted);
+        assert_eq!(p.payment_status, "not_created");
+        assert_eq!(p.confirmed_total_cent.map(|f| f.get()), Some(11800));
+        assert!(!marked);
+        cmautobuy_contract::validate::check_purchase_result(p).unwrap();
+        assert!(dev.device.app().ledger().orders().is_empty());
+        assert!(rep.stats.dumps <= 5, "{} dumps", rep.stats.dumps);
+    }
+
+    #[test]
+    fn live_places_exactly_one_unpaid_order_and_finds_it() {
+        let mut dev = phone();
+        let s = setup(
+            "cg2",
+            "live",
+            payload(HOODIE, json!({"color": "雾霾蓝", "size": "M"}), 2, 12600),
+            Answer::Other(SpecOutcome::Failed),
+        );
+        let (rep, marked) = purchase(&mut dev, &s);
+        assert!(marked, "{:?} {:#?}", rep.outcome, rep.trace);
+        let p = purchased(&rep).clone();
+        cmautobuy_contract::validate::check_purchase_result(&p).unwrap();
+        let orders = dev.device.app().ledger().orders().to_vec();
+        assert_eq!(orders.len(), 1);
+        let o = &orders[0];
+        assert_eq!(p.order_sn.as_deref(), Some(o.order_sn.as_str()));
+        assert_eq!(o.options["color"], "雾霾蓝");
+        assert_eq!(o.options["size"], "M");
+        assert_eq!(o.quantity, 2);
+        assert_eq!(o.total_cent, 12600);
+        assert_eq!(p.confirmed_total_cent.map(|f| f.get()), Some(o.total_cent));
+        assert!(!o.payment_attempted && o.status == "unpaid");
+        assert!(p
+            .ordered_at
+            .as_deref()
+            .is_some_and(|t| t.ends_with("+08:00")));
+        assert!(p.irreversible_action_at.is_some());
+        assert!(
+            rep.stats.dumps <= 16,
+            "{} dumps: {:#?}",
+            rep.stats.dumps,
+            rep.trace
+        );
+        eprintln!(
+            "live purchase: {} dumps, {} round trips",
+            rep.stats.dumps,
+            rep.stats.round_trips()
+        );
+        // Crash recovery of the same run only reconciles: the same order, no second one.
+        let conf: Confirmation = serde_json::from_str(
+            &s.backend
+                .store
+                .purchase_snapshot(s.job.run.id)
+                .unwrap()
+                .unwrap(),
+        )
+        .unwrap();
+        let at = DateTime::parse_from_rfc3339(
+            s.backend
+                .store
+                .run(s.job.run.id)
+                .unwrap()
+                .irreversible_action_at
+                .as_deref()
+                .unwrap(),
+        )
+        .unwrap()
+        .with_timezone(&Utc);
+        let mut flow = ReconcileFlow::new(conf, at, true, Default::default());
+        let mut guarded = GuardedDevice::new(&mut dev, false);
+        let rep = drive(
+            &mut flow,
+            &mut guarded,
+            &mut crate::flow::driver::NoEffects,
+            &mut SystemClock,
+            None,
+            DriveLimits::default(),
+        );
+        assert_eq!(purchased(&rep).order_sn, p.order_sn);
+        assert_eq!(dev.device.app().ledger().orders().len(), 1);
+    }
+
+    #[test]
+    fn a_total_above_the_limit_places_no_order() {
+        let mut dev = phone();
+        let s = setup(
+            "cg3",
+            "live",
+            payload(HOODIE, json!({"color": "黑色", "size": "L"}), 2, 11799),
+            Answer::Other(SpecOutcome::Failed),
+        );
+        let (rep, marked) = purchase(&mut dev, &s);
+        let f = failure(&rep);
+        assert_eq!(f.code, FailureCode::PriceLimitExceeded);
+        assert_eq!(f.status, FailureStatus::Failed);
+        assert!(!marked);
+        assert!(dev.device.app().ledger().orders().is_empty());
+    }
+
+    #[test]
+    fn spec_resolution_outcomes() {
+        let weights = "602938475610";
+        let cases = [
+            (Answer::Match("120斤"), None),
+            (
+                Answer::Other(SpecOutcome::Uncertain),
+                Some((
+                    FailureStatus::ManualReview,
+                    FailureCode::SpecResolutionUncertain,
+                )),
+            ),
+            (
+                Answer::Other(SpecOutcome::Rejected),
+                Some((FailureStatus::Failed, FailureCode::SpecResolutionRejected)),
+            ),
+            (
+                Answer::Other(SpecOutcome::Failed),
+                Some((FailureStatus::RetryWait, FailureCode::SpecResolutionFailed)),
+            ),
+        ];
+        for (i, (answer, want)) in cases.into_iter().enumerate() {
+            let mut dev = phone();
+            let s = setup(
+                &format!("cg-spec-{i}"),
+                "live",
+                payload(weights, json!({"color": "黑色", "size": "60公斤"}), 1, 5000),
+                answer,
+            );
+            let (rep, _) = purchase(&mut dev, &s);
+            assert_eq!(
+                *s.backend.asked.lock().unwrap(),
+                1,
+                "exactly one resolution"
+            );
+            let orders = dev.device.app().ledger().orders().to_vec();
+            match want {
+                None => {
+                    let p = purchased(&rep);
+                    assert_eq!(p.options["size"], "120斤");
+                    assert_eq!(p.spec_resolution_id.as_deref(), Some("psr-test"));
+                    assert_eq!(orders.len(), 1);
+                    assert_eq!(orders[0].options["size"], "120斤");
+                }
+                Some((status, code)) => {
+                    let f = failure(&rep);
+                    assert_eq!((f.status, f.code.clone()), (status, code));
+                    assert!(orders.is_empty());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn pages_that_stop_a_purchase() {
+        let cases = [
+            (
+                "726677889900",
+                json!({"capacity": "500ml"}),
+                FailureStatus::ManualReview,
+                FailureCode::AddressMissing,
+            ),
+            (
+                HOODIE,
+                json!({"color": "黑色", "size": "XL"}),
+                FailureStatus::Failed,
+                FailureCode::SpecSoldOut,
+            ),
+            (
+                "659910273845",
+                json!({"color": "经典黑", "size": "40"}),
+                FailureStatus::Failed,
+                FailureCode::SpecSoldOut,
+            ),
+            (
+                "682233445566",
+                json!({"color": "白色"}),
+                FailureStatus::ManualReview,
+                FailureCode::LoginRequired,
+            ),
+            (
+                "693344556677",
+                json!({"spec": "500ml"}),
+                FailureStatus::ManualReview,
+                FailureCode::RiskVerification,
+            ),
+            (
+                HOODIE,
+                json!({"color": "紫色", "size": "L"}),
+                FailureStatus::Failed,
+                FailureCode::SpecNotFound,
+            ),
+        ];
+        for (i, (goods, options, status, code)) in cases.into_iter().enumerate() {
+            let mut dev = phone();
+            let s = setup(
+                &format!("cg-stop-{i}"),
+                "live",
+                payload(goods, options, 1, 1_000_000),
+                Answer::Other(SpecOutcome::Failed),
+            );
+            let (rep, marked) = purchase(&mut dev, &s);
+            let f = failure(&rep);
+            assert_eq!(
+                (f.status, f.code.clone()),
+                (status, code),
+                "{goods}: {}",
+                f.message
+            );
+            assert!(!marked);
+            assert!(dev.device.app().ledger().orders().is_empty());
+        }
+    }
+
+    #[test]
+    fn two_identical_unpaid_orders_make_the_match_ambiguous() {
+        let mut dev = phone();
+        let p = || payload(HOODIE, json!({"color": "燕麦色", "size": "S"}), 1, 6300);
+        for i in 0..2 {
+            let s = setup(
+                &format!("cg-pre-{i}"),
+                "live",
+                p(),
+                Answer::Other(SpecOutcome::Failed),
+            );
+            let (rep, _) = purchase(&mut dev, &s);
+            if i == 0 {
+                purchased(&rep);
+            }
+        }
+        let s = setup("cg-amb", "live", p(), Answer::Other(SpecOutcome::Failed));
+        let (rep, marked) = purchase(&mut dev, &s);
+        assert!(marked);
+        let f = failure(&rep);
+        assert_eq!(f.status, FailureStatus::ManualReview);
+        assert_eq!(f.code, FailureCode::AmbiguousOrderMatch);
+        assert_eq!(
+            f.diagnostics["candidates"].as_array().map(Vec::len),
+            Some(3)
+        );
+        let orders = dev.device.app().ledger().orders();
+        assert_eq!(orders.len(), 3);
+        assert!(orders.iter().all(|o| !o.payment_attempted));
+    }
+
+    #[test]
+    fn the_guard_refuses_pay_buttons_and_a_second_submit() {
+        let mut dev = phone();
+        let s = setup(
+            "cg-guard",
+            "live",
+            payload(HOODIE, json!({"color": "黑色", "size": "M"}), 1, 5900),
+            Answer::Other(SpecOutcome::Failed),
+        );
+        let _ = purchase(&mut dev, &s).0;
+        dev.device.run_line("input swipe 540 700 540 2200");
+        dev.device.run_line("input swipe 540 700 540 2200");
+        let xml = dev.dump_ui().unwrap();
+        std::fs::write("/tmp/sim_order_list.xml", &xml).unwrap();
+        eprintln!("LIST {}", crate::screen::inspect_json(&xml));
+        // Open the order list and try 去支付 on the card.
+        let mut g = GuardedDevice::new(&mut dev, true);
+        let dump = g.dump_ui().unwrap();
+        let tree = Tree::parse(&dump).unwrap();
+        let pay = tree
+            .nodes()
+            .find(|n| n.label() == "去支付")
+            .and_then(|n| n.tap_point())
+            .expect("a 去支付 button on the order list");
+        let e = g.tap(pay).unwrap_err();
+        assert_eq!(e.code, "TAP_REFUSED");
+        assert!(g
+            .into_inner()
+            .device
+            .app()
+            .ledger()
+            .orders()
+            .iter()
+            .all(|o| !o.payment_attempted));
+        let _ = VirtualClock(Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap());
+    }
+}
