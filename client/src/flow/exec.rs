@@ -297,7 +297,7 @@ pub fn run_job<S: DeviceSource + ?Sized>(
         Ok(f) => f,
         Err(f) => return fail_now(*f, &arts),
     };
-    let mut device = match source.device() {
+    let device = match source.device() {
         Ok(d) => d,
         Err(e) => {
             return fail_now(
@@ -306,6 +306,8 @@ pub fn run_job<S: DeviceSource + ?Sized>(
             )
         }
     };
+    // Defence in depth (issue 7): collect never taps a pay button or 提交订单.
+    let mut device = super::guard::GuardedDevice::new(device, false);
     let t0 = source.device_time_ms();
     let drive_report = drive(
         &mut flow,
