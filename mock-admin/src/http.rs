@@ -7,7 +7,7 @@
 //!   wrong methods (405, with `Allow`), oversized bodies (→ 400 `INVALID_BODY`) and panics.
 //! - [`client_layer`] (client endpoints only): bearer token, fault plans and the journal.
 
-use crate::error::{ApiError, ErrorMark};
+use crate::error::{ApiError, ErrorMark, StoreError};
 use crate::faults::{Endpoint, Fault, JournalEntry, Outcome, OutcomeMark};
 use crate::resolver::{self, SpecOverride};
 use crate::server::KillSwitch;
@@ -662,27 +662,15 @@ async fn submit_result(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    let task_id = path_id(path)?;
-    let client = client_id(&headers)?;
-    let key = idempotency_key(&headers)?;
-    let bytes = body_bytes(&headers, body)?;
-    let v = parse_object(&bytes)?;
-    let req = validate::result_request(&v)?;
-    let hash = store::canonical_hash(&v);
-    let raw = String::from_utf8_lossy(&bytes).into_owned();
-    let a =
-        s.db.call(move |c| {
-            let ctx = SubmitCtx {
-                task_id: &task_id,
-                client_id: &client,
-                key: &key,
-                request_hash: &hash,
-                raw_body: &raw,
-            };
-            store::submit_result(c, &ctx, &req)
-        })
-        .await?;
-    Ok(answer(a))
+    submit_report(
+        &s,
+        path,
+        headers,
+        body,
+        validate::result_request,
+        store::submit_result,
+    )
+    .await
 }
 
 /// §7: submit a failure or manual-review report; the answer carries `task_status`.
@@ -718,12 +706,37 @@ async fn submit_failure(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
+    submit_report(
+        &s,
+        path,
+        headers,
+        body,
+        validate::failure_request,
+        store::submit_failure,
+    )
+    .await
+}
+
+/// §6/§7: the shared plumbing of the result and failure handlers — path id, headers,
+/// body, validation, content hash, then the store call inside one transaction.
+async fn submit_report<R, E>(
+    s: &AppState,
+    path: Result<Path<String>, PathRejection>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+    check: fn(&Value) -> Result<R, E>,
+    submit: fn(&mut rusqlite::Connection, &SubmitCtx<'_>, &R) -> Result<Answer, StoreError>,
+) -> Result<Response, ApiError>
+where
+    R: Send + 'static,
+    ApiError: From<E>,
+{
     let task_id = path_id(path)?;
     let client = client_id(&headers)?;
     let key = idempotency_key(&headers)?;
     let bytes = body_bytes(&headers, body)?;
     let v = parse_object(&bytes)?;
-    let req = validate::failure_request(&v)?;
+    let req = check(&v)?;
     let hash = store::canonical_hash(&v);
     let raw = String::from_utf8_lossy(&bytes).into_owned();
     let a =
@@ -735,7 +748,7 @@ async fn submit_failure(
                 request_hash: &hash,
                 raw_body: &raw,
             };
-            store::submit_failure(c, &ctx, &req)
+            submit(c, &ctx, &req)
         })
         .await?;
     Ok(answer(a))
