@@ -39,7 +39,10 @@ use serde_json::{Map, Value};
 
 use super::goods::{self, Identity};
 use super::sheet::{self, grid_more, list_view, tappable, Reveal, SheetModel};
-use super::{AbortReason, Action, Flow, FlowFailure, FlowOutcome, Observation, Observed};
+use super::{
+    device_error, dump_failed, AbortReason, Action, Flow, FlowFailure, FlowOutcome, Observation,
+    Observed,
+};
 use crate::money::Fen;
 use crate::screen::{OptionForm, Point, Screen, SkuSheet};
 
@@ -926,12 +929,15 @@ impl Flow for CollectFlow {
                 message,
                 retryable,
             } => {
-                self.dump_failures += 1;
-                if !retryable || self.dump_failures >= self.limits.dump_failures {
-                    return finish_fail(
-                        FlowFailure::retry(FailureCode::UiDumpFailed, self.step.clone(), message)
-                            .with("dump_error", code),
-                    );
+                if let Some(f) = dump_failed(
+                    &mut self.dump_failures,
+                    self.limits.dump_failures,
+                    &self.step,
+                    code,
+                    message,
+                    retryable,
+                ) {
+                    return finish_fail(f);
                 }
                 self.then = Then::Observe(self.step.clone());
                 Action::Wait {
@@ -939,13 +945,10 @@ impl Flow for CollectFlow {
                 }
             }
             Observation::DeviceError { message, retryable } => {
-                self.device_errors += 1;
-                if !retryable || self.device_errors >= 2 {
-                    return finish_fail(FlowFailure::retry(
-                        FailureCode::DeviceOffline,
-                        self.step.clone(),
-                        message,
-                    ));
+                if let Some(f) =
+                    device_error(&mut self.device_errors, &self.step, message, retryable)
+                {
+                    return finish_fail(f);
                 }
                 // Collect changes nothing irreversible: look again after a pause.
                 self.then = Then::Observe(self.step.clone());

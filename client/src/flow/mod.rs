@@ -257,3 +257,42 @@ pub trait Flow {
     /// irreversible mark exists, else usually `retry_wait`).
     fn abort(&mut self, now: DateTime<Utc>, reason: AbortReason) -> FlowFailure;
 }
+
+/// A failed UI dump, shared by the collect and purchase flows: counts it and returns the
+/// failure to finish with when it is not retryable or `limit` dumps in a row have failed.
+pub(crate) fn dump_failed(
+    count: &mut u32,
+    limit: u32,
+    step: &FlowStep,
+    code: String,
+    message: String,
+    retryable: bool,
+) -> Option<FlowFailure> {
+    *count += 1;
+    if !retryable || *count >= limit {
+        return Some(
+            FlowFailure::retry(FailureCode::UiDumpFailed, step.clone(), message)
+                .with("dump_error", code),
+        );
+    }
+    None
+}
+
+/// A failed device action, shared by the collect and purchase flows: counts it and returns
+/// the failure to finish with when it is not retryable or it is the second in a row.
+pub(crate) fn device_error(
+    count: &mut u32,
+    step: &FlowStep,
+    message: String,
+    retryable: bool,
+) -> Option<FlowFailure> {
+    *count += 1;
+    if !retryable || *count >= 2 {
+        return Some(FlowFailure::retry(
+            FailureCode::DeviceOffline,
+            step.clone(),
+            message,
+        ));
+    }
+    None
+}

@@ -52,8 +52,8 @@ use super::goods::{self, Identity};
 use super::reconcile::{ReconcileFlow, ReconcileLimits};
 use super::sheet::{self, list_view, tappable, Reveal, SheetModel};
 use super::{
-    AbortReason, Action, Effect, EffectOutcome, Flow, FlowFailure, FlowOutcome, Observation,
-    Observed,
+    device_error, dump_failed, AbortReason, Action, Effect, EffectOutcome, Flow, FlowFailure,
+    FlowOutcome, Observation, Observed,
 };
 use crate::money::Fen;
 use crate::screen::sku_sheet::normalize_name;
@@ -1229,12 +1229,15 @@ impl Flow for PurchaseFlow {
                 message,
                 retryable,
             } => {
-                self.dump_failures += 1;
-                if !retryable || self.dump_failures >= self.limits.dump_failures {
-                    return finish_fail(
-                        FlowFailure::retry(FailureCode::UiDumpFailed, self.step.clone(), message)
-                            .with("dump_error", code),
-                    );
+                if let Some(f) = dump_failed(
+                    &mut self.dump_failures,
+                    self.limits.dump_failures,
+                    &self.step,
+                    code,
+                    message,
+                    retryable,
+                ) {
+                    return finish_fail(f);
                 }
                 self.then = Then::Observe(self.step.clone());
                 Action::Wait {
@@ -1242,13 +1245,10 @@ impl Flow for PurchaseFlow {
                 }
             }
             Observation::DeviceError { message, retryable } => {
-                self.device_errors += 1;
-                if !retryable || self.device_errors >= 2 {
-                    return finish_fail(FlowFailure::retry(
-                        FailureCode::DeviceOffline,
-                        self.step.clone(),
-                        message,
-                    ));
+                if let Some(f) =
+                    device_error(&mut self.device_errors, &self.step, message, retryable)
+                {
+                    return finish_fail(f);
                 }
                 self.then = Then::Observe(self.step.clone());
                 Action::Wait {
