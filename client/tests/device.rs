@@ -9,7 +9,7 @@
 use std::io::Read;
 use std::net::{SocketAddrV4, TcpListener};
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::Command;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -18,6 +18,7 @@ use cmautobuy_client::device::{
     doctor, AdbDevice, AdbOptions, Deadlines, Device, DeviceAddress, DeviceError, DumpMode, Op,
 };
 use cmautobuy_client::screen::{classify, DumpError, Screen, ScreenKind, Tree};
+use cmautobuy_sim_phone::testing::{adb_bin, free_port, run_with_deadline, AdbServer};
 use cmautobuy_sim_phone::{
     Catalog, Counters, DumpFault, Page, SimConfig, SimPhone, SimPhoneHandle,
 };
@@ -34,108 +35,6 @@ fn phone() -> SimPhoneHandle {
     SimPhone::bind("127.0.0.1:0".parse().expect("addr"), cfg).expect("phone starts")
 }
 
-/// The real `adb`. Missing adb is a test failure, never a skip.
-fn adb_bin() -> PathBuf {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .map(|d| d.join("adb"))
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| {
-            panic!(
-                "these tests need the real `adb` binary on PATH: install Debian's `adb` \
-                 package (`apt-get install -y adb`; scripts/test does this)"
-            )
-        })
-}
-
-/// A free loopback port that no adb server would touch on its own.
-fn free_port() -> u16 {
-    loop {
-        let l = TcpListener::bind("127.0.0.1:0").expect("bind");
-        let p = l.local_addr().expect("addr").port();
-        if p != 5037 && !(5555..=5585).contains(&p) {
-            return p;
-        }
-    }
-}
-
-/// Run adb to completion, bounded (adb itself has no timeouts).
-fn run_bounded(mut cmd: Command, limit: Duration) -> Output {
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn adb");
-    let mut so = child.stdout.take().expect("stdout");
-    let mut se = child.stderr.take().expect("stderr");
-    let t1 = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        let _ = so.read_to_end(&mut v);
-        v
-    });
-    let t2 = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        let _ = se.read_to_end(&mut v);
-        v
-    });
-    let end = Instant::now() + limit;
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("wait") {
-            break s;
-        }
-        if Instant::now() > end {
-            let _ = child.kill();
-            panic!("{cmd:?} did not finish within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    Output {
-        status,
-        stdout: t1.join().expect("join"),
-        stderr: t2.join().expect("join"),
-    }
-}
-
-/// A private adb server; `kill-server` on drop.
-struct AdbServer {
-    port: u16,
-    home: tempfile::TempDir,
-}
-
-impl AdbServer {
-    fn start() -> AdbServer {
-        let s = AdbServer {
-            port: free_port(),
-            home: tempfile::tempdir().expect("tmp"),
-        };
-        let o = s.adb(&["start-server"]);
-        assert!(o.status.success(), "adb start-server failed: {o:?}");
-        s
-    }
-
-    fn adb(&self, args: &[&str]) -> Output {
-        let mut c = Command::new(adb_bin());
-        c.arg("-P")
-            .arg(self.port.to_string())
-            .args(args)
-            .env("HOME", self.home.path())
-            .env("ANDROID_ADB_SERVER_PORT", self.port.to_string())
-            .env("ANDROID_USER_HOME", self.home.path().join(".android"));
-        run_bounded(c, Duration::from_secs(30))
-    }
-
-    fn addr(&self) -> SocketAddrV4 {
-        default_adb_server(Some(&self.port.to_string()))
-    }
-}
-
-impl Drop for AdbServer {
-    fn drop(&mut self) {
-        let _ = self.adb(&["kill-server"]);
-    }
-}
-
 /// One key for every direct connection of this test binary, made by `adb keygen`:
 /// RSA generation in an unoptimized build takes half a minute (the client's own
 /// generation is covered by a unit test). Kept in Cargo's per-target temp dir.
@@ -146,7 +45,7 @@ fn key_path() -> PathBuf {
         if !p.is_file() {
             let mut c = Command::new(adb_bin());
             c.arg("keygen").arg(&p);
-            let o = run_bounded(c, Duration::from_secs(60));
+            let o = run_with_deadline(c, Duration::from_secs(60));
             assert!(
                 o.status.success() && p.is_file(),
                 "adb keygen failed: {o:?}"
@@ -660,7 +559,7 @@ fn doctor_command_line() {
             .arg("--json")
             .env_remove("CMAUTOBUY_CONFIG")
             .env_remove("CMAUTOBUY_DEVICE");
-        run_bounded(c, Duration::from_secs(120))
+        run_with_deadline(c, Duration::from_secs(120))
     };
     let ok = run(&phone.serial());
     assert_eq!(ok.status.code(), Some(0), "{ok:?}");

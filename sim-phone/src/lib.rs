@@ -39,6 +39,9 @@ pub mod ledger;
 pub mod render;
 pub mod screens;
 pub mod shell;
+/// Test support for other crates' tests (and this crate's): a private adb server on a
+/// free port with its own home, killed on drop. Not used by the phone itself.
+pub mod testing;
 pub mod ui;
 
 use std::net::SocketAddr;

@@ -5,11 +5,11 @@
 //! Nothing here sleeps for luck: every wait is a bounded poll for a condition.
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, SocketAddrV4, TcpStream};
-use std::path::PathBuf;
+use std::net::{SocketAddr, TcpStream};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use cmautobuy_sim_phone::testing::AdbServer;
 use cmautobuy_sim_phone::ui::{Node, Rect, Screen};
 use cmautobuy_sim_phone::{
     Catalog, Device, DumpFault, FaultPlan, PopupKind, PopupSchedule, SimConfig, SimPhone,
@@ -32,138 +32,6 @@ fn fixed_config() -> SimConfig {
 
 fn start(cfg: SimConfig) -> SimPhoneHandle {
     SimPhone::bind("127.0.0.1:0".parse().expect("addr"), cfg).expect("phone starts")
-}
-
-/// The real `adb` binary. Missing adb is a failure, never a silent skip.
-fn adb_bin() -> PathBuf {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    for dir in std::env::split_paths(&path) {
-        let p = dir.join("adb");
-        if p.is_file() {
-            return p;
-        }
-    }
-    panic!(
-        "the real `adb` binary is required for these tests but is not on PATH: install \
-         Debian's `adb` package (`apt-get install adb`; scripts/test does this)"
-    );
-}
-
-/// A port for a private adb server: never 5037 (a user's server), never 5555-5585 (the
-/// emulator ports every adb server probes).
-fn free_port() -> u16 {
-    loop {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-        let p = l.local_addr().expect("addr").port();
-        if p != 5037 && !(5555..=5585).contains(&p) {
-            return p;
-        }
-    }
-}
-
-/// Run a child to completion under a deadline (adb has no timeouts of its own).
-fn run_with_deadline(mut cmd: Command, deadline: Duration) -> Output {
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let mut out = child.stdout.take().expect("stdout");
-    let mut err = child.stderr.take().expect("stderr");
-    let t_out = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        let _ = out.read_to_end(&mut v);
-        v
-    });
-    let t_err = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        let _ = err.read_to_end(&mut v);
-        v
-    });
-    let end = Instant::now() + deadline;
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("wait") {
-            break s;
-        }
-        if Instant::now() > end {
-            let _ = child.kill();
-            panic!("command {cmd:?} did not finish within {deadline:?}");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    Output {
-        status,
-        stdout: t_out.join().expect("join"),
-        stderr: t_err.join().expect("join"),
-    }
-}
-
-/// A private adb server, killed on drop.
-struct AdbServer {
-    port: u16,
-    home: tempfile::TempDir,
-}
-
-impl AdbServer {
-    fn start() -> AdbServer {
-        let s = AdbServer {
-            port: free_port(),
-            home: tempfile::tempdir().expect("tempdir"),
-        };
-        let o = s.adb(&["start-server"]);
-        assert!(o.status.success(), "adb start-server: {o:?}");
-        s
-    }
-
-    fn adb(&self, args: &[&str]) -> Output {
-        let mut c = Command::new(adb_bin());
-        c.arg("-P")
-            .arg(self.port.to_string())
-            .args(args)
-            .env("HOME", self.home.path())
-            .env("ANDROID_ADB_SERVER_PORT", self.port.to_string())
-            .env("ANDROID_USER_HOME", self.home.path().join(".android"));
-        run_with_deadline(c, Duration::from_secs(30))
-    }
-
-    fn shell(&self, serial: &str, args: &[&str]) -> Output {
-        let mut a = vec!["-s", serial, "shell"];
-        a.extend_from_slice(args);
-        self.adb(&a)
-    }
-
-    /// `adb connect` and poll `adb devices` until the phone is listed as `device`
-    /// (a freshly connected device can show `offline` for a moment).
-    fn connect(&self, serial: &str) {
-        let end = Instant::now() + Duration::from_secs(30);
-        loop {
-            let _ = self.adb(&["connect", serial]);
-            let d = self.adb(&["devices"]);
-            let listing = String::from_utf8_lossy(&d.stdout).to_string();
-            if listing
-                .lines()
-                .any(|l| l.split_whitespace().collect::<Vec<_>>() == [serial, "device"])
-            {
-                return;
-            }
-            assert!(
-                Instant::now() < end,
-                "phone never became `device`: {listing}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn addr(&self) -> SocketAddrV4 {
-        SocketAddrV4::new(std::net::Ipv4Addr::LOCALHOST, self.port)
-    }
-}
-
-impl Drop for AdbServer {
-    fn drop(&mut self) {
-        let _ = self.adb(&["kill-server"]);
-    }
 }
 
 fn png_size(bytes: &[u8]) -> (u32, u32) {

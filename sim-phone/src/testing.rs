@@ -1,0 +1,184 @@
+//! A private adb server for tests: Debian's real `adb` on its own free loopback port and
+//! its own home directory, so a user's server on 5037 is never touched. Shared by the
+//! sim-phone, client and end-to-end tests; std only.
+//!
+//! A missing `adb` binary is a test failure, never a silent skip. Every adb run has a
+//! deadline (adb has no timeouts of its own).
+
+use std::io::Read;
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// The real `adb` binary on `PATH`. Panics (with how to install it) when it is missing.
+pub fn adb_bin() -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for dir in std::env::split_paths(&path) {
+        let p = dir.join("adb");
+        if p.is_file() {
+            return p;
+        }
+    }
+    panic!(
+        "the real `adb` binary is required for these tests but is not on PATH: install \
+         Debian's `adb` package (`apt-get install -y adb`; scripts/test does this)"
+    );
+}
+
+/// A loopback port for a private adb server: never 5037 (a user's server) and never
+/// 5555–5585 (the emulator ports every adb server probes).
+pub fn free_port() -> u16 {
+    loop {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let p = l.local_addr().expect("addr").port();
+        if p != 5037 && !(5555..=5585).contains(&p) {
+            return p;
+        }
+    }
+}
+
+/// Run a child to completion under a deadline; panics when it does not finish in time
+/// (the child is killed first).
+pub fn run_with_deadline(mut cmd: Command, deadline: Duration) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut out = child.stdout.take().expect("stdout");
+    let mut err = child.stderr.take().expect("stderr");
+    let t_out = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = out.read_to_end(&mut v);
+        v
+    });
+    let t_err = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = err.read_to_end(&mut v);
+        v
+    });
+    let end = Instant::now() + deadline;
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if Instant::now() > end {
+            let _ = child.kill();
+            panic!("command {cmd:?} did not finish within {deadline:?}");
+        }
+        // Polling a child process's exit: adb has no timeouts of its own.
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    Output {
+        status,
+        stdout: t_out.join().expect("join"),
+        stderr: t_err.join().expect("join"),
+    }
+}
+
+/// A fresh, empty directory under the system temp dir (removed by [`AdbServer`]'s drop).
+fn unique_home() -> PathBuf {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    loop {
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        let dir = std::env::temp_dir().join(format!(
+            "cmautobuy-adb-home-{}-{}-{nanos}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        match std::fs::create_dir(&dir) {
+            Ok(()) => return dir,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => panic!("create adb home {}: {e}", dir.display()),
+        }
+    }
+}
+
+/// A private adb server on its own port and home: `start-server` on [`AdbServer::start`],
+/// `kill-server` (and the home removed) on drop.
+pub struct AdbServer {
+    port: u16,
+    home: PathBuf,
+}
+
+impl AdbServer {
+    /// Start the server; panics when `adb start-server` fails.
+    pub fn start() -> AdbServer {
+        let s = AdbServer {
+            port: free_port(),
+            home: unique_home(),
+        };
+        let o = s.adb(&["start-server"]);
+        assert!(o.status.success(), "adb start-server: {o:?}");
+        s
+    }
+
+    /// The server's port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The server's private home directory.
+    pub fn home(&self) -> &Path {
+        &self.home
+    }
+
+    /// The server's address (`127.0.0.1:PORT`).
+    pub fn addr(&self) -> SocketAddrV4 {
+        SocketAddrV4::new(Ipv4Addr::LOCALHOST, self.port)
+    }
+
+    /// Run `adb ARGS` against this server (30 s deadline).
+    pub fn adb(&self, args: &[&str]) -> Output {
+        let mut c = Command::new(adb_bin());
+        c.arg("-P")
+            .arg(self.port.to_string())
+            .args(args)
+            .env("HOME", &self.home)
+            .env("ANDROID_ADB_SERVER_PORT", self.port.to_string())
+            .env("ANDROID_USER_HOME", self.home.join(".android"));
+        run_with_deadline(c, Duration::from_secs(30))
+    }
+
+    /// `adb -s SERIAL shell ARGS`.
+    pub fn shell(&self, serial: &str, args: &[&str]) -> Output {
+        let mut a = vec!["-s", serial, "shell"];
+        a.extend_from_slice(args);
+        self.adb(&a)
+    }
+
+    /// `adb connect` and poll `adb devices` until the phone is listed as `device`
+    /// (a freshly connected device can show `offline` for a moment); panics after 30 s.
+    pub fn connect(&self, serial: &str) {
+        let end = Instant::now() + Duration::from_secs(30);
+        loop {
+            let _ = self.adb(&["connect", serial]);
+            let d = self.adb(&["devices"]);
+            let listing = String::from_utf8_lossy(&d.stdout).to_string();
+            if listing
+                .lines()
+                .any(|l| l.split_whitespace().collect::<Vec<_>>() == [serial, "device"])
+            {
+                return;
+            }
+            assert!(
+                Instant::now() < end,
+                "phone never became `device`: {listing}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for AdbServer {
+    fn drop(&mut self) {
+        let _ = self.adb(&["kill-server"]);
+        let _ = std::fs::remove_dir_all(&self.home);
+    }
+}
