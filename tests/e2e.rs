@@ -14,6 +14,8 @@ fn run(admin: &Admin, data: &Path, f: impl FnOnce(&mut RehearseOptions)) -> Summ
         admin: Some(admin.url.clone()),
         data_dir: Some(data.to_path_buf()),
         json: true,
+        // The whole catalog: the goods that must fail are checked too.
+        failure_paths: true,
         ..RehearseOptions::default()
     };
     f(&mut o);

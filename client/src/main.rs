@@ -117,6 +117,11 @@ enum Command {
         /// with --device), issue 7.
         #[arg(long)]
         live: bool,
+        /// Add the failure paths to the demo batch: goods that redirect, need a login,
+        /// show a risk page or are delisted, and purchases refused for the price limit,
+        /// a missing address or a sold-out option — each must end with its code.
+        #[arg(long)]
+        failure_paths: bool,
     },
     /// Save the name/device locally, then register with the Admin (§4.1).
     Register {
@@ -259,6 +264,7 @@ fn main() -> ExitCode {
             json,
             no_purchases,
             live,
+            failure_paths,
         } => {
             return rehearse_cmd(
                 cli.data_dir.clone(),
@@ -270,7 +276,7 @@ fn main() -> ExitCode {
                 adb_server.as_deref(),
                 *timeout,
                 *json,
-                (!*no_purchases, *live),
+                (!*no_purchases, *live, *failure_paths),
             )
         }
         Command::SpecResolutionKey { input } => spec_resolution_key(input),
@@ -846,7 +852,7 @@ fn rehearse_cmd(
     adb_server: Option<&str>,
     timeout: u64,
     json: bool,
-    (purchases, live): (bool, bool),
+    (purchases, live, failure_paths): (bool, bool, bool),
 ) -> ExitCode {
     use cmautobuy_client::rehearse::{self, RehearseOptions, SimRoute};
     init_tracing("warn");
@@ -879,6 +885,7 @@ fn rehearse_cmd(
         json,
         purchases,
         live,
+        failure_paths,
         ..RehearseOptions::default()
     };
     match rehearse::rehearse(opts) {

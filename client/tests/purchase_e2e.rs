@@ -58,7 +58,7 @@ fn run(admin: &Admin, dir: &std::path::Path, live: bool) -> Summary {
     let tag = if live { "e2e-live" } else { "e2e-dry" };
     std::fs::write(
         &batch,
-        serde_json::to_vec(&purchase_demo(tag, live)).expect("json"),
+        serde_json::to_vec(&purchase_demo(tag, live, true)).expect("json"),
     )
     .expect("batch");
     let o = RehearseOptions {
@@ -143,6 +143,7 @@ fn dry_run_and_live_purchases_end_to_end() {
     for (name, options, qty, total) in [
         ("-ok-", ("黑色", "L"), 2, 11800),
         ("-spec-", ("黑色", "120斤"), 1, 4580),
+        ("-ok2-", ("雾霾蓝", "M"), 1, 6300),
     ] {
         let line = s.tasks.iter().find(|l| l.id.contains(name)).expect("task");
         assert!(line.dumps <= 16, "{}: {} dumps", line.id, line.dumps);
