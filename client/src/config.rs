@@ -11,6 +11,7 @@ use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::artifacts::Retention;
 use crate::secret::Secret;
 
 #[derive(Debug, thiserror::Error)]
@@ -46,6 +47,11 @@ pub struct FileConfig {
     pub request_timeout_secs: Option<f64>,
     pub max_body_bytes: Option<usize>,
     pub log: Option<String>,
+    /// Artifact retention: the newest attempts kept per task (≥ 1; default 5).
+    pub artifacts_keep_attempts: Option<u64>,
+    /// Artifact retention: attempts older than this many days are removed whatever
+    /// their rank (default 30; 0 = no age limit).
+    pub artifacts_max_age_days: Option<f64>,
 }
 
 /// What the user typed on the command line (all optional).
@@ -72,6 +78,9 @@ pub struct Config {
     pub connect_timeout: Duration,
     pub request_timeout: Duration,
     pub max_body_bytes: usize,
+    /// Which artifact attempts are kept (`artifacts_keep_attempts`,
+    /// `artifacts_max_age_days`).
+    pub retention: Retention,
     /// A tracing filter (`info`, `cmautobuy_client=debug`, …).
     pub log: String,
     /// The config file actually read, if any.
@@ -123,6 +132,15 @@ fn env_config(env: &dyn Fn(&str) -> Option<String>) -> Result<FileConfig, Config
         request_timeout_secs: num("REQUEST_TIMEOUT_SECS")?,
         max_body_bytes: num("MAX_BODY_BYTES")?.map(|v| v as usize),
         log: get("LOG"),
+        artifacts_keep_attempts: get("ARTIFACTS_KEEP_ATTEMPTS")
+            .map(|v| {
+                v.trim().parse::<u64>().map_err(|_| ConfigError::Value {
+                    name: "CMAUTOBUY_ARTIFACTS_KEEP_ATTEMPTS".into(),
+                    message: format!("{v:?} is not a whole number"),
+                })
+            })
+            .transpose()?,
+        artifacts_max_age_days: num("ARTIFACTS_MAX_AGE_DAYS")?,
     })
 }
 
@@ -151,6 +169,10 @@ fn merge(base: FileConfig, over: FileConfig) -> FileConfig {
         request_timeout_secs: over.request_timeout_secs.or(base.request_timeout_secs),
         max_body_bytes: over.max_body_bytes.or(base.max_body_bytes),
         log: over.log.or(base.log),
+        artifacts_keep_attempts: over
+            .artifacts_keep_attempts
+            .or(base.artifacts_keep_attempts),
+        artifacts_max_age_days: over.artifacts_max_age_days.or(base.artifacts_max_age_days),
     }
 }
 
@@ -209,8 +231,42 @@ pub fn load(flags: Overrides, env: &dyn Fn(&str) -> Option<String>) -> Result<Co
             .max_body_bytes
             .unwrap_or(crate::gateway::DEFAULT_MAX_BODY_BYTES),
         log: c.log.unwrap_or_else(|| "info".to_string()),
+        retention: retention(c.artifacts_keep_attempts, c.artifacts_max_age_days)?,
         file: file_path,
     })
+}
+
+/// The retention setting from its two keys; unset keys keep [`Retention::default`].
+fn retention(keep: Option<u64>, max_age_days: Option<f64>) -> Result<Retention, ConfigError> {
+    let mut r = Retention::default();
+    if let Some(n) = keep {
+        r.keep_attempts =
+            usize::try_from(n)
+                .ok()
+                .filter(|&n| n >= 1)
+                .ok_or_else(|| ConfigError::Value {
+                    name: "artifacts_keep_attempts".into(),
+                    message: format!(
+                        "{n} must be at least 1 (the attempt being written is always kept)"
+                    ),
+                })?;
+    }
+    if let Some(days) = max_age_days {
+        r.max_age = if days == 0.0 {
+            None
+        } else {
+            Some(
+                Duration::try_from_secs_f64(days * 86_400.0)
+                    .ok()
+                    .filter(|d| !d.is_zero())
+                    .ok_or_else(|| ConfigError::Value {
+                        name: "artifacts_max_age_days".into(),
+                        message: format!("{days} is not a positive number of days (0 = no limit)"),
+                    })?,
+            )
+        };
+    }
+    Ok(r)
 }
 
 #[cfg(test)]
@@ -224,6 +280,59 @@ mod tests {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         move |k| m.get(k).cloned()
+    }
+
+    #[test]
+    fn retention_keys_from_file_and_env_with_validation() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("c.toml");
+        std::fs::write(
+            &file,
+            "artifacts_keep_attempts = 2\nartifacts_max_age_days = 7\n",
+        )
+        .unwrap();
+        let path = file.to_str().unwrap().to_string();
+        let c = load(
+            Overrides::default(),
+            &env_of(&[("CMAUTOBUY_CONFIG", &path)]),
+        )
+        .unwrap();
+        assert_eq!(c.retention.keep_attempts, 2);
+        assert_eq!(c.retention.max_age, Some(Duration::from_secs(7 * 86_400)));
+
+        // The environment wins over the file; 0 days means no age limit.
+        let c = load(
+            Overrides::default(),
+            &env_of(&[
+                ("CMAUTOBUY_CONFIG", &path),
+                ("CMAUTOBUY_ARTIFACTS_KEEP_ATTEMPTS", "9"),
+                ("CMAUTOBUY_ARTIFACTS_MAX_AGE_DAYS", "0"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(c.retention.keep_attempts, 9);
+        assert_eq!(c.retention.max_age, None);
+
+        // Unset: the defaults.
+        let c = load(Overrides::default(), &env_of(&[("HOME", "/h")])).unwrap();
+        assert_eq!(c.retention, Retention::default());
+
+        // Nonsense is a typed error naming the key, never a silent default.
+        for (k, v) in [
+            ("CMAUTOBUY_ARTIFACTS_KEEP_ATTEMPTS", "0"),
+            ("CMAUTOBUY_ARTIFACTS_KEEP_ATTEMPTS", "-1"),
+            ("CMAUTOBUY_ARTIFACTS_KEEP_ATTEMPTS", "two"),
+            ("CMAUTOBUY_ARTIFACTS_MAX_AGE_DAYS", "-3"),
+            ("CMAUTOBUY_ARTIFACTS_MAX_AGE_DAYS", "NaN"),
+        ] {
+            let err = load(Overrides::default(), &env_of(&[("HOME", "/h"), (k, v)]))
+                .expect_err(&format!("{k}={v}"));
+            assert!(matches!(err, ConfigError::Value { .. }), "{k}={v}: {err}");
+            assert!(
+                err.to_string().to_lowercase().contains("artifacts"),
+                "{err}"
+            );
+        }
     }
 
     #[test]

@@ -831,11 +831,9 @@ fn run_on_device(cfg: Config, exit_when_idle: bool, allow_live: bool) -> Result<
         rt.handle().clone(),
         allow_live,
     );
-    let exec = FlowExecutor::new(
-        source,
-        FlowExecutorConfig::new(cfg.data_dir.join("artifacts")),
-    )
-    .with_purchase(Arc::new(backend));
+    let mut exec_cfg = FlowExecutorConfig::new(cfg.data_dir.join("artifacts"));
+    exec_cfg.retention = cfg.retention;
+    let exec = FlowExecutor::new(source, exec_cfg).with_purchase(Arc::new(backend));
     run_on(cfg, exit_when_idle, exec, store, gw, rt)
 }
 
