@@ -574,3 +574,27 @@ fn fuzz_mutated_dumps_for_a_while() {
     );
     assert!(cases > 0);
 }
+
+/// The goods page's price row as the app draws it with a struck-through list price:
+/// "券后" "¥" "4.7" "¥12.9" "已拼8500件". The price is the deal price (4.7), never the
+/// list price that happens to be the first label carrying its own sign.
+#[test]
+fn goods_price_is_the_deal_price_not_the_list_price() {
+    let xml = read_dump(&fixtures_dir().join("goods_detail.xml"));
+    let line = xml
+        .lines()
+        .find(|l| l.contains(r#"text="4.7""#))
+        .expect("the amount node");
+    let list_price = line
+        .replace(r#"index="2""#, r#"index="3""#)
+        .replace(r#"text="4.7""#, r#"text="¥12.9""#);
+    let xml = xml.replacen(line, &format!("{line}\n{list_price}"), 1);
+    let tree = Tree::parse(&xml).expect("parses");
+    match classify(&tree) {
+        Screen::GoodsDetail(g) => {
+            assert_eq!(g.price, Some(Fen(470)), "{:?}", g.price_text);
+            assert_eq!(g.price_text.as_deref(), Some("券后¥4.7"));
+        }
+        other => panic!("not the goods page: {other:?}"),
+    }
+}

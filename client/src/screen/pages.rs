@@ -312,13 +312,25 @@ fn first_price(
         if let Some(p) = parse_price(text) {
             return (Some(p), Some(text.to_string()));
         }
-        // Split: read the siblings from the one before the sign (a "券后" wording).
+        // Split: read the siblings from the one before the sign (a "券后" wording). The
+        // row's first price is the one shown as the price; a second sign-bearing sibling
+        // after it is the struck-through list price ("券后" "¥" "59" "¥129"), not an
+        // ambiguity, so the row is cut there.
         if let Some(parent) = n.parent() {
-            let parts: Vec<&str> = parent
+            let mut parts: Vec<&str> = parent
                 .children()
                 .map(|c| trim_name(c.text()))
                 .filter(|t| !t.is_empty())
                 .collect();
+            if let Some(second) = parts
+                .iter()
+                .enumerate()
+                .filter(|(_, t)| t.contains(SIGNS))
+                .nth(1)
+                .map(|(i, _)| i)
+            {
+                parts.truncate(second);
+            }
             if let Some(p) = price_from_parts(parts.iter().copied()) {
                 let joined: String = parts
                     .iter()
