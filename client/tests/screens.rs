@@ -137,7 +137,8 @@ fn every_screen_kind_has_a_fixture() {
 }
 
 /// The real dumps live next to the repository (`../shared/pdd-real-dumps`), never in it.
-/// Their absence is loud: the test fails unless `CMAUTOBUY_NO_SHARED=1` says so.
+/// Their absence is loud: the test fails unless `CMAUTOBUY_NO_SHARED=1` says so
+/// (`scripts/test` sets it, with a banner at its start and end, when they are missing).
 #[test]
 fn real_pdd_dumps_are_classified() {
     let dir = repo_root().join("../shared/pdd-real-dumps");
