@@ -1,0 +1,121 @@
+//! The README's first command as the operator runs it: the real `cmautobuy-client`
+//! binary, `rehearse` with no flags (the bundled mock Admin and the simulated phone
+//! in-process), its summary and its exit status; and `--tasks FILE` with a batch of the
+//! operator's own, where one expectation is wrong, so the exit status says so.
+
+use std::process::{Command, Output};
+
+use serde_json::{json, Value};
+
+fn rehearse(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cmautobuy-client"))
+        .arg("rehearse")
+        .args(["--timeout", "300"])
+        .args(args)
+        .env_remove("CMAUTOBUY_CONFIG")
+        .output()
+        .expect("the client binary runs")
+}
+
+#[test]
+fn rehearse_with_no_flags_succeeds_on_every_task_and_exits_0() {
+    let out = rehearse(&[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "exit {:?}\n{stdout}\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // A progress line per task, then the summary.
+    let progress = stdout
+        .lines()
+        .filter(|l| l.starts_with('[') && l.contains("] "))
+        .count();
+    assert_eq!(progress, 12, "{stdout}");
+    assert!(stdout.contains("outcomes: succeeded=12\n"), "{stdout}");
+    assert!(
+        stdout.contains("every task succeeded (12 of 12)"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("BAD"), "{stdout}");
+    // Dry-run purchases are part of the demo batch.
+    assert!(stdout.contains("-purchase-spec-602938475610"), "{stdout}");
+}
+
+#[test]
+fn rehearse_tasks_file_reports_an_unmet_expectation_with_exit_1() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("batch.json");
+    let collect = |id: &str, goods: &str, title: Option<&str>, expect: &str| {
+        let mut payload = json!({
+            "goods_id": goods,
+            "goods_url": format!("https://mobile.yangkeduo.com/goods.html?goods_id={goods}"),
+        });
+        if let Some(t) = title {
+            payload["expected_title"] = json!(t);
+        }
+        json!({"id": id, "type": "collect", "payload": payload, "expect": expect})
+    };
+    let batch = json!([
+        // An old link that now opens another goods: with the title the Admin expects, the
+        // redirect is caught and never reported as a success.
+        collect(
+            "cli-redirect",
+            "671122334455",
+            Some("旧链接：加厚连帽卫衣女（已迁移）"),
+            "failed:GOODS_MISMATCH"
+        ),
+        // Collects fine, but the batch (wrongly) expects it delisted.
+        collect(
+            "cli-wrong",
+            "602938475610",
+            None,
+            "failed:GOODS_UNAVAILABLE"
+        ),
+    ]);
+    std::fs::write(&file, serde_json::to_vec(&batch).expect("json")).expect("write");
+    let data = dir.path().join("data");
+    let out = rehearse(&[
+        "--json",
+        "--tasks",
+        file.to_str().expect("utf-8 path"),
+        "--data-dir",
+        data.to_str().expect("utf-8 path"),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert_eq!(summary["ok"], false);
+    let line = |id: &str| {
+        summary["tasks"]
+            .as_array()
+            .and_then(|t| t.iter().find(|l| l["id"] == id))
+            .cloned()
+            .unwrap_or_else(|| panic!("{id} in {summary}"))
+    };
+    let redirect = line("cli-redirect");
+    assert_eq!(redirect["outcome"], "failed:GOODS_MISMATCH");
+    assert_eq!(redirect["as_expected"], true);
+    let wrong = line("cli-wrong");
+    assert_eq!(wrong["outcome"], "succeeded");
+    assert_eq!(wrong["as_expected"], false);
+    assert!(wrong["dumps"].as_u64().unwrap_or(0) > 0, "{wrong}");
+    // Kept with --data-dir: the artifacts of the run are there to look at.
+    assert!(data.join("artifacts").is_dir());
+}
+
+#[test]
+fn rehearse_refuses_a_batch_file_that_is_not_a_batch() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("batch.json");
+    std::fs::write(&file, br#"{"not": "an array"}"#).expect("write");
+    let out = rehearse(&["--tasks", file.to_str().expect("utf-8 path")]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("is not a batch"), "{stderr}");
+}
