@@ -52,6 +52,9 @@ pub struct FileConfig {
     /// Artifact retention: attempts older than this many days are removed whatever
     /// their rank (default 30; 0 = no age limit).
     pub artifacts_max_age_days: Option<f64>,
+    /// `run` declares `live` and runs live purchase tasks live (real, unpaid orders), as
+    /// `run --allow-live` does — for a machine that runs unattended. Default false.
+    pub allow_live: Option<bool>,
 }
 
 /// What the user typed on the command line (all optional).
@@ -81,6 +84,8 @@ pub struct Config {
     /// Which artifact attempts are kept (`artifacts_keep_attempts`,
     /// `artifacts_max_age_days`).
     pub retention: Retention,
+    /// `allow_live`: live purchases enabled by configuration (`run --allow-live` also).
+    pub allow_live: bool,
     /// A tracing filter (`info`, `cmautobuy_client=debug`, …).
     pub log: String,
     /// The config file actually read, if any.
@@ -141,6 +146,16 @@ fn env_config(env: &dyn Fn(&str) -> Option<String>) -> Result<FileConfig, Config
             })
             .transpose()?,
         artifacts_max_age_days: num("ARTIFACTS_MAX_AGE_DAYS")?,
+        allow_live: get("ALLOW_LIVE")
+            .map(|v| match v.trim() {
+                "true" | "1" => Ok(true),
+                "false" | "0" => Ok(false),
+                other => Err(ConfigError::Value {
+                    name: "CMAUTOBUY_ALLOW_LIVE".into(),
+                    message: format!("{other:?} is not true/false/1/0"),
+                }),
+            })
+            .transpose()?,
     })
 }
 
@@ -173,6 +188,7 @@ fn merge(base: FileConfig, over: FileConfig) -> FileConfig {
             .artifacts_keep_attempts
             .or(base.artifacts_keep_attempts),
         artifacts_max_age_days: over.artifacts_max_age_days.or(base.artifacts_max_age_days),
+        allow_live: over.allow_live.or(base.allow_live),
     }
 }
 
@@ -232,6 +248,7 @@ pub fn load(flags: Overrides, env: &dyn Fn(&str) -> Option<String>) -> Result<Co
             .unwrap_or(crate::gateway::DEFAULT_MAX_BODY_BYTES),
         log: c.log.unwrap_or_else(|| "info".to_string()),
         retention: retention(c.artifacts_keep_attempts, c.artifacts_max_age_days)?,
+        allow_live: c.allow_live.unwrap_or(false),
         file: file_path,
     })
 }
@@ -382,6 +399,44 @@ mod tests {
         )
         .unwrap_err();
         assert!(!err.to_string().contains("secret-tok"), "{err}");
+    }
+
+    #[test]
+    fn allow_live_is_off_unless_configured() {
+        let c = load(Overrides::default(), &env_of(&[("HOME", "/h")])).unwrap();
+        assert!(!c.allow_live, "live purchases are never on by default");
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("c.toml");
+        std::fs::write(&file, "allow_live = true\n").unwrap();
+        let path = file.to_str().unwrap().to_string();
+        let c = load(
+            Overrides::default(),
+            &env_of(&[("CMAUTOBUY_CONFIG", &path)]),
+        )
+        .unwrap();
+        assert!(c.allow_live);
+        // The environment overrides the file, both ways.
+        let c = load(
+            Overrides::default(),
+            &env_of(&[("CMAUTOBUY_CONFIG", &path), ("CMAUTOBUY_ALLOW_LIVE", "0")]),
+        )
+        .unwrap();
+        assert!(!c.allow_live);
+        let err = load(
+            Overrides::default(),
+            &env_of(&[("HOME", "/h"), ("CMAUTOBUY_ALLOW_LIVE", "yes please")]),
+        )
+        .expect_err("not a boolean");
+        assert!(err.to_string().contains("CMAUTOBUY_ALLOW_LIVE"), "{err}");
+        // A string in the file is a parse error, not "true".
+        std::fs::write(&file, "allow_live = \"true\"\n").unwrap();
+        assert!(matches!(
+            load(
+                Overrides::default(),
+                &env_of(&[("CMAUTOBUY_CONFIG", &path)])
+            ),
+            Err(ConfigError::Parse { .. })
+        ));
     }
 
     #[test]

@@ -75,6 +75,7 @@ enum Command {
         stub_executor: bool,
         /// Declare `live` and run live purchase tasks live on the configured device —
         /// real, unpaid orders (issue 7). Off by default: purchases run as dry runs.
+        /// The config key `allow_live = true` does the same for unattended machines.
         #[arg(long)]
         allow_live: bool,
     },
@@ -290,7 +291,8 @@ fn main() -> ExitCode {
             if *stub_executor {
                 run(cfg, *exit_when_idle, StubExecutor)
             } else {
-                run_on_device(cfg, *exit_when_idle, *allow_live)
+                let live = *allow_live || cfg.allow_live;
+                run_on_device(cfg, *exit_when_idle, live)
             }
         }),
         Command::Register { conn } => load(overrides(Some(conn), None)).and_then(register),
@@ -820,7 +822,15 @@ fn run_on_device(cfg: Config, exit_when_idle: bool, allow_live: bool) -> Result<
     let source = AdbSource::open(addr, AdbOptions::new(cfg.data_dir.join("adbkey")))
         .map_err(|e| Failure::new(2, anyhow::anyhow!("device {serial}: {e}")))?;
     // Purchases (issue 7): the flow's effects need the store and the Admin; live only
-    // with --allow-live.
+    // with --allow-live or `allow_live = true` in the config.
+    if allow_live {
+        tracing::warn!(
+            device = %serial,
+            "live purchases enabled: live tasks place real orders on this phone (never paid)"
+        );
+    } else {
+        tracing::info!("purchases run as dry runs (live needs --allow-live or allow_live = true)");
+    }
     let store = open_and_save(&cfg)?;
     let gw = Arc::new(gateway(&cfg, &store)?);
     let rt = runtime()?;

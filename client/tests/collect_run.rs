@@ -1,6 +1,7 @@
 //! `cmautobuy-client run` executes collect tasks from an Admin over HTTP on a phone:
 //! the real binary, the bundled mock Admin on loopback HTTP, the simulated phone over
-//! the real ADB protocol (direct TCP), and the stored `pdd_data` read back.
+//! the real ADB protocol (direct TCP), and the stored `pdd_data` read back; and the
+//! `allow_live` config key gating live purchases.
 
 use std::process::Command;
 use std::time::Duration;
@@ -95,6 +96,92 @@ fn run_collects_on_the_configured_device_and_the_admin_stores_pdd_data() {
             .windows(b"tok-SECRET-42".len())
             .any(|w| w == b"tok-SECRET-42"));
     }
+    drop(phone);
+    rt.shutdown_timeout(Duration::from_secs(1));
+}
+
+/// `allow_live = true` in the config (here its environment twin) is what an unattended
+/// machine uses instead of `run --allow-live`: without it a live purchase task is never
+/// claimed (the client declares `dry_run`, contract §5); with it the same task places
+/// exactly one unpaid order and the Admin stores the live result.
+#[test]
+fn allow_live_in_the_config_runs_a_live_purchase_and_without_it_nothing_is_ordered() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let admin = MockAdmin::open(MockAdminConfig::in_memory()).unwrap();
+    let op = admin.operator();
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    rt.spawn(admin.serve(listener, std::future::pending()));
+    let catalog = Catalog::load(&Catalog::bundled_dir()).unwrap();
+    let phone = SimPhone::bind("127.0.0.1:0".parse().unwrap(), SimConfig::new(catalog)).unwrap();
+    rt.block_on(op.create_task(json!({
+        "id": "live-1",
+        "type": "purchase",
+        "execution_mode": "live",
+        "payload": {
+            "goods_id": "737116531267",
+            "goods_url": "https://mobile.yangkeduo.com/goods.html?goods_id=737116531267",
+            "options": {"color": "黑色", "size": "L"},
+            "quantity": 1,
+            "max_price_cent": 10000,
+        },
+    })))
+    .unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let run = |allow_live: Option<&str>| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_cmautobuy-client"));
+        c.arg("--data-dir")
+            .arg(data.path())
+            .args([
+                "run",
+                "--admin",
+                &url,
+                "--token",
+                "tok-live",
+                "--exit-when-idle",
+            ])
+            .args(["--poll-interval", "0.2"])
+            .arg("--device")
+            .arg(format!("tcp:{}", phone.addr()))
+            .env_remove("CMAUTOBUY_CONFIG")
+            .env_remove("CMAUTOBUY_ALLOW_LIVE");
+        if let Some(v) = allow_live {
+            c.env("CMAUTOBUY_ALLOW_LIVE", v);
+        }
+        let out = c.output().unwrap();
+        assert!(
+            out.status.success(),
+            "run failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let task = || rt.block_on(op.get_task("live-1")).unwrap();
+
+    run(None);
+    assert!(phone.orders().is_empty(), "a dry_run client ordered");
+    assert!(
+        task()["results"].as_array().is_none_or(|r| r.is_empty()),
+        "a dry_run client reported on a live task: {}",
+        task()
+    );
+
+    run(Some("true"));
+    let orders = phone.orders();
+    assert_eq!(orders.len(), 1, "{orders:?}");
+    assert!(!orders[0].payment_attempted);
+    let t = task();
+    let results = t["results"].as_array().cloned().unwrap_or_default();
+    assert_eq!(results.len(), 1, "{t}");
+    let p = &results[0]["body"]["purchase"];
+    assert_eq!(p["mode"], "live");
+    assert_eq!(p["order_sn"], orders[0].order_sn.as_str());
+    assert_eq!(p["payment_attempted"], false);
     drop(phone);
     rt.shutdown_timeout(Duration::from_secs(1));
 }
