@@ -25,8 +25,6 @@
 
 use std::fmt;
 
-use quick_xml::events::{BytesStart, Event};
-use quick_xml::Reader;
 use regex::Regex;
 use serde::Serialize;
 
@@ -470,90 +468,128 @@ impl<'f> Builder<'f> {
 
     /// Parses `xml` up to the end of its first hierarchy; returns the tree and how many
     /// bytes of `xml` that took.
+    ///
+    /// One pass over the bytes: each tag's attributes are read as its end is looked for
+    /// (a dump is plain `key="value"` lists; see [`RawAttrs`]), so no byte is scanned
+    /// twice. End tags must match their start tags; declarations, comments, CDATA and
+    /// text are skipped; anything else malformed fails the whole dump.
     fn run(mut self, xml: &str, offset: usize) -> Result<(Tree, usize), DumpError> {
-        let mut reader = Reader::from_str(xml);
-        reader.config_mut().trim_text(true);
-        let malformed = |detail: String, pos: u64| DumpError::Malformed {
-            detail,
-            position: offset as u64 + pos,
+        let b = xml.as_bytes();
+        let malformed = |detail: &str, pos: usize| DumpError::Malformed {
+            detail: detail.to_string(),
+            position: (offset + pos) as u64,
         };
+        // Every open element's name, to check end tags (nodes also sit on `self.stack`).
+        let mut open: Vec<&[u8]> = Vec::with_capacity(64);
         let mut in_hierarchy = false;
         let mut closed = false;
-        loop {
-            let event = match reader.read_event() {
-                Ok(e) => e,
-                Err(e) => return Err(malformed(e.to_string(), reader.error_position())),
-            };
-            match event {
-                Event::Start(e) if e.name().as_ref() == b"hierarchy" => {
-                    if in_hierarchy {
-                        return Err(malformed(
-                            "nested <hierarchy>".into(),
-                            reader.buffer_position(),
-                        ));
+        let mut pos = 0usize;
+        while let Some(lt) = memchr::memchr(b'<', &b[pos..]) {
+            let at = pos + lt;
+            match b.get(at + 1) {
+                Some(b'?') => {
+                    pos = skip_past(b, at + 2, b"?>")
+                        .ok_or_else(|| malformed("unterminated declaration", at))?
+                }
+                Some(b'!') => {
+                    let close: &[u8] = if b[at..].starts_with(b"<!--") {
+                        b"-->"
+                    } else if b[at..].starts_with(b"<![CDATA[") {
+                        b"]]>"
+                    } else {
+                        b">"
+                    };
+                    pos = skip_past(b, at + 2, close)
+                        .ok_or_else(|| malformed("unterminated comment or declaration", at))?;
+                }
+                Some(b'/') => {
+                    let Some(gt) = memchr::memchr(b'>', &b[at..]).map(|g| at + g) else {
+                        return Err(malformed("unterminated end tag", at));
+                    };
+                    let name = trim_ascii(&b[at + 2..gt]);
+                    pos = gt + 1;
+                    match open.pop() {
+                        Some(o) if o == name => {}
+                        Some(_) => {
+                            return Err(malformed("end tag does not match its start tag", at))
+                        }
+                        None => return Err(malformed("end tag without a start tag", at)),
                     }
-                    self.read_hierarchy_attrs(&e);
-                    in_hierarchy = true;
-                }
-                Event::Empty(e) if e.name().as_ref() == b"hierarchy" => {
-                    // `<hierarchy/>`: a dump of nothing.
-                    self.read_hierarchy_attrs(&e);
-                    closed = true;
-                    break;
-                }
-                Event::End(e) if e.name().as_ref() == b"hierarchy" => {
-                    closed = true;
-                    break;
-                }
-                Event::Start(e) if e.name().as_ref() == b"node" => {
-                    if !in_hierarchy {
-                        return Err(malformed(
-                            "<node> outside <hierarchy>".into(),
-                            reader.buffer_position(),
-                        ));
+                    if name == b"hierarchy" {
+                        closed = true;
+                        break;
                     }
-                    let kept = self
-                        .open_node(&e, false)
-                        .map_err(|d| malformed(d, reader.buffer_position()))?;
-                    if !kept {
-                        // A window we do not keep: skip its whole subtree.
-                        let name = e.name().as_ref().to_vec();
-                        if let Err(err) = reader.read_to_end(quick_xml::name::QName(&name)) {
-                            return Err(malformed(err.to_string(), reader.error_position()));
+                    if name == b"node" {
+                        let Some(id) = self.stack.pop() else {
+                            return Err(malformed("unbalanced </node>", at));
+                        };
+                        self.close(id);
+                    }
+                }
+                Some(_) => {
+                    let name_end = b[at + 1..]
+                        .iter()
+                        .position(|c| matches!(c, b' ' | b'\t' | b'\n' | b'\r' | b'/' | b'>'))
+                        .map_or(b.len(), |n| at + 1 + n);
+                    let name = &b[at + 1..name_end];
+                    if name.is_empty() || name.iter().any(|c| matches!(c, b'<' | b'"' | b'\'')) {
+                        return Err(malformed("bad tag name", at));
+                    }
+                    let mut attrs = RawAttrs::new(b, name_end);
+                    match name {
+                        b"hierarchy" => {
+                            if in_hierarchy {
+                                return Err(malformed("nested <hierarchy>", at));
+                            }
+                            self.read_hierarchy_attrs(&mut attrs)
+                                .map_err(|d| malformed(&d, attrs.at))?;
+                            in_hierarchy = true;
+                        }
+                        b"node" => {
+                            if !in_hierarchy {
+                                return Err(malformed("<node> outside <hierarchy>", at));
+                            }
+                            let kept = self
+                                .open_node(&mut attrs)
+                                .map_err(|d| malformed(&d, attrs.at))?;
+                            let (end, empty) =
+                                attrs.end.ok_or_else(|| malformed("unterminated tag", at))?;
+                            if !kept && !empty {
+                                // A window we do not keep: skip its whole subtree.
+                                pos = skip_element(b, end).map_err(|d| malformed(&d, end))?;
+                                continue;
+                            }
+                        }
+                        _ => {
+                            // Unknown elements: nothing to keep, but they must be well formed.
+                            while let Some(a) = attrs.next() {
+                                a.map_err(|d| malformed(&d, attrs.at))?;
+                            }
                         }
                     }
-                }
-                Event::Empty(e) if e.name().as_ref() == b"node" => {
-                    if !in_hierarchy {
-                        return Err(malformed(
-                            "<node> outside <hierarchy>".into(),
-                            reader.buffer_position(),
-                        ));
+                    let (end, empty) =
+                        attrs.end.ok_or_else(|| malformed("unterminated tag", at))?;
+                    pos = end;
+                    if empty {
+                        if name == b"hierarchy" {
+                            // `<hierarchy/>`: a dump of nothing.
+                            closed = true;
+                            break;
+                        }
+                    } else {
+                        open.push(name);
                     }
-                    self.open_node(&e, true)
-                        .map_err(|d| malformed(d, reader.buffer_position()))?;
                 }
-                Event::End(e) if e.name().as_ref() == b"node" => {
-                    let Some(id) = self.stack.pop() else {
-                        return Err(malformed(
-                            "unbalanced </node>".into(),
-                            reader.buffer_position(),
-                        ));
-                    };
-                    self.close(id);
-                }
-                Event::Eof => break,
-                // Declarations, comments, whitespace, unknown elements: nothing to keep.
-                _ => {}
+                None => return Err(malformed("the dump ends inside a tag", at)),
             }
         }
         if !closed {
             return Err(malformed(
-                "the dump ends before </hierarchy> (truncated?)".into(),
-                reader.buffer_position(),
+                "the dump ends before </hierarchy> (truncated?)",
+                b.len(),
             ));
         }
-        let consumed = usize::try_from(reader.buffer_position()).unwrap_or(usize::MAX);
+        let consumed = pos;
         let screen = self
             .windows
             .iter()
@@ -569,14 +605,16 @@ impl<'f> Builder<'f> {
         Ok((tree, consumed))
     }
 
-    fn read_hierarchy_attrs(&mut self, e: &BytesStart<'_>) {
-        for attr in e.attributes().with_checks(false).flatten() {
-            if attr.key.as_ref() == b"rotation" {
-                if let Ok(v) = std::str::from_utf8(&attr.value) {
+    fn read_hierarchy_attrs(&mut self, attrs: &mut RawAttrs<'_>) -> Result<(), String> {
+        for attr in attrs {
+            let (key, value) = attr?;
+            if key == b"rotation" {
+                if let Ok(v) = std::str::from_utf8(value) {
                     self.rotation = v.trim().parse().unwrap_or(0);
                 }
             }
         }
+        Ok(())
     }
 
     fn push_str(&mut self, value: &str) -> Span {
@@ -594,9 +632,10 @@ impl<'f> Builder<'f> {
         }
     }
 
-    /// Records a `<node>`; returns false (and records nothing but the window) when it
-    /// is a top-level window the filter drops.
-    fn open_node(&mut self, e: &BytesStart<'_>, empty: bool) -> Result<bool, String> {
+    /// Records a `<node>` from its attributes (read to the end of the tag); returns false
+    /// (and records nothing but the window) when it is a top-level window the filter
+    /// drops.
+    fn open_node(&mut self, attrs: &mut RawAttrs<'_>) -> Result<bool, String> {
         let mut node = Node {
             parent: self.stack.last().copied().unwrap_or(NONE),
             end: 0,
@@ -612,7 +651,7 @@ impl<'f> Builder<'f> {
         };
         let top_level = self.stack.is_empty();
         let mut package_value: Option<String> = None;
-        for attr in RawAttrs::new(e.attributes_raw()) {
+        for attr in attrs.by_ref() {
             // A broken attribute means a broken dump: money decisions are not made on it.
             let (key, raw_value) = attr?;
             let bit = match key {
@@ -705,6 +744,9 @@ impl<'f> Builder<'f> {
                 root: Some(NodeId(self.nodes.len() as u32)),
             });
         }
+        let Some((_, empty)) = attrs.end else {
+            return Err("unterminated tag".into());
+        };
         let id = self.nodes.len() as u32;
         self.nodes.push(node);
         if empty {
@@ -726,20 +768,34 @@ impl<'f> Builder<'f> {
 /// One `key="value"` pair (raw bytes), or why the tag is not a plain attribute list.
 type RawAttr<'a> = Result<(&'a [u8], &'a [u8]), String>;
 
-/// The `key="value"` pairs of a start tag, straight from its bytes.
+/// The `key="value"` pairs of a start tag, read straight from the dump's bytes up to the
+/// tag's `>` or `/>` (then [`RawAttrs::end`] says where the tag ended and whether it was
+/// self-closing).
 ///
-/// quick-xml's own attribute iterator is general (namespaces, duplicate checks, HTML
-/// quirks); a dump's tags are plain `key="value"` lists, and scanning them directly
-/// roughly halves parse time (see BENCHMARKS.md). Anything that is not such a list is
-/// an error, which makes the whole dump malformed.
+/// A general XML reader finds the end of a tag first (scanning for quotes and `>`) and
+/// then parses the attributes again; a dump's tags are plain `key="value"` lists, and
+/// reading them once roughly halves parse time (see BENCHMARKS.md). Anything that is
+/// not such a list is an error, which makes the whole dump malformed.
 struct RawAttrs<'a> {
     bytes: &'a [u8],
     pos: usize,
+    /// After the last attribute: the offset just past the tag, and whether it was `/>`.
+    end: Option<(usize, bool)>,
+    done: bool,
+    /// Where reading stopped: the offset an error is reported at.
+    at: usize,
 }
 
 impl<'a> RawAttrs<'a> {
-    fn new(bytes: &'a [u8]) -> Self {
-        RawAttrs { bytes, pos: 0 }
+    /// Attributes of the tag whose name ends at `pos` in `bytes`.
+    fn new(bytes: &'a [u8], pos: usize) -> Self {
+        RawAttrs {
+            bytes,
+            pos,
+            end: None,
+            done: false,
+            at: pos,
+        }
     }
 
     fn skip_space(&mut self) {
@@ -753,11 +809,9 @@ impl<'a> RawAttrs<'a> {
     }
 
     fn fail(&mut self, what: &str) -> Option<RawAttr<'a>> {
-        let at = self.pos;
-        self.pos = self.bytes.len();
-        Some(Err(format!(
-            "bad attribute: {what} at offset {at} of the tag"
-        )))
+        self.done = true;
+        self.at = self.pos;
+        Some(Err(format!("bad attribute: {what}")))
     }
 }
 
@@ -765,28 +819,38 @@ impl<'a> Iterator for RawAttrs<'a> {
     type Item = RawAttr<'a>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        self.skip_space();
-        // A self-closing tag may leave its '/' here.
-        if self.bytes.get(self.pos..) == Some(b"/") {
-            self.pos += 1;
-        }
-        if self.pos >= self.bytes.len() {
+        if self.done {
             return None;
+        }
+        self.skip_space();
+        match self.bytes.get(self.pos) {
+            None => return self.fail("the dump ends inside a tag"),
+            Some(b'>') => {
+                self.done = true;
+                self.end = Some((self.pos + 1, false));
+                return None;
+            }
+            Some(b'/') => {
+                if self.bytes.get(self.pos + 1) == Some(&b'>') {
+                    self.done = true;
+                    self.end = Some((self.pos + 2, true));
+                    return None;
+                }
+                return self.fail("'/' inside a tag");
+            }
+            Some(_) => {}
         }
         let start = self.pos;
         while let Some(&b) = self.bytes.get(self.pos) {
             if b == b'=' || matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
                 break;
             }
-            if matches!(b, b'"' | b'\'' | b'<' | b'>') {
+            if matches!(b, b'"' | b'\'' | b'<' | b'>' | b'/') {
                 return self.fail("unexpected character in a name");
             }
             self.pos += 1;
         }
         let key = &self.bytes[start..self.pos];
-        if key.is_empty() {
-            return self.fail("empty name");
-        }
         self.skip_space();
         if self.bytes.get(self.pos) != Some(&b'=') {
             return self.fail("missing '='");
@@ -799,16 +863,93 @@ impl<'a> Iterator for RawAttrs<'a> {
         };
         self.pos += 1;
         let value_start = self.pos;
-        let Some(len) = self.bytes[value_start..].iter().position(|&b| b == quote) else {
+        // One pass finds the closing quote or a '<' before it (not allowed in a value).
+        let Some(len) = memchr::memchr2(quote, b'<', &self.bytes[value_start..]) else {
             return self.fail("unterminated value");
         };
-        self.pos = value_start + len + 1;
-        let value = &self.bytes[value_start..value_start + len];
-        if value.contains(&b'<') {
+        if self.bytes[value_start + len] == b'<' {
             return self.fail("'<' in a value");
         }
-        Some(Ok((key, value)))
+        self.pos = value_start + len + 1;
+        Some(Ok((key, &self.bytes[value_start..value_start + len])))
     }
+}
+
+/// The offset just past the first `close` at or after `from`.
+fn skip_past(b: &[u8], from: usize, close: &[u8]) -> Option<usize> {
+    let first = *close.first()?;
+    let mut at = from;
+    while let Some(i) = memchr::memchr(first, b.get(at..)?) {
+        if b[at + i..].starts_with(close) {
+            return Some(at + i + close.len());
+        }
+        at += i + 1;
+    }
+    None
+}
+
+/// Skips the content of an element whose start tag ended at `from`, through its end
+/// tag; returns the offset past it. Tags inside are read (quotes respected) but nothing
+/// is recorded.
+fn skip_element(b: &[u8], from: usize) -> Result<usize, String> {
+    let mut depth = 1usize;
+    let mut pos = from;
+    while let Some(lt) = memchr::memchr(b'<', &b[pos..]) {
+        let at = pos + lt;
+        match b.get(at + 1) {
+            Some(b'/') => {
+                let gt = memchr::memchr(b'>', &b[at..])
+                    .map(|g| at + g)
+                    .ok_or("unterminated end tag")?;
+                pos = gt + 1;
+                depth -= 1;
+                if depth == 0 {
+                    return Ok(pos);
+                }
+            }
+            Some(b'!') | Some(b'?') => {
+                let close: &[u8] = if b[at..].starts_with(b"<!--") {
+                    b"-->"
+                } else if b[at..].starts_with(b"<![CDATA[") {
+                    b"]]>"
+                } else if b[at + 1] == b'?' {
+                    b"?>"
+                } else {
+                    b">"
+                };
+                pos = skip_past(b, at + 2, close).ok_or("unterminated comment or declaration")?;
+            }
+            Some(_) => {
+                let name_end = b[at + 1..]
+                    .iter()
+                    .position(|c| matches!(c, b' ' | b'\t' | b'\n' | b'\r' | b'/' | b'>'))
+                    .map_or(b.len(), |n| at + 1 + n);
+                let mut attrs = RawAttrs::new(b, name_end);
+                for a in attrs.by_ref() {
+                    a?;
+                }
+                let (end, empty) = attrs.end.ok_or("unterminated tag")?;
+                pos = end;
+                if !empty {
+                    depth += 1;
+                }
+            }
+            None => return Err("the dump ends inside a tag".into()),
+        }
+    }
+    Err("the dump ends inside a skipped window".into())
+}
+
+fn trim_ascii(b: &[u8]) -> &[u8] {
+    let start = b
+        .iter()
+        .position(|c| !c.is_ascii_whitespace())
+        .unwrap_or(b.len());
+    let end = b
+        .iter()
+        .rposition(|c| !c.is_ascii_whitespace())
+        .map_or(start, |e| e + 1);
+    &b[start..end]
 }
 
 /// An attribute value as text: entities (`&#10;`, `&amp;`, …) decoded. A value with a
@@ -1183,6 +1324,100 @@ impl<'q> Query<'q> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const PDD: &str = "com.xunmeng.pinduoduo";
+
+    fn node(attrs: &str, inner: &str) -> String {
+        format!(r#"<node package="{PDD}" {attrs}>{inner}</node>"#)
+    }
+
+    /// The one-pass scanner reads what an XML reader would, and refuses what it would.
+    #[test]
+    fn scanner_reads_well_formed_dumps_and_refuses_the_rest() {
+        // Declaration, comment, CDATA and text are skipped; '>' and '/' inside values are
+        // data; entities are decoded; single quotes work; a window we do not keep is
+        // skipped whole, nested nodes and '>' in its values included.
+        let xml = format!(
+            "<?xml version='1.0' encoding='UTF-8' standalone='yes' ?>\n<!-- a comment <node> -->\
+             <hierarchy rotation=\"1\"><![CDATA[<node>]]>\
+             <node package=\"com.android.systemui\" text=\"a > b\"><node text='x>'/><node/></node>\
+             {}</hierarchy>\nUI hierchary dumped to: /dev/tty",
+            node(
+                r#"text="1 &gt; 0 &amp; a/b" bounds="[0,0][10,10]""#,
+                &format!("text {}<node package='{PDD}' text='inner' />", "words"),
+            )
+        );
+        let tree = Tree::parse(&xml).expect("well formed");
+        assert_eq!(tree.rotation(), 1);
+        assert_eq!(tree.len(), 2, "the systemui window is skipped, not kept");
+        assert_eq!(tree.windows().len(), 2);
+        let texts: Vec<&str> = tree.nodes().map(|n| n.text()).collect();
+        assert_eq!(texts, ["1 > 0 & a/b", "inner"]);
+        assert_eq!(tree.get(NodeId(0)).bounds(), Bounds::new(0, 0, 10, 10));
+
+        for (bad, why) in [
+            (
+                format!("<hierarchy>{}</hierarchy>", r#"<node text="a"></nod>"#),
+                "mismatched end tag",
+            ),
+            (
+                "<hierarchy><node text=\"a\"/>".to_string(),
+                "no </hierarchy>",
+            ),
+            (
+                "<hierarchy><node text=\"a/>\n</hierarchy>".to_string(),
+                "unterminated value",
+            ),
+            (
+                "<hierarchy><node text=a /></hierarchy>".to_string(),
+                "unquoted value",
+            ),
+            (
+                "<hierarchy><node text /></hierarchy>".to_string(),
+                "missing '='",
+            ),
+            (
+                "<hierarchy><node text=\"<\" /></hierarchy>".to_string(),
+                "'<' in a value",
+            ),
+            (
+                "<hierarchy><node / text=\"\"></hierarchy>".to_string(),
+                "'/' inside a tag",
+            ),
+            (
+                "<hierarchy><node>a < b</node></hierarchy>".to_string(),
+                "'<' in text",
+            ),
+            (
+                "<hierarchy></node></hierarchy>".to_string(),
+                "end tag without start",
+            ),
+            (
+                "<hierarchy><!-- never closed </hierarchy>".to_string(),
+                "open comment",
+            ),
+            (
+                format!(
+                    "<hierarchy>{}",
+                    r#"<node package="com.android.systemui"><node>"#
+                ),
+                "a skipped window cut off",
+            ),
+        ] {
+            match Tree::parse(&bad) {
+                Err(DumpError::Malformed { .. }) => {}
+                other => panic!("{why}: {bad:?} gave {other:?}"),
+            }
+        }
+        // The position points at the fault: here the unquoted value.
+        let bad = "<hierarchy><node text=a /></hierarchy>";
+        match Tree::parse(bad) {
+            Err(DumpError::Malformed { position, .. }) => {
+                assert_eq!(position as usize, bad.find("a /").unwrap())
+            }
+            other => panic!("{other:?}"),
+        }
+    }
 
     #[test]
     fn bounds_parse() {
