@@ -6,26 +6,59 @@
 use std::process::Command;
 use std::time::Duration;
 
+use cmautobuy_mock_admin::Operator;
 use cmautobuy_mock_admin::{MockAdmin, MockAdminConfig};
+use cmautobuy_sim_phone::SimPhoneHandle;
 use cmautobuy_sim_phone::{Catalog, SimConfig, SimPhone};
 use serde_json::{json, Value};
 
+/// The bundled mock Admin on loopback HTTP and the simulated phone on loopback TCP.
+struct World {
+    rt: tokio::runtime::Runtime,
+    op: Operator,
+    url: String,
+    phone: SimPhoneHandle,
+}
+
+impl World {
+    fn start() -> World {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let admin = MockAdmin::open(MockAdminConfig::in_memory()).unwrap();
+        let op = admin.operator();
+        let listener = rt
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        rt.spawn(admin.serve(listener, std::future::pending()));
+        let catalog = Catalog::load(&Catalog::bundled_dir()).unwrap();
+        let phone =
+            SimPhone::bind("127.0.0.1:0".parse().unwrap(), SimConfig::new(catalog)).unwrap();
+        World { rt, op, url, phone }
+    }
+}
+
+/// `cmautobuy-client run --exit-when-idle` against `url` on `phone`, with no config file
+/// and no `CMAUTOBUY_ALLOW_LIVE` from the environment.
+fn run_command(data: &std::path::Path, url: &str, phone: &SimPhoneHandle, token: &str) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_cmautobuy-client"));
+    c.arg("--data-dir")
+        .arg(data)
+        .args(["run", "--admin", url, "--token", token, "--exit-when-idle"])
+        .args(["--poll-interval", "0.2"])
+        .arg("--device")
+        .arg(format!("tcp:{}", phone.addr()))
+        .env_remove("CMAUTOBUY_CONFIG")
+        .env_remove("CMAUTOBUY_ALLOW_LIVE");
+    c
+}
+
 #[test]
 fn run_collects_on_the_configured_device_and_the_admin_stores_pdd_data() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let admin = MockAdmin::open(MockAdminConfig::in_memory()).unwrap();
-    let op = admin.operator();
-    let listener = rt
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    rt.spawn(admin.serve(listener, std::future::pending()));
-    let catalog = Catalog::load(&Catalog::bundled_dir()).unwrap();
-    let phone = SimPhone::bind("127.0.0.1:0".parse().unwrap(), SimConfig::new(catalog)).unwrap();
+    let World { rt, op, url, phone } = World::start();
     for (id, goods) in [("run-1", "602938475610"), ("run-2", "693344556677")] {
         rt.block_on(op.create_task(json!({
             "id": id,
@@ -38,21 +71,7 @@ fn run_collects_on_the_configured_device_and_the_admin_stores_pdd_data() {
         .unwrap();
     }
     let data = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_cmautobuy-client"))
-        .arg("--data-dir")
-        .arg(data.path())
-        .args([
-            "run",
-            "--admin",
-            &url,
-            "--token",
-            "tok-SECRET-42",
-            "--exit-when-idle",
-        ])
-        .args(["--poll-interval", "0.2"])
-        .arg("--device")
-        .arg(format!("tcp:{}", phone.addr()))
-        .env_remove("CMAUTOBUY_CONFIG")
+    let out = run_command(data.path(), &url, &phone, "tok-SECRET-42")
         .output()
         .unwrap();
     assert!(
@@ -106,20 +125,7 @@ fn run_collects_on_the_configured_device_and_the_admin_stores_pdd_data() {
 /// exactly one unpaid order and the Admin stores the live result.
 #[test]
 fn allow_live_in_the_config_runs_a_live_purchase_and_without_it_nothing_is_ordered() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let admin = MockAdmin::open(MockAdminConfig::in_memory()).unwrap();
-    let op = admin.operator();
-    let listener = rt
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    rt.spawn(admin.serve(listener, std::future::pending()));
-    let catalog = Catalog::load(&Catalog::bundled_dir()).unwrap();
-    let phone = SimPhone::bind("127.0.0.1:0".parse().unwrap(), SimConfig::new(catalog)).unwrap();
+    let World { rt, op, url, phone } = World::start();
     rt.block_on(op.create_task(json!({
         "id": "live-1",
         "type": "purchase",
@@ -135,22 +141,7 @@ fn allow_live_in_the_config_runs_a_live_purchase_and_without_it_nothing_is_order
     .unwrap();
     let data = tempfile::tempdir().unwrap();
     let run = |allow_live: Option<&str>| {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_cmautobuy-client"));
-        c.arg("--data-dir")
-            .arg(data.path())
-            .args([
-                "run",
-                "--admin",
-                &url,
-                "--token",
-                "tok-live",
-                "--exit-when-idle",
-            ])
-            .args(["--poll-interval", "0.2"])
-            .arg("--device")
-            .arg(format!("tcp:{}", phone.addr()))
-            .env_remove("CMAUTOBUY_CONFIG")
-            .env_remove("CMAUTOBUY_ALLOW_LIVE");
+        let mut c = run_command(data.path(), &url, &phone, "tok-live");
         if let Some(v) = allow_live {
             c.env("CMAUTOBUY_ALLOW_LIVE", v);
         }

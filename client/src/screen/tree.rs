@@ -487,26 +487,15 @@ impl<'f> Builder<'f> {
         while let Some(lt) = memchr::memchr(b'<', &b[pos..]) {
             let at = pos + lt;
             match b.get(at + 1) {
-                Some(b'?') => {
-                    pos = skip_past(b, at + 2, b"?>")
-                        .ok_or_else(|| malformed("unterminated declaration", at))?
-                }
-                Some(b'!') => {
-                    let close: &[u8] = if b[at..].starts_with(b"<!--") {
-                        b"-->"
-                    } else if b[at..].starts_with(b"<![CDATA[") {
-                        b"]]>"
-                    } else {
-                        b">"
-                    };
-                    pos = skip_past(b, at + 2, close)
+                Some(b'?' | b'!') => {
+                    pos = skip_markup(b, at)
                         .ok_or_else(|| malformed("unterminated comment or declaration", at))?;
                 }
                 Some(b'/') => {
                     let Some(gt) = memchr::memchr(b'>', &b[at..]).map(|g| at + g) else {
                         return Err(malformed("unterminated end tag", at));
                     };
-                    let name = trim_ascii(&b[at + 2..gt]);
+                    let name = b[at + 2..gt].trim_ascii();
                     pos = gt + 1;
                     match open.pop() {
                         Some(o) if o == name => {}
@@ -527,10 +516,7 @@ impl<'f> Builder<'f> {
                     }
                 }
                 Some(_) => {
-                    let name_end = b[at + 1..]
-                        .iter()
-                        .position(|c| matches!(c, b' ' | b'\t' | b'\n' | b'\r' | b'/' | b'>'))
-                        .map_or(b.len(), |n| at + 1 + n);
+                    let name_end = tag_name_end(b, at);
                     let name = &b[at + 1..name_end];
                     if name.is_empty() || name.iter().any(|c| matches!(c, b'<' | b'"' | b'\'')) {
                         return Err(malformed("bad tag name", at));
@@ -875,17 +861,29 @@ impl<'a> Iterator for RawAttrs<'a> {
     }
 }
 
-/// The offset just past the first `close` at or after `from`.
-fn skip_past(b: &[u8], from: usize, close: &[u8]) -> Option<usize> {
-    let first = *close.first()?;
-    let mut at = from;
-    while let Some(i) = memchr::memchr(first, b.get(at..)?) {
-        if b[at + i..].starts_with(close) {
-            return Some(at + i + close.len());
-        }
-        at += i + 1;
-    }
-    None
+/// Skips the `<?…?>`, `<!--…-->`, `<![CDATA[…]]>` or `<!…>` starting at `at`; returns
+/// the offset just past it, or `None` when it is never closed.
+fn skip_markup(b: &[u8], at: usize) -> Option<usize> {
+    let rest = &b[at..];
+    let close: &[u8] = if rest.starts_with(b"<?") {
+        b"?>"
+    } else if rest.starts_with(b"<!--") {
+        b"-->"
+    } else if rest.starts_with(b"<![CDATA[") {
+        b"]]>"
+    } else {
+        b">"
+    };
+    let from = at + 2;
+    memchr::memmem::find(b.get(from..)?, close).map(|i| from + i + close.len())
+}
+
+/// Where the name of the tag opened by the `<` at `at` ends.
+fn tag_name_end(b: &[u8], at: usize) -> usize {
+    b[at + 1..]
+        .iter()
+        .position(|c| matches!(c, b' ' | b'\t' | b'\n' | b'\r' | b'/' | b'>'))
+        .map_or(b.len(), |n| at + 1 + n)
 }
 
 /// Skips the content of an element whose start tag ended at `from`, through its end
@@ -907,24 +905,11 @@ fn skip_element(b: &[u8], from: usize) -> Result<usize, String> {
                     return Ok(pos);
                 }
             }
-            Some(b'!') | Some(b'?') => {
-                let close: &[u8] = if b[at..].starts_with(b"<!--") {
-                    b"-->"
-                } else if b[at..].starts_with(b"<![CDATA[") {
-                    b"]]>"
-                } else if b[at + 1] == b'?' {
-                    b"?>"
-                } else {
-                    b">"
-                };
-                pos = skip_past(b, at + 2, close).ok_or("unterminated comment or declaration")?;
+            Some(b'!' | b'?') => {
+                pos = skip_markup(b, at).ok_or("unterminated comment or declaration")?;
             }
             Some(_) => {
-                let name_end = b[at + 1..]
-                    .iter()
-                    .position(|c| matches!(c, b' ' | b'\t' | b'\n' | b'\r' | b'/' | b'>'))
-                    .map_or(b.len(), |n| at + 1 + n);
-                let mut attrs = RawAttrs::new(b, name_end);
+                let mut attrs = RawAttrs::new(b, tag_name_end(b, at));
                 for a in attrs.by_ref() {
                     a?;
                 }
@@ -938,18 +923,6 @@ fn skip_element(b: &[u8], from: usize) -> Result<usize, String> {
         }
     }
     Err("the dump ends inside a skipped window".into())
-}
-
-fn trim_ascii(b: &[u8]) -> &[u8] {
-    let start = b
-        .iter()
-        .position(|c| !c.is_ascii_whitespace())
-        .unwrap_or(b.len());
-    let end = b
-        .iter()
-        .rposition(|c| !c.is_ascii_whitespace())
-        .map_or(start, |e| e + 1);
-    &b[start..end]
 }
 
 /// An attribute value as text: entities (`&#10;`, `&amp;`, …) decoded. A value with a
