@@ -1,0 +1,451 @@
+#!/usr/bin/env python3
+"""Tests for scripts/check-layers: tiny fake crates in temporary directories.
+
+Run: python3 scripts/check_layers_test.py
+"""
+
+import contextlib
+import io
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+from importlib.machinery import SourceFileLoader
+from importlib.util import module_from_spec, spec_from_loader
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCRIPT = os.path.join(HERE, "check-layers")
+REPO = os.path.dirname(HERE)
+
+
+def load_checker():
+    loader = SourceFileLoader("check_layers", SCRIPT)
+    spec = spec_from_loader("check_layers", loader)
+    mod = module_from_spec(spec)
+    loader.exec_module(mod)
+    return mod
+
+
+cl = load_checker()
+
+CARGO = '[package]\nname = "{name}"\nversion = "0.1.0"\nedition = "2021"\n'
+
+
+class Workspace:
+    """A temporary workspace: crate(name, {path: text}) writes a crate."""
+
+    def __init__(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.root = self.tmp.name
+
+    def crate(self, name, files, cargo_extra=""):
+        d = os.path.join(self.root, name)
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "Cargo.toml"), "w") as f:
+            f.write(CARGO.format(name=name) + cargo_extra)
+        for rel, text in files.items():
+            p = os.path.join(d, rel)
+            os.makedirs(os.path.dirname(p), exist_ok=True)
+            with open(p, "w") as f:
+                f.write(text)
+
+    def analyse(self):
+        return cl.analyse(self.root)
+
+    def run(self, *args):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+            code = cl.main(["--root", self.root, *args])
+        return code, out.getvalue()
+
+    def close(self):
+        self.tmp.cleanup()
+
+
+def edges(res):
+    """{(a, b): sorted lines} with repository-relative paths."""
+    out = {}
+    for crate, _files, es, _sccs, _src in res.crates:
+        for (a, b), lines in es.items():
+            out[(crate.disp(a), crate.disp(b))] = sorted({ln for ln, _via in lines})
+    return out
+
+
+def cycles(res):
+    return sorted(sorted(crate.disp(f) for f in comp) for crate, _f, _e, sccs, _s in res.crates for comp in sccs)
+
+
+def flow(res):
+    return [(path, line, rules) for path, line, _text, rules in res.flow]
+
+
+class Base(unittest.TestCase):
+    def setUp(self):
+        self.ws = Workspace()
+
+    def tearDown(self):
+        self.ws.close()
+
+
+class Cycles(Base):
+    def test_two_file_cycle_through_use_super(self):
+        self.ws.crate(
+            "k",
+            {
+                "src/lib.rs": "pub mod m;\n",
+                "src/m/mod.rs": "mod child;\npub use child::C;\npub struct X;\n",
+                "src/m/child.rs": "use super::X;\npub struct C(X);\n",
+            },
+        )
+        res = self.ws.analyse()
+        self.assertEqual(cycles(res), [["k/src/m/child.rs", "k/src/m/mod.rs"]])
+        self.assertEqual(edges(res)[("k/src/m/mod.rs", "k/src/m/child.rs")], [2])
+        self.assertEqual(edges(res)[("k/src/m/child.rs", "k/src/m/mod.rs")], [1])
+        code, out = self.ws.run()
+        self.assertEqual(code, 1)
+        self.assertIn("k/src/m/child.rs:1: use super::X;", out)
+        self.assertIn("k/src/m/mod.rs:2: pub use child::C;", out)
+        self.assertIn("1 cycles", out)
+
+    def test_three_file_cycle_through_inline_paths(self):
+        self.ws.crate(
+            "k",
+            {
+                "src/lib.rs": "mod a;\nmod b;\nmod c;\n",
+                "src/a.rs": "pub fn f() {\n    crate::b::g()\n}\n",
+                "src/b.rs": "pub fn g() {\n    let _ = super::c::H;\n}\n",
+                "src/c.rs": (
+                    "pub const H: u8 = 1;\n"
+                    "mod inner { pub fn z() {} }\n"
+                    "fn k() { self::inner::z(); }\n"
+                    "fn j() -> crate::a::Thing { crate::a::f() }\n"
+                ),
+            },
+        )
+        res = self.ws.analyse()
+        self.assertEqual(cycles(res), [["k/src/a.rs", "k/src/b.rs", "k/src/c.rs"]])
+        e = edges(res)
+        self.assertEqual(e[("k/src/a.rs", "k/src/b.rs")], [2])
+        self.assertEqual(e[("k/src/b.rs", "k/src/c.rs")], [2])
+        self.assertEqual(e[("k/src/c.rs", "k/src/a.rs")], [4])
+        # self::inner is an inline module of c.rs: no edge, no self-edge
+        self.assertEqual(len(e), 3)
+
+    def test_mod_rs_that_only_declares_children_is_no_cycle(self):
+        self.ws.crate(
+            "k",
+            {
+                "src/lib.rs": "pub mod m;\n",
+                "src/m/mod.rs": "//! children\npub mod a;\npub mod b;\n#[cfg(feature = \"x\")]\nmod c;\n",
+                "src/m/a.rs": "use super::b::B;\npub struct A(B);\n",
+                "src/m/b.rs": "pub struct B;\n",
+                "src/m/c.rs": "use crate::m::a::A;\n",
+            },
+        )
+        res = self.ws.analyse()
+        self.assertEqual(cycles(res), [])
+        self.assertEqual(set(edges(res)), {("k/src/m/a.rs", "k/src/m/b.rs"), ("k/src/m/c.rs", "k/src/m/a.rs")})
+        code, out = self.ws.run()
+        self.assertEqual(code, 0)
+        self.assertEqual(out.strip(), "check-layers: 1 crates, 5 files, 2 edges, 0 cycles, no client/src/flow/")
+
+    def test_nested_multi_line_use_groups(self):
+        self.ws.crate(
+            "k",
+            {
+                "src/lib.rs": "mod a;\nmod b;\nmod c;\npub struct Root;\n",
+                "src/a.rs": "pub struct X;\n",
+                "src/b/mod.rs": "pub mod z;\npub struct Y;\npub struct Z;\n",
+                "src/b/z.rs": "pub struct W;\n",
+                "src/c.rs": (
+                    "pub(crate) use crate::{\n"
+                    "    a::X,\n"
+                    "    b::{Y,\n"
+                    "        z::{self as zz, W}},\n"
+                    "    Root,\n"
+                    "};\n"
+                    "fn f() -> zz::W { todo!() }\n"
+                ),
+            },
+        )
+        e = edges(self.ws.analyse())
+        self.assertEqual(e[("k/src/c.rs", "k/src/a.rs")], [2])
+        self.assertEqual(e[("k/src/c.rs", "k/src/b/mod.rs")], [3])
+        self.assertEqual(e[("k/src/c.rs", "k/src/b/z.rs")], [4, 7])  # 7: through the alias
+        self.assertEqual(e[("k/src/c.rs", "k/src/lib.rs")], [5])
+
+    def test_comments_strings_and_chars_are_ignored(self):
+        self.ws.crate(
+            "k",
+            {
+                "src/lib.rs": "mod a;\nmod b;\n",
+                "src/a.rs": (
+                    "// use crate::b::B;\n"
+                    "/* crate::b::B /* nested */ crate::b::B */\n"
+                    "/// [`crate::b::B`]\n"
+                    'const S: &str = "crate::b::B \\" crate::b::B";\n'
+                    'const R: &str = r#"crate::b::B " crate::b::B"#;\n'
+                    'const BS: &[u8] = br"crate::b::B";\n'
+                    "const Q: char = '\"'; const E: char = '\\''; const U: char = '\\u{22}';\n"
+                    "const BQ: u8 = b'\"'; const BS2: char = '\\\\'; const QQ: &str = \"'\";\n"
+                    "fn f<'a>(x: &'a str) -> &'a str { x }\n"
+                    "const T: &str = \"after the lifetimes crate::b::B\";\n"
+                    "pub struct A;\n"
+                ),
+                "src/b.rs": "use crate::a::A;\npub struct B(A);\n",
+            },
+        )
+        res = self.ws.analyse()
+        self.assertEqual(cycles(res), [])
+        self.assertEqual(set(edges(res)), {("k/src/b.rs", "k/src/a.rs")})
+
+    def test_char_literal_quote_does_not_hide_code(self):
+        self.ws.crate(
+            "k",
+            {
+                "src/lib.rs": "mod a;\nmod b;\nmod c;\n",
+                "src/a.rs": "fn f() { let q = '\"'; let _ = crate::b::B; let r = '\"'; }\nfn g() { 0..crate::c::N; }\n",
+                "src/c.rs": "pub const N: u8 = 1;\n",
+                "src/b.rs": "pub struct B;\n",
+            },
+        )
+        self.assertEqual(set(edges(self.ws.analyse())), {("k/src/a.rs", "k/src/b.rs"), ("k/src/a.rs", "k/src/c.rs")})
+
+    def test_test_files_and_cfg_test_blocks_are_exempt_as_sources(self):
+        self.ws.crate(
+            "k",
+            {
+                "src/lib.rs": "pub mod m;\n",
+                "src/m/mod.rs": (
+                    "mod child;\npub use child::C;\npub fn helper() {}\n"
+                    "#[cfg(test)]\nmod tests;\n"
+                    "#[cfg(test)]\nmod testutil;\n"
+                ),
+                "src/m/tests.rs": "use super::*;\nuse super::child::C;\n",
+                "src/m/testutil.rs": "use crate::m::helper;\n",
+                "src/m/child.rs": (
+                    "pub struct C;\n"
+                    "#[cfg(test)]\n"
+                    "mod tests {\n"
+                    "    use super::*;\n"
+                    "    use crate::m::helper;\n"
+                    "}\n"
+                    "#[cfg(all(test, unix))]\n"
+                    "fn t() { super::helper() }\n"
+                ),
+            },
+        )
+        res = self.ws.analyse()
+        self.assertEqual(cycles(res), [])
+        self.assertEqual(set(edges(res)), {("k/src/m/mod.rs", "k/src/m/child.rs")})
+
+    def test_cfg_not_test_is_not_exempt(self):
+        self.ws.crate(
+            "k",
+            {
+                "src/lib.rs": "mod a;\nmod b;\n",
+                "src/a.rs": "#[cfg(not(test))]\nuse crate::b::B;\n",
+                "src/b.rs": "pub struct B;\n",
+            },
+        )
+        self.assertEqual(set(edges(self.ws.analyse())), {("k/src/a.rs", "k/src/b.rs")})
+
+    def test_glob_of_parent_and_siblings_through_it(self):
+        self.ws.crate(
+            "k",
+            {
+                "src/lib.rs": "mod a;\nmod b;\nmod c;\n",
+                "src/a.rs": "use super::*;\nfn f() { b::g() }\n",
+                "src/b.rs": "pub fn g() {}\n",
+                "src/c.rs": "pub fn h() {}\n",
+            },
+        )
+        e = edges(self.ws.analyse())
+        self.assertEqual(e[("k/src/a.rs", "k/src/lib.rs")], [1])
+        self.assertEqual(e[("k/src/a.rs", "k/src/b.rs")], [2])
+
+    def test_bin_root_has_its_own_modules(self):
+        self.ws.crate(
+            "k",
+            {
+                "src/lib.rs": "pub mod util;\n",
+                "src/util.rs": "pub fn u() {}\n",
+                "src/main.rs": "mod cli;\nmod util2;\nuse k::util::u;\nfn main() { cli::run() }\n",
+                "src/cli/mod.rs": "use crate::util2::U;\npub fn run() {}\n",
+                "src/util2.rs": "pub struct U;\nfn f() { crate::cli::run() }\n",
+            },
+        )
+        res = self.ws.analyse()
+        self.assertEqual(cycles(res), [["k/src/cli/mod.rs", "k/src/util2.rs"]])
+        e = edges(res)
+        self.assertIn(("k/src/main.rs", "k/src/cli/mod.rs"), e)  # `cli::run()` in main
+        self.assertNotIn(("k/src/main.rs", "k/src/util.rs"), e)  # through the crate's name
+
+    def test_path_attribute(self):
+        self.ws.crate(
+            "k",
+            {
+                "src/lib.rs": '#[path = "odd/name.rs"]\nmod x;\nmod y;\n',
+                "src/odd/name.rs": "pub struct X;\nfn f() -> crate::y::Y { todo!() }\n",
+                "src/y.rs": "pub struct Y;\nuse crate::x::X;\n",
+            },
+        )
+        self.assertEqual(cycles(self.ws.analyse()), [["k/src/odd/name.rs", "k/src/y.rs"]])
+
+    def test_inline_module_paths_resolve_inside_it(self):
+        self.ws.crate(
+            "k",
+            {
+                "src/lib.rs": "mod a;\nmod b;\n",
+                # super:: in the inline module is a.rs itself; super::super:: is the root
+                "src/a.rs": "mod inner {\n    use super::A;\n    use super::super::b::B;\n}\npub struct A;\n",
+                "src/b.rs": "pub struct B;\n",
+            },
+        )
+        self.assertEqual(edges(self.ws.analyse()), {("k/src/a.rs", "k/src/b.rs"): [3]})
+
+    def test_dot_output(self):
+        self.ws.crate(
+            "k",
+            {
+                "src/lib.rs": "mod a;\nmod b;\n",
+                "src/a.rs": "use crate::b::B;\npub struct A;\n",
+                "src/b.rs": "use crate::a::A;\npub struct B;\n",
+            },
+        )
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = cl.main(["--root", self.ws.root, "--dot"])
+        self.assertEqual(code, 1)
+        self.assertTrue(out.getvalue().startswith("digraph"))
+        self.assertIn('"k/src/a.rs" -> "k/src/b.rs" [color=red];', out.getvalue())
+        self.assertIn("1 cycles", err.getvalue())
+
+    def test_quiet(self):
+        self.ws.crate("k", {"src/lib.rs": "pub struct A;\n"})
+        self.assertEqual(self.ws.run("--quiet"), (0, ""))
+
+
+class Flow(Base):
+    def client(self, flow_files, extra=None):
+        files = {
+            "src/lib.rs": "pub mod flow;\npub mod device;\npub mod store;\n",
+            "src/device.rs": "pub struct Point;\npub struct AdbDevice;\npub enum DeviceError {}\n",
+            "src/store.rs": "pub struct Store;\n",
+        }
+        files.update(flow_files)
+        files.update(extra or {})
+        self.ws.crate("client", files)
+        return self.ws.analyse()
+
+    def test_sleep_and_clock_reads_are_flagged(self):
+        res = self.client(
+            {
+                "src/flow/mod.rs": "pub mod a;\npub mod b;\n",
+                "src/flow/a.rs": (
+                    "use std::time::Duration;\n"
+                    "fn f(d: Duration) {\n"
+                    "    std::thread::sleep(d);\n"
+                    "    let now = chrono::Utc::now();\n"
+                    "}\n"
+                ),
+                "src/flow/b.rs": (
+                    "use chrono::Utc;\n"
+                    "use std::thread;\n"
+                    "fn g(c: &C) {\n"
+                    "    let t = Utc::now();\n"
+                    "    thread::sleep(D);\n"
+                    "    c.sleep(D);\n"
+                    "    let i = std::time::Instant::now();\n"
+                    "}\n"
+                ),
+            }
+        )
+        found = {(p, ln): rules for p, ln, rules in flow(res)}
+        self.assertEqual(
+            found,
+            {
+                ("client/src/flow/a.rs", 3): ["std::thread", "thread::sleep"],
+                ("client/src/flow/a.rs", 4): ["Utc::now"],
+                ("client/src/flow/b.rs", 2): ["std::thread"],
+                ("client/src/flow/b.rs", 4): ["Utc::now"],
+                ("client/src/flow/b.rs", 5): ["thread::sleep"],  # std::thread: at its `use`
+                ("client/src/flow/b.rs", 6): [".sleep("],
+                ("client/src/flow/b.rs", 7): ["std::time::Instant", "Instant::now"],
+            },
+        )
+        code, out = self.ws.run()
+        self.assertEqual(code, 1)
+        self.assertIn("client/src/flow/a.rs:3: std::thread::sleep(d);  [flow I/O: std::thread, thread::sleep]", out)
+        self.assertIn("7 flow I/O references", out)
+
+    def test_internal_io_modules_and_the_allow_list(self):
+        res = self.client(
+            {
+                "src/flow/mod.rs": "pub mod a;\npub mod sub;\n",
+                "src/flow/a.rs": (
+                    "use crate::device::{DeviceError, Point};\n"
+                    "use crate::{\n    store::Store,\n    device::AdbDevice,\n};\n"
+                    "fn f(p: crate::device::Point) {}\n"
+                ),
+                "src/flow/sub/mod.rs": "fn g() -> super::super::store::Store { todo!() }\nuse tokio::sync::Mutex;\n",
+            }
+        )
+        found = {(p, ln): rules for p, ln, rules in flow(res)}
+        self.assertEqual(
+            found,
+            {
+                ("client/src/flow/a.rs", 3): ["crate::store"],
+                ("client/src/flow/a.rs", 4): ["crate::device"],
+                ("client/src/flow/sub/mod.rs", 1): ["crate::store"],
+                ("client/src/flow/sub/mod.rs", 2): ["tokio"],
+            },
+        )
+
+    def test_test_code_in_flow_is_not_flagged(self):
+        res = self.client(
+            {
+                "src/flow/mod.rs": "pub mod a;\n#[cfg(test)]\nmod tests;\n",
+                "src/flow/tests.rs": "use super::*;\nfn t() { std::thread::sleep(D); crate::store::Store; }\n",
+                "src/flow/a.rs": (
+                    "pub fn pure() {}\n"
+                    "#[cfg(test)]\n"
+                    "mod tests {\n"
+                    "    use super::*;\n"
+                    "    #[tokio::test]\n"
+                    "    async fn t() { let _ = chrono::Utc::now(); }\n"
+                    "}\n"
+                ),
+            }
+        )
+        self.assertEqual(flow(res), [])
+        self.assertEqual(cycles(res), [])
+
+    def test_outside_flow_is_not_checked(self):
+        res = self.client(
+            {"src/flow/mod.rs": "pub fn pure() {}\n"},
+            {"src/lib.rs": "pub mod flow;\npub mod device;\npub mod store;\npub mod io;\n", "src/io.rs": "fn f() { std::thread::sleep(D) }\n"},
+        )
+        self.assertEqual(flow(res), [])
+
+
+class RealTree(unittest.TestCase):
+    def test_runs_on_the_repository(self):
+        if not os.path.isfile(os.path.join(REPO, "Cargo.toml")):
+            self.skipTest("not in the workspace")
+        start = time.monotonic()
+        p = subprocess.run([sys.executable, SCRIPT, "--root", REPO], capture_output=True, text=True)
+        elapsed = time.monotonic() - start
+        self.assertIn(p.returncode, (0, 1), p.stderr)
+        self.assertRegex(
+            p.stdout.strip().splitlines()[-1],
+            r"^check-layers: \d+ crates, \d+ files, \d+ edges, \d+ cycles, (\d+ flow I/O references|no \S+)$",
+        )
+        self.assertLess(elapsed, 10)  # ~1 s of CPU; generous for a loaded machine
+
+
+if __name__ == "__main__":
+    unittest.main()
