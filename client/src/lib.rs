@@ -33,6 +33,7 @@ pub mod executor;
 pub mod failpoint;
 pub mod flow;
 pub mod gateway;
+pub mod job;
 pub mod outbox;
 pub mod registration;
 pub mod rehearse;

@@ -809,8 +809,9 @@ fn doctor(
 /// flow executor; without a device every task waits (`retry_wait DEVICE_OFFLINE`).
 fn run_on_device(cfg: Config, exit_when_idle: bool, allow_live: bool) -> Result<(), Failure> {
     use cmautobuy_client::device::{adb::default_adb_server, AdbOptions, DeviceAddress};
-    use cmautobuy_client::flow::adb::AdbSource;
-    use cmautobuy_client::flow::exec::{FlowExecutor, FlowExecutorConfig};
+    use cmautobuy_client::job::adb::AdbSource;
+    use cmautobuy_client::job::attempt::FlowExecutorConfig;
+    use cmautobuy_client::job::exec::FlowExecutor;
     let saved = open_store(&cfg)?.settings()?.device;
     let Some(serial) = cfg.device.clone().or(saved) else {
         tracing::warn!("no device configured (--device SERIAL or tcp:HOST:PORT): tasks will wait");
@@ -834,7 +835,7 @@ fn run_on_device(cfg: Config, exit_when_idle: bool, allow_live: bool) -> Result<
     let store = open_and_save(&cfg)?;
     let gw = Arc::new(gateway(&cfg, &store)?);
     let rt = runtime()?;
-    let backend = cmautobuy_client::flow::purchase_job::Backend::new(
+    let backend = cmautobuy_client::job::purchase::Backend::new(
         store.clone(),
         gw.clone(),
         TokioClock::new(),

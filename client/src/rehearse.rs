@@ -31,9 +31,10 @@ use cmautobuy_sim_phone::{
 use crate::artifacts::Retention;
 use crate::clock::TokioClock;
 use crate::device::{adb::default_adb_server, AdbOptions, DeviceAddress};
-use crate::flow::adb::AdbSource;
-use crate::flow::exec::{FlowExecutor, FlowExecutorConfig, ReportHook, TaskReport};
 use crate::gateway::{GatewaySettings, HttpAdminGateway};
+use crate::job::adb::AdbSource;
+use crate::job::attempt::{FlowExecutorConfig, ReportHook, TaskReport};
+use crate::job::exec::FlowExecutor;
 use crate::outbox::Relay;
 use crate::registration;
 use crate::runner::{client_profile, RunConfig, RunExit, Runner};
@@ -484,7 +485,7 @@ pub fn rehearse(opts: RehearseOptions) -> anyhow::Result<Summary> {
         max_age: None,
     };
     // Purchases (issue 7): live only with --live, and only ever on the simulated phone.
-    let backend = crate::flow::purchase_job::Backend::new(
+    let backend = crate::job::purchase::Backend::new(
         store.clone(),
         gw.clone(),
         TokioClock::new(),

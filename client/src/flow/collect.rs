@@ -8,7 +8,7 @@
 //! 2. `check_goods` — the page must be the task's goods (goods id if shown, else the
 //!    expected title): a redirect is `failed GOODS_MISMATCH` (confirmed by a second,
 //!    fresh dump so a stale dump is never taken for a redirect); a screenshot is taken.
-//! 3. `open_sku_sheet` — tap the preferred buy button ([`super::goods::PREFERRED_BUY_BUTTONS`]).
+//! 3. `open_sku_sheet` — tap the preferred buy button ([`crate::screen::goods::PREFERRED_BUY_BUTTONS`]).
 //! 4. `read_sku_sheet` — scroll the option list to its end once when it hides groups
 //!    (the set of dimensions must be known before anything is selected).
 //! 5. `select_color` — for every combination of the *selected* dimensions (every
@@ -37,13 +37,12 @@ use cmautobuy_contract::{
 };
 use serde_json::{Map, Value};
 
-use super::goods::{self, Identity};
+use super::action::{AbortReason, Action, Flow, FlowOutcome, Observation, Observed};
+use super::failure::FlowFailure;
+use super::observe::{Dispatch, Pending, Policy, Routed};
 use super::sheet::{self, grid_more, list_view, tappable, Reveal, SheetModel};
-use super::{
-    device_error, dump_failed, AbortReason, Action, Flow, FlowFailure, FlowOutcome, Observation,
-    Observed,
-};
 use crate::money::Fen;
+use crate::screen::goods::{self, Identity};
 use crate::screen::{OptionForm, Point, Screen, SkuSheet};
 
 /// What a collect task asks for.
@@ -101,15 +100,6 @@ enum Phase {
     Sheet,
 }
 
-/// What to do when a gesture is answered with `Done`.
-#[derive(Clone, Debug, PartialEq)]
-enum Then {
-    Observe(FlowStep),
-    /// More taps queued (a combination needing several options).
-    Taps(Vec<(Point, String)>, FlowStep),
-    TapBuy,
-}
-
 /// One combination of the selected dimensions: (key, option) in page order.
 type Combo = Vec<(String, String)>;
 
@@ -138,12 +128,10 @@ pub struct CollectFlow {
     task: CollectTask,
     limits: CollectLimits,
     phase: Phase,
-    then: Then,
-    step: FlowStep,
+    /// Queued taps, the current step, failed-dump and device-error counts.
+    d: Dispatch,
     polls: u32,
     popups: u32,
-    dump_failures: u32,
-    device_errors: u32,
     mismatches: u32,
     reopens: u32,
     swipes: u32,
@@ -176,12 +164,12 @@ impl CollectFlow {
             task,
             limits,
             phase: Phase::Start,
-            then: Then::Observe(FlowStep::OpenGoods),
-            step: FlowStep::OpenGoods,
+            d: Dispatch::new(
+                Policy::before_mark(limits.poll_pause, limits.dump_failures),
+                FlowStep::OpenGoods,
+            ),
             polls: 0,
             popups: 0,
-            dump_failures: 0,
-            device_errors: 0,
             mismatches: 0,
             reopens: 0,
             swipes: 0,
@@ -201,8 +189,7 @@ impl CollectFlow {
     }
 
     fn observe_now(&mut self, step: FlowStep) -> Action {
-        self.step = step.clone();
-        Action::Observe { step }
+        self.d.observe_now(step)
     }
 
     fn poll(&mut self, step: FlowStep, what: &str) -> Action {
@@ -214,7 +201,7 @@ impl CollectFlow {
                 format!("{what} did not appear after {} polls", self.limits.polls),
             ));
         }
-        self.then = Then::Observe(step);
+        self.d.pending = Pending::Observe(step);
         Action::Wait {
             duration: self.limits.poll_pause,
         }
@@ -259,7 +246,7 @@ impl CollectFlow {
             Screen::LoginRequired(l) => finish_fail(
                 FlowFailure::manual(
                     FailureCode::LoginRequired,
-                    self.step.clone(),
+                    self.d.step.clone(),
                     "the PDD app asks to log in",
                 )
                 .with("marker", l.marker),
@@ -267,7 +254,7 @@ impl CollectFlow {
             Screen::RiskVerification(r) => finish_fail(
                 FlowFailure::manual(
                     FailureCode::RiskVerification,
-                    self.step.clone(),
+                    self.d.step.clone(),
                     "the PDD app shows a security verification",
                 )
                 .with("marker", r.marker),
@@ -281,8 +268,8 @@ impl CollectFlow {
                         "popups keep coming back",
                     ));
                 }
-                let back = self.step.clone();
-                self.then = Then::Observe(back);
+                let back = self.d.step.clone();
+                self.d.pending = Pending::Observe(back);
                 match p.dismiss {
                     Some(t) => Action::Tap {
                         at: t.tap,
@@ -299,13 +286,13 @@ impl CollectFlow {
             Screen::Unknown(u) if goods::says_goods_gone(&u.labels) => {
                 finish_fail(FlowFailure::failed(
                     FailureCode::GoodsUnavailable,
-                    self.step.clone(),
+                    self.d.step.clone(),
                     "the goods page says the goods does not exist or is off the shelf",
                 ))
             }
             other => {
                 let kind = other.kind().as_str();
-                let step = self.step.clone();
+                let step = self.d.step.clone();
                 self.poll(step, &format!("the expected page (saw {kind})"))
             }
         }
@@ -329,8 +316,8 @@ impl CollectFlow {
                 ));
             }
             if let Some((at, label)) = self.buy_at.clone() {
-                self.then = Then::Observe(FlowStep::OpenSkuSheet);
-                self.step = FlowStep::OpenSkuSheet;
+                self.d.pending = Pending::Observe(FlowStep::OpenSkuSheet);
+                self.d.step = FlowStep::OpenSkuSheet;
                 self.target = None;
                 return Action::Tap {
                     at,
@@ -351,7 +338,7 @@ impl CollectFlow {
                 // dump that still disagrees proves a redirect.
                 self.mismatches += 1;
                 if self.mismatches < 2 {
-                    self.then = Then::Observe(FlowStep::CheckGoods);
+                    self.d.pending = Pending::Observe(FlowStep::CheckGoods);
                     return Action::Wait {
                         duration: self.limits.poll_pause,
                     };
@@ -392,7 +379,7 @@ impl CollectFlow {
         self.list_price = goods::list_price(tree);
         self.buy_at = Some((button.target.tap, button.label.clone()));
         self.polls = 0;
-        self.then = Then::TapBuy;
+        self.d.pending = Pending::Resume;
         Action::Screenshot {
             step: FlowStep::CheckGoods,
         }
@@ -517,7 +504,7 @@ impl CollectFlow {
                     if let Some(tt) = self.target.as_mut() {
                         tt.polls += 1;
                     }
-                    self.then = Then::Observe(FlowStep::SelectColor);
+                    self.d.pending = Pending::Observe(FlowStep::SelectColor);
                     return Action::Wait {
                         duration: self.limits.poll_pause,
                     };
@@ -637,12 +624,12 @@ impl CollectFlow {
         self.target = Some(t);
         let mut taps = available;
         let (at, label) = taps.remove(0);
-        self.then = if taps.is_empty() {
-            Then::Observe(FlowStep::SelectColor)
+        self.d.pending = if taps.is_empty() {
+            Pending::Observe(FlowStep::SelectColor)
         } else {
-            Then::Taps(taps, FlowStep::SelectColor)
+            Pending::Taps(taps, FlowStep::SelectColor)
         };
-        self.step = FlowStep::SelectColor;
+        self.d.step = FlowStep::SelectColor;
         Some(Action::Tap {
             at,
             label,
@@ -753,7 +740,7 @@ impl CollectFlow {
             ));
         }
         let (from, to) = sheet::reveal_swipe(area, dir);
-        self.then = Then::Observe(step.clone());
+        self.d.pending = Pending::Observe(step.clone());
         Action::Swipe {
             from,
             to,
@@ -880,85 +867,35 @@ fn finish_fail(f: FlowFailure) -> Action {
 
 impl Flow for CollectFlow {
     fn observe(&mut self, now: DateTime<Utc>, obs: Observation) -> Action {
-        match obs {
-            Observation::Start => {
+        match self.d.route(obs) {
+            Routed::Start => {
                 self.phase = Phase::Goods;
-                self.then = Then::Observe(FlowStep::OpenGoods);
+                self.d.pending = Pending::Observe(FlowStep::OpenGoods);
                 Action::OpenUrl {
                     url: self.task.deep_link(),
                     step: FlowStep::OpenGoods,
                 }
             }
-            Observation::Done | Observation::Waited => {
-                if matches!(obs, Observation::Done) {
-                    self.device_errors = 0;
-                }
-                match std::mem::replace(&mut self.then, Then::Observe(self.step.clone())) {
-                    Then::Observe(step) => self.observe_now(step),
-                    Then::Taps(mut rest, step) => {
-                        let (at, label) = rest.remove(0);
-                        self.then = if rest.is_empty() {
-                            Then::Observe(step.clone())
-                        } else {
-                            Then::Taps(rest, step.clone())
-                        };
-                        Action::Tap { at, label, step }
+            Routed::Act(a) => a,
+            Routed::Fail(f) => finish_fail(f),
+            // The buy button's tap, queued after the goods page was checked twice.
+            Routed::Resume => match self.buy_at.clone() {
+                Some((at, label)) => {
+                    self.phase = Phase::Sheet;
+                    self.d.step = FlowStep::OpenSkuSheet;
+                    self.d.pending = Pending::Observe(FlowStep::OpenSkuSheet);
+                    Action::Tap {
+                        at,
+                        label,
+                        step: FlowStep::OpenSkuSheet,
                     }
-                    Then::TapBuy => match self.buy_at.clone() {
-                        Some((at, label)) => {
-                            self.phase = Phase::Sheet;
-                            self.step = FlowStep::OpenSkuSheet;
-                            self.then = Then::Observe(FlowStep::OpenSkuSheet);
-                            Action::Tap {
-                                at,
-                                label,
-                                step: FlowStep::OpenSkuSheet,
-                            }
-                        }
-                        None => self.observe_now(FlowStep::CheckGoods),
-                    },
                 }
-            }
-            Observation::Screen(o) => {
-                self.dump_failures = 0;
-                self.device_errors = 0;
-                self.on_screen(now, *o)
-            }
-            Observation::DumpFailed {
-                code,
-                message,
-                retryable,
-            } => {
-                if let Some(f) = dump_failed(
-                    &mut self.dump_failures,
-                    self.limits.dump_failures,
-                    &self.step,
-                    code,
-                    message,
-                    retryable,
-                ) {
-                    return finish_fail(f);
-                }
-                self.then = Then::Observe(self.step.clone());
-                Action::Wait {
-                    duration: self.limits.poll_pause,
-                }
-            }
-            Observation::DeviceError { message, retryable } => {
-                if let Some(f) =
-                    device_error(&mut self.device_errors, &self.step, message, retryable)
-                {
-                    return finish_fail(f);
-                }
-                // Collect changes nothing irreversible: look again after a pause.
-                self.then = Then::Observe(self.step.clone());
-                Action::Wait {
-                    duration: self.limits.poll_pause,
-                }
-            }
-            Observation::Effect(_) => finish_fail(FlowFailure::retry(
+                None => self.observe_now(FlowStep::CheckGoods),
+            },
+            Routed::Screen(o) => self.on_screen(now, *o),
+            Routed::Effect(_) => finish_fail(FlowFailure::retry(
                 FailureCode::PageNotRecognized,
-                self.step.clone(),
+                self.d.step.clone(),
                 "collect asked for no effect",
             )),
         }
@@ -968,7 +905,7 @@ impl Flow for CollectFlow {
         // Collect does nothing irreversible: trying again later is always safe.
         FlowFailure::retry(
             FailureCode::PageNotRecognized,
-            self.step.clone(),
+            self.d.step.clone(),
             format!("stopped by the driver: {reason:?}"),
         )
     }

@@ -26,9 +26,13 @@ use chrono::{DateTime, FixedOffset, Utc};
 use cmautobuy_contract::{ExecutionMode, FailureCode, FlowStep};
 use serde_json::{json, Value};
 
-use super::goods;
-use super::purchase::{names_all, Confirmation};
-use super::{AbortReason, Action, Flow, FlowFailure, FlowOutcome, Observation, Observed};
+use super::action::{AbortReason, Action, Flow, FlowOutcome, Observation, Observed};
+use super::confirmation::Confirmation;
+use super::failure::FlowFailure;
+use super::observe::{Dispatch, Policy, Routed};
+use super::sheet::{reveal_swipe, Reveal};
+use crate::screen::goods;
+use crate::screen::names::names_all;
 use crate::screen::page::trim_name;
 use crate::screen::{Bounds, OrderDetail, OrderEntry, OrderList, Point, Screen, Target, Tree};
 
@@ -123,11 +127,14 @@ pub struct ReconcileFlow {
     recovery: bool,
     limits: ReconcileLimits,
     started: bool,
+    /// The crash-matrix failpoint this observation reached (the driver hits it).
+    checkpoint: Option<&'static str>,
     phase: Phase,
-    step: FlowStep,
+    /// The current step, failed-dump and device-error counts (after the mark: every
+    /// failure is `manual_review`).
+    d: Dispatch,
     polls: u32,
     popups: u32,
-    dump_failures: u32,
     leave_steps: u32,
     nav_steps: u32,
     blocked_once: bool,
@@ -195,11 +202,14 @@ impl ReconcileFlow {
             recovery,
             limits,
             started: false,
+            checkpoint: None,
             phase: Phase::Leaving,
-            step: FlowStep::LeavePayment,
+            d: Dispatch::new(
+                Policy::after_mark(limits.poll_pause, limits.dump_failures),
+                FlowStep::LeavePayment,
+            ),
             polls: 0,
             popups: 0,
-            dump_failures: 0,
             leave_steps: 0,
             nav_steps: 0,
             blocked_once: false,
@@ -239,8 +249,7 @@ impl ReconcileFlow {
     }
 
     fn observe_now(&mut self, step: FlowStep) -> Action {
-        self.step = step.clone();
-        Action::Observe { step }
+        self.d.observe_now(step)
     }
 
     fn nav(&mut self, a: Action) -> Action {
@@ -276,7 +285,7 @@ impl ReconcileFlow {
     }
 
     fn on_list(&mut self, l: OrderList, tree: &Tree) -> Action {
-        self.step = FlowStep::ReconcileOrder;
+        self.d.step = FlowStep::ReconcileOrder;
         if l.tab.as_deref() != Some("待付款") {
             let Some(t) = labelled(tree, "待付款") else {
                 return self.poll("the 待付款 tab is not on screen");
@@ -296,7 +305,7 @@ impl ReconcileFlow {
                 Some(b) if above => {
                     self.list_swipes += 1;
                     if self.list_swipes <= self.limits.list_swipes {
-                        let (from, to) = super::sheet::reveal_swipe(b, super::sheet::Reveal::Up);
+                        let (from, to) = reveal_swipe(b, Reveal::Up);
                         return Action::Swipe {
                             from,
                             to,
@@ -376,7 +385,7 @@ impl ReconcileFlow {
                 }
                 self.last_view = Some(view);
                 self.opened_in_view = 0;
-                let (from, to) = super::sheet::reveal_swipe(b, super::sheet::Reveal::Down);
+                let (from, to) = reveal_swipe(b, Reveal::Down);
                 return Action::Swipe {
                     from,
                     to,
@@ -389,7 +398,7 @@ impl ReconcileFlow {
     }
 
     fn on_detail(&mut self, d: OrderDetail, tree: &Tree) -> Action {
-        self.step = FlowStep::ReconcileOrder;
+        self.d.step = FlowStep::ReconcileOrder;
         if self.phase == Phase::Detail {
             match d.order_sn.clone() {
                 Some(sn) => {
@@ -495,7 +504,7 @@ impl ReconcileFlow {
         if self.polls > self.limits.polls {
             return self.fail(manual(
                 self.not_found_code(),
-                self.step.clone(),
+                self.d.step.clone(),
                 format!("{what} (after {} polls)", self.limits.polls),
             ));
         }
@@ -514,7 +523,7 @@ impl ReconcileFlow {
             ));
         }
         self.phase = Phase::Leaving;
-        self.step = FlowStep::LeavePayment;
+        self.d.step = FlowStep::LeavePayment;
         a
     }
 
@@ -522,13 +531,13 @@ impl ReconcileFlow {
         let Observed { screen, tree, .. } = o;
         match screen {
             Screen::Payment(_) => {
-                crate::failpoint::hit("purchase.payment_screen");
+                self.checkpoint = Some("purchase.payment_screen");
                 self.leave(Action::Back {
                     step: FlowStep::LeavePayment,
                 })
             }
             Screen::PaymentAbandonDialog(d) => {
-                crate::failpoint::hit("purchase.abandon_dialog");
+                self.checkpoint = Some("purchase.abandon_dialog");
                 match d.leave {
                     Some(t) => self.leave(Action::Tap {
                         at: t.tap,
@@ -582,26 +591,26 @@ impl ReconcileFlow {
                 "a security verification before the order could be found",
             )),
             Screen::OrderList(l) => {
-                crate::failpoint::hit("reconcile.order_list");
+                self.checkpoint = Some("reconcile.order_list");
                 self.polls = 0;
                 self.on_list(l, &tree)
             }
             Screen::OrderDetail(d) => {
-                crate::failpoint::hit("reconcile.order_detail");
+                self.checkpoint = Some("reconcile.order_detail");
                 self.polls = 0;
                 self.on_detail(d, &tree)
             }
             // Back from here walks an unknown history (earlier tasks' pages, risk or
             // login pages among them): go home directly instead.
             Screen::SkuSheet(_) | Screen::GoodsDetail(_) => {
-                crate::failpoint::hit("purchase.left_payment");
+                self.checkpoint = Some("purchase.left_payment");
                 self.nav(Action::OpenUrl {
                     url: HOME_LINK.into(),
                     step: FlowStep::ReconcileOrder,
                 })
             }
             Screen::Unknown(u) => {
-                self.step = FlowStep::ReconcileOrder;
+                self.d.step = FlowStep::ReconcileOrder;
                 if u.packages.is_empty() {
                     return self.nav(Action::OpenUrl {
                         url: HOME_LINK.into(),
@@ -627,59 +636,35 @@ impl ReconcileFlow {
 
 impl Flow for ReconcileFlow {
     fn observe(&mut self, _now: DateTime<Utc>, obs: Observation) -> Action {
-        match obs {
-            Observation::Start => {
+        self.checkpoint = None;
+        match self.d.route(obs) {
+            Routed::Start => {
                 self.started = true;
                 if !self.recovery {
-                    crate::failpoint::hit("purchase.after_submit_tap");
+                    self.checkpoint = Some("purchase.after_submit_tap");
                 }
                 self.observe_now(FlowStep::LeavePayment)
             }
-            Observation::Done | Observation::Waited => {
-                let step = self.step.clone();
-                self.observe_now(step)
-            }
-            Observation::Screen(o) => {
-                self.dump_failures = 0;
-                self.on_screen(*o)
-            }
-            Observation::DumpFailed { message, code, .. } => {
-                self.dump_failures += 1;
-                if self.dump_failures >= self.limits.dump_failures {
-                    return self.fail(
-                        manual(FailureCode::UiDumpFailed, self.step.clone(), message)
-                            .with("dump_error", code),
-                    );
-                }
-                Action::Wait {
-                    duration: self.limits.poll_pause,
-                }
-            }
-            Observation::DeviceError { message, .. } => {
-                self.dump_failures += 1;
-                if self.dump_failures >= self.limits.dump_failures {
-                    return self.fail(manual(
-                        FailureCode::DeviceOffline,
-                        self.step.clone(),
-                        message,
-                    ));
-                }
-                Action::Wait {
-                    duration: self.limits.poll_pause,
-                }
-            }
-            Observation::Effect(_) => self.fail(manual(
+            Routed::Act(a) => a,
+            Routed::Fail(f) => self.fail(f),
+            Routed::Resume => self.observe_now(self.d.step.clone()),
+            Routed::Screen(o) => self.on_screen(*o),
+            Routed::Effect(_) => self.fail(manual(
                 FailureCode::InterruptedAfterSubmit,
-                self.step.clone(),
+                self.d.step.clone(),
                 "reconciliation asked for no effect",
             )),
         }
     }
 
+    fn checkpoint(&mut self) -> Option<&'static str> {
+        self.checkpoint.take()
+    }
+
     fn abort(&mut self, _now: DateTime<Utc>, reason: AbortReason) -> FlowFailure {
         self.diag(manual(
             FailureCode::InterruptedAfterSubmit,
-            self.step.clone(),
+            self.d.step.clone(),
             format!("stopped by the driver after the irreversible mark: {reason:?}"),
         ))
     }

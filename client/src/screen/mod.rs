@@ -44,6 +44,8 @@
 //!   or are split price parts (see [`crate::money`]).
 
 pub mod error;
+pub mod goods;
+pub mod names;
 pub mod page;
 pub mod pages;
 pub mod recognize;

@@ -1,9 +1,9 @@
-//! Purchase jobs for the executor (issue 7): the [`PurchaseBackend`] (store and Admin
+//! Purchase jobs for the executor: the [`PurchaseBackend`] (store and Admin
 //! behind the flow's effects), running a purchase task ([`run_job`]) and reconciling a
 //! run a crash left behind ([`recover_run`]).
 //!
 //! # Never submit twice — the sequence
-//! 1. [`super::purchase::PurchaseFlow`] confirms the total and asks for
+//! 1. [`crate::flow::purchase::PurchaseFlow`] confirms the total and asks for
 //!    [`Effect::MarkIrreversible`] with the confirmation snapshot.
 //! 2. [`JobEffects`] commits it through [`Store::mark_irreversible_once`] (one
 //!    `BEGIN IMMEDIATE`, `synchronous=FULL` transaction that refuses when any run of the
@@ -24,24 +24,23 @@ use cmautobuy_contract::{
 };
 use serde_json::{Map, Value};
 
+use super::attempt::{artifacts_for, failure_request, label, FlowExecutorConfig, TaskReport};
 use super::driver::{drive, DriveStats, Effects, SystemClock, TraceEntry};
-use super::exec::{failure_request, DeviceSource, FlowExecutorConfig, TaskReport};
 use super::guard::GuardedDevice;
-use super::purchase::{Confirmation, PurchaseFlow, PurchaseLimits, PurchaseTask};
-use super::reconcile::ReconcileFlow;
-use super::{Effect, EffectOutcome, FlowFailure, FlowOutcome};
+use super::source::DeviceSource;
 use crate::artifacts::AttemptArtifacts;
 use crate::clock::Clock;
 use crate::executor::{Job, Outcome};
+use crate::flow::purchase::task::{PurchaseLimits, PurchaseTask};
+use crate::flow::purchase::PurchaseFlow;
+use crate::flow::reconcile::ReconcileFlow;
+use crate::flow::{Confirmation, Effect, EffectOutcome, FlowFailure, FlowOutcome};
 use crate::gateway::AdminGateway;
 use crate::retry::RetryPolicy;
 #[cfg(test)]
 use crate::screen::Tree;
 use crate::spec::{self, Resolver, SpecError};
 use crate::store::{MarkOutcome, Run, Store};
-
-/// Prefix of an effect failure that means "the store refused the mark".
-pub const REFUSED: &str = "REFUSED:";
 
 /// What purchase jobs need besides the phone.
 pub trait PurchaseBackend: Send + Sync + 'static {
@@ -125,14 +124,22 @@ pub struct JobEffects<'a> {
 impl Effects for JobEffects<'_> {
     fn perform(&mut self, effect: &Effect) -> EffectOutcome {
         match effect {
-            Effect::MarkIrreversible { snapshot, .. } => {
+            Effect::MarkIrreversible { confirmation } => {
                 crate::failpoint::hit("purchase.before_mark");
+                let snapshot = match serde_json::to_string(&**confirmation) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        return EffectOutcome::Failed {
+                            message: format!("the confirmation cannot be stored: {e}"),
+                            retryable: false,
+                        }
+                    }
+                };
                 let now = Utc::now();
-                let out = self.backend.store().mark_irreversible_once(
-                    self.run.id,
-                    now,
-                    &snapshot.to_string(),
-                );
+                let out = self
+                    .backend
+                    .store()
+                    .mark_irreversible_once(self.run.id, now, &snapshot);
                 match out {
                     Ok(MarkOutcome::Marked { at }) => {
                         crate::failpoint::hit("purchase.after_mark");
@@ -142,33 +149,19 @@ impl Effects for JobEffects<'_> {
                         tracing::info!(run_id = self.run.id, at = %format_utc(at), "irreversible mark committed");
                         EffectOutcome::Marked { at }
                     }
-                    Ok(MarkOutcome::Refused { reason }) => EffectOutcome::Failed {
-                        message: format!("{REFUSED} {reason}"),
-                        retryable: false,
-                    },
+                    Ok(MarkOutcome::Refused { reason }) => EffectOutcome::Refused { reason },
                     Err(e) => EffectOutcome::Failed {
                         message: e.to_string(),
                         retryable: e.is_retryable(),
                     },
                 }
             }
-            Effect::ResolveSpec { request } => {
-                let req: SpecResolutionRequest = match serde_json::from_value(request.clone()) {
-                    Ok(r) => r,
-                    Err(e) => {
-                        return EffectOutcome::Failed {
-                            message: format!("spec request: {e}"),
-                            retryable: false,
-                        }
-                    }
-                };
+            Effect::ResolveSpec(req) => {
                 match self
                     .backend
-                    .resolve_spec(self.run, self.remote_task_id, &req)
+                    .resolve_spec(self.run, self.remote_task_id, req)
                 {
-                    Ok(resp) => EffectOutcome::Resolved {
-                        answer: serde_json::to_value(&resp).unwrap_or(Value::Null),
-                    },
+                    Ok(resp) => EffectOutcome::Resolved(Box::new(resp)),
                     Err(e) => {
                         // Exhausted transient errors (503s, timeouts) may clear later.
                         let retryable =
@@ -181,13 +174,6 @@ impl Effects for JobEffects<'_> {
                 }
             }
         }
-    }
-}
-
-fn label(o: &Outcome) -> String {
-    match o {
-        Outcome::Result(_) => "succeeded".into(),
-        Outcome::Failure(f) => format!("{}:{}", f.status.as_str(), f.error.code),
     }
 }
 
@@ -241,20 +227,6 @@ impl Ctx<'_> {
             self.arts.as_ref(),
             trace,
         )))
-    }
-}
-
-fn artifacts_for(cfg: &FlowExecutorConfig, job: &Job) -> Option<AttemptArtifacts> {
-    match AttemptArtifacts::create(
-        &cfg.artifacts_root,
-        &job.task.remote_task_id,
-        &job.run.attempt_id,
-    ) {
-        Ok(a) => Some(a),
-        Err(e) => {
-            tracing::warn!(error = %e, "no artifact directory for this attempt");
-            None
-        }
     }
 }
 
@@ -459,8 +431,8 @@ mod tests {
     //! order ledger (the truth for "one order, never paid").
 
     use super::*;
-    use crate::flow::driver::{DriveLimits, DriveReport, FlowDevice, VirtualClock};
     use crate::flow::sim::SimFlowDevice;
+    use crate::job::driver::{DriveLimits, DriveReport, FlowDevice, VirtualClock};
     use chrono::TimeZone;
     use cmautobuy_contract::{SpecCandidate, SpecOutcome, Task};
     use cmautobuy_sim_phone::{Catalog, SimConfig};
@@ -606,13 +578,13 @@ mod tests {
     }
 
     impl FlowDevice for &mut SimFlowDevice {
-        fn dump_ui(&mut self) -> Result<String, crate::flow::driver::DeviceFailure> {
+        fn dump_ui(&mut self) -> Result<String, crate::job::driver::DeviceFailure> {
             (**self).dump_ui()
         }
         fn tap(
             &mut self,
             at: crate::screen::Point,
-        ) -> Result<(), crate::flow::driver::DeviceFailure> {
+        ) -> Result<(), crate::job::driver::DeviceFailure> {
             (**self).tap(at)
         }
         fn swipe(
@@ -620,16 +592,16 @@ mod tests {
             from: crate::screen::Point,
             to: crate::screen::Point,
             d: u32,
-        ) -> Result<(), crate::flow::driver::DeviceFailure> {
+        ) -> Result<(), crate::job::driver::DeviceFailure> {
             (**self).swipe(from, to, d)
         }
-        fn back(&mut self) -> Result<(), crate::flow::driver::DeviceFailure> {
+        fn back(&mut self) -> Result<(), crate::job::driver::DeviceFailure> {
             (**self).back()
         }
-        fn open_url(&mut self, url: &str) -> Result<(), crate::flow::driver::DeviceFailure> {
+        fn open_url(&mut self, url: &str) -> Result<(), crate::job::driver::DeviceFailure> {
             (**self).open_url(url)
         }
-        fn screenshot(&mut self) -> Result<Vec<u8>, crate::flow::driver::DeviceFailure> {
+        fn screenshot(&mut self) -> Result<Vec<u8>, crate::job::driver::DeviceFailure> {
             (**self).screenshot()
         }
     }
@@ -721,7 +693,7 @@ mod tests {
         let rep = drive(
             &mut flow,
             &mut guarded,
-            &mut crate::flow::driver::NoEffects,
+            &mut crate::job::driver::NoEffects,
             &mut SystemClock,
             None,
             DriveLimits::default(),

@@ -1,4 +1,4 @@
-//! Flow tests on the simulated phone in-process ([`super::sim::SimFlowDevice`]): every
+//! Flow tests on the simulated phone in-process ([`crate::flow::sim::SimFlowDevice`]): every
 //! catalog goods collected and compared with the catalog (the truth), the failure
 //! pages, popups and dump faults on the way, and the action traces.
 
@@ -6,13 +6,13 @@ use chrono::{TimeZone, Utc};
 use cmautobuy_contract::{FailureStatus, PddData};
 use cmautobuy_sim_phone::{Catalog, DumpFault, Goods, PopupKind, PopupSchedule, SimConfig};
 
-use super::collect::{CollectFlow, CollectLimits, CollectTask};
 use super::driver::{
     drive, DeviceFailure, DriveLimits, DriveReport, FlowDevice, NoEffects, VirtualClock,
 };
-use super::sim::SimFlowDevice;
-use super::FlowOutcome;
 use crate::artifacts::AttemptArtifacts;
+use crate::flow::collect::{CollectFlow, CollectLimits, CollectTask};
+use crate::flow::sim::SimFlowDevice;
+use crate::flow::FlowOutcome;
 use crate::screen::Point;
 
 fn catalog() -> Catalog {

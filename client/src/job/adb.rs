@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::driver::{DeviceFailure, FlowDevice};
-use super::exec::DeviceSource;
+use super::source::DeviceSource;
 use crate::device::{AdbDevice, AdbOptions, Device, DeviceAddress, DeviceError};
 use crate::screen::Point;
 

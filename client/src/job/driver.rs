@@ -16,8 +16,10 @@ use chrono::{DateTime, Utc};
 use cmautobuy_contract::FlowStep;
 use serde::Serialize;
 
-use super::{AbortReason, Action, Effect, EffectOutcome, Flow, FlowOutcome, Observation, Observed};
 use crate::artifacts::AttemptArtifacts;
+use crate::flow::{
+    AbortReason, Action, Effect, EffectOutcome, Flow, FlowOutcome, Observation, Observed,
+};
 use crate::screen::{classify, Point, Tree};
 
 /// Why a device call did not happen.
@@ -226,6 +228,9 @@ where
     let outcome = loop {
         let now = clock.now();
         let action = flow.observe(now, obs);
+        if let Some(point) = flow.checkpoint() {
+            crate::failpoint::hit(point);
+        }
         if let Action::Finish(outcome) = action {
             break outcome;
         }
@@ -339,7 +344,7 @@ where
                 Observation::Waited
             }
             Action::Effect(effect) => {
-                detail = format!("{effect:?}").chars().take(120).collect();
+                detail = effect_detail(effect);
                 Observation::Effect(effects.perform(effect))
             }
             Action::Finish(_) => unreachable!("handled above"),
@@ -381,15 +386,15 @@ where
     }
 }
 
-fn step_of(a: &Action) -> Option<&FlowStep> {
+fn step_of(a: &Action) -> Option<FlowStep> {
     match a {
         Action::Observe { step }
         | Action::Screenshot { step }
         | Action::OpenUrl { step, .. }
         | Action::Tap { step, .. }
         | Action::Swipe { step, .. }
-        | Action::Back { step } => Some(step),
-        Action::Effect(Effect::MarkIrreversible { step, .. }) => Some(step),
+        | Action::Back { step } => Some(step.clone()),
+        Action::Effect(e @ Effect::MarkIrreversible { .. }) => Some(e.step()),
         _ => None,
     }
 }
@@ -410,5 +415,21 @@ fn device_error(e: DeviceFailure, detail: &mut String) -> Observation {
     Observation::DeviceError {
         message: e.message,
         retryable: e.retryable,
+    }
+}
+
+/// A short trace line for an effect (no page text beyond the goods id).
+fn effect_detail(e: &Effect) -> String {
+    match e {
+        Effect::MarkIrreversible { confirmation } => format!(
+            "mark_irreversible goods {} total {} fen",
+            confirmation.goods_id,
+            confirmation.total.get()
+        ),
+        Effect::ResolveSpec(req) => format!(
+            "resolve_spec {} candidates, target size {}",
+            req.candidates.len(),
+            req.target_size.chars().take(40).collect::<String>()
+        ),
     }
 }

@@ -1,0 +1,168 @@
+//! The vocabulary between a flow and its driver: [`Action`] (what a flow asks for),
+//! [`Observation`] (what it is told), [`Effect`] / [`EffectOutcome`] (what only the
+//! executor can do, typed with the contract's own types), [`FlowOutcome`] and the
+//! [`Flow`] trait itself.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use cmautobuy_contract::{
+    FlowStep, PddData, PurchaseResult, SpecResolutionRequest, SpecResolutionResponse,
+};
+
+use super::confirmation::Confirmation;
+use super::failure::FlowFailure;
+use crate::screen::{Point, Screen, Tree};
+
+/// What a flow asks the driver to do next.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Action {
+    /// Dump the UI; the answer is [`Observation::Screen`] or [`Observation::DumpFailed`].
+    /// `step` names the artifact (`NN-{step}.xml`).
+    Observe { step: FlowStep },
+    /// Take a screenshot for the evidence (`NN-{step}.png`); answered by
+    /// [`Observation::Done`] (or [`Observation::DeviceError`]).
+    Screenshot { step: FlowStep },
+    /// Open a deep link (the device quotes it for the shell).
+    OpenUrl { url: String, step: FlowStep },
+    /// Tap a point; `label` is what the user would read there (trace and logs only).
+    Tap {
+        at: Point,
+        label: String,
+        step: FlowStep,
+    },
+    Swipe {
+        from: Point,
+        to: Point,
+        duration_ms: u32,
+        step: FlowStep,
+    },
+    /// The BACK key.
+    Back { step: FlowStep },
+    /// Pause before polling again; answered by [`Observation::Waited`]. Flows bound how
+    /// often they wait.
+    Wait { duration: Duration },
+    /// Something only the executor can do (durable store writes, Admin calls).
+    Effect(Effect),
+    /// The flow is over.
+    Finish(FlowOutcome),
+}
+
+impl Action {
+    /// A short name for traces: `observe`, `tap`, …
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Action::Observe { .. } => "observe",
+            Action::Screenshot { .. } => "screenshot",
+            Action::OpenUrl { .. } => "open_url",
+            Action::Tap { .. } => "tap",
+            Action::Swipe { .. } => "swipe",
+            Action::Back { .. } => "back",
+            Action::Wait { .. } => "wait",
+            Action::Effect(_) => "effect",
+            Action::Finish(_) => "finish",
+        }
+    }
+}
+
+/// Side effects outside the phone, performed by the executor (the shell's `Effects`).
+/// Collect needs none; purchase uses both. Typed: the flow and the executor exchange the
+/// contract's own types, never JSON values or message strings.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Effect {
+    /// Commit `irreversible_action_at` durably (synchronous=FULL) before the submit tap,
+    /// with the confirmation crash recovery reconciles against.
+    MarkIrreversible { confirmation: Box<Confirmation> },
+    /// Send a §7.1 spec resolution once through the durable request.
+    ResolveSpec(Box<SpecResolutionRequest>),
+}
+
+impl Effect {
+    /// The flow step the effect belongs to (traces).
+    pub fn step(&self) -> FlowStep {
+        match self {
+            Effect::MarkIrreversible { .. } => FlowStep::SubmitOrder,
+            Effect::ResolveSpec(_) => FlowStep::ResolveSpec,
+        }
+    }
+}
+
+/// What a flow is told.
+#[derive(Clone, Debug)]
+pub enum Observation {
+    /// The first call.
+    Start,
+    /// A dump, parsed and classified.
+    Screen(Box<Observed>),
+    /// The dump failed (uiautomator error text, empty or malformed output, …).
+    DumpFailed {
+        code: String,
+        message: String,
+        retryable: bool,
+    },
+    /// The last gesture / deep link / screenshot was performed.
+    Done,
+    /// The device did not perform the last action (offline, timed out, refused).
+    DeviceError { message: String, retryable: bool },
+    /// A [`Action::Wait`] is over.
+    Waited,
+    /// The answer to an [`Action::Effect`].
+    Effect(EffectOutcome),
+}
+
+/// The answer to an [`Effect`].
+#[derive(Clone, Debug, PartialEq)]
+pub enum EffectOutcome {
+    /// The irreversible mark is committed, at this time.
+    Marked { at: DateTime<Utc> },
+    /// The store refused the mark: another run of this task is already marked, or this
+    /// run already has an outcome. Nothing may be submitted.
+    Refused { reason: String },
+    /// The Admin answered a spec resolution.
+    Resolved(Box<SpecResolutionResponse>),
+    /// The effect could not be performed; `retryable` says whether trying later may help.
+    Failed { message: String, retryable: bool },
+}
+
+/// One dump as a flow sees it: the classified screen, the tree it came from (for facts
+/// the classifier does not extract), and the artifact that holds the raw dump.
+#[derive(Clone, Debug)]
+pub struct Observed {
+    pub screen: Screen,
+    pub tree: Tree,
+    pub artifact_id: Option<String>,
+}
+
+/// How a flow ended.
+#[derive(Clone, Debug, PartialEq)]
+pub enum FlowOutcome {
+    /// A collect result (`pdd_data`).
+    Collected(Box<PddData>),
+    /// A purchase result (dry run or live), issue 7.
+    Purchased(Box<PurchaseResult>),
+    Failed(FlowFailure),
+}
+
+/// Why the driver stops a flow that has not finished.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AbortReason {
+    /// The flow asked for more actions than the driver's budget allows.
+    StepBudget { actions: u32 },
+}
+
+/// A device flow: a state machine fed by observations.
+pub trait Flow {
+    /// The next action given what just happened. Must not block, sleep, or do I/O.
+    fn observe(&mut self, now: DateTime<Utc>, obs: Observation) -> Action;
+
+    /// The driver stops the flow; the flow picks the status (`manual_review` once an
+    /// irreversible mark exists, else usually `retry_wait`).
+    fn abort(&mut self, now: DateTime<Utc>, reason: AbortReason) -> FlowFailure;
+
+    /// The named crash-matrix point the last `observe` reached, if any (taken once).
+    /// Flows only name it; the driver acts on it (`crate::failpoint`), so flows stay
+    /// free of process-level effects.
+    fn checkpoint(&mut self) -> Option<&'static str> {
+        None
+    }
+}

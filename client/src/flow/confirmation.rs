@@ -1,0 +1,64 @@
+//! [`Confirmation`]: what the final confirmation of a purchase showed right before the
+//! irreversible mark. It travels with [`super::action::Effect::MarkIrreversible`], is
+//! stored with the mark (crash recovery reconciles against it without the page), and
+//! builds the §6 purchase section (`decisions.md` §6).
+
+use cmautobuy_contract::{ExecutionMode, OptionMap, PurchaseResult};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::money::Fen;
+
+/// What the final confirmation showed, right before the mark; stored with the mark so a
+/// restarted client can reconcile without the page (crash recovery).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Confirmation {
+    pub goods_id: String,
+    /// The goods title as the page showed it (order cards are matched on it).
+    pub title: Option<String>,
+    /// Key → the option as the page names it (what was ordered).
+    pub options: OptionMap,
+    /// The task's options (differ from `options` after a spec resolution).
+    pub original_options: OptionMap,
+    pub quantity: u32,
+    pub total: Fen,
+    pub max_price: Fen,
+    pub spec_resolution_id: Option<String>,
+}
+
+impl Confirmation {
+    /// The §6 purchase section for this confirmation (`decisions.md` §6).
+    pub fn result(
+        &self,
+        mode: ExecutionMode,
+        order: Option<(&str, &str)>,
+        irreversible_action_at: Option<String>,
+    ) -> PurchaseResult {
+        let live = mode == ExecutionMode::Live;
+        let mut extra = Map::new();
+        if self.original_options != self.options {
+            extra.insert(
+                "original_options".into(),
+                serde_json::to_value(&self.original_options).unwrap_or(Value::Null),
+            );
+        }
+        PurchaseResult {
+            schema_version: 1,
+            mode,
+            order_submitted: live,
+            payment_attempted: false,
+            payment_status: if live { "unpaid" } else { "not_created" }.into(),
+            match_status: if live { "matched" } else { "not_applicable" }.into(),
+            order_sn: order.map(|(sn, _)| sn.to_string()),
+            ordered_at: order.map(|(_, t)| t.to_string()),
+            goods_id: self.goods_id.clone(),
+            options: self.options.clone(),
+            quantity: i64::from(self.quantity),
+            confirmed_total_cent: Some(self.total),
+            max_price_cent: self.max_price,
+            spec_resolution_id: self.spec_resolution_id.clone(),
+            irreversible_action_at,
+            extra,
+        }
+    }
+}

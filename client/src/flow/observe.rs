@@ -1,0 +1,300 @@
+//! The observation dispatch every machine shares: what to do after a gesture or a wait
+//! (send the next queued tap, or dump again), how failed dumps and device errors are
+//! counted and when they end the flow, and the bounded pause between polls.
+//!
+//! Collect, purchase and reconcile each own a [`Dispatch`] and hand it every
+//! [`Observation`] first ([`Dispatch::route`]); it answers with the action to take
+//! ([`Routed::Act`]), the failure to finish with ([`Routed::Fail`]), or passes on what only
+//! the machine can judge: the start, a screen, an effect's answer, or a
+//! [`Pending::Resume`] that the machine itself queued. A retry rule changed here changes
+//! for all three machines at once.
+
+use std::time::Duration;
+
+use cmautobuy_contract::{FailureCode, FailureStatus, FlowStep};
+
+use super::action::{Action, EffectOutcome, Observation, Observed};
+use super::failure::FlowFailure;
+use crate::screen::Point;
+
+/// What a machine has queued for the next `Done` / `Waited`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Pending {
+    /// Dump the screen for this step.
+    Observe(FlowStep),
+    /// Send these taps one per round trip (queued from one dump), then dump for `step`.
+    Taps(Vec<(Point, String)>, FlowStep),
+    /// Dump for whatever step is current then (the default after every round trip).
+    Current,
+    /// Ask the machine ([`Routed::Resume`]).
+    Resume,
+}
+
+/// How one machine counts trouble.
+#[derive(Clone, Copy, Debug)]
+pub struct Policy {
+    /// The bounded pause before dumping again after trouble.
+    pub poll_pause: Duration,
+    /// Failed dumps in a row that end the flow.
+    pub dump_failures: u32,
+    /// Device errors in a row that end the flow; `None`: counted with failed dumps.
+    pub device_errors: Option<u32>,
+    /// A failure that is not retryable ends the flow at once.
+    pub give_up_on_permanent: bool,
+    /// The status of the failures this dispatch produces (`retry_wait` before anything
+    /// irreversible, `manual_review` after it).
+    pub status: FailureStatus,
+}
+
+impl Policy {
+    /// Collect and purchase before the mark: transient trouble is `retry_wait`; two
+    /// device errors in a row end the flow.
+    pub fn before_mark(poll_pause: Duration, dump_failures: u32) -> Policy {
+        Policy {
+            poll_pause,
+            dump_failures,
+            device_errors: Some(2),
+            give_up_on_permanent: true,
+            status: FailureStatus::RetryWait,
+        }
+    }
+
+    /// Reconciliation after the mark: every failure is `manual_review` (an order may
+    /// exist); device errors count with failed dumps.
+    pub fn after_mark(poll_pause: Duration, dump_failures: u32) -> Policy {
+        Policy {
+            poll_pause,
+            dump_failures,
+            device_errors: None,
+            give_up_on_permanent: false,
+            status: FailureStatus::ManualReview,
+        }
+    }
+}
+
+/// What [`Dispatch::route`] made of an observation.
+#[derive(Debug)]
+pub enum Routed {
+    /// The first observation.
+    Start,
+    /// A parsed dump: the machine decides.
+    Screen(Box<Observed>),
+    /// The answer to an effect.
+    Effect(EffectOutcome),
+    /// The machine's own queued continuation ([`Pending::Resume`]).
+    Resume,
+    /// Do this next.
+    Act(Action),
+    /// Finish with this failure (the machine may add diagnostics).
+    Fail(FlowFailure),
+}
+
+/// The shared bookkeeping of one machine.
+#[derive(Clone, Debug)]
+pub struct Dispatch {
+    policy: Policy,
+    /// The step being worked on (names dumps and failures).
+    pub step: FlowStep,
+    /// What the next `Done` / `Waited` continues with.
+    pub pending: Pending,
+    dump_failures: u32,
+    device_errors: u32,
+}
+
+impl Dispatch {
+    pub fn new(policy: Policy, step: FlowStep) -> Dispatch {
+        Dispatch {
+            policy,
+            pending: Pending::Current,
+            step,
+            dump_failures: 0,
+            device_errors: 0,
+        }
+    }
+
+    /// Dump now for `step` (and make it the current step).
+    pub fn observe_now(&mut self, step: FlowStep) -> Action {
+        self.step = step.clone();
+        Action::Observe { step }
+    }
+
+    /// Dump again for the current step after the bounded pause.
+    pub fn pause_then_observe(&mut self) -> Action {
+        self.pending = Pending::Current;
+        Action::Wait {
+            duration: self.policy.poll_pause,
+        }
+    }
+
+    /// Send the first of `taps` now and queue the rest, then a dump for `step`.
+    /// `None` when `taps` is empty.
+    pub fn tap_all(&mut self, mut taps: Vec<(Point, String)>, step: FlowStep) -> Option<Action> {
+        if taps.is_empty() {
+            return None;
+        }
+        let (at, label) = taps.remove(0);
+        self.pending = if taps.is_empty() {
+            Pending::Observe(step.clone())
+        } else {
+            Pending::Taps(taps, step.clone())
+        };
+        self.step = step.clone();
+        Some(Action::Tap { at, label, step })
+    }
+
+    /// Routes `obs`: queued continuations and trouble counting here, everything else to
+    /// the machine.
+    pub fn route(&mut self, obs: Observation) -> Routed {
+        match obs {
+            Observation::Start => Routed::Start,
+            Observation::Done | Observation::Waited => {
+                if matches!(obs, Observation::Done) && self.policy.device_errors.is_some() {
+                    self.device_errors = 0;
+                }
+                match std::mem::replace(&mut self.pending, Pending::Current) {
+                    Pending::Observe(step) => Routed::Act(self.observe_now(step)),
+                    Pending::Current => Routed::Act(self.observe_now(self.step.clone())),
+                    Pending::Taps(rest, step) => match self.tap_all(rest, step.clone()) {
+                        Some(a) => Routed::Act(a),
+                        None => Routed::Act(self.observe_now(step)),
+                    },
+                    Pending::Resume => Routed::Resume,
+                }
+            }
+            Observation::Screen(o) => {
+                self.dump_failures = 0;
+                if self.policy.device_errors.is_some() {
+                    self.device_errors = 0;
+                }
+                Routed::Screen(o)
+            }
+            Observation::DumpFailed {
+                code,
+                message,
+                retryable,
+            } => {
+                self.dump_failures += 1;
+                let permanent = self.policy.give_up_on_permanent && !retryable;
+                if permanent || self.dump_failures >= self.policy.dump_failures {
+                    return Routed::Fail(
+                        self.failure(FailureCode::UiDumpFailed, message)
+                            .with("dump_error", code),
+                    );
+                }
+                Routed::Act(self.pause_then_observe())
+            }
+            Observation::DeviceError { message, retryable } => {
+                let (count, limit) = match self.policy.device_errors {
+                    Some(limit) => {
+                        self.device_errors += 1;
+                        (self.device_errors, limit)
+                    }
+                    None => {
+                        self.dump_failures += 1;
+                        (self.dump_failures, self.policy.dump_failures)
+                    }
+                };
+                let permanent = self.policy.give_up_on_permanent && !retryable;
+                if permanent || count >= limit {
+                    return Routed::Fail(self.failure(FailureCode::DeviceOffline, message));
+                }
+                Routed::Act(self.pause_then_observe())
+            }
+            Observation::Effect(out) => Routed::Effect(out),
+        }
+    }
+
+    fn failure(&self, code: FailureCode, message: String) -> FlowFailure {
+        FlowFailure::new(self.policy.status, code, self.step.clone(), message)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dispatch(policy: Policy) -> Dispatch {
+        Dispatch::new(policy, FlowStep::OpenGoods)
+    }
+
+    fn dump_failed(retryable: bool) -> Observation {
+        Observation::DumpFailed {
+            code: "UI_IDLE_STATE".into(),
+            message: "could not get idle state".into(),
+            retryable,
+        }
+    }
+
+    #[test]
+    fn queued_taps_go_out_one_per_round_trip_then_a_dump() {
+        let mut d = dispatch(Policy::before_mark(Duration::from_millis(300), 4));
+        let p = |x| Point { x, y: 1 };
+        let first = d.tap_all(
+            vec![(p(1), "a".into()), (p(2), "b".into())],
+            FlowStep::SelectColor,
+        );
+        assert!(matches!(first, Some(Action::Tap { at, .. }) if at == p(1)));
+        assert!(
+            matches!(d.route(Observation::Done), Routed::Act(Action::Tap { at, .. }) if at == p(2))
+        );
+        assert!(matches!(
+            d.route(Observation::Done),
+            Routed::Act(Action::Observe {
+                step: FlowStep::SelectColor
+            })
+        ));
+    }
+
+    #[test]
+    fn before_the_mark_dump_failures_are_retry_wait_at_the_limit() {
+        let mut d = dispatch(Policy::before_mark(Duration::from_millis(300), 3));
+        assert!(matches!(
+            d.route(dump_failed(true)),
+            Routed::Act(Action::Wait { .. })
+        ));
+        assert!(matches!(
+            d.route(dump_failed(true)),
+            Routed::Act(Action::Wait { .. })
+        ));
+        let Routed::Fail(f) = d.route(dump_failed(true)) else {
+            panic!("third failure ends it")
+        };
+        assert_eq!(f.status, FailureStatus::RetryWait);
+        assert_eq!(f.code, FailureCode::UiDumpFailed);
+        // A permanent failure ends it at once.
+        let mut d = dispatch(Policy::before_mark(Duration::from_millis(300), 3));
+        assert!(matches!(d.route(dump_failed(false)), Routed::Fail(_)));
+    }
+
+    #[test]
+    fn a_screen_resets_the_counts_and_a_done_resets_device_errors() {
+        let mut d = dispatch(Policy::before_mark(Duration::from_millis(300), 2));
+        let err = || Observation::DeviceError {
+            message: "offline".into(),
+            retryable: true,
+        };
+        assert!(matches!(d.route(err()), Routed::Act(Action::Wait { .. })));
+        assert!(matches!(d.route(Observation::Done), Routed::Act(_)));
+        assert!(matches!(d.route(err()), Routed::Act(Action::Wait { .. })));
+        let Routed::Fail(f) = d.route(err()) else {
+            panic!("two in a row end it")
+        };
+        assert_eq!(f.code, FailureCode::DeviceOffline);
+    }
+
+    #[test]
+    fn after_the_mark_everything_is_manual_review_and_counted_together() {
+        let mut d = dispatch(Policy::after_mark(Duration::from_millis(300), 2));
+        assert!(matches!(
+            d.route(Observation::DeviceError {
+                message: "offline".into(),
+                retryable: false,
+            }),
+            Routed::Act(Action::Wait { .. })
+        ));
+        let Routed::Fail(f) = d.route(dump_failed(false)) else {
+            panic!("limit reached")
+        };
+        assert_eq!(f.status, FailureStatus::ManualReview);
+    }
+}

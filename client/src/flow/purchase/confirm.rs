@@ -1,0 +1,149 @@
+//! The final confirmation and the one submit: the 已选 text must name every chosen
+//! option; the selection, quantity, address and the footer total (提交订单 ¥TOTAL) are
+//! read from **one** dump and the total is compared with `max_price_cent` (a total).
+//! A dry run finishes there. A live run asks for [`Effect::MarkIrreversible`] with the
+//! [`Confirmation`]; only on [`EffectOutcome::Marked`] does it tap 提交订单 — once: the
+//! flow moves to its reconcile phase before the tap leaves, and no state of that phase
+//! can tap the sheet again. [`EffectOutcome::Refused`] ends it without a tap.
+
+use chrono::{DateTime, Utc};
+use cmautobuy_contract::{ExecutionMode, FailureCode, FlowStep, OptionMap};
+
+use super::{finish_fail, Phase, PurchaseFlow};
+use crate::flow::action::{Action, Effect, EffectOutcome, FlowOutcome};
+use crate::flow::confirmation::Confirmation;
+use crate::flow::failure::FlowFailure;
+use crate::flow::reconcile::ReconcileFlow;
+use crate::screen::SkuSheet;
+
+impl PurchaseFlow {
+    /// The quantity, then the final confirmation on the same dump.
+    pub(super) fn set_quantity_or_confirm(&mut self, s: SkuSheet, chosen: OptionMap) -> Action {
+        if let Some(a) = self.set_quantity(&s) {
+            return a;
+        }
+        let want = self.task.quantity;
+        // The final confirmation: everything above was read from this very dump.
+        let step = FlowStep::ConfirmTotal;
+        let Some(total) = s.total else {
+            return self.poll(
+                step,
+                "the order total (提交订单 ¥…) is not readable",
+                FailureCode::PriceUnreadable,
+            );
+        };
+        if total > self.task.max_price {
+            return finish_fail(
+                FlowFailure::failed(
+                    FailureCode::PriceLimitExceeded,
+                    step,
+                    format!(
+                        "the order total {} fen is above the limit {} fen",
+                        total.get(),
+                        self.task.max_price.get()
+                    ),
+                )
+                .with("confirmed_total_cent", total.get())
+                .with("max_price_cent", self.task.max_price.get()),
+            );
+        }
+        let Some(submit) = s.submit.clone() else {
+            return self.poll(
+                step,
+                "the submit button is not on screen",
+                FailureCode::PageNotRecognized,
+            );
+        };
+        let conf = Confirmation {
+            goods_id: self.task.goods_id.clone(),
+            title: self.title.clone(),
+            options: chosen,
+            original_options: self.task.options.clone(),
+            quantity: want,
+            total,
+            max_price: self.task.max_price,
+            spec_resolution_id: self.resolution.as_ref().map(|r| r.resolution_id.clone()),
+        };
+        self.confirmation = Some(conf.clone());
+        if !self.task.live {
+            // Dry run: stop before the submit tap.
+            return Action::Finish(FlowOutcome::Purchased(Box::new(conf.result(
+                ExecutionMode::DryRun,
+                None,
+                None,
+            ))));
+        }
+        self.phase = Phase::Marking;
+        self.d.step = FlowStep::SubmitOrder;
+        self.buy_at = Some((submit.tap, submit.label));
+        Action::Effect(Effect::MarkIrreversible {
+            confirmation: Box::new(conf),
+        })
+    }
+
+    pub(super) fn on_effect(&mut self, now: DateTime<Utc>, out: EffectOutcome) -> Action {
+        match (&self.phase, out) {
+            (Phase::Resolving, EffectOutcome::Resolved(answer)) => self.on_resolved(*answer),
+            (Phase::Resolving, EffectOutcome::Failed { message, retryable }) => {
+                let f = if retryable {
+                    FlowFailure::retry(
+                        FailureCode::SpecResolutionFailed,
+                        FlowStep::ResolveSpec,
+                        message,
+                    )
+                } else {
+                    FlowFailure::failed(
+                        FailureCode::SpecResolutionFailed,
+                        FlowStep::ResolveSpec,
+                        message,
+                    )
+                };
+                finish_fail(f)
+            }
+            (Phase::Marking, EffectOutcome::Marked { at }) => {
+                let (Some(conf), Some((tap, label))) =
+                    (self.confirmation.clone(), self.buy_at.clone())
+                else {
+                    return finish_fail(FlowFailure::manual(
+                        FailureCode::InterruptedAfterSubmit,
+                        FlowStep::SubmitOrder,
+                        "marked without a confirmation",
+                    ));
+                };
+                self.marked_at = Some(at);
+                // From here on the reconcile flow owns every observation: no state of it
+                // can tap the sheet again, so 提交订单 is tapped exactly once.
+                self.phase = Phase::Submitted;
+                self.reconcile = Some(ReconcileFlow::new(conf, at, false, self.limits.reconcile));
+                let _ = now;
+                Action::Tap {
+                    at: tap,
+                    label,
+                    step: FlowStep::SubmitOrder,
+                }
+            }
+            // Another run of this task is marked, or this run already has an outcome:
+            // an order may exist, nothing is tapped.
+            (Phase::Marking, EffectOutcome::Refused { reason }) => {
+                finish_fail(FlowFailure::manual(
+                    FailureCode::OrderAlreadySubmitted,
+                    FlowStep::SubmitOrder,
+                    format!("the store refused the irreversible mark: {reason}"),
+                ))
+            }
+            (Phase::Marking, EffectOutcome::Failed { message, .. }) => {
+                // Not marked: nothing was tapped; a later attempt may try again.
+                finish_fail(FlowFailure::retry(
+                    FailureCode::Other("LOCAL_STORE_ERROR".into()),
+                    FlowStep::SubmitOrder,
+                    format!("the irreversible mark could not be saved: {message}"),
+                ))
+            }
+            (_, other) => finish_fail(FlowFailure::retry(
+                FailureCode::PageNotRecognized,
+                self.d.step.clone(),
+                format!("unexpected effect answer {other:?}"),
+            )),
+        }
+    }
+}

@@ -1,0 +1,327 @@
+//! The purchase flow: from the goods page to a confirmed order total — and,
+//! when the task is live and the client declared live, one 提交订单 tap, leaving the
+//! payment screen without paying, and reconciling the order that tap created.
+//!
+//! # Steps
+//! 1. `open_goods` / `check_goods` — the deep link built from the goods id; popups
+//!    dismissed; login → `manual_review LOGIN_REQUIRED`; risk page → `manual_review
+//!    RISK_VERIFICATION`; "goods gone" → `failed GOODS_UNAVAILABLE`; another goods →
+//!    `failed GOODS_MISMATCH` (confirmed by a second dump).
+//! 2. `open_sku_sheet` — the preferred buy button (the same one collect uses).
+//! 3. `check_address` — 手动添加地址 → `manual_review ADDRESS_MISSING`.
+//! 4. `select_color` / `select_size` — every dimension of the sheet must be named by the
+//!    task (a single preselected option excepted); options are matched exactly (after
+//!    [`normalize_name`]). A size with no exact match gets **one** §7.1 spec resolution:
+//!    the candidates are the sizes shown available under the selected colour, in page
+//!    order, `c1…cN`; the request goes out as an [`Effect::ResolveSpec`] (stored before
+//!    it is sent, resent with the same key on transient errors, never polled). On
+//!    `matched` the page is read again, the snapshot recomputed and compared, and the
+//!    match selected only if it is still exactly there; `uncertain` → `manual_review
+//!    SPEC_RESOLUTION_UNCERTAIN`, `rejected` → `failed SPEC_RESOLUTION_REJECTED`,
+//!    `failed` → `retry_wait SPEC_RESOLUTION_FAILED`.
+//! 5. `set_quantity` — stepper taps, then the field must show the task's quantity.
+//! 6. `confirm_total` — on the final sheet: the selection, 已选 text, quantity, address
+//!    and the footer total (提交订单 ¥TOTAL) are all read from **one** dump; the total is
+//!    the order total and is compared with `max_price_cent` (a total) →
+//!    `failed PRICE_LIMIT_EXCEEDED`, nothing submitted.
+//! 7. dry run: finish with the dry-run purchase result (`decisions.md` §6).
+//! 8. live: [`Effect::MarkIrreversible`] (durable, with the confirmation snapshot); only
+//!    after the store answers `Marked` the flow taps 提交订单 — once: the flow moves to
+//!    its reconcile phase before the tap leaves, and no state of that phase can tap the
+//!    sheet again. Everything after the mark is [`super::reconcile::ReconcileFlow`]:
+//!    leave payment (back, 先去逛逛), find the order, report success or `manual_review`.
+//!
+//! Dumps on the happy path: goods, sheet, selection, quantity (4 for a dry run), then
+//! payment, abandon dialog, goods, home link page, home, profile, order list, order
+//! detail (12 live; `BENCHMARKS.md`).
+//!
+//! # Files
+//! - this file — the [`PurchaseFlow`] state, its observation routing and the screens
+//!   every step shares (login, risk, popups, goods gone);
+//! - [`task`] — [`PurchaseTask`] and [`PurchaseLimits`];
+//! - [`plan`] — the goods page and the option plan on the SKU sheet (which option to tap
+//!   in which dimension, scrolling to reveal);
+//! - [`spec`] — the one §7.1 spec resolution and the re-read after `matched`;
+//! - [`quantity`] — the stepper;
+//! - [`confirm`] — the 已选 check, the order total against the limit, the irreversible
+//!   mark and the single submit tap.
+
+mod confirm;
+mod plan;
+mod quantity;
+mod spec;
+pub mod task;
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use cmautobuy_contract::{FailureCode, FlowStep, SpecResolutionRequest};
+
+use super::action::{AbortReason, Action, Flow, FlowOutcome, Observation, Observed};
+use super::confirmation::Confirmation;
+use super::failure::FlowFailure;
+use super::observe::{Dispatch, Pending, Policy, Routed};
+use super::reconcile::ReconcileFlow;
+use super::sheet::SheetModel;
+use crate::screen::goods;
+use crate::screen::{Point, Screen};
+use task::{PurchaseLimits, PurchaseTask};
+
+#[derive(Clone, Debug, PartialEq)]
+enum Phase {
+    Start,
+    Goods,
+    Sheet,
+    /// Waiting for the spec resolution's answer.
+    Resolving,
+    /// Waiting for the store to confirm the mark.
+    Marking,
+    /// The submit tap is out: everything is the reconcile flow's.
+    Submitted,
+}
+
+/// A §7.1 resolution as this attempt knows it.
+#[derive(Clone, Debug)]
+struct Resolution {
+    hash: String,
+    resolution_id: String,
+    /// The matched candidate (id, raw text).
+    matched: (String, String),
+    /// Verified on a fresh dump after the answer.
+    verified: bool,
+}
+
+/// The purchase state machine.
+pub struct PurchaseFlow {
+    task: PurchaseTask,
+    limits: PurchaseLimits,
+    phase: Phase,
+    /// Queued taps, the current step, failed-dump and device-error counts.
+    d: Dispatch,
+    polls: u32,
+    popups: u32,
+    mismatches: u32,
+    reopens: u32,
+    swipes: u32,
+    quantity_rounds: u32,
+    last_quantity: Option<u32>,
+    buy_at: Option<(Point, String)>,
+    title: Option<String>,
+    model: SheetModel,
+    sheet_seen: bool,
+    bottom_seen: bool,
+    option_taps: BTreeMap<String, u32>,
+    /// The request sent (at most one per attempt).
+    spec_request: Option<SpecResolutionRequest>,
+    resolution: Option<Resolution>,
+    confirmation: Option<Confirmation>,
+    marked_at: Option<DateTime<Utc>>,
+    reconcile: Option<ReconcileFlow>,
+}
+
+fn finish_fail(f: FlowFailure) -> Action {
+    Action::Finish(FlowOutcome::Failed(f))
+}
+impl PurchaseFlow {
+    /// A flow for `task`; `Err` when the task cannot be run (goods id not digits,
+    /// quantity or limit not positive, no options).
+    pub fn new(
+        task: PurchaseTask,
+        limits: PurchaseLimits,
+    ) -> Result<PurchaseFlow, Box<FlowFailure>> {
+        let id = &task.goods_id;
+        let bad = |m: &str| {
+            Err(Box::new(FlowFailure::failed(
+                FailureCode::InvalidTaskPayload,
+                FlowStep::OpenGoods,
+                m,
+            )))
+        };
+        if id.is_empty() || id.len() > 24 || !id.bytes().all(|b| b.is_ascii_digit()) {
+            return bad("goods_id must be 1–24 digits");
+        }
+        if task.quantity == 0 || task.max_price.get() <= 0 {
+            return bad("quantity and max_price_cent must be positive");
+        }
+        if task.options.is_empty() {
+            return bad("a purchase names its options");
+        }
+        Ok(PurchaseFlow {
+            task,
+            limits,
+            phase: Phase::Start,
+            d: Dispatch::new(
+                Policy::before_mark(limits.poll_pause, limits.dump_failures),
+                FlowStep::OpenGoods,
+            ),
+            polls: 0,
+            popups: 0,
+            mismatches: 0,
+            reopens: 0,
+            swipes: 0,
+            quantity_rounds: 0,
+            last_quantity: None,
+            buy_at: None,
+            title: None,
+            model: SheetModel::default(),
+            sheet_seen: false,
+            bottom_seen: false,
+            option_taps: BTreeMap::new(),
+            spec_request: None,
+            resolution: None,
+            confirmation: None,
+            marked_at: None,
+            reconcile: None,
+        })
+    }
+
+    /// The confirmation read before the mark (tests, reports).
+    pub fn confirmation(&self) -> Option<&Confirmation> {
+        self.confirmation.as_ref()
+    }
+
+    /// Whether the irreversible mark was confirmed (the submit tap may have happened).
+    pub fn marked(&self) -> bool {
+        self.marked_at.is_some()
+    }
+
+    fn observe_now(&mut self, step: FlowStep) -> Action {
+        self.d.observe_now(step)
+    }
+
+    fn poll(&mut self, step: FlowStep, what: &str, code: FailureCode) -> Action {
+        self.polls += 1;
+        if self.polls > self.limits.polls {
+            return finish_fail(FlowFailure::retry(
+                code,
+                step,
+                format!("{what} after {} polls", self.limits.polls),
+            ));
+        }
+        self.d.pending = Pending::Observe(step);
+        Action::Wait {
+            duration: self.limits.poll_pause,
+        }
+    }
+
+    fn on_screen(&mut self, now: DateTime<Utc>, o: Observed) -> Action {
+        let Observed { screen, tree, .. } = o;
+        match screen {
+            Screen::LoginRequired(l) => finish_fail(
+                FlowFailure::manual(
+                    FailureCode::LoginRequired,
+                    self.d.step.clone(),
+                    "the PDD app asks to log in",
+                )
+                .with("marker", l.marker),
+            ),
+            Screen::RiskVerification(r) => finish_fail(
+                FlowFailure::manual(
+                    FailureCode::RiskVerification,
+                    self.d.step.clone(),
+                    "the PDD app shows a security verification",
+                )
+                .with("marker", r.marker),
+            ),
+            Screen::Popup(p) => {
+                self.popups += 1;
+                if self.popups > self.limits.popups {
+                    return finish_fail(FlowFailure::retry(
+                        FailureCode::PageNotRecognized,
+                        FlowStep::DismissPopup,
+                        "popups keep coming back",
+                    ));
+                }
+                self.d.pending = Pending::Observe(self.d.step.clone());
+                match p.dismiss {
+                    Some(t) => Action::Tap {
+                        at: t.tap,
+                        label: t.label,
+                        step: FlowStep::DismissPopup,
+                    },
+                    None => Action::Back {
+                        step: FlowStep::DismissPopup,
+                    },
+                }
+            }
+            Screen::GoodsDetail(g) => self.on_goods(g, &tree),
+            Screen::SkuSheet(s) if self.phase == Phase::Sheet => self.on_sheet(now, s, &tree),
+            Screen::Unknown(u) if goods::says_goods_gone(&u.labels) => {
+                finish_fail(FlowFailure::failed(
+                    FailureCode::GoodsUnavailable,
+                    self.d.step.clone(),
+                    "the goods page says the goods does not exist or is off the shelf",
+                ))
+            }
+            other => {
+                let kind = other.kind().as_str();
+                let step = self.d.step.clone();
+                self.poll(
+                    step,
+                    &format!("the expected page did not appear (saw {kind})"),
+                    FailureCode::PageNotRecognized,
+                )
+            }
+        }
+    }
+}
+
+impl Flow for PurchaseFlow {
+    fn observe(&mut self, now: DateTime<Utc>, obs: Observation) -> Action {
+        if self.phase == Phase::Submitted {
+            let Some(r) = self.reconcile.as_mut() else {
+                return finish_fail(FlowFailure::manual(
+                    FailureCode::InterruptedAfterSubmit,
+                    FlowStep::SubmitOrder,
+                    "no reconciliation after the submit",
+                ));
+            };
+            // The submit tap's own answer starts the reconciliation (a device error
+            // included: the tap may still have reached the phone).
+            let obs = match obs {
+                Observation::Done | Observation::DeviceError { .. } if !r.started() => {
+                    Observation::Start
+                }
+                o => o,
+            };
+            return r.observe(now, obs);
+        }
+        match self.d.route(obs) {
+            Routed::Start => {
+                self.phase = Phase::Goods;
+                self.d.pending = Pending::Observe(FlowStep::OpenGoods);
+                Action::OpenUrl {
+                    url: self.task.deep_link(),
+                    step: FlowStep::OpenGoods,
+                }
+            }
+            Routed::Act(a) => a,
+            Routed::Fail(f) => finish_fail(f),
+            Routed::Resume => self.observe_now(self.d.step.clone()),
+            Routed::Screen(o) => self.on_screen(now, *o),
+            Routed::Effect(out) => self.on_effect(now, out),
+        }
+    }
+
+    fn checkpoint(&mut self) -> Option<&'static str> {
+        self.reconcile.as_mut().and_then(|r| r.checkpoint())
+    }
+
+    fn abort(&mut self, now: DateTime<Utc>, reason: AbortReason) -> FlowFailure {
+        if let Some(r) = self.reconcile.as_mut() {
+            return r.abort(now, reason);
+        }
+        if self.marked_at.is_some() {
+            return FlowFailure::manual(
+                FailureCode::InterruptedAfterSubmit,
+                self.d.step.clone(),
+                format!("stopped by the driver after the irreversible mark: {reason:?}"),
+            );
+        }
+        FlowFailure::retry(
+            FailureCode::PageNotRecognized,
+            self.d.step.clone(),
+            format!("stopped by the driver: {reason:?}"),
+        )
+    }
+}

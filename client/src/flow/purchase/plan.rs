@@ -1,0 +1,394 @@
+//! The goods page and the option plan: check the goods, open the SKU sheet, and walk the
+//! task's options dimension by dimension in page order — queue the taps for what differs,
+//! scroll to reveal what is clipped, and hand sizes without an exact match to the spec
+//! resolution ([`super::spec`]).
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use cmautobuy_contract::{FailureCode, FlowStep, OptionMap};
+use serde_json::Value;
+
+use super::{finish_fail, Phase, PurchaseFlow};
+use crate::flow::action::Action;
+use crate::flow::failure::FlowFailure;
+use crate::flow::observe::Pending;
+use crate::flow::sheet::{self, list_view, tappable, Reveal};
+use crate::screen::goods::{self, Identity};
+use crate::screen::names::names_all;
+use crate::screen::sku_sheet::normalize_name;
+use crate::screen::{Bounds, GoodsDetail, OptionForm, Point, SkuSheet, Tree};
+
+impl PurchaseFlow {
+    pub(super) fn on_goods(&mut self, g: GoodsDetail, tree: &Tree) -> Action {
+        if self.phase == Phase::Sheet {
+            if !self.sheet_seen && self.polls < 2 {
+                return self.poll(
+                    FlowStep::OpenSkuSheet,
+                    "the option sheet did not open",
+                    FailureCode::PageNotRecognized,
+                );
+            }
+            // The sheet closed under us (a popup's back) or never opened: buy again.
+            self.polls = 0;
+            self.reopens += 1;
+            if self.reopens > 2 {
+                return finish_fail(FlowFailure::retry(
+                    FailureCode::PageNotRecognized,
+                    FlowStep::OpenSkuSheet,
+                    "the option sheet keeps closing",
+                ));
+            }
+            if let Some((at, label)) = self.buy_at.clone() {
+                self.d.pending = Pending::Observe(FlowStep::OpenSkuSheet);
+                self.d.step = FlowStep::OpenSkuSheet;
+                return Action::Tap {
+                    at,
+                    label,
+                    step: FlowStep::OpenSkuSheet,
+                };
+            }
+        }
+        let title = goods::title(tree, &g);
+        if let Identity::Mismatch { seen } = goods::identity(
+            &self.task.goods_id,
+            self.task.expected_title.as_deref(),
+            &g,
+            title.as_deref(),
+        ) {
+            // Only a second, fresh dump that still disagrees proves a redirect.
+            self.mismatches += 1;
+            if self.mismatches < 2 {
+                self.d.pending = Pending::Observe(FlowStep::CheckGoods);
+                return Action::Wait {
+                    duration: self.limits.poll_pause,
+                };
+            }
+            return finish_fail(
+                FlowFailure::failed(
+                    FailureCode::GoodsMismatch,
+                    FlowStep::CheckGoods,
+                    "the link opened another goods (redirect or wrong link)",
+                )
+                .with("expected_goods_id", self.task.goods_id.clone())
+                .with("seen", seen),
+            );
+        }
+        let Some(button) = goods::buy_button(&g) else {
+            if g.sold_out {
+                return finish_fail(FlowFailure::failed(
+                    FailureCode::GoodsUnavailable,
+                    FlowStep::CheckGoods,
+                    "the goods is off the shelf",
+                ));
+            }
+            return self.poll(
+                FlowStep::CheckGoods,
+                "no buy button",
+                FailureCode::PageNotRecognized,
+            );
+        };
+        self.title = title.or(g.title.clone());
+        self.buy_at = Some((button.target.tap, button.label.clone()));
+        self.polls = 0;
+        self.phase = Phase::Sheet;
+        self.d.step = FlowStep::OpenSkuSheet;
+        self.d.pending = Pending::Observe(FlowStep::OpenSkuSheet);
+        Action::Tap {
+            at: button.target.tap,
+            label: button.label.clone(),
+            step: FlowStep::OpenSkuSheet,
+        }
+    }
+
+    pub(super) fn swipe(&mut self, area: Bounds, dir: Reveal, step: FlowStep) -> Action {
+        self.swipes += 1;
+        if self.swipes > self.limits.swipes {
+            return finish_fail(FlowFailure::retry(
+                FailureCode::PageNotRecognized,
+                step,
+                "the option sheet needed too many scrolls",
+            ));
+        }
+        let (from, to) = sheet::reveal_swipe(area, dir);
+        self.d.pending = Pending::Observe(step.clone());
+        Action::Swipe {
+            from,
+            to,
+            duration_ms: self.limits.swipe_ms,
+            step,
+        }
+    }
+
+    pub(super) fn step_for(key: &str) -> FlowStep {
+        if key == "size" {
+            FlowStep::SelectSize
+        } else {
+            FlowStep::SelectColor
+        }
+    }
+
+    pub(super) fn on_sheet(&mut self, now: DateTime<Utc>, s: SkuSheet, tree: &Tree) -> Action {
+        self.polls = 0;
+        self.sheet_seen = true;
+        if s.address_present == Some(false) {
+            return finish_fail(FlowFailure::manual(
+                FailureCode::AddressMissing,
+                FlowStep::CheckAddress,
+                "the account has no delivery address (手动添加地址)",
+            ));
+        }
+        let placed = self.model.merge(&s);
+        if self.model.dims.is_empty() {
+            return finish_fail(FlowFailure::failed(
+                FailureCode::SpecNotFound,
+                FlowStep::ReadSkuSheet,
+                "the option sheet shows no options",
+            ));
+        }
+        let mut on_screen: BTreeMap<usize, usize> = BTreeMap::new();
+        for (gi, p) in placed.iter().enumerate() {
+            if let Some(di) = p {
+                on_screen.entry(*di).or_insert(gi);
+            }
+        }
+        let list = list_view(tree, &s);
+        if !list.is_some_and(|l| l.more_below) {
+            self.bottom_seen = true;
+        }
+        // Every dimension must be known before the task's options can be checked.
+        if !self.bottom_seen {
+            if let Some(l) = list {
+                return self.swipe(l.bounds, Reveal::Down, FlowStep::ReadSkuSheet);
+            }
+        }
+        // The task must name every dimension (a single, already selected option aside)
+        // and nothing the page does not have.
+        for k in self.task.options.keys() {
+            if !self.model.dims.iter().any(|d| &d.key == k) {
+                return finish_fail(
+                    FlowFailure::failed(
+                        FailureCode::SpecNotFound,
+                        FlowStep::ReadSkuSheet,
+                        format!("the page has no dimension `{k}`"),
+                    )
+                    .with(
+                        "dimensions",
+                        Value::Array(
+                            self.model
+                                .dims
+                                .iter()
+                                .map(|d| Value::String(d.key.clone()))
+                                .collect(),
+                        ),
+                    ),
+                );
+            }
+        }
+        // Desired option per dimension, in page order.
+        let mut desired: Vec<(usize, String, Option<String>)> = Vec::new();
+        for (di, d) in self.model.dims.iter().enumerate() {
+            let want = self.task.options.get(&d.key).cloned();
+            let group = on_screen.get(&di).map(|&gi| &s.groups[gi]);
+            let name = match &want {
+                None => {
+                    // Unnamed by the task: only a lone option that is already chosen.
+                    match group {
+                        Some(g) if d.options.len() == 1 && g.options.iter().any(|o| o.selected) => {
+                            Some(d.options[0].clone())
+                        }
+                        _ => {
+                            return finish_fail(FlowFailure::failed(
+                                FailureCode::SpecNotFound,
+                                FlowStep::ReadSkuSheet,
+                                format!("the task names no option for `{}`", d.name),
+                            ))
+                        }
+                    }
+                }
+                Some(w) => {
+                    let n = normalize_name(w);
+                    match d.options.iter().find(|o| normalize_name(o) == n) {
+                        Some(o) => Some(o.clone()),
+                        None if d.key == "size" => self
+                            .resolution
+                            .as_ref()
+                            .filter(|r| r.verified)
+                            .map(|r| r.matched.1.clone()),
+                        None => None,
+                    }
+                }
+            };
+            desired.push((di, d.key.clone(), name));
+        }
+        // Walk the dimensions in page order: queue taps for what differs.
+        let mut taps: Vec<(Point, String)> = Vec::new();
+        let mut first_step: Option<FlowStep> = None;
+        for (di, key, name) in &desired {
+            let di = *di;
+            let step = Self::step_for(key);
+            let group = on_screen.get(&di).map(|&gi| &s.groups[gi]);
+            let Some(name) = name else {
+                if key == "size" {
+                    if !taps.is_empty() {
+                        break; // select the colour first, then look at the sizes
+                    }
+                    return self.resolve_or_verify(now, &s, &on_screen);
+                }
+                let d = &self.model.dims[di];
+                if d.form == OptionForm::ImageGrid {
+                    if let Some(g) = group {
+                        let (_, right) = sheet::grid_more(g);
+                        if right {
+                            return self.swipe(g.viewport, Reveal::Right, step);
+                        }
+                    }
+                }
+                return finish_fail(
+                    FlowFailure::failed(
+                        FailureCode::SpecNotFound,
+                        step,
+                        format!(
+                            "no option `{}` under `{}`",
+                            self.task.options.get(key).cloned().unwrap_or_default(),
+                            d.name
+                        ),
+                    )
+                    .with(
+                        "options_seen",
+                        Value::Array(d.options.iter().cloned().map(Value::String).collect()),
+                    ),
+                );
+            };
+            let Some(g) = group else {
+                if !taps.is_empty() {
+                    break;
+                }
+                let Some(l) = list else {
+                    return finish_fail(FlowFailure::retry(
+                        FailureCode::PageNotRecognized,
+                        step,
+                        "a dimension is not on screen and the sheet does not scroll",
+                    ));
+                };
+                let first = on_screen.keys().next().copied().unwrap_or(0);
+                let dir = if di < first { Reveal::Up } else { Reveal::Down };
+                return self.swipe(l.bounds, dir, step);
+            };
+            let Some(o) = g.option(name) else {
+                if !taps.is_empty() {
+                    break;
+                }
+                // Known from another scroll position: bring it back.
+                if g.form == OptionForm::ImageGrid && g.scrollable {
+                    let idx = self.model.dims[di].options.iter().position(|n| n == name);
+                    let max_vis = g
+                        .options
+                        .iter()
+                        .filter_map(|o| {
+                            self.model.dims[di]
+                                .options
+                                .iter()
+                                .position(|n| n == &o.name)
+                        })
+                        .max();
+                    let dir = match (idx, max_vis) {
+                        (Some(i), Some(m)) if i < m => Reveal::Left,
+                        _ => Reveal::Right,
+                    };
+                    return self.swipe(g.viewport, dir, step);
+                }
+                return finish_fail(FlowFailure::retry(
+                    FailureCode::PageNotRecognized,
+                    step,
+                    format!("option `{name}` went out of view"),
+                ));
+            };
+            if o.selected {
+                continue;
+            }
+            if !o.available {
+                if !taps.is_empty() {
+                    break; // may become available once the earlier taps land
+                }
+                return finish_fail(
+                    FlowFailure::failed(
+                        FailureCode::SpecSoldOut,
+                        step,
+                        format!("option `{name}` is sold out under the current selection"),
+                    )
+                    .with("option", name.clone()),
+                );
+            }
+            if !tappable(g, o) {
+                if !taps.is_empty() {
+                    break;
+                }
+                let sideways =
+                    g.form == OptionForm::ImageGrid && g.scrollable && sheet::sliver_sideways(g, o);
+                return match (sideways, list) {
+                    (true, _) => {
+                        let dir = if o.bounds.left <= g.viewport.left + 1 {
+                            Reveal::Left
+                        } else {
+                            Reveal::Right
+                        };
+                        self.swipe(g.viewport, dir, step)
+                    }
+                    (false, Some(l)) => {
+                        let dir = if o.bounds.top <= l.bounds.top + 1 {
+                            Reveal::Up
+                        } else {
+                            Reveal::Down
+                        };
+                        self.swipe(l.bounds, dir, step)
+                    }
+                    (false, None) => finish_fail(FlowFailure::retry(
+                        FailureCode::PageNotRecognized,
+                        step,
+                        format!("option `{name}` cannot be tapped"),
+                    )),
+                };
+            }
+            let n = self.option_taps.entry(format!("{key}={name}")).or_insert(0);
+            *n += 1;
+            if *n > self.limits.option_taps {
+                return finish_fail(FlowFailure::retry(
+                    FailureCode::PageNotRecognized,
+                    step,
+                    format!("option `{name}` does not stay selected"),
+                ));
+            }
+            let Some(at) = o.tap else { break };
+            first_step.get_or_insert(step);
+            taps.push((at, name.clone()));
+        }
+        if !taps.is_empty() {
+            let step = first_step.unwrap_or(FlowStep::SelectColor);
+            let (at, label) = taps.remove(0);
+            self.d.pending = if taps.is_empty() {
+                Pending::Observe(step.clone())
+            } else {
+                Pending::Taps(taps, step.clone())
+            };
+            self.d.step = step.clone();
+            return Action::Tap { at, label, step };
+        }
+        // Everything selected as wanted: the 已选 text must say so too.
+        let chosen: OptionMap = desired
+            .iter()
+            .filter_map(|(_, k, n)| n.clone().map(|n| (k.clone(), n)))
+            .collect();
+        let sel_ok = s.selected_text.as_deref().is_some_and(|t| {
+            t.trim_start().starts_with("已选") && names_all(std::iter::once(t), &chosen)
+        });
+        if !sel_ok {
+            return self.poll(
+                FlowStep::SelectSize,
+                "the 已选 text does not name the selected options",
+                FailureCode::PageNotRecognized,
+            );
+        }
+        self.set_quantity_or_confirm(s, chosen)
+    }
+}

@@ -1,0 +1,132 @@
+//! What every job shares: the executor's settings ([`FlowExecutorConfig`]), the
+//! attempt's artifact directory, the per-job [`TaskReport`], and the §7 failure request
+//! with its artifact references and last actions ([`failure_request`]).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use chrono::Utc;
+use cmautobuy_contract::time::format_utc;
+use cmautobuy_contract::{FailureError, FailureRequest, FailureStatus};
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use super::driver::{DriveLimits, DriveStats, TraceEntry};
+use crate::artifacts::{AttemptArtifacts, Retention};
+use crate::executor::{Job, Outcome};
+use crate::flow::collect::CollectLimits;
+use crate::flow::FlowFailure;
+
+/// Settings of the executor.
+#[derive(Clone, Debug)]
+pub struct FlowExecutorConfig {
+    /// Root of the artifact directories.
+    pub artifacts_root: PathBuf,
+    pub retention: Retention,
+    pub collect: CollectLimits,
+    pub drive: DriveLimits,
+}
+
+impl FlowExecutorConfig {
+    pub fn new(artifacts_root: PathBuf) -> Self {
+        FlowExecutorConfig {
+            artifacts_root,
+            retention: Retention::default(),
+            collect: CollectLimits::default(),
+            drive: DriveLimits::default(),
+        }
+    }
+}
+
+/// What one job did (for progress lines, summaries and benchmarks).
+#[derive(Clone, Debug, Serialize)]
+pub struct TaskReport {
+    pub task_id: String,
+    pub task_type: String,
+    pub attempt_id: String,
+    /// `succeeded` or `{status}:{code}`.
+    pub outcome: String,
+    pub stats: DriveStats,
+    /// Device time spent during the job (ms), when the source can tell.
+    pub device_ms: Option<u64>,
+    pub artifact_ref: Option<String>,
+}
+
+/// Called with every finished job (progress lines).
+pub type ReportHook = Arc<dyn Fn(&TaskReport) + Send + Sync>;
+
+/// `succeeded` or `{status}:{code}` (progress lines, summaries).
+pub fn label(o: &Outcome) -> String {
+    match o {
+        Outcome::Result(_) => "succeeded".into(),
+        Outcome::Failure(f) => format!("{}:{}", f.status.as_str(), f.error.code),
+    }
+}
+
+/// The attempt's artifact directory (evidence is best effort: `None` when it cannot be
+/// created, and the job still runs).
+pub fn artifacts_for(cfg: &FlowExecutorConfig, job: &Job) -> Option<AttemptArtifacts> {
+    match AttemptArtifacts::create(
+        &cfg.artifacts_root,
+        &job.task.remote_task_id,
+        &job.run.attempt_id,
+    ) {
+        Ok(a) => Some(a),
+        Err(e) => {
+            tracing::warn!(error = %e, "no artifact directory for this attempt");
+            None
+        }
+    }
+}
+
+/// A §7 failure for `job` with the artifact references.
+pub fn failure_request(
+    job: &Job,
+    f: &FlowFailure,
+    arts: Option<&AttemptArtifacts>,
+    trace: Option<&[TraceEntry]>,
+) -> FailureRequest {
+    let mut diagnostics = f.diagnostics.clone();
+    if let Some(a) = arts {
+        diagnostics.insert(
+            "artifact_ids".into(),
+            Value::Array(a.ids().into_iter().map(Value::String).collect()),
+        );
+        diagnostics.insert(
+            "artifact_ref".into(),
+            Value::String(a.reference(&job.client_id)),
+        );
+    }
+    if let Some(t) = trace {
+        // The last few actions (kinds, steps, screen kinds): no dump text.
+        let tail: Vec<Value> = t
+            .iter()
+            .rev()
+            .take(8)
+            .rev()
+            .map(|e| {
+                Value::String(format!(
+                    "{} {} {}",
+                    e.kind,
+                    e.step.as_deref().unwrap_or("-"),
+                    e.detail.chars().take(60).collect::<String>()
+                ))
+            })
+            .collect();
+        diagnostics.insert("last_actions".into(), Value::Array(tail));
+    }
+    FailureRequest {
+        task_version: job.task.version,
+        attempt_id: job.run.attempt_id.clone(),
+        status: f.status,
+        error: FailureError {
+            code: f.code.as_str().to_string(),
+            message: f.message.chars().take(500).collect(),
+            retryable: matches!(f.status, FailureStatus::RetryWait),
+            step: Some(f.step.as_str().to_string()),
+        },
+        diagnostics,
+        reported_at: format_utc(Utc::now()),
+        extra: Map::new(),
+    }
+}

@@ -1,0 +1,152 @@
+//! [`FlowExecutor`]: the [`Executor`] that runs device flows for claimed tasks.
+//!
+//! For each job it picks the job kind (collect: [`super::collect::run_job`]; purchase:
+//! [`super::purchase::run_job`]; a marked run after a crash:
+//! [`super::purchase::recover_run`]), runs it on a blocking thread, turns a panic into a
+//! reported failure (`manual_review` once the run is marked), and keeps every job's
+//! [`TaskReport`] for `rehearse` and the run log.
+
+use std::sync::{Arc, Mutex};
+
+use cmautobuy_contract::{FailureCode, FlowStep};
+
+use super::attempt::{failure_request, label, FlowExecutorConfig, ReportHook, TaskReport};
+use super::driver::DriveStats;
+use super::purchase::PurchaseBackend;
+use super::source::DeviceSource;
+use crate::executor::{Executor, Job, Outcome, Readiness};
+use crate::flow::FlowFailure;
+
+/// Runs collect and purchase tasks on a device.
+pub struct FlowExecutor<S: DeviceSource> {
+    source: Arc<S>,
+    cfg: FlowExecutorConfig,
+    reports: Arc<Mutex<Vec<TaskReport>>>,
+    hook: Option<ReportHook>,
+    /// Purchases (issue 7): store and Admin behind the purchase flow's effects; `None`
+    /// = this executor runs collect tasks only.
+    purchase: Option<Arc<dyn PurchaseBackend>>,
+}
+
+impl<S: DeviceSource> FlowExecutor<S> {
+    pub fn new(source: S, cfg: FlowExecutorConfig) -> Self {
+        FlowExecutor {
+            source: Arc::new(source),
+            cfg,
+            reports: Arc::new(Mutex::new(Vec::new())),
+            hook: None,
+            purchase: None,
+        }
+    }
+
+    /// Runs purchase tasks too (dry run; live when the backend allows it), issue 7.
+    pub fn with_purchase(mut self, backend: Arc<dyn PurchaseBackend>) -> Self {
+        self.purchase = Some(backend);
+        self
+    }
+
+    pub fn with_hook(mut self, hook: ReportHook) -> Self {
+        self.hook = Some(hook);
+        self
+    }
+
+    /// Every job's report so far.
+    pub fn reports(&self) -> Arc<Mutex<Vec<TaskReport>>> {
+        self.reports.clone()
+    }
+}
+
+impl<S: DeviceSource> Executor for FlowExecutor<S> {
+    fn readiness(&self) -> Readiness {
+        // Collect needs a device; purchases need the purchase flow (issue 7).
+        Readiness {
+            device_ready: self.source.configured(),
+            purchase_adapter_ready: self.purchase.is_some(),
+            live_adapter_ready: self.purchase.as_ref().is_some_and(|b| b.live_enabled()),
+        }
+    }
+
+    async fn execute(&self, job: Job) -> Outcome {
+        let source = self.source.clone();
+        let cfg = self.cfg.clone();
+        let fallback = job.clone();
+        let purchase = self.purchase.clone();
+        let joined = tokio::task::spawn_blocking(move || match &purchase {
+            Some(b) if job.task.task_type == "purchase" => {
+                super::purchase::run_job(&*source, &cfg, &**b, &job)
+            }
+            _ => super::collect::run_job(&*source, &cfg, &job),
+        })
+        .await;
+        let (outcome, report) = match joined {
+            Ok(r) => r,
+            Err(e) => {
+                // A panic in a flow is a bug; the task must still be reported.
+                tracing::error!(error = %e, "flow job panicked");
+                let mut f = FlowFailure::retry(
+                    FailureCode::PageNotRecognized,
+                    FlowStep::OpenGoods,
+                    "internal error while running the flow",
+                );
+                // After an irreversible mark nothing unproven may be retried (issue 7).
+                let marked = self.purchase.as_ref().is_some_and(|b| {
+                    b.store()
+                        .run(fallback.run.id)
+                        .map_or(true, |r| r.irreversible_action_at.is_some())
+                });
+                if marked {
+                    f.status = cmautobuy_contract::FailureStatus::ManualReview;
+                    f.code = FailureCode::InterruptedAfterSubmit;
+                }
+                let out = Outcome::Failure(Box::new(failure_request(&fallback, &f, None, None)));
+                let rep = TaskReport {
+                    task_id: fallback.task.remote_task_id.clone(),
+                    task_type: fallback.task.task_type.clone(),
+                    attempt_id: fallback.run.attempt_id.clone(),
+                    outcome: label(&out),
+                    stats: DriveStats::default(),
+                    device_ms: None,
+                    artifact_ref: None,
+                };
+                (out, rep)
+            }
+        };
+        tracing::info!(task_id = %report.task_id, outcome = %report.outcome, dumps = report.stats.dumps, taps = report.stats.taps, wall_ms = report.stats.wall_ms, "task finished on the device");
+        if let Some(h) = &self.hook {
+            h(&report);
+        }
+        self.reports
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(report);
+        outcome
+    }
+
+    async fn recover_marked(&self, job: Job) -> Option<Outcome> {
+        let backend = self.purchase.clone()?;
+        let source = self.source.clone();
+        let cfg = self.cfg.clone();
+        let joined = tokio::task::spawn_blocking(move || {
+            super::purchase::recover_run(&*source, &cfg, &*backend, &job)
+        })
+        .await;
+        match joined {
+            Ok((outcome, report)) => {
+                tracing::info!(task_id = %report.task_id, outcome = %report.outcome, "interrupted purchase reconciled");
+                if let Some(h) = &self.hook {
+                    h(&report);
+                }
+                self.reports
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(report);
+                Some(outcome)
+            }
+            // The runner reports manual_review INTERRUPTED_AFTER_SUBMIT itself.
+            Err(e) => {
+                tracing::error!(error = %e, "reconciliation panicked");
+                None
+            }
+        }
+    }
+}

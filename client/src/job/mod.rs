@@ -1,0 +1,34 @@
+//! The job shell: everything that drives the pure flows ([`crate::flow`]) against the
+//! world — the phone, the store, the Admin, the clock and the artifact directory.
+//!
+//! # Code map (every file sits above what it imports)
+//! - [`driver`] — [`driver::drive`]: performs a flow's actions on a device, parses and
+//!   classifies every dump, saves artifacts, records the action trace, bounds the run.
+//! - [`guard`] — [`guard::GuardedDevice`]: refuses pay buttons and any 提交订单 beyond
+//!   the single one a live job may tap, whatever a flow asks.
+//! - [`source`] — [`source::DeviceSource`]: where a job gets its phone.
+//! - [`adb`] — the device port over ADB ([`adb::AdbSource`]).
+//! - [`attempt`] — what every job shares: settings, artifacts, the task report, the §7
+//!   failure request.
+//! - [`collect`] — collect jobs.
+//! - [`purchase`] — purchase jobs and crash recovery: the effects (the durable
+//!   irreversible mark, the stored §7.1 resolution) and the store/Admin backend.
+//! - [`exec`] — [`exec::FlowExecutor`]: the claim loop's [`crate::executor::Executor`].
+//!
+//! # Architecture invariants
+//! - **Only the shell does I/O for a flow**: flows get observations, the shell performs
+//!   actions; the clock, sleeps and failpoints live here.
+//! - **The submit tap exists only after [`crate::store::Store::mark_irreversible_once`]
+//!   answered `Marked`** for the run (typed [`crate::flow::EffectOutcome::Marked`]); a
+//!   refusal is [`crate::flow::EffectOutcome::Refused`], never a message to parse.
+
+pub mod adb;
+pub mod attempt;
+pub mod collect;
+pub mod driver;
+pub mod exec;
+pub mod guard;
+pub mod purchase;
+pub mod source;
+#[cfg(test)]
+mod tests;

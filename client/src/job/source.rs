@@ -1,0 +1,17 @@
+//! [`DeviceSource`]: where the executor gets a phone from for each job.
+
+use super::driver::{DeviceFailure, FlowDevice};
+
+/// Where the executor gets a phone from.
+pub trait DeviceSource: Send + Sync + 'static {
+    /// A device for one job (a fresh or a reused connection).
+    fn device(&self) -> Result<Box<dyn FlowDevice>, DeviceFailure>;
+    /// Whether a device is configured (cheap; no round trip).
+    fn configured(&self) -> bool {
+        true
+    }
+    /// Simulated device time so far, ms, when the device can tell (the simulated phone).
+    fn device_time_ms(&self) -> Option<u64> {
+        None
+    }
+}
