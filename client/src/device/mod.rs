@@ -206,6 +206,9 @@ pub enum DeviceError {
     /// The key for direct TCP connections cannot be read or created.
     #[error("ADB key {path}: {detail}")]
     Key { path: String, detail: String },
+    /// The device guard refused a tap (a pay button, or a submit that is not allowed).
+    #[error("tap refused: {0}")]
+    TapRefused(String),
 }
 
 impl DeviceError {
@@ -226,6 +229,7 @@ impl DeviceError {
             DeviceError::Protocol(_) => "DEVICE_PROTOCOL_ERROR",
             DeviceError::Io(_) => "DEVICE_IO_ERROR",
             DeviceError::Key { .. } => "ADB_KEY_ERROR",
+            DeviceError::TapRefused(_) => "TAP_REFUSED",
         }
     }
 
@@ -246,7 +250,8 @@ impl DeviceError {
             | DeviceError::CommandFailed { .. }
             | DeviceError::NotOnScreen
             | DeviceError::InvalidArgument(_)
-            | DeviceError::Key { .. } => false,
+            | DeviceError::Key { .. }
+            | DeviceError::TapRefused(_) => false,
         }
     }
 
@@ -257,7 +262,7 @@ impl DeviceError {
             DeviceError::Unauthorized { .. } => "DEVICE_UNAUTHORIZED",
             DeviceError::CommandFailed { .. } => "DEVICE_COMMAND_FAILED",
             DeviceError::BadPng(_) => "SCREENSHOT_FAILED",
-            DeviceError::NotOnScreen => "PAGE_NOT_RECOGNIZED",
+            DeviceError::NotOnScreen | DeviceError::TapRefused(_) => "PAGE_NOT_RECOGNIZED",
             DeviceError::InvalidArgument(_) | DeviceError::Key { .. } => "DEVICE_CONFIG_INVALID",
             DeviceError::NotFound { .. }
             | DeviceError::Offline { .. }
@@ -326,5 +331,55 @@ pub trait Device: Send + Sync {
     /// Tap a recognizer's [`Target`].
     fn tap_target(&self, target: &Target) -> Result<(), DeviceError> {
         self.tap(target.tap)
+    }
+}
+
+/// A shared device is a device (the executor hands one connection to every job).
+impl<D: Device + ?Sized> Device for std::sync::Arc<D> {
+    fn dump_ui(&self) -> Result<UiDump, DeviceError> {
+        (**self).dump_ui()
+    }
+    fn tap(&self, at: Point) -> Result<(), DeviceError> {
+        (**self).tap(at)
+    }
+    fn swipe(&self, from: Point, to: Point, duration: Duration) -> Result<(), DeviceError> {
+        (**self).swipe(from, to, duration)
+    }
+    fn key(&self, code: KeyCode) -> Result<(), DeviceError> {
+        (**self).key(code)
+    }
+    fn open_url(&self, url: &str) -> Result<(), DeviceError> {
+        (**self).open_url(url)
+    }
+    fn screenshot(&self) -> Result<Png, DeviceError> {
+        (**self).screenshot()
+    }
+    fn shell(&self, argv: &[&str]) -> Result<ShellOutput, DeviceError> {
+        (**self).shell(argv)
+    }
+}
+
+/// A borrowed device is a device (tests wrap a device they still inspect afterwards).
+impl<D: Device + ?Sized> Device for &D {
+    fn dump_ui(&self) -> Result<UiDump, DeviceError> {
+        (**self).dump_ui()
+    }
+    fn tap(&self, at: Point) -> Result<(), DeviceError> {
+        (**self).tap(at)
+    }
+    fn swipe(&self, from: Point, to: Point, duration: Duration) -> Result<(), DeviceError> {
+        (**self).swipe(from, to, duration)
+    }
+    fn key(&self, code: KeyCode) -> Result<(), DeviceError> {
+        (**self).key(code)
+    }
+    fn open_url(&self, url: &str) -> Result<(), DeviceError> {
+        (**self).open_url(url)
+    }
+    fn screenshot(&self) -> Result<Png, DeviceError> {
+        (**self).screenshot()
+    }
+    fn shell(&self, argv: &[&str]) -> Result<ShellOutput, DeviceError> {
+        (**self).shell(argv)
     }
 }

@@ -55,8 +55,6 @@ pub mod observe;
 pub mod purchase;
 pub mod reconcile;
 pub mod sheet;
-// Moves out of the library with `rehearse` (the in-process simulated phone).
-pub mod sim;
 
 pub use action::{
     AbortReason, Action, Effect, EffectOutcome, Flow, FlowOutcome, Observation, Observed,

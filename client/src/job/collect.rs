@@ -9,10 +9,11 @@ use cmautobuy_contract::{CollectPayload, FailureCode, FlowStep, ResultRequest, R
 use serde_json::Map;
 
 use super::attempt::{failure_request, label, FlowExecutorConfig, TaskReport};
-use super::driver::{drive, DriveStats, NoEffects, SystemClock};
+use super::driver::{drive, DriveStats, NoEffects};
 use super::guard::GuardedDevice;
 use super::source::DeviceSource;
 use crate::artifacts::{self, AttemptArtifacts};
+use crate::clock::SystemClock;
 use crate::executor::{Job, Outcome};
 use crate::flow::collect::{CollectFlow, CollectTask};
 use crate::flow::{FlowFailure, FlowOutcome};
@@ -96,19 +97,23 @@ pub fn run_job<S: DeviceSource + ?Sized>(
         Ok(d) => d,
         Err(e) => {
             return fail_now(
-                FlowFailure::retry(FailureCode::DeviceOffline, FlowStep::OpenGoods, e.message),
+                FlowFailure::retry(
+                    FailureCode::DeviceOffline,
+                    FlowStep::OpenGoods,
+                    e.to_string(),
+                ),
                 &arts,
             )
         }
     };
     // Defence in depth (issue 7): collect never taps a pay button or 提交订单.
-    let mut device = GuardedDevice::new(device, false);
+    let device = GuardedDevice::new(device, false);
     let t0 = source.device_time_ms();
     let drive_report = drive(
         &mut flow,
-        &mut device,
+        &device,
         &mut NoEffects,
-        &mut SystemClock,
+        &SystemClock,
         arts.as_mut(),
         cfg.drive,
     );

@@ -1,7 +1,7 @@
 //! The driver: runs a [`Flow`] on a phone.
 //!
 //! [`drive`] is the only place where a flow's actions meet I/O: it performs each
-//! [`Action`] on a [`FlowDevice`] (gestures, deep links, dumps, screenshots) or on the
+//! [`Action`] on a [`Device`] (gestures, deep links, dumps, screenshots) or on the
 //! executor's [`Effects`] (durable marks, Admin calls), parses and classifies every
 //! dump, saves every dump and screenshot as an artifact, takes a screenshot when a flow
 //! fails, counts device round trips, records the action trace tests assert on, and
@@ -12,91 +12,16 @@
 
 use std::time::{Duration, Instant};
 
-use chrono::{DateTime, Utc};
 use cmautobuy_contract::FlowStep;
 use serde::Serialize;
 
 use crate::artifacts::AttemptArtifacts;
+use crate::clock::Clock;
+use crate::device::{Device, DeviceError};
 use crate::flow::{
     AbortReason, Action, Effect, EffectOutcome, Flow, FlowOutcome, Observation, Observed,
 };
-use crate::screen::{classify, Point, Tree};
-
-/// Why a device call did not happen.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct DeviceFailure {
-    /// A stable code (`DEVICE_OFFLINE`, `UI_IDLE_STATE`, …).
-    pub code: String,
-    pub message: String,
-    /// Trying again (after a reconnect) may help.
-    pub retryable: bool,
-    /// The phone answered but the dump was unusable (uiautomator's failure texts): the
-    /// flow sees [`Observation::DumpFailed`], not a device error.
-    pub dump: bool,
-}
-
-impl DeviceFailure {
-    pub fn new(message: impl Into<String>, retryable: bool) -> Self {
-        DeviceFailure {
-            code: "DEVICE_OFFLINE".into(),
-            message: message.into(),
-            retryable,
-            dump: false,
-        }
-    }
-
-    /// An unusable dump.
-    pub fn dump(code: impl Into<String>, message: impl Into<String>, retryable: bool) -> Self {
-        DeviceFailure {
-            code: code.into(),
-            message: message.into(),
-            retryable,
-            dump: true,
-        }
-    }
-
-    pub fn is_retryable(&self) -> bool {
-        self.retryable
-    }
-}
-
-/// What the driver needs from a phone: the narrow port the flows are written against.
-/// Implemented over the ADB [`crate::device`] layer, over the simulated phone in-process
-/// ([`super::sim::SimFlowDevice`]) and by scripted test devices.
-pub trait FlowDevice: Send {
-    /// The raw output of a UI dump (`uiautomator dump` to stdout), errors included:
-    /// the driver recognises uiautomator's failure texts.
-    fn dump_ui(&mut self) -> Result<String, DeviceFailure>;
-    fn tap(&mut self, at: Point) -> Result<(), DeviceFailure>;
-    fn swipe(&mut self, from: Point, to: Point, duration_ms: u32) -> Result<(), DeviceFailure>;
-    fn back(&mut self) -> Result<(), DeviceFailure>;
-    /// Opens a deep link; the implementation quotes it for the shell.
-    fn open_url(&mut self, url: &str) -> Result<(), DeviceFailure>;
-    /// A PNG of the screen.
-    fn screenshot(&mut self) -> Result<Vec<u8>, DeviceFailure>;
-}
-
-impl<D: FlowDevice + ?Sized> FlowDevice for Box<D> {
-    fn dump_ui(&mut self) -> Result<String, DeviceFailure> {
-        (**self).dump_ui()
-    }
-    fn tap(&mut self, at: Point) -> Result<(), DeviceFailure> {
-        (**self).tap(at)
-    }
-    fn swipe(&mut self, from: Point, to: Point, duration_ms: u32) -> Result<(), DeviceFailure> {
-        (**self).swipe(from, to, duration_ms)
-    }
-    fn back(&mut self) -> Result<(), DeviceFailure> {
-        (**self).back()
-    }
-    fn open_url(&mut self, url: &str) -> Result<(), DeviceFailure> {
-        (**self).open_url(url)
-    }
-    fn screenshot(&mut self) -> Result<Vec<u8>, DeviceFailure> {
-        (**self).screenshot()
-    }
-}
+use crate::screen::classify;
 
 /// Effects outside the phone (store, Admin). Collect asks for none.
 pub trait Effects {
@@ -112,36 +37,6 @@ impl Effects for NoEffects {
             message: format!("effect not available here: {effect:?}"),
             retryable: false,
         }
-    }
-}
-
-/// Where the driver gets time and how it waits (bounded polls only).
-pub trait FlowClock {
-    fn now(&mut self) -> DateTime<Utc>;
-    fn wait(&mut self, d: Duration);
-}
-
-/// Wall time; waits really sleep (the flow bounds them).
-pub struct SystemClock;
-
-impl FlowClock for SystemClock {
-    fn now(&mut self) -> DateTime<Utc> {
-        Utc::now()
-    }
-    fn wait(&mut self, d: Duration) {
-        std::thread::sleep(d);
-    }
-}
-
-/// A virtual clock for tests: waiting advances it, nothing sleeps.
-pub struct VirtualClock(pub DateTime<Utc>);
-
-impl FlowClock for VirtualClock {
-    fn now(&mut self) -> DateTime<Utc> {
-        self.0
-    }
-    fn wait(&mut self, d: Duration) {
-        self.0 += chrono::Duration::from_std(d).unwrap_or(chrono::Duration::zero());
     }
 }
 
@@ -207,17 +102,17 @@ pub struct DriveReport {
 /// Runs `flow` to its end on `device`.
 pub fn drive<F, D, E, C>(
     flow: &mut F,
-    device: &mut D,
+    device: &D,
     effects: &mut E,
-    clock: &mut C,
+    clock: &C,
     artifacts: Option<&mut AttemptArtifacts>,
     limits: DriveLimits,
 ) -> DriveReport
 where
     F: Flow + ?Sized,
-    D: FlowDevice + ?Sized,
+    D: Device + ?Sized,
     E: Effects + ?Sized,
-    C: FlowClock + ?Sized,
+    C: Clock + ?Sized,
 {
     let started = Instant::now();
     let mut artifacts = artifacts;
@@ -246,49 +141,35 @@ where
                 let result = device.dump_ui();
                 let at = clock.now();
                 match result {
-                    Ok(text) => {
+                    Ok(dump) => {
                         let artifact_id = artifacts
                             .as_deref_mut()
-                            .and_then(|a| a.save(step.as_str(), "xml", text.as_bytes(), at));
-                        match Tree::parse(&text) {
-                            Ok(tree) => {
-                                let screen = classify(&tree);
-                                detail = screen.kind().as_str().to_string();
-                                Observation::Screen(Box::new(Observed {
-                                    screen,
-                                    tree,
-                                    artifact_id,
-                                }))
-                            }
-                            Err(e) => {
-                                stats.dump_failures += 1;
-                                detail = format!("dump failed: {}", e.code());
-                                tracing::warn!(step = %step.as_str(), code = e.code(), "UI dump unusable");
-                                Observation::DumpFailed {
-                                    code: e.code().to_string(),
-                                    message: e.to_string(),
-                                    retryable: e.is_retryable(),
-                                }
-                            }
-                        }
+                            .and_then(|a| a.save(step.as_str(), "xml", dump.xml.as_bytes(), at));
+                        let screen = classify(&dump.tree);
+                        detail = screen.kind().as_str().to_string();
+                        Observation::Screen(Box::new(Observed {
+                            screen,
+                            tree: dump.tree,
+                            artifact_id,
+                        }))
                     }
-                    Err(e) if e.dump => {
+                    Err(e) if is_dump_failure(&e) => {
                         stats.dump_failures += 1;
-                        detail = format!("dump failed: {}", e.code);
-                        tracing::warn!(step = %step.as_str(), code = %e.code, "UI dump unusable");
+                        detail = format!("dump failed: {}", e.code());
+                        tracing::warn!(step = %step.as_str(), code = e.code(), "UI dump unusable");
                         Observation::DumpFailed {
-                            code: e.code,
-                            message: e.message,
-                            retryable: e.retryable,
+                            code: e.code().to_string(),
+                            message: e.to_string(),
+                            retryable: e.is_retryable(),
                         }
                     }
                     Err(e) => {
                         stats.dump_failures += 1;
                         stats.device_errors += 1;
-                        detail = format!("device error: {}", e.message);
+                        detail = format!("device error: {e}");
                         Observation::DeviceError {
-                            message: e.message,
-                            retryable: e.retryable,
+                            message: e.to_string(),
+                            retryable: e.is_retryable(),
                         }
                     }
                 }
@@ -299,7 +180,7 @@ where
                     Ok(png) => {
                         let at = clock.now();
                         if let Some(a) = artifacts.as_deref_mut() {
-                            a.save(step.as_str(), "png", &png, at);
+                            a.save(step.as_str(), "png", &png.bytes, at);
                         }
                         Observation::Done
                     }
@@ -328,7 +209,7 @@ where
                 stats.swipes += 1;
                 detail = format!("{},{} -> {},{}", from.x, from.y, to.x, to.y);
                 done(
-                    device.swipe(*from, *to, *duration_ms),
+                    device.swipe(*from, *to, Duration::from_millis(u64::from(*duration_ms))),
                     &mut stats,
                     &mut detail,
                 )
@@ -340,7 +221,7 @@ where
             Action::Wait { duration } => {
                 stats.waits += 1;
                 detail = format!("{} ms", duration.as_millis());
-                clock.wait(*duration);
+                clock.wait_blocking(*duration);
                 Observation::Waited
             }
             Action::Effect(effect) => {
@@ -363,7 +244,12 @@ where
                 Ok(png) => {
                     let at = clock.now();
                     if let Some(a) = artifacts {
-                        a.save(&format!("failure-{}", f.step.as_str()), "png", &png, at);
+                        a.save(
+                            &format!("failure-{}", f.step.as_str()),
+                            "png",
+                            &png.bytes,
+                            at,
+                        );
                     }
                     trace.push(TraceEntry {
                         kind: "screenshot",
@@ -373,7 +259,7 @@ where
                 }
                 Err(e) => {
                     stats.device_errors += 1;
-                    tracing::warn!(error = %e.message, "no failure screenshot");
+                    tracing::warn!(error = %e, "no failure screenshot");
                 }
             }
         }
@@ -399,7 +285,16 @@ fn step_of(a: &Action) -> Option<FlowStep> {
     }
 }
 
-fn done(r: Result<(), DeviceFailure>, stats: &mut DriveStats, detail: &mut String) -> Observation {
+/// The phone answered but the dump is unusable (uiautomator's failure texts, malformed
+/// XML): the flow sees [`Observation::DumpFailed`], not a device error.
+fn is_dump_failure(e: &DeviceError) -> bool {
+    matches!(
+        e,
+        DeviceError::Dump(_) | DeviceError::DumpFileMissing { .. }
+    )
+}
+
+fn done(r: Result<(), DeviceError>, stats: &mut DriveStats, detail: &mut String) -> Observation {
     match r {
         Ok(()) => Observation::Done,
         Err(e) => {
@@ -409,12 +304,12 @@ fn done(r: Result<(), DeviceFailure>, stats: &mut DriveStats, detail: &mut Strin
     }
 }
 
-fn device_error(e: DeviceFailure, detail: &mut String) -> Observation {
-    detail.push_str(&format!(" (device error: {})", e.message));
-    tracing::warn!(error = %e.message, retryable = e.retryable, "device call failed");
+fn device_error(e: DeviceError, detail: &mut String) -> Observation {
+    detail.push_str(&format!(" (device error: {e})"));
+    tracing::warn!(error = %e, retryable = e.is_retryable(), "device call failed");
     Observation::DeviceError {
-        message: e.message,
-        retryable: e.retryable,
+        message: e.to_string(),
+        retryable: e.is_retryable(),
     }
 }
 

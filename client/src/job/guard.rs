@@ -1,4 +1,4 @@
-//! [`GuardedDevice`]: defence in depth at the device port (issue 7).
+//! [`GuardedDevice`]: defence in depth at the device port.
 //!
 //! The flows already never ask for a pay button and tap 提交订单 at most once. This
 //! wrapper makes both true even if a flow had a bug: it keeps the last dump, and before
@@ -10,9 +10,12 @@
 //! - A tap on 提交订单 is refused when submitting is not allowed (dry runs, collect,
 //!   crash recovery) and after the first one was let through.
 //!
-//! A refused tap is a non-retryable [`DeviceFailure`] with code `TAP_REFUSED`.
+//! A refused tap is a non-retryable [`DeviceError::TapRefused`] (code `TAP_REFUSED`).
 
-use super::driver::{DeviceFailure, FlowDevice};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use crate::device::{Device, DeviceError, KeyCode, Png, ShellOutput, UiDump};
 use crate::screen::page::trim_name;
 use crate::screen::{Point, Tree};
 
@@ -70,88 +73,108 @@ pub fn labels_at(tree: &Tree, at: Point) -> Vec<String> {
     out
 }
 
-/// A [`FlowDevice`] that refuses pay buttons and a second (or unwanted) submit.
-pub struct GuardedDevice<D: FlowDevice> {
-    inner: D,
+/// What the guard remembers between calls.
+#[derive(Default)]
+struct GuardState {
     last: Option<Tree>,
     /// Submits still allowed (1 for a live purchase, 0 otherwise).
     submits_left: u32,
-    /// Taps refused so far (tests).
-    pub refused: u32,
+    /// Taps refused so far.
+    refused: u32,
 }
 
-impl<D: FlowDevice> GuardedDevice<D> {
+/// A [`Device`] that refuses pay buttons and a second (or unwanted) submit.
+pub struct GuardedDevice<D: Device> {
+    inner: D,
+    state: Mutex<GuardState>,
+}
+
+impl<D: Device> GuardedDevice<D> {
     /// `submit_allowed`: a live purchase may tap 提交订单 once; everything else never.
     pub fn new(inner: D, submit_allowed: bool) -> Self {
         GuardedDevice {
             inner,
-            last: None,
-            submits_left: u32::from(submit_allowed),
-            refused: 0,
+            state: Mutex::new(GuardState {
+                submits_left: u32::from(submit_allowed),
+                ..GuardState::default()
+            }),
         }
     }
 
-    pub fn into_inner(self) -> D {
-        self.inner
+    /// The guarded device.
+    pub fn inner(&self) -> &D {
+        &self.inner
     }
 
-    fn refuse(&mut self, why: String) -> Result<(), DeviceFailure> {
-        self.refused += 1;
-        tracing::error!(reason = %why, "tap refused by the device guard");
-        Err(DeviceFailure {
-            code: "TAP_REFUSED".into(),
-            message: why,
-            retryable: false,
-            dump: false,
-        })
+    /// Taps refused so far.
+    pub fn refused(&self) -> u32 {
+        self.state().refused
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, GuardState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
-impl<D: FlowDevice> FlowDevice for GuardedDevice<D> {
-    fn dump_ui(&mut self) -> Result<String, DeviceFailure> {
-        let out = self.inner.dump_ui()?;
-        // Keep the tree even when the flow's own parse fails later: a failed parse
-        // clears it, so the next tap is judged on nothing rather than on a stale page.
-        self.last = Tree::parse(&out).ok();
-        Ok(out)
+fn refuse(state: &mut GuardState, why: String) -> Result<(), DeviceError> {
+    state.refused += 1;
+    tracing::error!(reason = %why, "tap refused by the device guard");
+    Err(DeviceError::TapRefused(why))
+}
+
+impl<D: Device> Device for GuardedDevice<D> {
+    fn dump_ui(&self) -> Result<UiDump, DeviceError> {
+        let out = self.inner.dump_ui();
+        // A failed dump clears the page: the next tap is judged on nothing rather than on
+        // a stale page.
+        self.state().last = out.as_ref().ok().map(|d| d.tree.clone());
+        out
     }
 
-    fn tap(&mut self, at: Point) -> Result<(), DeviceFailure> {
-        let labels = self
-            .last
-            .as_ref()
-            .map(|t| labels_at(t, at))
-            .unwrap_or_default();
-        if let Some(pay) = labels.iter().find(|l| is_pay_label(l)) {
-            return self.refuse(format!("`{pay}` is a pay button: this client never pays"));
-        }
-        let submit = labels.iter().any(|l| l.starts_with(SUBMIT_LABEL));
-        if submit {
-            if self.submits_left == 0 {
-                return self.refuse(
-                    "提交订单 is not allowed here (dry run, recovery, or already tapped once)"
-                        .into(),
-                );
+    fn tap(&self, at: Point) -> Result<(), DeviceError> {
+        {
+            let mut st = self.state();
+            let labels = st
+                .last
+                .as_ref()
+                .map(|t| labels_at(t, at))
+                .unwrap_or_default();
+            if let Some(pay) = labels.iter().find(|l| is_pay_label(l)) {
+                let why = format!("`{pay}` is a pay button: this client never pays");
+                return refuse(&mut st, why);
             }
-            self.submits_left -= 1;
+            if labels.iter().any(|l| l.starts_with(SUBMIT_LABEL)) {
+                if st.submits_left == 0 {
+                    return refuse(
+                        &mut st,
+                        "提交订单 is not allowed here (dry run, recovery, or already tapped once)"
+                            .into(),
+                    );
+                }
+                st.submits_left -= 1;
+            }
         }
         self.inner.tap(at)
     }
 
-    fn swipe(&mut self, from: Point, to: Point, duration_ms: u32) -> Result<(), DeviceFailure> {
-        self.inner.swipe(from, to, duration_ms)
+    fn swipe(&self, from: Point, to: Point, duration: Duration) -> Result<(), DeviceError> {
+        self.inner.swipe(from, to, duration)
     }
 
-    fn back(&mut self) -> Result<(), DeviceFailure> {
-        self.inner.back()
+    fn key(&self, code: KeyCode) -> Result<(), DeviceError> {
+        self.inner.key(code)
     }
 
-    fn open_url(&mut self, url: &str) -> Result<(), DeviceFailure> {
+    fn open_url(&self, url: &str) -> Result<(), DeviceError> {
         self.inner.open_url(url)
     }
 
-    fn screenshot(&mut self) -> Result<Vec<u8>, DeviceFailure> {
+    fn screenshot(&self) -> Result<Png, DeviceError> {
         self.inner.screenshot()
+    }
+
+    fn shell(&self, argv: &[&str]) -> Result<ShellOutput, DeviceError> {
+        self.inner.shell(argv)
     }
 }
 

@@ -29,6 +29,8 @@ pub mod driver;
 pub mod exec;
 pub mod guard;
 pub mod purchase;
+#[cfg(test)]
+pub(crate) mod sim_device;
 pub mod source;
 #[cfg(test)]
 mod tests;

@@ -25,11 +25,12 @@ use cmautobuy_contract::{
 use serde_json::{Map, Value};
 
 use super::attempt::{artifacts_for, failure_request, label, FlowExecutorConfig, TaskReport};
-use super::driver::{drive, DriveStats, Effects, SystemClock, TraceEntry};
+use super::driver::{drive, DriveStats, Effects, TraceEntry};
 use super::guard::GuardedDevice;
 use super::source::DeviceSource;
 use crate::artifacts::AttemptArtifacts;
 use crate::clock::Clock;
+use crate::clock::SystemClock;
 use crate::executor::{Job, Outcome};
 use crate::flow::purchase::task::{PurchaseLimits, PurchaseTask};
 use crate::flow::purchase::PurchaseFlow;
@@ -37,8 +38,6 @@ use crate::flow::reconcile::ReconcileFlow;
 use crate::flow::{Confirmation, Effect, EffectOutcome, FlowFailure, FlowOutcome};
 use crate::gateway::AdminGateway;
 use crate::retry::RetryPolicy;
-#[cfg(test)]
-use crate::screen::Tree;
 use crate::spec::{self, Resolver, SpecError};
 use crate::store::{MarkOutcome, Run, Store};
 
@@ -305,13 +304,17 @@ pub fn run_job<S: DeviceSource + ?Sized>(
     let device = match source.device() {
         Ok(d) => d,
         Err(e) => {
-            let f = FlowFailure::retry(FailureCode::DeviceOffline, FlowStep::OpenGoods, e.message);
+            let f = FlowFailure::retry(
+                FailureCode::DeviceOffline,
+                FlowStep::OpenGoods,
+                e.to_string(),
+            );
             let out = ctx.fail(&f, None);
             let r = ctx.report(&out, DriveStats::default(), None);
             return (out, r);
         }
     };
-    let mut device = GuardedDevice::new(device, live);
+    let device = GuardedDevice::new(device, live);
     let mut effects = JobEffects {
         backend,
         run: &job.run,
@@ -320,9 +323,9 @@ pub fn run_job<S: DeviceSource + ?Sized>(
     let t0 = source.device_time_ms();
     let rep = drive(
         &mut flow,
-        &mut device,
+        &device,
         &mut effects,
-        &mut SystemClock,
+        &SystemClock,
         ctx.arts.as_mut(),
         cfg.drive,
     );
@@ -389,7 +392,7 @@ pub fn recover_run<S: DeviceSource + ?Sized>(
         Err(e) => {
             let f = interrupted(format!(
                 "interrupted after the irreversible mark and the phone is not reachable: {}",
-                e.message
+                e
             ));
             let out = ctx.fail(&f, None);
             let r = ctx.report(&out, DriveStats::default(), None);
@@ -397,7 +400,7 @@ pub fn recover_run<S: DeviceSource + ?Sized>(
         }
     };
     // Recovery never submits: the guard lets no 提交订单 through.
-    let mut device = GuardedDevice::new(device, false);
+    let device = GuardedDevice::new(device, false);
     let mut flow = ReconcileFlow::new(conf, mark, true, PurchaseLimits::default().reconcile);
     let mut effects = JobEffects {
         backend,
@@ -406,9 +409,9 @@ pub fn recover_run<S: DeviceSource + ?Sized>(
     };
     let rep = drive(
         &mut flow,
-        &mut device,
+        &device,
         &mut effects,
-        &mut SystemClock,
+        &SystemClock,
         ctx.arts.as_mut(),
         cfg.drive,
     );
@@ -431,9 +434,9 @@ mod tests {
     //! order ledger (the truth for "one order, never paid").
 
     use super::*;
-    use crate::flow::sim::SimFlowDevice;
-    use crate::job::driver::{DriveLimits, DriveReport, FlowDevice, VirtualClock};
-    use chrono::TimeZone;
+    use crate::device::Device;
+    use crate::job::driver::{DriveLimits, DriveReport};
+    use crate::job::sim_device::SimFlowDevice;
     use cmautobuy_contract::{SpecCandidate, SpecOutcome, Task};
     use cmautobuy_sim_phone::{Catalog, SimConfig};
     use serde_json::json;
@@ -537,11 +540,11 @@ mod tests {
     }
 
     /// Runs the purchase of `s.job` on `dev`, like [`run_job`] does.
-    fn purchase(dev: &mut SimFlowDevice, s: &Setup) -> (DriveReport, bool) {
+    fn purchase(dev: &SimFlowDevice, s: &Setup) -> (DriveReport, bool) {
         let task = purchase_task(&s.job, true).expect("task");
         let live = task.live;
         let mut flow = PurchaseFlow::new(task, PurchaseLimits::default()).expect("flow");
-        let mut guarded = GuardedDevice::new(&mut *dev, live);
+        let guarded = GuardedDevice::new(dev, live);
         let mut effects = JobEffects {
             backend: &s.backend,
             run: &s.job.run,
@@ -549,14 +552,15 @@ mod tests {
         };
         let rep = drive(
             &mut flow,
-            &mut guarded,
+            &guarded,
             &mut effects,
-            &mut SystemClock,
+            &SystemClock,
             None,
             DriveLimits::default(),
         );
         assert_eq!(
-            guarded.refused, 0,
+            guarded.refused(),
+            0,
             "the flow never asks for a refused tap: {:#?}",
             rep.trace
         );
@@ -577,47 +581,18 @@ mod tests {
         }
     }
 
-    impl FlowDevice for &mut SimFlowDevice {
-        fn dump_ui(&mut self) -> Result<String, crate::job::driver::DeviceFailure> {
-            (**self).dump_ui()
-        }
-        fn tap(
-            &mut self,
-            at: crate::screen::Point,
-        ) -> Result<(), crate::job::driver::DeviceFailure> {
-            (**self).tap(at)
-        }
-        fn swipe(
-            &mut self,
-            from: crate::screen::Point,
-            to: crate::screen::Point,
-            d: u32,
-        ) -> Result<(), crate::job::driver::DeviceFailure> {
-            (**self).swipe(from, to, d)
-        }
-        fn back(&mut self) -> Result<(), crate::job::driver::DeviceFailure> {
-            (**self).back()
-        }
-        fn open_url(&mut self, url: &str) -> Result<(), crate::job::driver::DeviceFailure> {
-            (**self).open_url(url)
-        }
-        fn screenshot(&mut self) -> Result<Vec<u8>, crate::job::driver::DeviceFailure> {
-            (**self).screenshot()
-        }
-    }
-
     const HOODIE: &str = "737116531267";
 
     #[test]
     fn dry_run_stops_before_the_submit_and_places_no_order() {
-        let mut dev = phone();
+        let dev = phone();
         let s = setup(
             "cg1",
             "dry_run",
             payload(HOODIE, json!({"color": "黑色", "size": "L"}), 2, 20000),
             Answer::Other(SpecOutcome::Failed),
         );
-        let (rep, marked) = purchase(&mut dev, &s);
+        let (rep, marked) = purchase(&dev, &s);
         let p = purchased(&rep);
         assert_eq!(p.mode, ExecutionMode::DryRun);
         assert!(!p.order_submitted && !p.payment_attempted);
@@ -625,24 +600,24 @@ mod tests {
         assert_eq!(p.confirmed_total_cent.map(|f| f.get()), Some(11800));
         assert!(!marked);
         cmautobuy_contract::validate::check_purchase_result(p).unwrap();
-        assert!(dev.device.app().ledger().orders().is_empty());
+        assert!(dev.phone().app().ledger().orders().is_empty());
         assert!(rep.stats.dumps <= 5, "{} dumps", rep.stats.dumps);
     }
 
     #[test]
     fn live_places_exactly_one_unpaid_order_and_finds_it() {
-        let mut dev = phone();
+        let dev = phone();
         let s = setup(
             "cg2",
             "live",
             payload(HOODIE, json!({"color": "雾霾蓝", "size": "M"}), 2, 12600),
             Answer::Other(SpecOutcome::Failed),
         );
-        let (rep, marked) = purchase(&mut dev, &s);
+        let (rep, marked) = purchase(&dev, &s);
         assert!(marked, "{:?} {:#?}", rep.outcome, rep.trace);
         let p = purchased(&rep).clone();
         cmautobuy_contract::validate::check_purchase_result(&p).unwrap();
-        let orders = dev.device.app().ledger().orders().to_vec();
+        let orders = dev.phone().app().ledger().orders().to_vec();
         assert_eq!(orders.len(), 1);
         let o = &orders[0];
         assert_eq!(p.order_sn.as_deref(), Some(o.order_sn.as_str()));
@@ -689,34 +664,34 @@ mod tests {
         .unwrap()
         .with_timezone(&Utc);
         let mut flow = ReconcileFlow::new(conf, at, true, Default::default());
-        let mut guarded = GuardedDevice::new(&mut dev, false);
+        let guarded = GuardedDevice::new(&dev, false);
         let rep = drive(
             &mut flow,
-            &mut guarded,
+            &guarded,
             &mut crate::job::driver::NoEffects,
-            &mut SystemClock,
+            &SystemClock,
             None,
             DriveLimits::default(),
         );
         assert_eq!(purchased(&rep).order_sn, p.order_sn);
-        assert_eq!(dev.device.app().ledger().orders().len(), 1);
+        assert_eq!(dev.phone().app().ledger().orders().len(), 1);
     }
 
     #[test]
     fn a_total_above_the_limit_places_no_order() {
-        let mut dev = phone();
+        let dev = phone();
         let s = setup(
             "cg3",
             "live",
             payload(HOODIE, json!({"color": "黑色", "size": "L"}), 2, 11799),
             Answer::Other(SpecOutcome::Failed),
         );
-        let (rep, marked) = purchase(&mut dev, &s);
+        let (rep, marked) = purchase(&dev, &s);
         let f = failure(&rep);
         assert_eq!(f.code, FailureCode::PriceLimitExceeded);
         assert_eq!(f.status, FailureStatus::Failed);
         assert!(!marked);
-        assert!(dev.device.app().ledger().orders().is_empty());
+        assert!(dev.phone().app().ledger().orders().is_empty());
     }
 
     #[test]
@@ -741,20 +716,20 @@ mod tests {
             ),
         ];
         for (i, (answer, want)) in cases.into_iter().enumerate() {
-            let mut dev = phone();
+            let dev = phone();
             let s = setup(
                 &format!("cg-spec-{i}"),
                 "live",
                 payload(weights, json!({"color": "黑色", "size": "60公斤"}), 1, 5000),
                 answer,
             );
-            let (rep, _) = purchase(&mut dev, &s);
+            let (rep, _) = purchase(&dev, &s);
             assert_eq!(
                 *s.backend.asked.lock().unwrap(),
                 1,
                 "exactly one resolution"
             );
-            let orders = dev.device.app().ledger().orders().to_vec();
+            let orders = dev.phone().app().ledger().orders().to_vec();
             match want {
                 None => {
                     let p = purchased(&rep);
@@ -813,14 +788,14 @@ mod tests {
             ),
         ];
         for (i, (goods, options, status, code)) in cases.into_iter().enumerate() {
-            let mut dev = phone();
+            let dev = phone();
             let s = setup(
                 &format!("cg-stop-{i}"),
                 "live",
                 payload(goods, options, 1, 1_000_000),
                 Answer::Other(SpecOutcome::Failed),
             );
-            let (rep, marked) = purchase(&mut dev, &s);
+            let (rep, marked) = purchase(&dev, &s);
             let f = failure(&rep);
             assert_eq!(
                 (f.status, f.code.clone()),
@@ -829,13 +804,13 @@ mod tests {
                 f.message
             );
             assert!(!marked);
-            assert!(dev.device.app().ledger().orders().is_empty());
+            assert!(dev.phone().app().ledger().orders().is_empty());
         }
     }
 
     #[test]
     fn two_identical_unpaid_orders_make_the_match_ambiguous() {
-        let mut dev = phone();
+        let dev = phone();
         let p = || payload(HOODIE, json!({"color": "燕麦色", "size": "S"}), 1, 6300);
         for i in 0..2 {
             let s = setup(
@@ -844,13 +819,13 @@ mod tests {
                 p(),
                 Answer::Other(SpecOutcome::Failed),
             );
-            let (rep, _) = purchase(&mut dev, &s);
+            let (rep, _) = purchase(&dev, &s);
             if i == 0 {
                 purchased(&rep);
             }
         }
         let s = setup("cg-amb", "live", p(), Answer::Other(SpecOutcome::Failed));
-        let (rep, marked) = purchase(&mut dev, &s);
+        let (rep, marked) = purchase(&dev, &s);
         assert!(marked);
         let f = failure(&rep);
         assert_eq!(f.status, FailureStatus::ManualReview);
@@ -859,45 +834,41 @@ mod tests {
             f.diagnostics["candidates"].as_array().map(Vec::len),
             Some(3)
         );
-        let orders = dev.device.app().ledger().orders();
+        let orders = dev.phone().app().ledger().orders().to_vec();
         assert_eq!(orders.len(), 3);
         assert!(orders.iter().all(|o| !o.payment_attempted));
     }
 
     #[test]
     fn the_guard_refuses_pay_buttons_and_a_second_submit() {
-        let mut dev = phone();
+        let dev = phone();
         let s = setup(
             "cg-guard",
             "live",
             payload(HOODIE, json!({"color": "黑色", "size": "M"}), 1, 5900),
             Answer::Other(SpecOutcome::Failed),
         );
-        let _ = purchase(&mut dev, &s).0;
-        dev.device.run_line("input swipe 540 700 540 2200");
-        dev.device.run_line("input swipe 540 700 540 2200");
-        let xml = dev.dump_ui().unwrap();
-        std::fs::write("/tmp/sim_order_list.xml", &xml).unwrap();
-        eprintln!("LIST {}", crate::screen::inspect_json(&xml));
-        // Open the order list and try 去支付 on the card.
-        let mut g = GuardedDevice::new(&mut dev, true);
+        let _ = purchase(&dev, &s).0;
+        dev.phone().run_line("input swipe 540 700 540 2200");
+        dev.phone().run_line("input swipe 540 700 540 2200");
+        // The order list: try 去支付 on the card.
+        let g = GuardedDevice::new(&dev, true);
         let dump = g.dump_ui().unwrap();
-        let tree = Tree::parse(&dump).unwrap();
-        let pay = tree
+        let pay = dump
+            .tree
             .nodes()
             .find(|n| n.label() == "去支付")
             .and_then(|n| n.tap_point())
             .expect("a 去支付 button on the order list");
         let e = g.tap(pay).unwrap_err();
-        assert_eq!(e.code, "TAP_REFUSED");
-        assert!(g
-            .into_inner()
-            .device
+        assert_eq!(e.code(), "TAP_REFUSED");
+        assert_eq!(g.refused(), 1);
+        assert!(dev
+            .phone()
             .app()
             .ledger()
             .orders()
             .iter()
             .all(|o| !o.payment_attempted));
-        let _ = VirtualClock(Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap());
     }
 }

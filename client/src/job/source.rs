@@ -1,11 +1,13 @@
 //! [`DeviceSource`]: where the executor gets a phone from for each job.
 
-use super::driver::{DeviceFailure, FlowDevice};
+use std::sync::Arc;
+
+use crate::device::{Device, DeviceError};
 
 /// Where the executor gets a phone from.
 pub trait DeviceSource: Send + Sync + 'static {
     /// A device for one job (a fresh or a reused connection).
-    fn device(&self) -> Result<Box<dyn FlowDevice>, DeviceFailure>;
+    fn device(&self) -> Result<Arc<dyn Device>, DeviceError>;
     /// Whether a device is configured (cheap; no round trip).
     fn configured(&self) -> bool {
         true

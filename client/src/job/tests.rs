@@ -6,14 +6,17 @@ use chrono::{TimeZone, Utc};
 use cmautobuy_contract::{FailureStatus, PddData};
 use cmautobuy_sim_phone::{Catalog, DumpFault, Goods, PopupKind, PopupSchedule, SimConfig};
 
-use super::driver::{
-    drive, DeviceFailure, DriveLimits, DriveReport, FlowDevice, NoEffects, VirtualClock,
-};
+use std::time::Duration;
+
+use super::driver::{drive, DriveLimits, DriveReport, NoEffects};
+use super::sim_device::SimFlowDevice;
 use crate::artifacts::AttemptArtifacts;
+use crate::clock::VirtualClock;
+use crate::device::{Device, DeviceError, KeyCode, Png, ShellOutput, UiDump};
 use crate::flow::collect::{CollectFlow, CollectLimits, CollectTask};
-use crate::flow::sim::SimFlowDevice;
 use crate::flow::FlowOutcome;
 use crate::screen::Point;
+use crate::screen::Tree;
 
 fn catalog() -> Catalog {
     Catalog::load(&Catalog::bundled_dir()).expect("bundled catalog")
@@ -26,12 +29,12 @@ fn phone(cfg: impl FnOnce(&mut SimConfig)) -> SimFlowDevice {
     SimFlowDevice::new(c.build_device().expect("device"))
 }
 
-fn collect(dev: &mut SimFlowDevice, goods_id: &str, title: Option<&str>) -> DriveReport {
+fn collect(dev: &SimFlowDevice, goods_id: &str, title: Option<&str>) -> DriveReport {
     collect_with(dev, goods_id, title, None)
 }
 
 fn collect_with(
-    dev: &mut SimFlowDevice,
+    dev: &SimFlowDevice,
     goods_id: &str,
     title: Option<&str>,
     artifacts: Option<&mut AttemptArtifacts>,
@@ -44,12 +47,12 @@ fn collect_with(
         CollectLimits::default(),
     )
     .expect("valid task");
-    let mut clock = VirtualClock(Utc.with_ymd_and_hms(2026, 11, 30, 0, 0, 0).unwrap());
+    let clock = VirtualClock::new(Utc.with_ymd_and_hms(2026, 11, 30, 0, 0, 0).unwrap());
     drive(
         &mut flow,
         dev,
         &mut NoEffects,
-        &mut clock,
+        &clock,
         artifacts,
         DriveLimits::default(),
     )
@@ -129,9 +132,9 @@ fn collectable(g: &Goods) -> bool {
 #[test]
 fn every_catalog_goods_is_collected_as_the_catalog_says() {
     let cat = catalog();
-    let mut dev = phone(|_| {});
+    let dev = phone(|_| {});
     for g in cat.goods.iter().filter(|g| collectable(g)) {
-        let r = collect(&mut dev, &g.goods_id, Some(&g.title));
+        let r = collect(&dev, &g.goods_id, Some(&g.title));
         let d = collected(&r);
         cmautobuy_contract::validate::check_pdd_data(d).expect("valid pdd_data");
         assert_eq!(d.goods_id, g.goods_id);
@@ -186,8 +189,8 @@ fn every_catalog_goods_is_collected_as_the_catalog_says() {
 
 #[test]
 fn two_dimension_goods_take_c_plus_two_dumps_and_the_trace_shows_why() {
-    let mut dev = phone(|_| {});
-    let r = collect(&mut dev, "602938475610", None);
+    let dev = phone(|_| {});
+    let r = collect(&dev, "602938475610", None);
     collected(&r);
     assert_eq!(r.stats.dumps, 2 + 2, "{:#?}", r.trace);
     let kinds: Vec<String> = r
@@ -215,8 +218,8 @@ fn two_dimension_goods_take_c_plus_two_dumps_and_the_trace_shows_why() {
 fn a_redirect_is_goods_mismatch_never_success() {
     let cat = catalog();
     let g = cat.goods("671122334455").expect("redirecting goods");
-    let mut dev = phone(|_| {});
-    let r = collect(&mut dev, &g.goods_id, Some(&g.title));
+    let dev = phone(|_| {});
+    let r = collect(&dev, &g.goods_id, Some(&g.title));
     assert_eq!(
         failure(&r),
         (
@@ -229,8 +232,8 @@ fn a_redirect_is_goods_mismatch_never_success() {
 
 #[test]
 fn login_risk_and_delisted_pages_end_with_their_codes() {
-    let mut dev = phone(|_| {});
-    let r = collect(&mut dev, "682233445566", None);
+    let dev = phone(|_| {});
+    let r = collect(&dev, "682233445566", None);
     assert_eq!(
         failure(&r),
         (
@@ -241,7 +244,7 @@ fn login_risk_and_delisted_pages_end_with_their_codes() {
     );
     let root = tempfile::tempdir().unwrap();
     let mut art = AttemptArtifacts::create(root.path(), "risk-task", "a1").unwrap();
-    let r = collect_with(&mut dev, "693344556677", None, Some(&mut art));
+    let r = collect_with(&dev, "693344556677", None, Some(&mut art));
     assert_eq!(
         failure(&r),
         (
@@ -255,7 +258,7 @@ fn login_risk_and_delisted_pages_end_with_their_codes() {
         "a screenshot of the risk page: {:?}",
         art.entries()
     );
-    let r = collect(&mut dev, "748899001122", None);
+    let r = collect(&dev, "748899001122", None);
     assert_eq!(
         failure(&r),
         (
@@ -270,7 +273,7 @@ fn login_risk_and_delisted_pages_end_with_their_codes() {
 fn popups_and_failed_dumps_on_the_way_are_survived() {
     let cat = catalog();
     let g = cat.goods("737116531267").unwrap();
-    let mut dev = phone(|c| {
+    let dev = phone(|c| {
         c.popups = PopupSchedule::At(vec![(1, PopupKind::RedPacket), (2, PopupKind::TeenMode)]);
         c.faults.dump_faults = vec![
             (1, DumpFault::IdleState),
@@ -278,18 +281,13 @@ fn popups_and_failed_dumps_on_the_way_are_survived() {
             (5, DumpFault::Stale),
         ];
     });
-    let r = collect(&mut dev, &g.goods_id, Some(&g.title));
+    let r = collect(&dev, &g.goods_id, Some(&g.title));
     let d = collected(&r);
     assert_eq!(actual_skus(d), expected_skus(g));
     assert!(r.stats.dump_failures >= 2, "{:?}", r.stats);
     // And a popup laid over the open sheet mid-way (after the first colour tap).
-    let mut dev = Hooked {
-        inner: phone(|_| {}),
-        calls: 0,
-        popup_at: Some(6),
-        offline_after: None,
-    };
-    let r = collect_on(&mut dev, &g.goods_id, Some(&g.title));
+    let dev = Hooked::new(phone(|_| {}), Some(6), None);
+    let r = collect_on(&dev, &g.goods_id, Some(&g.title));
     assert_eq!(actual_skus(collected(&r)), expected_skus(g));
     assert!(r
         .trace
@@ -299,13 +297,8 @@ fn popups_and_failed_dumps_on_the_way_are_survived() {
 
 #[test]
 fn a_device_that_stops_answering_is_retry_wait() {
-    let mut dev = Hooked {
-        inner: phone(|_| {}),
-        calls: 0,
-        popup_at: None,
-        offline_after: Some(5),
-    };
-    let r = collect_on(&mut dev, "602938475610", None);
+    let dev = Hooked::new(phone(|_| {}), None, Some(5));
+    let r = collect_on(&dev, "602938475610", None);
     let (status, code, _) = failure(&r);
     assert_eq!(
         (status, code.as_str()),
@@ -317,52 +310,68 @@ fn a_device_that_stops_answering_is_retry_wait() {
 /// the Nth call.
 struct Hooked {
     inner: SimFlowDevice,
-    calls: u32,
+    calls: std::sync::atomic::AtomicU32,
     popup_at: Option<u32>,
     offline_after: Option<u32>,
 }
 
 impl Hooked {
-    fn tick(&mut self) -> Result<(), DeviceFailure> {
-        self.calls += 1;
-        if self.popup_at == Some(self.calls) {
-            self.inner.device.app_mut().show_popup(PopupKind::Upgrade);
+    fn new(inner: SimFlowDevice, popup_at: Option<u32>, offline_after: Option<u32>) -> Hooked {
+        Hooked {
+            inner,
+            calls: std::sync::atomic::AtomicU32::new(0),
+            popup_at,
+            offline_after,
         }
-        if self.offline_after.is_some_and(|n| self.calls > n) {
-            return Err(DeviceFailure::new("device offline", true));
+    }
+
+    fn tick(&self) -> Result<(), DeviceError> {
+        let calls = self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        if self.popup_at == Some(calls) {
+            self.inner.phone().app_mut().show_popup(PopupKind::Upgrade);
+        }
+        if self.offline_after.is_some_and(|n| calls > n) {
+            return Err(DeviceError::Offline {
+                serial: "sim".into(),
+                state: "offline".into(),
+            });
         }
         Ok(())
     }
 }
 
-impl FlowDevice for Hooked {
-    fn dump_ui(&mut self) -> Result<String, DeviceFailure> {
+impl Device for Hooked {
+    fn dump_ui(&self) -> Result<UiDump, DeviceError> {
         self.tick()?;
         self.inner.dump_ui()
     }
-    fn tap(&mut self, at: Point) -> Result<(), DeviceFailure> {
+    fn tap(&self, at: Point) -> Result<(), DeviceError> {
         self.tick()?;
         self.inner.tap(at)
     }
-    fn swipe(&mut self, from: Point, to: Point, ms: u32) -> Result<(), DeviceFailure> {
+    fn swipe(&self, from: Point, to: Point, d: Duration) -> Result<(), DeviceError> {
         self.tick()?;
-        self.inner.swipe(from, to, ms)
+        self.inner.swipe(from, to, d)
     }
-    fn back(&mut self) -> Result<(), DeviceFailure> {
+    fn key(&self, code: KeyCode) -> Result<(), DeviceError> {
         self.tick()?;
-        self.inner.back()
+        self.inner.key(code)
     }
-    fn open_url(&mut self, url: &str) -> Result<(), DeviceFailure> {
+    fn open_url(&self, url: &str) -> Result<(), DeviceError> {
         self.tick()?;
         self.inner.open_url(url)
     }
-    fn screenshot(&mut self) -> Result<Vec<u8>, DeviceFailure> {
+    fn screenshot(&self) -> Result<Png, DeviceError> {
         self.tick()?;
         self.inner.screenshot()
     }
+    fn shell(&self, argv: &[&str]) -> Result<ShellOutput, DeviceError> {
+        self.tick()?;
+        self.inner.shell(argv)
+    }
 }
 
-fn collect_on<D: FlowDevice>(dev: &mut D, goods_id: &str, title: Option<&str>) -> DriveReport {
+fn collect_on<D: Device>(dev: &D, goods_id: &str, title: Option<&str>) -> DriveReport {
     let mut flow = CollectFlow::new(
         CollectTask {
             goods_id: goods_id.into(),
@@ -371,12 +380,12 @@ fn collect_on<D: FlowDevice>(dev: &mut D, goods_id: &str, title: Option<&str>) -
         CollectLimits::default(),
     )
     .expect("valid task");
-    let mut clock = VirtualClock(Utc.with_ymd_and_hms(2026, 11, 30, 0, 0, 0).unwrap());
+    let clock = VirtualClock::new(Utc.with_ymd_and_hms(2026, 11, 30, 0, 0, 0).unwrap());
     drive(
         &mut flow,
         dev,
         &mut NoEffects,
-        &mut clock,
+        &clock,
         None,
         DriveLimits::default(),
     )
@@ -401,7 +410,7 @@ fn a_bad_goods_id_is_refused_before_the_phone_is_touched() {
 /// action.
 struct Scripted {
     dumps: Vec<String>,
-    next: usize,
+    next: std::sync::atomic::AtomicUsize,
 }
 
 impl Scripted {
@@ -412,31 +421,39 @@ impl Scripted {
                 .iter()
                 .map(|f| std::fs::read_to_string(dir.join(f)).expect("fixture"))
                 .collect(),
-            next: 0,
+            next: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 }
 
-impl FlowDevice for Scripted {
-    fn dump_ui(&mut self) -> Result<String, DeviceFailure> {
-        let i = self.next.min(self.dumps.len() - 1);
-        self.next += 1;
-        Ok(self.dumps[i].clone())
+impl Device for Scripted {
+    fn dump_ui(&self) -> Result<UiDump, DeviceError> {
+        let n = self.next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let xml = self.dumps[n.min(self.dumps.len() - 1)].clone();
+        let tree = Tree::parse(&xml)?;
+        Ok(UiDump { xml, tree })
     }
-    fn tap(&mut self, _: Point) -> Result<(), DeviceFailure> {
+    fn tap(&self, _: Point) -> Result<(), DeviceError> {
         Ok(())
     }
-    fn swipe(&mut self, _: Point, _: Point, _: u32) -> Result<(), DeviceFailure> {
+    fn swipe(&self, _: Point, _: Point, _: Duration) -> Result<(), DeviceError> {
         Ok(())
     }
-    fn back(&mut self) -> Result<(), DeviceFailure> {
+    fn key(&self, _: KeyCode) -> Result<(), DeviceError> {
         Ok(())
     }
-    fn open_url(&mut self, _: &str) -> Result<(), DeviceFailure> {
+    fn open_url(&self, _: &str) -> Result<(), DeviceError> {
         Ok(())
     }
-    fn screenshot(&mut self) -> Result<Vec<u8>, DeviceFailure> {
-        Ok(b"\x89PNG".to_vec())
+    fn screenshot(&self) -> Result<Png, DeviceError> {
+        Ok(Png {
+            bytes: b"\x89PNG".to_vec(),
+            width: 0,
+            height: 0,
+        })
+    }
+    fn shell(&self, _: &[&str]) -> Result<ShellOutput, DeviceError> {
+        Ok(ShellOutput::default())
     }
 }
 
@@ -449,13 +466,13 @@ fn trace_of(r: &DriveReport) -> Vec<String> {
 
 #[test]
 fn recorded_screens_popup_then_goods_then_sheet() {
-    let mut dev = Scripted::new(&[
+    let dev = Scripted::new(&[
         "fail_idle_state.txt",
         "popup_over_goods_detail.xml",
         "goods_detail.xml",
         "sku_sheet_text_two_dims.xml",
     ]);
-    let r = collect_on(&mut dev, "737116531267", None);
+    let r = collect_on(&dev, "737116531267", None);
     let t = trace_of(&r);
     assert_eq!(
         t[..10],
@@ -489,8 +506,8 @@ fn recorded_risk_and_login_pages() {
         ("risk_verification.xml", "RISK_VERIFICATION"),
         ("login_required.xml", "LOGIN_REQUIRED"),
     ] {
-        let mut dev = Scripted::new(&[file]);
-        let r = collect_on(&mut dev, "737116531267", None);
+        let dev = Scripted::new(&[file]);
+        let r = collect_on(&dev, "737116531267", None);
         assert_eq!(
             failure(&r),
             (
