@@ -48,9 +48,9 @@ use adb_client::server_device::ADBServerDevice;
 use adb_client::tcp::ADBTcpDevice;
 use adb_client::{ADBDeviceExt, RustADBError};
 
+use super::port::{Device, DeviceError, KeyCode, Op, Png, ShellOutput, UiDump};
 use super::quote::{self, command_line};
 use super::relay::{Mode, Relay, RelayKill};
-use super::{Device, DeviceError, KeyCode, Op, Png, ShellOutput, UiDump};
 use crate::screen::{DumpError, Point, Tree, PDD_PACKAGE};
 
 /// Abandoned (hung) worker threads allowed to linger per device.

@@ -12,7 +12,7 @@
 use serde::Serialize;
 
 use super::adb::AdbDevice;
-use super::{Device, DeviceError};
+use super::port::{Device, DeviceError};
 use crate::screen::PDD_PACKAGE;
 
 /// One thing that keeps the device from being ready.

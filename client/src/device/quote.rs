@@ -13,7 +13,7 @@
 
 use rand::Rng;
 
-use super::DeviceError;
+use super::port::DeviceError;
 
 /// Quote one word for a POSIX shell: safe words pass as they are, everything else goes
 /// in single quotes, where nothing is special except `'` itself (written `'\''`).

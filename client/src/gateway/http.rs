@@ -7,7 +7,7 @@ use bytes::{Bytes, BytesMut};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, RETRY_AFTER};
 use std::time::Instant;
 
-use super::{
+use super::api::{
     new_request_id, Gateway, GatewayError, GatewaySettings, Op, PreparedRequest, RawResponse,
     Transport,
 };

@@ -12,7 +12,7 @@ use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
 use tower::ServiceExt;
 
-use super::{
+use super::api::{
     new_request_id, Gateway, GatewayError, GatewaySettings, PreparedRequest, RawResponse, Transport,
 };
 

@@ -1,0 +1,663 @@
+//! The gateway core shared by both transports: [`Gateway`] over a [`Transport`],
+//! [`GatewayError`] with `is_retryable()`, headers, deadlines, the body cap and decoding.
+
+use bytes::Bytes;
+use chrono::{DateTime, Utc};
+use cmautobuy_contract::{
+    AcceptedResponse, AdminErrorCode, ClaimResponse, ClientProfile, ErrorEnvelope,
+    RegistrationResponse, SpecResolutionResponse, Task, CLIENT_API_BASE,
+};
+use serde::de::DeserializeOwned;
+use std::fmt;
+use std::future::Future;
+use std::time::Duration;
+
+use crate::secret::Secret;
+
+/// Answers larger than this are refused unread (a broken proxy must not exhaust memory).
+pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// Which operation a request belongs to (for errors and logs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    Register,
+    Claim,
+    Result,
+    Failure,
+    SpecResolution,
+}
+
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Op::Register => "registration",
+            Op::Claim => "claim",
+            Op::Result => "result submission",
+            Op::Failure => "failure submission",
+            Op::SpecResolution => "spec resolution",
+        })
+    }
+}
+
+/// `Retry-After` as sent: a number of seconds or an HTTP date.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RetryAfter {
+    Delay(Duration),
+    At(DateTime<Utc>),
+}
+
+impl RetryAfter {
+    /// Parses `"120"` or `"Wed, 21 Oct 2015 07:28:00 GMT"`; anything else is `None`.
+    pub fn parse(value: &str) -> Option<RetryAfter> {
+        let v = value.trim();
+        if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) {
+            return v
+                .parse::<u64>()
+                .ok()
+                .map(|s| RetryAfter::Delay(Duration::from_secs(s)));
+        }
+        DateTime::parse_from_rfc2822(v)
+            .ok()
+            .map(|t| RetryAfter::At(t.with_timezone(&Utc)))
+    }
+
+    /// How long to wait from `now` (a date in the past means "now").
+    pub fn delay_from(&self, now: DateTime<Utc>) -> Duration {
+        match self {
+            RetryAfter::Delay(d) => *d,
+            RetryAfter::At(t) => (*t - now).to_std().unwrap_or(Duration::ZERO),
+        }
+    }
+}
+
+/// Everything that can go wrong talking to the Admin.
+#[derive(Debug, thiserror::Error)]
+pub enum GatewayError {
+    #[error("{op}: no answer from the Admin within {timeout:?}")]
+    Timeout { op: Op, timeout: Duration },
+    #[error("{op}: connection to the Admin failed: {message}")]
+    Transport { op: Op, message: String },
+    #[error("{op}: the Admin answered HTTP {status}{}", describe_rejection(.code, .message))]
+    Rejected {
+        op: Op,
+        status: u16,
+        code: Option<AdminErrorCode>,
+        message: Option<String>,
+        request_id: Option<String>,
+        retry_after: Option<RetryAfter>,
+    },
+    #[error("{op}: unreadable answer from the Admin (HTTP {status}): {message}")]
+    Malformed {
+        op: Op,
+        status: u16,
+        message: String,
+    },
+    #[error("{op}: the Admin's answer is larger than {limit} bytes")]
+    TooLarge { op: Op, status: u16, limit: usize },
+    #[error("{op}: the Admin answered accepted=false")]
+    NotAccepted { op: Op },
+    #[error("gateway configuration: {0}")]
+    Config(String),
+}
+
+fn describe_rejection(code: &Option<AdminErrorCode>, message: &Option<String>) -> String {
+    match (code, message) {
+        (Some(c), Some(m)) => format!(" {c}: {m}"),
+        (Some(c), None) => format!(" {c}"),
+        (None, Some(m)) => format!(": {m}"),
+        (None, None) => String::new(),
+    }
+}
+
+impl GatewayError {
+    /// Whether resending the same request may succeed. Network trouble, timeouts,
+    /// 408/429/5xx and unreadable answers are retryable (every retried request is
+    /// idempotent by key, so a resend returns the stored answer); 4xx rejections,
+    /// oversized answers and configuration errors are not (decisions §8).
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            GatewayError::Timeout { .. }
+            | GatewayError::Transport { .. }
+            | GatewayError::Malformed { .. } => true,
+            GatewayError::Rejected { status, .. } => {
+                matches!(status, 408 | 429 | 500 | 502 | 503 | 504)
+            }
+            GatewayError::TooLarge { .. }
+            | GatewayError::NotAccepted { .. }
+            | GatewayError::Config(_) => false,
+        }
+    }
+
+    /// The Admin's stable error code, when it sent the §3 envelope.
+    pub fn code(&self) -> Option<&AdminErrorCode> {
+        match self {
+            GatewayError::Rejected { code, .. } => code.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// The HTTP status, when there was an answer.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            GatewayError::Rejected { status, .. }
+            | GatewayError::Malformed { status, .. }
+            | GatewayError::TooLarge { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+
+    pub fn retry_after(&self) -> Option<RetryAfter> {
+        match self {
+            GatewayError::Rejected { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+
+    pub fn op(&self) -> Option<Op> {
+        match self {
+            GatewayError::Timeout { op, .. }
+            | GatewayError::Transport { op, .. }
+            | GatewayError::Rejected { op, .. }
+            | GatewayError::Malformed { op, .. }
+            | GatewayError::TooLarge { op, .. }
+            | GatewayError::NotAccepted { op } => Some(*op),
+            GatewayError::Config(_) => None,
+        }
+    }
+}
+
+/// The Admin's acknowledgement of a result or failure (§6, §7).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Accepted {
+    pub result_id: Option<String>,
+    pub accepted_at: String,
+    pub task_status: Option<String>,
+    /// A §7 failure answer without `result_id`, taken under the compatibility rule.
+    pub compat_without_result_id: bool,
+    /// The answer body as received.
+    pub raw: Bytes,
+}
+
+/// The five operations of contract §9.
+pub trait AdminGateway: Send + Sync + 'static {
+    /// `PUT /registration` (§4.1).
+    fn register_client(
+        &self,
+        profile: &ClientProfile,
+    ) -> impl Future<Output = Result<RegistrationResponse, GatewayError>> + Send;
+
+    /// `POST /tasks/claim` (§5). `Ok(None)` is a 204: no work, not an error.
+    fn claim_next(
+        &self,
+        profile: &ClientProfile,
+    ) -> impl Future<Output = Result<Option<Task>, GatewayError>> + Send;
+
+    /// `POST /tasks/{id}/result` (§6) with the exact stored body bytes.
+    fn submit_result(
+        &self,
+        task_id: &str,
+        idempotency_key: &str,
+        body: &[u8],
+    ) -> impl Future<Output = Result<Accepted, GatewayError>> + Send;
+
+    /// `POST /tasks/{id}/failure` (§7) with the exact stored body bytes.
+    fn submit_failure(
+        &self,
+        task_id: &str,
+        idempotency_key: &str,
+        body: &[u8],
+    ) -> impl Future<Output = Result<Accepted, GatewayError>> + Send;
+
+    /// `POST /tasks/{id}/spec-resolution` (§7.1) with the exact stored body bytes.
+    fn resolve_purchase_spec(
+        &self,
+        task_id: &str,
+        idempotency_key: &str,
+        body: &[u8],
+    ) -> impl Future<Output = Result<SpecResolutionResponse, GatewayError>> + Send;
+}
+
+/// A request as it goes on the wire, minus the per-attempt parts (`Authorization`,
+/// `X-Request-Id`) the transport adds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PreparedRequest {
+    pub op: Op,
+    pub method: &'static str,
+    /// Path below the Admin base URL, e.g. `/api/v1/client/tasks/cg1/result`.
+    pub path: String,
+    /// `X-Client-Id`, `Content-Type` and, for submissions, `Idempotency-Key`.
+    pub headers: Vec<(String, String)>,
+    pub body: Bytes,
+}
+
+/// Percent-encodes a task id for one path segment. The id is opaque (§5): anything
+/// outside the unreserved set is escaped so it arrives verbatim.
+pub fn encode_segment(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+impl PreparedRequest {
+    fn new(op: Op, method: &'static str, path: String, client_id: &str, body: Bytes) -> Self {
+        PreparedRequest {
+            op,
+            method,
+            path,
+            headers: vec![
+                (
+                    cmautobuy_contract::headers::CLIENT_ID.to_string(),
+                    client_id.to_string(),
+                ),
+                ("Content-Type".to_string(), "application/json".to_string()),
+            ],
+            body,
+        }
+    }
+
+    fn with_key(mut self, key: &str) -> Self {
+        self.headers.push((
+            cmautobuy_contract::headers::IDEMPOTENCY_KEY.to_string(),
+            key.to_string(),
+        ));
+        self
+    }
+
+    pub fn registration(client_id: &str, body: Bytes) -> Self {
+        Self::new(
+            Op::Register,
+            "PUT",
+            format!("{CLIENT_API_BASE}/registration"),
+            client_id,
+            body,
+        )
+    }
+
+    pub fn claim(client_id: &str, body: Bytes) -> Self {
+        Self::new(
+            Op::Claim,
+            "POST",
+            format!("{CLIENT_API_BASE}/tasks/claim"),
+            client_id,
+            body,
+        )
+    }
+
+    pub fn result(client_id: &str, task_id: &str, key: &str, body: Bytes) -> Self {
+        Self::new(
+            Op::Result,
+            "POST",
+            format!("{CLIENT_API_BASE}/tasks/{}/result", encode_segment(task_id)),
+            client_id,
+            body,
+        )
+        .with_key(key)
+    }
+
+    pub fn failure(client_id: &str, task_id: &str, key: &str, body: Bytes) -> Self {
+        Self::new(
+            Op::Failure,
+            "POST",
+            format!(
+                "{CLIENT_API_BASE}/tasks/{}/failure",
+                encode_segment(task_id)
+            ),
+            client_id,
+            body,
+        )
+        .with_key(key)
+    }
+
+    pub fn spec_resolution(client_id: &str, task_id: &str, key: &str, body: Bytes) -> Self {
+        Self::new(
+            Op::SpecResolution,
+            "POST",
+            format!(
+                "{CLIENT_API_BASE}/tasks/{}/spec-resolution",
+                encode_segment(task_id)
+            ),
+            client_id,
+            body,
+        )
+        .with_key(key)
+    }
+}
+
+/// An answer as the transport read it (body already capped).
+#[derive(Clone, Debug)]
+pub struct RawResponse {
+    pub status: u16,
+    pub retry_after: Option<String>,
+    pub body: Bytes,
+}
+
+/// How a request reaches an Admin: over the network or in-process.
+pub trait Transport: Send + Sync + 'static {
+    /// Sends one attempt. Implementations add `Authorization` and a fresh `X-Request-Id`,
+    /// enforce the deadline and cap the body read.
+    fn send(
+        &self,
+        req: &PreparedRequest,
+    ) -> impl Future<Output = Result<RawResponse, GatewayError>> + Send;
+}
+
+/// Settings shared by both transports.
+#[derive(Clone, Debug)]
+pub struct GatewaySettings {
+    pub client_id: String,
+    pub token: Option<Secret>,
+    pub connect_timeout: Duration,
+    /// Deadline for a whole attempt: connect, send, read the answer.
+    pub request_timeout: Duration,
+    pub max_body_bytes: usize,
+}
+
+impl GatewaySettings {
+    pub fn new(client_id: impl Into<String>, token: Option<Secret>) -> Self {
+        GatewaySettings {
+            client_id: client_id.into(),
+            token,
+            connect_timeout: Duration::from_secs(5),
+            request_timeout: Duration::from_secs(30),
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+        }
+    }
+
+    /// `Bearer <token>`, if a token is set.
+    pub(crate) fn bearer(&self) -> Option<String> {
+        self.token
+            .as_ref()
+            .filter(|t| !t.is_empty())
+            .map(|t| format!("Bearer {}", t.expose()))
+    }
+}
+
+/// The gateway: request building and answer decoding over any [`Transport`].
+pub struct Gateway<T> {
+    transport: T,
+    client_id: String,
+}
+
+impl<T> fmt::Debug for Gateway<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Gateway")
+            .field("client_id", &self.client_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T: Transport> Gateway<T> {
+    pub fn with_transport(transport: T, client_id: impl Into<String>) -> Self {
+        Gateway {
+            transport,
+            client_id: client_id.into(),
+        }
+    }
+
+    pub fn client_id(&self) -> &str {
+        &self.client_id
+    }
+
+    async fn submit(&self, req: PreparedRequest) -> Result<Accepted, GatewayError> {
+        let op = req.op;
+        let raw = self.transport.send(&req).await?;
+        decode_accepted(op, raw)
+    }
+}
+
+fn profile_body(profile: &ClientProfile) -> Result<Bytes, GatewayError> {
+    serde_json::to_vec(profile)
+        .map(Bytes::from)
+        .map_err(|e| GatewayError::Config(format!("cannot serialise the client profile: {e}")))
+}
+
+impl<T: Transport> AdminGateway for Gateway<T> {
+    async fn register_client(
+        &self,
+        profile: &ClientProfile,
+    ) -> Result<RegistrationResponse, GatewayError> {
+        let req = PreparedRequest::registration(&self.client_id, profile_body(profile)?);
+        let raw = self.transport.send(&req).await?;
+        expect_ok(Op::Register, &raw, &[200, 201])?;
+        parse_json(Op::Register, &raw)
+    }
+
+    async fn claim_next(&self, profile: &ClientProfile) -> Result<Option<Task>, GatewayError> {
+        let req = PreparedRequest::claim(&self.client_id, profile_body(profile)?);
+        let raw = self.transport.send(&req).await?;
+        // 204 means "no work"; a body on a 204, if any, is ignored.
+        if raw.status == 204 {
+            return Ok(None);
+        }
+        expect_ok(Op::Claim, &raw, &[200])?;
+        let claim: ClaimResponse = parse_json(Op::Claim, &raw)?;
+        Ok(Some(claim.task))
+    }
+
+    async fn submit_result(
+        &self,
+        task_id: &str,
+        idempotency_key: &str,
+        body: &[u8],
+    ) -> Result<Accepted, GatewayError> {
+        self.submit(PreparedRequest::result(
+            &self.client_id,
+            task_id,
+            idempotency_key,
+            Bytes::copy_from_slice(body),
+        ))
+        .await
+    }
+
+    async fn submit_failure(
+        &self,
+        task_id: &str,
+        idempotency_key: &str,
+        body: &[u8],
+    ) -> Result<Accepted, GatewayError> {
+        self.submit(PreparedRequest::failure(
+            &self.client_id,
+            task_id,
+            idempotency_key,
+            Bytes::copy_from_slice(body),
+        ))
+        .await
+    }
+
+    async fn resolve_purchase_spec(
+        &self,
+        task_id: &str,
+        idempotency_key: &str,
+        body: &[u8],
+    ) -> Result<SpecResolutionResponse, GatewayError> {
+        let req = PreparedRequest::spec_resolution(
+            &self.client_id,
+            task_id,
+            idempotency_key,
+            Bytes::copy_from_slice(body),
+        );
+        let raw = self.transport.send(&req).await?;
+        expect_ok(Op::SpecResolution, &raw, &[200])?;
+        parse_json(Op::SpecResolution, &raw)
+    }
+}
+
+/// A short, printable excerpt of an unreadable body for error messages.
+fn excerpt(body: &[u8]) -> String {
+    let s = String::from_utf8_lossy(&body[..body.len().min(120)]);
+    s.chars().filter(|c| !c.is_control()).collect()
+}
+
+/// Maps a non-success status to [`GatewayError::Rejected`] (with the §3 envelope when
+/// there is one) and an unexpected 2xx to [`GatewayError::Malformed`].
+fn expect_ok(op: Op, raw: &RawResponse, ok: &[u16]) -> Result<(), GatewayError> {
+    if ok.contains(&raw.status) {
+        return Ok(());
+    }
+    if (200..300).contains(&raw.status) {
+        return Err(GatewayError::Malformed {
+            op,
+            status: raw.status,
+            message: format!("unexpected success status {}", raw.status),
+        });
+    }
+    let envelope: Option<ErrorEnvelope> = serde_json::from_slice(&raw.body).ok();
+    let (code, message, request_id) = match envelope {
+        Some(e) => (
+            Some(AdminErrorCode::parse(&e.error.code)),
+            Some(e.error.message),
+            e.error.request_id,
+        ),
+        None if raw.body.is_empty() => (None, None, None),
+        None => (None, Some(excerpt(&raw.body)), None),
+    };
+    Err(GatewayError::Rejected {
+        op,
+        status: raw.status,
+        code,
+        message,
+        request_id,
+        retry_after: raw.retry_after.as_deref().and_then(RetryAfter::parse),
+    })
+}
+
+fn parse_json<T: DeserializeOwned>(op: Op, raw: &RawResponse) -> Result<T, GatewayError> {
+    serde_json::from_slice(&raw.body).map_err(|e| GatewayError::Malformed {
+        op,
+        status: raw.status,
+        message: if raw.body.is_empty() {
+            "empty body".to_string()
+        } else {
+            e.to_string()
+        },
+    })
+}
+
+/// Decodes a §6/§7 acknowledgement. Only `accepted: true` counts. `result_id` is
+/// required, except that a failure answer carrying `task_status` and `accepted_at` is
+/// taken without it once (the §7 compatibility rule for old Admins).
+fn decode_accepted(op: Op, raw: RawResponse) -> Result<Accepted, GatewayError> {
+    expect_ok(op, &raw, &[200, 201])?;
+    let a: AcceptedResponse = parse_json(op, &raw)?;
+    if !a.accepted {
+        return Err(GatewayError::NotAccepted { op });
+    }
+    let result_id = a.result_id.filter(|r| !r.is_empty());
+    let compat = match (&result_id, op, &a.task_status) {
+        (Some(_), _, _) => false,
+        (None, Op::Failure, Some(s)) if !s.is_empty() && !a.accepted_at.is_empty() => true,
+        (None, _, _) => {
+            return Err(GatewayError::Malformed {
+                op,
+                status: raw.status,
+                message: "acknowledgement without result_id".to_string(),
+            })
+        }
+    };
+    Ok(Accepted {
+        result_id,
+        accepted_at: a.accepted_at,
+        task_status: a.task_status,
+        compat_without_result_id: compat,
+        raw: raw.body,
+    })
+}
+
+/// A fresh `X-Request-Id` for one HTTP attempt.
+pub(crate) fn new_request_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(status: u16, body: &str) -> RawResponse {
+        RawResponse {
+            status,
+            retry_after: None,
+            body: Bytes::copy_from_slice(body.as_bytes()),
+        }
+    }
+
+    #[test]
+    fn retry_after_forms() {
+        assert_eq!(
+            RetryAfter::parse("7"),
+            Some(RetryAfter::Delay(Duration::from_secs(7)))
+        );
+        let now = DateTime::parse_from_rfc3339("2015-10-21T07:27:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        let at = RetryAfter::parse("Wed, 21 Oct 2015 07:28:00 GMT").unwrap();
+        assert_eq!(at.delay_from(now), Duration::from_secs(60));
+        assert_eq!(
+            at.delay_from(now + chrono::Duration::hours(1)),
+            Duration::ZERO
+        );
+        assert_eq!(RetryAfter::parse("soon"), None);
+        assert_eq!(RetryAfter::parse("-1"), None);
+    }
+
+    #[test]
+    fn task_ids_are_escaped_not_parsed() {
+        assert_eq!(encode_segment("cg1"), "cg1");
+        assert_eq!(encode_segment("a/b c?"), "a%2Fb%20c%3F");
+        assert_eq!(encode_segment("采购"), "%E9%87%87%E8%B4%AD");
+    }
+
+    #[test]
+    fn failure_without_result_id_is_taken_once_per_compat_rule() {
+        let ok = decode_accepted(
+            Op::Failure,
+            raw(
+                200,
+                r#"{"accepted":true,"task_status":"assigned","accepted_at":"2026-08-06T08:03:01Z"}"#,
+            ),
+        )
+        .unwrap();
+        assert!(ok.compat_without_result_id);
+        let err = decode_accepted(
+            Op::Result,
+            raw(
+                200,
+                r#"{"accepted":true,"accepted_at":"2026-08-06T08:03:01Z"}"#,
+            ),
+        )
+        .unwrap_err();
+        assert!(matches!(err, GatewayError::Malformed { .. }));
+        let err = decode_accepted(
+            Op::Failure,
+            raw(
+                200,
+                r#"{"accepted":true,"accepted_at":"2026-08-06T08:03:01Z"}"#,
+            ),
+        )
+        .unwrap_err();
+        assert!(matches!(err, GatewayError::Malformed { .. }));
+    }
+
+    #[test]
+    fn rejections_are_typed() {
+        let e = expect_ok(
+            Op::Result,
+            &raw(
+                409,
+                r#"{"error":{"code":"IDEMPOTENCY_CONFLICT","message":"m","retryable":false}}"#,
+            ),
+            &[200],
+        )
+        .unwrap_err();
+        assert_eq!(e.code(), Some(&AdminErrorCode::IdempotencyConflict));
+        assert!(!e.is_retryable());
+        let e = expect_ok(Op::Result, &raw(503, "<html>busy</html>"), &[200]).unwrap_err();
+        assert!(e.is_retryable());
+        assert_eq!(e.code(), None);
+    }
+}
