@@ -22,9 +22,7 @@ use tokio::sync::{mpsc, watch};
 
 use crate::device::{Device, LatencyProfile};
 
-pub const MODEL: &str = "SimPhone_PDD";
-pub const PRODUCT: &str = "simphone_pdd";
-pub const DEVICE: &str = "simphone";
+pub use crate::identity::{DEVICE, MODEL, PRODUCT};
 
 const A_SYNC: u32 = 0x434e_5953;
 const A_CNXN: u32 = 0x4e58_4e43;

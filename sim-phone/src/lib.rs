@@ -33,8 +33,10 @@
 pub mod adb;
 pub mod app;
 pub mod catalog;
+pub mod cmd;
 pub mod device;
 pub mod error;
+pub mod identity;
 pub mod ledger;
 pub mod render;
 pub mod screens;
