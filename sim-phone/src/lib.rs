@@ -38,6 +38,7 @@ pub mod device;
 pub mod error;
 pub mod identity;
 pub mod ledger;
+pub mod page;
 pub mod render;
 pub mod screens;
 pub mod shell;
@@ -53,13 +54,13 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use tokio::sync::watch;
 
-pub use app::{Page, PopupKind, PopupSchedule};
 pub use catalog::{Catalog, Dimension, Goods, OptionForm, OptionSpec, Sku, StockRule};
 pub use device::{
     Counters, Device, DeviceConfig, DumpFault, DumpFormat, Exec, FaultPlan, LatencyProfile,
 };
 pub use error::SimError;
 pub use ledger::{Ledger, Order};
+pub use page::{Page, PopupKind, PopupSchedule};
 
 /// Everything a phone is started with.
 #[derive(Debug, Clone)]

@@ -2,7 +2,7 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::app::PopupSchedule;
+use crate::page::PopupSchedule;
 
 /// How long things take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
