@@ -1,7 +1,6 @@
 //! The app's pages and what sits over them: [`Page`] (the stack entries), the SKU sheet's
 //! state, popups and when they appear, and the quantity limit the sheet enforces. Plain
-//! data shared by the app model ([`crate::app`]) and the screens that draw it
-//! ([`crate::screens`]).
+//! data shared by the app model (`app.rs`) and the screens that draw it (`screens/`).
 
 use crate::catalog::{Goods, Selection};
 

@@ -15,7 +15,7 @@ pub(crate) struct Shared {
     pub profile: LatencyProfile,
     pub offline: watch::Sender<bool>,
     pub banner: String,
-    /// Scripted hangs (see [`crate::SimPhoneHandle::hang_commands`]): a command line
+    /// Scripted hangs (see `SimPhoneHandle::hang_commands`): a command line
     /// containing a rule's pattern waits, before it runs, until the rule is released.
     pub hangs: Mutex<Vec<HangRule>>,
 }

@@ -1,8 +1,8 @@
 //! The builtins of the simulated shell, one file per command, and the table that routes a
 //! command's name to its builtin. **Nothing is ever executed**: a name either appears in
-//! [`BUILTINS`] or fails with exit 127, like a missing program.
+//! `BUILTINS` or fails with exit 127, like a missing program.
 //!
-//! Every builtin has the signature [`Builtin`]: it reads its arguments (and the previous
+//! Every builtin has the signature `Builtin`: it reads its arguments (and the previous
 //! command's stdout when piped), acts on the phone, fills the [`Exec`] and returns how long
 //! a real phone would have taken (ms).
 

@@ -1,7 +1,7 @@
 //! The phone itself: the app, the file system, counters, the clock, the latency model and
-//! the scripted dump faults. The builtins that act on it live in [`crate::cmd`], the
-//! shell that runs them ([`Device::run_line`]) in [`crate::shell::run`], and the
-//! `framebuffer:` picture ([`Device::framebuffer`]) in [`crate::cmd::screencap`].
+//! the scripted dump faults. The builtins that act on it live in `cmd/` (one file each),
+//! the shell that runs them (`Device::run_line`) in `shell/run.rs`, and the `framebuffer:`
+//! picture (`Device::framebuffer`) in `cmd/screencap.rs`: files above this one.
 //!
 //! Everything here is synchronous and quick; the transport holds the lock only while a
 //! command runs and sleeps (realistic profile) after releasing it.

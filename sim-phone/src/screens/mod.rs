@@ -8,7 +8,7 @@
 //! RecyclerView clips at the screen edge. Layouts are designed for a 1080-px-wide screen.
 //!
 //! One file per page (and one for the popups and the system windows); shared node helpers
-//! in [`nodes`]. Screens read the app only through a [`View`] and never change it.
+//! in `nodes`. Screens read the app only through a [`View`] and never change it.
 
 mod abandon;
 mod build;

@@ -1,6 +1,6 @@
 //! Running a command line ([`Device::run_line`]): sequences, `&&`/`||`, pipes between
 //! builtins, the `/dev/null` and `2>&1` redirections and `$?`, as `/system/bin/sh -c`
-//! would. Each command goes to its builtin through [`crate::cmd::run`].
+//! would. Each command goes to its builtin through `cmd::run`.
 
 use std::time::Duration;
 
@@ -10,7 +10,7 @@ use crate::device::{Device, Exec};
 use super::parse::{self, Join};
 
 impl Device {
-    /// Run one command line as `/system/bin/sh -c` would (see [`crate::shell`]).
+    /// Run one command line as `/system/bin/sh -c` would (see [`parse`]).
     pub fn run_line(&mut self, line: &str) -> Exec {
         let mut out = Exec::default();
         let mut ms: u64 = 0;
