@@ -446,13 +446,7 @@ impl App {
             return Outcome::default();
         }
         let Some(full): Option<Vec<usize>> = s.sel.iter().copied().collect() else {
-            let missing: Vec<&str> = g
-                .dimensions
-                .iter()
-                .zip(&s.sel)
-                .filter(|(_, x)| x.is_none())
-                .map(|(d, _)| d.name.as_str())
-                .collect();
+            let missing = g.missing_dimensions(&s.sel);
             self.last_toast = Some(format!("请选择 {}", missing.join(" ")));
             return Outcome::default();
         };

@@ -10,13 +10,7 @@ use super::nodes::{label, r, tw, NAV_H, STATUS_H, W};
 use super::sheet_options::{list_top, option_groups, LIST_BOTTOM};
 
 fn selection_text(g: &Goods, s: &SheetState) -> String {
-    let missing: Vec<&str> = g
-        .dimensions
-        .iter()
-        .zip(&s.sel)
-        .filter(|(_, x)| x.is_none())
-        .map(|(d, _)| d.name.as_str())
-        .collect();
+    let missing = g.missing_dimensions(&s.sel);
     if !missing.is_empty() {
         return format!("请选择 {}", missing.join(" "));
     }
