@@ -1,6 +1,7 @@
 //! The simulated PDD app: a page stack, popups and the order ledger, driven by taps, swipes,
 //! keys and deep links. No sockets, no sleeping, no clock of its own: the device passes
-//! `now` in, the app hands back screens (see [`crate::screens`]) and outcomes.
+//! `now` in, the app hands back screens (drawn by [`crate::screens`] from a
+//! [`View`] of it) and outcomes. The pages themselves are plain data in [`crate::page`].
 
 use std::sync::Arc;
 
@@ -8,105 +9,12 @@ use chrono::{DateTime, FixedOffset};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use crate::catalog::{Catalog, Goods, Selection};
+use crate::catalog::{Catalog, Goods};
 use crate::ledger::{Ledger, Order};
+use crate::page::{qty_limit, QTY_CAP};
+pub use crate::page::{Page, PopupKind, PopupSchedule, SheetState};
+use crate::screens::{self, View};
 use crate::ui::{Action, Screen};
-
-/// A popup the app may lay over a page.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PopupKind {
-    /// 专属现金红包 with 开心收下 and a 关闭弹窗 icon.
-    RedPacket,
-    /// 发现新版本 with 立即升级 / 下次再说.
-    Upgrade,
-    /// 青少年模式 with 我知道了.
-    TeenMode,
-}
-
-/// When popups appear. A "page view" is every arrival on the home page or a goods page.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub enum PopupSchedule {
-    /// Never.
-    #[default]
-    Off,
-    /// On each page view with this probability (percent), kind chosen by the seeded RNG.
-    Seeded { percent: u8 },
-    /// Exactly at these page views (1-based).
-    At(Vec<(u64, PopupKind)>),
-}
-
-/// The sheet's state: which goods, what is selected, how far things are scrolled.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SheetState {
-    pub goods_id: String,
-    pub sel: Selection,
-    pub qty: u32,
-    /// Horizontal scroll offset of each dimension's image grid (px).
-    pub hscroll: Vec<i32>,
-    /// Vertical scroll offset of the option list (px).
-    pub vscroll: i32,
-    /// The quantity field has focus (`input text 3` then sets the quantity).
-    pub qty_focused: bool,
-    /// Opened through 发起拼单 (true) or 单独购买 (false).
-    pub group_buy: bool,
-}
-
-/// One page of the app.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Page {
-    Home { scroll: i32 },
-    Goods { goods_id: String },
-    Sheet(SheetState),
-    Payment { order_sn: String },
-    Abandon { order_sn: String },
-    PayResult { order_sn: String },
-    Profile,
-    OrderList { scroll: i32 },
-    OrderDetail { order_sn: String },
-    Login,
-    Risk,
-    NotFound { message: String },
-}
-
-impl Page {
-    /// Stable name for tests and logs.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Page::Home { .. } => "home",
-            Page::Goods { .. } => "goods",
-            Page::Sheet(_) => "sku_sheet",
-            Page::Payment { .. } => "payment",
-            Page::Abandon { .. } => "abandon_dialog",
-            Page::PayResult { .. } => "pay_result",
-            Page::Profile => "profile",
-            Page::OrderList { .. } => "order_list",
-            Page::OrderDetail { .. } => "order_detail",
-            Page::Login => "login",
-            Page::Risk => "risk",
-            Page::NotFound { .. } => "not_found",
-        }
-    }
-
-    /// Activity `dumpsys window` reports for this page.
-    pub fn activity(&self) -> &'static str {
-        match self {
-            Page::Home { .. } | Page::Profile => {
-                "com.xunmeng.pinduoduo/com.xunmeng.pinduoduo.ui.activity.HomeActivity"
-            }
-            Page::Goods { .. } | Page::Sheet(_) | Page::NotFound { .. } => {
-                "com.xunmeng.pinduoduo/com.xunmeng.pinduoduo.activity.NewPageActivity"
-            }
-            Page::Payment { .. } | Page::Abandon { .. } | Page::PayResult { .. } => {
-                "com.xunmeng.pinduoduo/com.xunmeng.pinduoduo.pay.PayActivity"
-            }
-            Page::OrderList { .. } | Page::OrderDetail { .. } => {
-                "com.xunmeng.pinduoduo/com.xunmeng.pinduoduo.order.OrderActivity"
-            }
-            Page::Login => "com.xunmeng.pinduoduo/com.xunmeng.pinduoduo.login.LoginActivity",
-            Page::Risk => "com.xunmeng.pinduoduo/com.xunmeng.pinduoduo.risk.VerifyActivity",
-        }
-    }
-}
 
 /// Configuration of the app model.
 #[derive(Debug, Clone)]
@@ -141,8 +49,6 @@ pub struct App {
     /// Last toast text (toasts are not in dumps on real phones; tests read it here).
     pub(crate) last_toast: Option<String>,
 }
-
-const QTY_CAP: u32 = 999;
 
 impl App {
     pub fn new(catalog: Arc<Catalog>, ledger: Ledger, cfg: AppConfig) -> App {
@@ -201,7 +107,15 @@ impl App {
 
     /// The screen as it is now.
     pub fn screen(&self, now: DateTime<FixedOffset>) -> Screen {
-        crate::screens::build(self, now)
+        let view = View {
+            catalog: &self.catalog,
+            ledger: &self.ledger,
+            page: self.page(),
+            popup: self.popup,
+            height: self.cfg.height,
+            show_goods_id: self.cfg.show_goods_id,
+        };
+        screens::build(&view, now)
     }
 
     pub(crate) fn goods(&self, id: &str) -> Option<&Goods> {
@@ -384,7 +298,7 @@ impl App {
                 let Some(g) = self.goods(&goods_id) else {
                     return Outcome::default();
                 };
-                let st = new_sheet(g, verb == "buy_group");
+                let st = SheetState::new(g, verb == "buy_group");
                 self.stack.push(Page::Sheet(st));
                 return t;
             }
@@ -532,13 +446,7 @@ impl App {
             return Outcome::default();
         }
         let Some(full): Option<Vec<usize>> = s.sel.iter().copied().collect() else {
-            let missing: Vec<&str> = g
-                .dimensions
-                .iter()
-                .zip(&s.sel)
-                .filter(|(_, x)| x.is_none())
-                .map(|(d, _)| d.name.as_str())
-                .collect();
+            let missing = g.missing_dimensions(&s.sel);
             self.last_toast = Some(format!("请选择 {}", missing.join(" ")));
             return Outcome::default();
         };
@@ -629,7 +537,7 @@ impl App {
         let geom = match self.stack.last() {
             Some(Page::Sheet(s)) if self.foreground && self.popup.is_none() => self
                 .goods(&s.goods_id)
-                .map(|g| crate::screens::sheet_geometry(g, s, self.cfg.width)),
+                .map(|g| screens::sheet_geometry(g, s, self.cfg.width)),
             _ => None,
         };
         let Some(top) = self.top_mut() else {
@@ -657,42 +565,4 @@ impl App {
         }
         Outcome::default()
     }
-}
-
-impl Ledger {
-    /// Mark an order cancelled (取消订单 in the order list/detail).
-    pub fn cancel(&mut self, order_sn: &str) -> Result<(), crate::error::SimError> {
-        self.set_status(order_sn, "cancelled")
-    }
-}
-
-fn new_sheet(g: &Goods, group_buy: bool) -> SheetState {
-    let mut sel: Selection = vec![None; g.dimensions.len()];
-    for (di, d) in g.dimensions.iter().enumerate() {
-        let avail: Vec<usize> = (0..d.options.len())
-            .filter(|&oi| g.option_available(&sel, di, oi))
-            .collect();
-        if (d.options.len() == 1 || g.preselect_first) && !avail.is_empty() {
-            sel[di] = Some(avail[0]);
-        }
-    }
-    SheetState {
-        goods_id: g.goods_id.clone(),
-        sel,
-        qty: 1,
-        hscroll: vec![0; g.dimensions.len()],
-        vscroll: 0,
-        qty_focused: false,
-        group_buy,
-    }
-}
-
-/// Most a buyer may order of this selection: the purchase limit, and the stock once every
-/// dimension is chosen.
-pub(crate) fn qty_limit(g: &Goods, sel: &Selection) -> u32 {
-    let mut limit = g.max_quantity.unwrap_or(QTY_CAP).min(QTY_CAP);
-    if let Some(full) = sel.iter().copied().collect::<Option<Vec<usize>>>() {
-        limit = limit.min(g.stock_of(&full));
-    }
-    limit
 }

@@ -350,6 +350,16 @@ impl Goods {
             .sum()
     }
 
+    /// Headings of the dimensions `sel` leaves unchosen, in page order ("请选择 尺码").
+    pub fn missing_dimensions(&self, sel: &[Option<usize>]) -> Vec<&str> {
+        self.dimensions
+            .iter()
+            .zip(sel)
+            .filter(|(_, x)| x.is_none())
+            .map(|(d, _)| d.name.as_str())
+            .collect()
+    }
+
     /// Whether option `oi` of dimension `di` can be chosen given the other dimensions'
     /// current choices (sold out = every consistent SKU has stock 0).
     pub fn option_available(&self, sel: &[Option<usize>], di: usize, oi: usize) -> bool {

@@ -106,6 +106,11 @@ impl Ledger {
         self.persist()
     }
 
+    /// Mark an order cancelled (取消订单 in the order list/detail).
+    pub fn cancel(&mut self, order_sn: &str) -> Result<(), SimError> {
+        self.set_status(order_sn, "cancelled")
+    }
+
     fn persist(&self) -> Result<(), SimError> {
         let Some(path) = &self.path else {
             return Ok(());

@@ -119,6 +119,13 @@ pub fn encode_raw(img: &RgbImage) -> Vec<u8> {
     for v in [img.width(), img.height(), 1, 1] {
         out.extend_from_slice(&v.to_le_bytes());
     }
+    out.extend_from_slice(&rgba(img));
+    out
+}
+
+/// The pixels as opaque RGBA, row by row (raw `screencap` and the `framebuffer:` service).
+pub fn rgba(img: &RgbImage) -> Vec<u8> {
+    let mut out = Vec::with_capacity((img.width() * img.height() * 4) as usize);
     for p in img.pixels() {
         out.extend_from_slice(&[p.0[0], p.0[1], p.0[2], 255]);
     }

@@ -1,0 +1,81 @@
+//! What every connection shares: the phone behind its lock, the offline switch, the
+//! scripted hangs, and running a command line under them.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::watch;
+
+use crate::device::{Device, Exec, LatencyProfile};
+use crate::identity::{DEVICE, MODEL, PRODUCT};
+
+/// State shared by every connection: the phone itself plus the switches the handle flips.
+pub(crate) struct Shared {
+    pub device: Mutex<Device>,
+    pub profile: LatencyProfile,
+    pub offline: watch::Sender<bool>,
+    pub banner: String,
+    /// Scripted hangs (see `SimPhoneHandle::hang_commands`): a command line
+    /// containing a rule's pattern waits, before it runs, until the rule is released.
+    pub hangs: Mutex<Vec<HangRule>>,
+}
+
+/// One scripted hang: lines containing `pattern` wait until `released` turns true.
+pub(crate) struct HangRule {
+    pub pattern: String,
+    pub released: watch::Receiver<bool>,
+    pub hits: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl Shared {
+    /// Lock the phone. A panic while holding the lock would poison it; the phone state is
+    /// still consistent enough for a simulator, so keep going rather than cascade panics.
+    pub fn lock(&self) -> std::sync::MutexGuard<'_, Device> {
+        self.device.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Publish the device's offline flag (a fault plan may have flipped it).
+    pub(crate) fn sync_offline(&self) {
+        let off = self.lock().offline;
+        self.offline.send_if_modified(|v| {
+            let changed = *v != off;
+            *v = off;
+            changed
+        });
+    }
+}
+
+pub(crate) fn banner() -> String {
+    format!(
+        "device::ro.product.name={PRODUCT};ro.product.model={MODEL};ro.product.device={DEVICE};features=shell_v2,cmd"
+    )
+}
+
+/// Run a command line on the phone; sleep its simulated cost in the realistic profile.
+pub(crate) async fn execute(shared: &Arc<Shared>, line: &str) -> Exec {
+    hold_if_hung(shared, line).await;
+    let out = shared.lock().run_line(line);
+    shared.sync_offline();
+    if shared.profile == LatencyProfile::Realistic && !out.delay.is_zero() {
+        tokio::time::sleep(out.delay).await;
+    }
+    out
+}
+
+/// Wait (outside the phone's lock, so other connections keep being served) while an
+/// unreleased hang rule matches `line`. Nothing of the line has run yet.
+pub(crate) async fn hold_if_hung(shared: &Arc<Shared>, line: &str) {
+    let rule = {
+        let mut hangs = shared.hangs.lock().unwrap_or_else(|p| p.into_inner());
+        hangs.retain(|h| !*h.released.borrow());
+        hangs
+            .iter()
+            .find(|h| line.contains(&h.pattern))
+            .map(|h| (h.released.clone(), h.hits.clone()))
+    };
+    if let Some((mut released, hits)) = rule {
+        hits.fetch_add(1, Ordering::AcqRel);
+        // A dropped gate counts as released (wait_for then returns Err).
+        let _ = released.wait_for(|r| *r).await;
+    }
+}

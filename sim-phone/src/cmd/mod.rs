@@ -1,0 +1,85 @@
+//! The builtins of the simulated shell, one file per command, and the table that routes a
+//! command's name to its builtin. **Nothing is ever executed**: a name either appears in
+//! `BUILTINS` or fails with exit 127, like a missing program.
+//!
+//! Every builtin has the signature `Builtin`: it reads its arguments (and the previous
+//! command's stdout when piped), acts on the phone, fills the [`Exec`] and returns how long
+//! a real phone would have taken (ms).
+
+pub mod am;
+pub mod cat;
+pub mod date;
+pub mod dumpsys;
+pub mod echo;
+pub mod getprop;
+pub mod grep;
+pub mod head_tail;
+pub mod id;
+pub mod input;
+pub mod ls;
+pub mod mkdir;
+pub mod monkey;
+pub mod pm;
+pub mod rm;
+pub mod screencap;
+pub mod sleep;
+pub mod status;
+pub mod uiautomator;
+pub mod wc;
+pub mod wm;
+
+use crate::device::exec::QUICK_MS;
+use crate::device::{Device, Exec};
+
+/// A builtin: (phone, arguments without the name, stdin, output) → simulated ms.
+pub(crate) type Builtin = fn(&mut Device, &[&str], &[u8], &mut Exec) -> u64;
+
+/// Every command name the shell knows (full paths where scripts use them).
+pub(crate) const BUILTINS: &[(&str, Builtin)] = &[
+    ("true", status::truth),
+    (":", status::truth),
+    ("false", status::falsity),
+    ("echo", echo::run),
+    ("uiautomator", uiautomator::run),
+    ("/system/bin/uiautomator", uiautomator::run),
+    ("input", input::run),
+    ("/system/bin/input", input::run),
+    ("am", am::run),
+    ("/system/bin/am", am::run),
+    ("monkey", monkey::run),
+    ("screencap", screencap::run),
+    ("/system/bin/screencap", screencap::run),
+    ("grep", grep::run),
+    ("head", head_tail::head),
+    ("tail", head_tail::tail),
+    ("wc", wc::run),
+    ("cat", cat::run),
+    ("rm", rm::run),
+    ("ls", ls::run),
+    ("mkdir", mkdir::run),
+    ("sleep", sleep::run),
+    ("date", date::run),
+    ("id", id::run),
+    ("getprop", getprop::run),
+    ("wm", wm::run),
+    ("pm", pm::run),
+    ("dumpsys", dumpsys::run),
+];
+
+/// Run one command (`argv[0]` names it) with `stdin`; (its output, simulated ms).
+pub(crate) fn run(d: &mut Device, argv: &[String], stdin: &[u8]) -> (Exec, u64) {
+    let Some(name) = argv.first() else {
+        return (Exec::default(), 0);
+    };
+    let args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
+    let mut e = Exec::default();
+    let ms = match BUILTINS.iter().find(|(n, _)| n == name) {
+        Some((_, builtin)) => builtin(d, &args, stdin, &mut e),
+        None => {
+            e.stderr = format!("/system/bin/sh: {name}: inaccessible or not found\n").into_bytes();
+            e.code = 127;
+            QUICK_MS
+        }
+    };
+    (e, ms)
+}

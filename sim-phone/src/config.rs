@@ -1,0 +1,85 @@
+//! [`SimConfig`]: everything a phone is started with, and building the bare [`Device`] from
+//! it (no network) for in-process tests.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+
+use crate::catalog::Catalog;
+use crate::device::{Device, DeviceConfig, DumpFormat, FaultPlan, LatencyProfile};
+use crate::error::SimError;
+use crate::ledger::Ledger;
+use crate::page::PopupSchedule;
+
+/// Everything a phone is started with.
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    pub catalog: Catalog,
+    /// Where the order ledger lives; `None` keeps it in memory.
+    pub state_file: Option<PathBuf>,
+    pub profile: LatencyProfile,
+    pub seed: u64,
+    /// Screen size in pixels (layouts are designed for 1080 wide).
+    pub width: u32,
+    pub height: u32,
+    pub popups: PopupSchedule,
+    /// Show "商品编号：ID" on goods pages. The real app shows no goods id, which makes a
+    /// redirected link hard to notice; this opt-in makes it visible. Default off.
+    pub show_goods_id: bool,
+    pub faults: FaultPlan,
+    /// The phone's UTC offset (China: +08:00).
+    pub utc_offset_secs: i32,
+    /// Fixed clock start; `None` = the host's clock.
+    pub start_time: Option<DateTime<Utc>>,
+    pub dump_format: DumpFormat,
+    /// Start with the app on its home page (else the launcher shows).
+    pub launch_app: bool,
+}
+
+impl SimConfig {
+    /// Defaults: in-memory ledger, zero latency, seed 0, 1080×2400, no popups, no faults,
+    /// +08:00, host clock, pretty dumps, app launched.
+    pub fn new(catalog: Catalog) -> SimConfig {
+        SimConfig {
+            catalog,
+            state_file: None,
+            profile: LatencyProfile::Zero,
+            seed: 0,
+            width: 1080,
+            height: 2400,
+            popups: PopupSchedule::Off,
+            show_goods_id: false,
+            faults: FaultPlan::default(),
+            utc_offset_secs: 8 * 3600,
+            start_time: None,
+            dump_format: DumpFormat::Pretty,
+            launch_app: true,
+        }
+    }
+
+    /// Build the phone (without any network) — for in-process tests of the app model.
+    pub fn build_device(&self) -> Result<Device, SimError> {
+        let ledger = match &self.state_file {
+            Some(p) => Ledger::open(p)?,
+            None => Ledger::in_memory(),
+        };
+        Ok(Device::new(
+            Arc::new(self.catalog.clone()),
+            ledger,
+            DeviceConfig {
+                width: i32::try_from(self.width).unwrap_or(1080),
+                height: i32::try_from(self.height).unwrap_or(2400),
+                seed: self.seed,
+                profile: self.profile,
+                utc_offset_secs: self.utc_offset_secs,
+                start_time: self.start_time,
+                faults: self.faults.clone(),
+                dump_format: self.dump_format,
+                popups: self.popups.clone(),
+                show_goods_id: self.show_goods_id,
+                launch_app: self.launch_app,
+            },
+        ))
+    }
+}

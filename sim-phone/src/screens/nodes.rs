@@ -1,0 +1,56 @@
+//! Shared node-building helpers of every screen: the screen's fixed geometry, label
+//! sizing, the back button and the bottom tab bar.
+
+use crate::ui::{Node, Rect};
+
+pub(crate) const W: i32 = 1080;
+pub(crate) const STATUS_H: i32 = 95;
+pub(crate) const NAV_H: i32 = 46;
+
+/// Rough rendered width of a label: CJK glyphs are square, Latin about half as wide.
+pub(crate) fn tw(s: &str, px: i32) -> i32 {
+    s.chars()
+        .map(|c| if c.is_ascii() { px * 11 / 20 } else { px })
+        .sum()
+}
+
+pub(crate) fn label(x: i32, y: i32, s: &str, px: i32) -> Node {
+    Node::text(Rect::new(x, y, (x + tw(s, px)).min(W), y + px + px / 4), s).pdd()
+}
+
+pub(crate) fn r(l: i32, t: i32, rr: i32, b: i32) -> Rect {
+    Rect::new(l, t, rr, b)
+}
+
+pub(crate) fn back_button() -> Node {
+    Node::image(r(0, STATUS_H, 130, 225))
+        .pdd()
+        .desc("返回")
+        .tap("back")
+}
+
+pub(crate) fn bottom_nav(h: i32, selected: &str) -> Node {
+    let bottom = h - NAV_H;
+    let tabs = ["首页", "多多视频", "大促狂降价", "聊天", "个人中心"];
+    let mut bar = Node::linear(r(0, bottom - 187, W, bottom))
+        .pdd()
+        .clickable();
+    for (i, t) in tabs.iter().enumerate() {
+        let x = i as i32 * 216;
+        let act = match *t {
+            "首页" => "nav_home",
+            "个人中心" => "nav_profile",
+            _ => "toast:敬请期待",
+        };
+        let tab = Node::new(
+            "android.widget.RelativeLayout",
+            r(x, bottom - 141, x + 216, bottom),
+        )
+        .desc(*t)
+        .tap(act)
+        .child(Node::image(r(x + 75, bottom - 128, x + 141, bottom - 62)).pdd())
+        .child(label(x + 108 - tw(t, 38) / 2, bottom - 50, t, 38).selected(*t == selected));
+        bar = bar.child(tab);
+    }
+    bar
+}

@@ -1,0 +1,302 @@
+//! The SKU sheet (checkout sheet): address row, goods block with merged price label,
+//! selection text and quantity stepper, the discount row, the option list and the
+//! 提交订单 footer.
+
+use crate::catalog::{format_yuan, Goods};
+use crate::page::{qty_limit, SheetState};
+use crate::ui::Node;
+
+use super::nodes::{label, r, tw, NAV_H, STATUS_H, W};
+use super::sheet_options::{list_top, option_groups, LIST_BOTTOM};
+
+fn selection_text(g: &Goods, s: &SheetState) -> String {
+    let missing = g.missing_dimensions(&s.sel);
+    if !missing.is_empty() {
+        return format!("请选择 {}", missing.join(" "));
+    }
+    let names: Vec<&str> = g
+        .dimensions
+        .iter()
+        .zip(&s.sel)
+        .filter_map(|(d, x)| x.map(|i| d.options[i].page_text().trim()))
+        .collect();
+    format!("已选: {}", names.join(" "))
+}
+
+fn price_label(g: &Goods, s: &SheetState) -> String {
+    let complete: Option<Vec<usize>> = s.sel.iter().copied().collect();
+    match complete {
+        Some(full) => {
+            let p = format_yuan(g.unit_price_cent(&s.sel));
+            let st = g.stock_of(&full);
+            if st <= 10 {
+                format!("最后{st}件 ¥{p}")
+            } else if st <= 30 {
+                format!("即将卖完 ¥{p}")
+            } else {
+                format!("¥{p}")
+            }
+        }
+        None => {
+            let prices: Vec<i64> = g
+                .completions(&s.sel)
+                .iter()
+                .filter(|c| g.stock_of(c) > 0)
+                .map(|c| g.unit_price_cent(&c.iter().map(|&i| Some(i)).collect::<Vec<_>>()))
+                .collect();
+            match (prices.iter().min(), prices.iter().max()) {
+                (Some(a), Some(b)) if a != b => format!("¥{}-{}", format_yuan(*a), format_yuan(*b)),
+                (Some(a), _) => format!("¥{}", format_yuan(*a)),
+                _ => format!("¥{}", format_yuan(g.price_cent)),
+            }
+        }
+    }
+}
+
+pub(crate) fn sheet(g: &Goods, s: &SheetState, h: i32) -> Vec<Node> {
+    let bottom = h - NAV_H;
+    let header = Node::group(r(0, STATUS_H, W, 225)).child(
+        Node::frame(r(0, STATUS_H, W, 225))
+            .pdd()
+            .order(2)
+            .child(Node::image(r(0, 119, W, 200))),
+    );
+    let promo = Node::frame(r(0, 225, W, 332))
+        .pdd()
+        .order(2)
+        .child(
+            Node::new("android.widget.ViewSwitcher", r(0, 225, W, 332))
+                .pdd()
+                .clickable()
+                .child(
+                    Node::group(r(0, 225, W, 332)).child(
+                        Node::text(r(158, 245, 921, 311), "#24小时发货#七天退换#假一赔十")
+                            .pdd()
+                            .order(2),
+                    ),
+                ),
+        )
+        .child(
+            Node::view(r(0, 225, W, 248))
+                .pdd()
+                .clickable()
+                .naf()
+                .order(2),
+        )
+        .child(
+            Node::image(r(979, 242, 1051, 314))
+                .pdd()
+                .desc("关闭")
+                .tap("back")
+                .order(3),
+        );
+    // Address row: 手动添加地址 when the account has none.
+    let addr_inner = if g.address_present {
+        vec![
+            Node::frame(r(127, 350, 1026, 400))
+                .child(Node::text(r(127, 350, 560, 400), "张三 138****0000").order(1)),
+            Node::frame(r(127, 405, 1026, 455)).child(Node::text(
+                r(127, 405, 1000, 455),
+                "广东省深圳市南山区科技园路1号",
+            )),
+        ]
+    } else {
+        vec![Node::frame(r(127, 375, 1026, 428))
+            .order(2)
+            .child(Node::text(r(127, 375, 367, 428), "手动添加地址"))]
+    };
+    let address = Node::group(r(0, 332, W, 470))
+        .tap("toast:地址")
+        .order(3)
+        .child(Node::group(r(35, 372, 93, 430)).child(Node::image(r(49, 386, 78, 415))))
+        .children(addr_inner)
+        .child(Node::image(r(1026, 387, 1046, 416)).order(3));
+    let limit = qty_limit(g, &s.sel).max(1);
+    let price = price_label(g, s);
+    let goods_block = Node::frame(r(0, 487, W, 871)).pdd().order(4).child(
+        Node::new("android.widget.RelativeLayout", r(0, 487, W, 871))
+            .pdd()
+            .focusable()
+            .child(
+                Node::group(r(0, 487, W, 871))
+                    .pdd()
+                    .order(3)
+                    .child(Node::view(r(35, 513, 358, 836)).order(2))
+                    .child(
+                        Node::image(r(35, 513, 358, 836))
+                            .rid("com.xunmeng.pinduoduo:id/iv_goods_img")
+                            .desc("商品主图")
+                            .tap("toast:主图")
+                            .order(3),
+                    )
+                    .child(
+                        Node::frame(r(393, 510, 1054, 582)).pdd().order(5).child(
+                            Node::linear(r(393, 510, 393 + tw(&price, 48) + 17, 582))
+                                .pdd()
+                                .child(
+                                    Node::text(r(393, 510, 393 + tw(&price, 48), 582), price)
+                                        .pdd()
+                                        .order(2),
+                                ),
+                        ),
+                    )
+                    .child(
+                        Node::text(r(393, 594, 1054, 653), selection_text(g, s))
+                            .rid("com.xunmeng.pinduoduo:id/tv_select_sku")
+                            .order(9),
+                    )
+                    .child(
+                        Node::linear(r(393, 764, 633, 836))
+                            .rid("com.xunmeng.pinduoduo:id/gnl")
+                            .focusable()
+                            .order(13)
+                            .child(
+                                Node::linear(r(393, 764, 633, 836))
+                                    .child(
+                                        Node::image(r(393, 764, 468, 836))
+                                            .pdd()
+                                            .desc("减少数量")
+                                            .tap("qty_minus"),
+                                    )
+                                    .child(
+                                        Node::new("android.widget.EditText", r(474, 764, 552, 836))
+                                            .pdd()
+                                            .tap("qty_edit")
+                                            .order(4)
+                                            .text_of(s.qty.to_string()),
+                                    )
+                                    .child(
+                                        Node::image(r(558, 764, 633, 836))
+                                            .pdd()
+                                            .desc("增加数量")
+                                            .tap("qty_plus")
+                                            .enabled(s.qty < limit)
+                                            .order(6),
+                                    ),
+                            ),
+                    )
+                    .child(Node::view(r(35, 836, 1054, 871)).pdd().order(18)),
+            ),
+    );
+    let mut upper = Node::linear(r(0, 332, W, list_top(g)))
+        .pdd()
+        .child(
+            Node::linear(r(0, 332, W, 486)).pdd().child(
+                Node::linear(r(0, 332, W, 470)).pdd().child(
+                    Node::frame(r(0, 332, W, 470))
+                        .pdd()
+                        .child(Node::group(r(0, 332, W, 470)).child(address)),
+                ),
+            ),
+        )
+        .child(Node::view(r(0, 486, W, 487)).pdd().order(2))
+        .child(goods_block)
+        .child(Node::view(r(35, 871, W, 872)).pdd().order(5));
+    if g.discount_cent > 0 {
+        let text = g
+            .discount_label
+            .clone()
+            .unwrap_or_else(|| format!("已减{}元", format_yuan(g.discount_cent)));
+        upper = upper.child(
+            Node::linear(r(0, 872, W, 1002)).pdd().order(7).child(
+                Node::group(r(0, 872, W, 1002))
+                    .tap("toast:优惠")
+                    .child(label(35, 908, "优惠", 46))
+                    .child(Node::text(
+                        r(1000 - tw(&text, 46), 910, 996, 963),
+                        text.clone(),
+                    )),
+            ),
+        );
+    }
+    // Option groups in a vertically scrolling list.
+    let top = list_top(g);
+    let list_vp = r(0, top, W, LIST_BOTTOM);
+    let (groups, _, content_bottom) = option_groups(g, s, top);
+    let max = (content_bottom - LIST_BOTTOM).max(0);
+    let off = s.vscroll.clamp(0, max);
+    let mut list = Node::recycler(list_vp).pdd().focusable().order(3);
+    if max > 0 {
+        list = list.scrollable();
+    }
+    for grp in groups {
+        if let Some(c) = grp.translate(0, -off).clip(&list_vp) {
+            list = list.child(c);
+        }
+    }
+    let all_sold_out = g.all_sold_out();
+    let total = g.total_cent(&s.sel, s.qty);
+    let footer_text = if all_sold_out {
+        "该款式售罄".to_string()
+    } else {
+        format!("提交订单 ¥{}", format_yuan(total))
+    };
+    let fw = tw(&footer_text, 52);
+    let footer = Node::frame(r(334, 2213, W, bottom))
+        .pdd()
+        .tap(if all_sold_out {
+            "toast:该款式售罄"
+        } else {
+            "submit"
+        })
+        .enabled(!all_sold_out)
+        .order(11)
+        .child(
+            Node::linear(r(707 - fw / 2 - 12, 2213, 707 + fw / 2 + 12, bottom))
+                .order(2)
+                .child(Node::text(
+                    r(707 - fw / 2, 2251, 707 + fw / 2, 2316),
+                    footer_text,
+                )),
+        );
+    let body = Node::group(r(0, 332, W, bottom))
+        .pdd()
+        .clickable()
+        .order(3)
+        .child(
+            Node::linear(r(0, 332, W, LIST_BOTTOM))
+                .pdd()
+                .order(4)
+                .child(
+                    Node::group(r(0, 332, W, LIST_BOTTOM))
+                        .child(upper)
+                        .child(list),
+                ),
+        )
+        .child(
+            Node::group(r(0, 2118, W, 2213))
+                .pdd()
+                .tap("toast:支付方式")
+                .order(7)
+                .child(Node::view(r(0, 2118, W, 2119)).pdd())
+                .child(Node::linear(r(206, 2138, 819, 2192)).pdd().order(2).child(
+                    Node::text(r(223, 2138, 819, 2192), "使用#微信支付，更换支付方式").pdd(),
+                ))
+                .child(Node::image(r(828, 2151, 857, 2180)).pdd().order(3)),
+        )
+        .child(
+            Node::group(r(0, 2213, 334, bottom))
+                .pdd()
+                .clickable()
+                .order(10)
+                .child(Node::text(r(0, 2213, 334, bottom), "添加").pdd()),
+        )
+        .child(footer);
+    vec![Node::linear(r(0, STATUS_H, W, bottom))
+        .pdd()
+        .clickable()
+        .child(header)
+        .child(promo)
+        .child(body)]
+}
+
+trait TextOf {
+    fn text_of(self, t: String) -> Self;
+}
+
+impl TextOf for Node {
+    fn text_of(mut self, t: String) -> Node {
+        self.text = t;
+        self
+    }
+}
