@@ -12,7 +12,7 @@ use cmautobuy_contract::{
 
 use super::confirmation::Confirmation;
 use super::failure::FlowFailure;
-use crate::screen::{Point, Screen, Tree};
+use crate::screen::{Point, Screen};
 
 /// What a flow asks the driver to do next.
 #[derive(Clone, Debug, PartialEq)]
@@ -124,12 +124,12 @@ pub enum EffectOutcome {
     Failed { message: String, retryable: bool },
 }
 
-/// One dump as a flow sees it: the classified screen, the tree it came from (for facts
-/// the classifier does not extract), and the artifact that holds the raw dump.
+/// One dump as a flow sees it: the classified screen (every fact a flow decides on is
+/// read by `crate::screen`; flows never see the raw tree) and the artifact that holds the
+/// raw dump.
 #[derive(Clone, Debug)]
 pub struct Observed {
     pub screen: Screen,
-    pub tree: Tree,
     pub artifact_id: Option<String>,
 }
 

@@ -40,7 +40,7 @@ use serde_json::{Map, Value};
 use super::action::{AbortReason, Action, Flow, FlowOutcome, Observation, Observed};
 use super::failure::FlowFailure;
 use super::observe::{Dispatch, Pending, Policy, Routed};
-use super::sheet::{self, grid_more, list_view, tappable, Reveal, SheetModel};
+use super::sheet::{self, grid_more, tappable, Reveal, SheetModel};
 use crate::money::Fen;
 use crate::screen::goods::{self, Identity};
 use crate::screen::{OptionForm, Point, Screen, SkuSheet};
@@ -241,7 +241,7 @@ impl CollectFlow {
     }
 
     fn on_screen(&mut self, now: DateTime<Utc>, o: Observed) -> Action {
-        let Observed { screen, tree, .. } = o;
+        let Observed { screen, .. } = o;
         match screen {
             Screen::LoginRequired(l) => finish_fail(
                 FlowFailure::manual(
@@ -281,8 +281,8 @@ impl CollectFlow {
                     },
                 }
             }
-            Screen::GoodsDetail(g) => self.on_goods(g, &tree),
-            Screen::SkuSheet(s) if self.phase == Phase::Sheet => self.on_sheet(now, s, &tree),
+            Screen::GoodsDetail(g) => self.on_goods(g),
+            Screen::SkuSheet(s) if self.phase == Phase::Sheet => self.on_sheet(now, s),
             Screen::Unknown(u) if goods::says_goods_gone(&u.labels) => {
                 finish_fail(FlowFailure::failed(
                     FailureCode::GoodsUnavailable,
@@ -298,7 +298,7 @@ impl CollectFlow {
         }
     }
 
-    fn on_goods(&mut self, g: crate::screen::GoodsDetail, tree: &crate::screen::Tree) -> Action {
+    fn on_goods(&mut self, g: crate::screen::GoodsDetail) -> Action {
         if self.phase == Phase::Sheet {
             if !self.sheet_seen && self.polls < 2 {
                 // Buy tapped, the sheet is not there yet.
@@ -326,7 +326,7 @@ impl CollectFlow {
                 };
             }
         }
-        let title = goods::title(tree, &g);
+        let title = g.full_title.clone();
         match goods::identity(
             &self.task.goods_id,
             self.task.expected_title.as_deref(),
@@ -375,8 +375,8 @@ impl CollectFlow {
             return self.poll(FlowStep::CheckGoods, "a buy button");
         };
         self.title = title;
-        self.shop = goods::shop_name(tree);
-        self.list_price = goods::list_price(tree);
+        self.shop = g.shop.clone();
+        self.list_price = g.list_price;
         self.buy_at = Some((button.target.tap, button.label.clone()));
         self.polls = 0;
         self.d.pending = Pending::Resume;
@@ -385,7 +385,7 @@ impl CollectFlow {
         }
     }
 
-    fn on_sheet(&mut self, now: DateTime<Utc>, s: SkuSheet, tree: &crate::screen::Tree) -> Action {
+    fn on_sheet(&mut self, now: DateTime<Utc>, s: SkuSheet) -> Action {
         self.polls = 0;
         self.sheet_seen = true;
         let placed = self.model.merge(&s);
@@ -418,7 +418,7 @@ impl CollectFlow {
                 *seen |= !right;
             }
         }
-        let list = list_view(tree, &s);
+        let list = s.list;
         if !list.is_some_and(|l| l.more_below) {
             self.bottom_seen = true;
         }

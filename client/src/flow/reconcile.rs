@@ -33,8 +33,7 @@ use super::observe::{Dispatch, Policy, Routed};
 use super::sheet::{reveal_swipe, Reveal};
 use crate::screen::goods;
 use crate::screen::names::names_all;
-use crate::screen::page::trim_name;
-use crate::screen::{Bounds, OrderDetail, OrderEntry, OrderList, Point, Screen, Target, Tree};
+use crate::screen::{Bounds, ListView, OrderDetail, OrderEntry, OrderList, Point, Screen};
 
 /// Opened when PDD is not in the foreground: the app's home (the simulated phone shows
 /// its "not found" page with 返回首页 for it, which leads home too).
@@ -152,35 +151,6 @@ fn manual(code: FailureCode, step: FlowStep, m: impl Into<String>) -> FlowFailur
     FlowFailure::manual(code, step, m)
 }
 
-/// A node labelled exactly `label` (text or desc) and where to tap it.
-fn labelled(tree: &Tree, label: &str) -> Option<Target> {
-    tree.nodes()
-        .filter(|n| n.is_visible() && trim_name(n.label()) == label)
-        .find_map(|n| Target::with_label(n, label))
-}
-
-/// The order list's scroll container, and whether content is cut at its bottom / top
-/// edge (more to see by scrolling that way).
-fn list_edges(tree: &Tree) -> (Option<Bounds>, bool, bool) {
-    let Some(list) = tree.nodes().find(|n| n.is_visible() && n.is_scrollable()) else {
-        return (None, false, false);
-    };
-    let b = list.visible_bounds();
-    let (mut below, mut above) = (false, false);
-    for n in list.descendants() {
-        if n.children().next().is_some() || !n.is_visible() {
-            continue;
-        }
-        let nb = n.visible_bounds();
-        if nb.is_empty() {
-            continue;
-        }
-        below |= nb.bottom >= b.bottom - 2;
-        above |= nb.top <= b.top + 2;
-    }
-    (Some(b), below, above)
-}
-
 fn within(a: DateTime<Utc>, b: DateTime<FixedOffset>, w: Duration) -> bool {
     let d = (b.with_timezone(&Utc) - a)
         .num_milliseconds()
@@ -284,10 +254,10 @@ impl ReconcileFlow {
         title_ok && qty_ok && total_ok && names_all(labels.iter().copied(), &self.conf.options)
     }
 
-    fn on_list(&mut self, l: OrderList, tree: &Tree) -> Action {
+    fn on_list(&mut self, l: OrderList) -> Action {
         self.d.step = FlowStep::ReconcileOrder;
         if l.tab.as_deref() != Some("待付款") {
-            let Some(t) = labelled(tree, "待付款") else {
+            let Some(t) = l.pending_tab.clone() else {
                 return self.poll("the 待付款 tab is not on screen");
             };
             self.phase = Phase::ToOrders;
@@ -300,21 +270,22 @@ impl ReconcileFlow {
         self.phase = Phase::List;
         if !self.top_seen {
             // Start from the top: a list left scrolled (an earlier run) hides orders.
-            let (scroller, _, above) = list_edges(tree);
-            match scroller {
-                Some(b) if above => {
-                    self.list_swipes += 1;
-                    if self.list_swipes <= self.limits.list_swipes {
-                        let (from, to) = reveal_swipe(b, Reveal::Up);
-                        return Action::Swipe {
-                            from,
-                            to,
-                            duration_ms: 300,
-                            step: FlowStep::ReconcileOrder,
-                        };
-                    }
+            if let Some(ListView {
+                bounds: b,
+                more_above: true,
+                ..
+            }) = l.list
+            {
+                self.list_swipes += 1;
+                if self.list_swipes <= self.limits.list_swipes {
+                    let (from, to) = reveal_swipe(b, Reveal::Up);
+                    return Action::Swipe {
+                        from,
+                        to,
+                        duration_ms: 300,
+                        step: FlowStep::ReconcileOrder,
+                    };
                 }
-                _ => {}
             }
             self.top_seen = true;
         }
@@ -323,22 +294,13 @@ impl ReconcileFlow {
             .iter()
             .filter(|e| e.fully_visible)
             .filter_map(|e| {
-                let labels: Vec<&str> = tree
-                    .nodes()
-                    .filter(|n| n.is_visible() && e.bounds.contains(&n.visible_bounds()))
-                    .map(|n| n.label())
-                    .collect();
+                let labels: Vec<&str> = e.labels.iter().map(String::as_str).collect();
                 if !self.card_fits(e, &labels) {
                     return None;
                 }
                 // Tap the card's title label: inside the card, away from the card's
                 // own buttons (取消订单, 去支付), whatever the card's extent.
-                let title = tree
-                    .nodes()
-                    .filter(|n| n.is_visible() && e.bounds.contains(&n.visible_bounds()))
-                    .find(|n| Some(trim_name(n.text())) == e.title.as_deref())
-                    .map(|n| n.visible_bounds().center());
-                title.or(e.tap)
+                e.title_tap.or(e.tap)
             })
             .collect();
         if let Some(at) = fitting.get(self.opened_in_view).copied() {
@@ -371,7 +333,8 @@ impl ReconcileFlow {
                 )
             })
             .collect();
-        let (scroller, more, _) = list_edges(tree);
+        let scroller = l.list.map(|v| v.bounds);
+        let more = l.list.is_some_and(|v| v.more_below);
         let changed = self.last_view.as_ref() != Some(&view);
         if more && changed && !view.is_empty() {
             if let Some(b) = scroller {
@@ -397,16 +360,12 @@ impl ReconcileFlow {
         self.decide()
     }
 
-    fn on_detail(&mut self, d: OrderDetail, tree: &Tree) -> Action {
+    fn on_detail(&mut self, d: OrderDetail) -> Action {
         self.d.step = FlowStep::ReconcileOrder;
         if self.phase == Phase::Detail {
             match d.order_sn.clone() {
                 Some(sn) => {
-                    let labels: Vec<&str> = tree
-                        .nodes()
-                        .filter(|n| n.is_visible())
-                        .map(|n| n.label())
-                        .collect();
+                    let labels: Vec<&str> = d.labels.iter().map(String::as_str).collect();
                     let title_ok = match (&self.conf.title, &d.goods_title) {
                         (Some(want), Some(seen)) => goods::titles_match(want, seen),
                         _ => true,
@@ -528,7 +487,7 @@ impl ReconcileFlow {
     }
 
     fn on_screen(&mut self, o: Observed) -> Action {
-        let Observed { screen, tree, .. } = o;
+        let Observed { screen, .. } = o;
         match screen {
             Screen::Payment(_) => {
                 self.checkpoint = Some("purchase.payment_screen");
@@ -593,12 +552,12 @@ impl ReconcileFlow {
             Screen::OrderList(l) => {
                 self.checkpoint = Some("reconcile.order_list");
                 self.polls = 0;
-                self.on_list(l, &tree)
+                self.on_list(l)
             }
             Screen::OrderDetail(d) => {
                 self.checkpoint = Some("reconcile.order_detail");
                 self.polls = 0;
-                self.on_detail(d, &tree)
+                self.on_detail(d)
             }
             // Back from here walks an unknown history (earlier tasks' pages, risk or
             // login pages among them): go home directly instead.
@@ -617,14 +576,12 @@ impl ReconcileFlow {
                         step: FlowStep::ReconcileOrder,
                     });
                 }
-                for label in ["待付款", "个人中心", "返回首页"] {
-                    if let Some(t) = labelled(&tree, label) {
-                        return self.nav(Action::Tap {
-                            at: t.tap,
-                            label: t.label,
-                            step: FlowStep::ReconcileOrder,
-                        });
-                    }
+                if let Some(t) = u.nav.first() {
+                    return self.nav(Action::Tap {
+                        at: t.tap,
+                        label: t.label.clone(),
+                        step: FlowStep::ReconcileOrder,
+                    });
                 }
                 self.nav(Action::Back {
                     step: FlowStep::ReconcileOrder,

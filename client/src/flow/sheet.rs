@@ -8,7 +8,7 @@
 //! flow can plan over all options while tapping only what is visible.
 
 use crate::screen::page::trim_name;
-use crate::screen::{Bounds, OptionForm, Point, SkuGroup, SkuOption, SkuSheet, Tree};
+use crate::screen::{Bounds, OptionForm, Point, SkuGroup, SkuOption, SkuSheet};
 
 /// The stable key of a dimension from its heading: colour headings → `color`, size
 /// headings → `size`, other known headings → an English word, anything else → the
@@ -198,53 +198,6 @@ pub fn sliver_vertical(g: &SkuGroup, o: &SkuOption) -> bool {
         .max()
         .unwrap_or(0);
     o.bounds.intersect(&g.viewport).height() * 10 < max_h * 4
-}
-
-/// The vertical option list: the scrollable container around the group headings, with
-/// whether it hides content above or below.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ListView {
-    pub bounds: Bounds,
-    pub more_above: bool,
-    pub more_below: bool,
-}
-
-/// Finds the scrollable list holding the sheet's groups, if the list can scroll.
-pub fn list_view(tree: &Tree, sheet: &SkuSheet) -> Option<ListView> {
-    // A heading node of a named group: its nearest scrollable ancestor is the list.
-    let heading = sheet
-        .groups
-        .iter()
-        .map(|g| trim_name(&g.name))
-        .find(|n| !n.is_empty())?;
-    let node = tree
-        .nodes()
-        .find(|n| n.is_visible() && trim_name(n.text()) == heading)?;
-    let list = node.ancestors().find(|a| a.is_scrollable())?;
-    let b = list.visible_bounds();
-    let mut more_above = false;
-    let mut more_below = false;
-    for n in list.descendants() {
-        if n.children().next().is_some() || !n.is_visible() {
-            continue;
-        }
-        let nb = n.visible_bounds();
-        if nb.is_empty() {
-            continue;
-        }
-        // A leaf cut by the list's edge means content continues past it.
-        if nb.bottom >= b.bottom - 2 {
-            more_below = true;
-        }
-        if nb.top <= b.top + 2 {
-            more_above = true;
-        }
-    }
-    Some(ListView {
-        bounds: b,
-        more_above,
-        more_below,
-    })
 }
 
 /// Is there more of this (sideways scrolling) group past its right / left edge?

@@ -149,7 +149,6 @@ where
                         detail = screen.kind().as_str().to_string();
                         Observation::Screen(Box::new(Observed {
                             screen,
-                            tree: dump.tree,
                             artifact_id,
                         }))
                     }

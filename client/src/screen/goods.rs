@@ -1,10 +1,148 @@
-//! Goods-page facts the flows need beyond [`GoodsDetail`]: the shop name, the crossed-out
-//! list price, whether the page is the task's goods, and "this goods does not exist"
-//! pages. Pure functions over a parsed tree.
+//! The goods page: its recognizer ([`detect_goods`], [`extract_goods`] →
+//! [`GoodsDetail`]: title, price, buy buttons, goods id, shop, list price, sold-out
+//! notice), the buy button the flows open the sheet with, the identity check against a
+//! task, and "this goods does not exist" pages.
 
-use crate::money::{parse_price, Fen};
-use crate::screen::page::trim_name;
-use crate::screen::{GoodsDetail, NodeRef, Tree};
+use regex::Regex;
+use serde::Serialize;
+use std::sync::OnceLock;
+
+use super::page::{first_price, starts_short, trim_name, Page, BUY_BUTTONS, SIGNS};
+use super::target::Target;
+use super::tree::{NodeRef, Tree};
+use crate::money::{parse_price, price_from_parts, Fen};
+
+/// The goods page.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct GoodsDetail {
+    /// The full title (from content-desc when the text is truncated).
+    pub title: Option<String>,
+    #[serde(rename = "price_cent")]
+    pub price: Option<Fen>,
+    /// The price as printed (parts joined: "券后¥4.7").
+    pub price_text: Option<String>,
+    pub buy_buttons: Vec<BuyButton>,
+    pub goods_id: Option<String>,
+    /// A sold-out / off-shelf notice is visible (该款式售罄, 已售罄, 商品已下架).
+    pub sold_out: bool,
+    /// The title the flows report and match: a label whose content-desc holds the whole
+    /// title and whose text is that title or its truncation (the real app's shape),
+    /// else [`GoodsDetail::title`].
+    pub full_title: Option<String>,
+    /// The shop name (next to 进店).
+    pub shop: Option<String>,
+    /// The crossed-out list price next to the price.
+    #[serde(rename = "list_price_cent")]
+    pub list_price: Option<Fen>,
+}
+
+/// A buy button of the goods page ("发起拼单" with its price "¥12.7").
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct BuyButton {
+    pub label: String,
+    #[serde(rename = "price_cent")]
+    pub price: Option<Fen>,
+    pub target: Target,
+}
+
+pub fn detect_goods(page: &Page<'_>) -> bool {
+    page.starting(BUY_BUTTONS, 16).is_some()
+}
+
+pub fn extract_goods(page: &Page<'_>) -> GoodsDetail {
+    let mut buy_buttons: Vec<BuyButton> = Vec::new();
+    let mut button_nodes: Vec<NodeRef<'_>> = Vec::new();
+    for n in page.labels(|l| BUY_BUTTONS.iter().any(|w| starts_short(l, w, 16))) {
+        let click = n.nearest_clickable().unwrap_or(n);
+        if button_nodes.iter().any(|b| b.id() == click.id()) {
+            continue;
+        }
+        let label = Page::label_of(&n);
+        let word = BUY_BUTTONS
+            .iter()
+            .find(|w| label.starts_with(*w))
+            .copied()
+            .unwrap_or(label);
+        let parts: Vec<&str> = click.texts().collect();
+        let price = price_from_parts(parts.iter().copied());
+        if let Some(target) = Target::with_label(n, word) {
+            button_nodes.push(click);
+            buy_buttons.push(BuyButton {
+                label: word.to_string(),
+                price,
+                target,
+            });
+        }
+    }
+    let in_button = |n: &NodeRef<'_>| button_nodes.iter().any(|b| b.contains(n));
+
+    let (price, price_text) = first_price(page, &in_button);
+    let title = goods_title(page, &in_button);
+    let goods_id = goods_id(page);
+    let sold_out = page
+        .containing(&["该款式售罄", "已售罄", "商品已下架", "已下架", "已抢光"])
+        .is_some();
+    let mut g = GoodsDetail {
+        title,
+        price,
+        price_text,
+        buy_buttons,
+        goods_id,
+        sold_out,
+        full_title: None,
+        shop: shop_name(page.tree),
+        list_price: list_price(page.tree),
+    };
+    g.full_title = full_title(page.tree, &g);
+    g
+}
+
+fn goods_title(page: &Page<'_>, skip: &dyn Fn(&NodeRef<'_>) -> bool) -> Option<String> {
+    // 1. A truncated text whose content-desc holds the whole title.
+    for n in page.labelled.iter().filter(|n| !skip(n)) {
+        let t = trim_name(n.text());
+        let d = trim_name(n.desc());
+        if t.chars().count() >= 2 && d.len() > t.len() && d.starts_with(t.trim_end_matches('…')) {
+            return Some(d.to_string());
+        }
+    }
+    // 2. The stable title ids.
+    if let Some(n) = page
+        .labelled
+        .iter()
+        .find(|n| matches!(n.id_name(), "tv_title" | "goods_title" | "tv_goods_name"))
+    {
+        return Some(Page::label_of(n).to_string());
+    }
+    // 3. The longest plain text in the upper part of the screen.
+    let limit = page.tree.screen().top + page.tree.screen().height() * 3 / 4;
+    page.labelled
+        .iter()
+        .filter(|n| !skip(n) && n.bounds().top < limit)
+        .map(|n| trim_name(n.text()))
+        .filter(|t| t.chars().count() >= 8 && !t.contains(SIGNS) && !t.contains("已拼"))
+        .max_by_key(|t| t.chars().count())
+        .map(str::to_string)
+}
+
+fn goods_id_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        Regex::new(r"(?:goods_id=|商品(?:编号|ID|id|Id)\s*[:：]?\s*)(\d{6,20})")
+            .expect("static regex")
+    })
+}
+
+fn goods_id(page: &Page<'_>) -> Option<String> {
+    page.labelled.iter().find_map(|n| {
+        [n.text(), n.desc()].iter().find_map(|s| {
+            goods_id_re()
+                .captures(s)
+                .and_then(|c| c.get(1))
+                .map(|m| m.as_str().to_string())
+        })
+    })
+}
 
 /// Buy buttons in the order the flows prefer them. Collect and purchase must open the
 /// sheet the same way: the group-buy (拼单) price is the one an order pays.
@@ -19,7 +157,7 @@ pub const PREFERRED_BUY_BUTTONS: &[&str] = &[
 ];
 
 /// Picks the buy button to open the sheet with.
-pub fn buy_button(g: &GoodsDetail) -> Option<&crate::screen::BuyButton> {
+pub fn buy_button(g: &GoodsDetail) -> Option<&BuyButton> {
     PREFERRED_BUY_BUTTONS
         .iter()
         .find_map(|w| g.buy_buttons.iter().find(|b| b.label == *w))
@@ -28,7 +166,7 @@ pub fn buy_button(g: &GoodsDetail) -> Option<&crate::screen::BuyButton> {
 
 /// The shop name: the label next to the "进店" button (stable id `tv_enter_mall`),
 /// else a short label ending like a shop (旗舰店, 专营店, …).
-pub fn shop_name(tree: &Tree) -> Option<String> {
+fn shop_name(tree: &Tree) -> Option<String> {
     let enter = tree
         .nodes()
         .find(|n| n.id_name() == "tv_enter_mall" || trim_name(n.text()) == "进店");
@@ -53,7 +191,7 @@ pub fn shop_name(tree: &Tree) -> Option<String> {
 /// The crossed-out list price shown next to the goods price: in the price row (the
 /// parent of the first lone currency sign), a later label with its own sign and an
 /// amount above the price (the amount right after the sign).
-pub fn list_price(tree: &Tree) -> Option<Fen> {
+fn list_price(tree: &Tree) -> Option<Fen> {
     let sign = tree.nodes().find(|n| {
         n.is_visible() && {
             let t = trim_name(n.text());
@@ -74,7 +212,7 @@ pub fn list_price(tree: &Tree) -> Option<Fen> {
 
 /// The goods title: a label whose content-desc holds the whole title and whose text is
 /// that title or its truncation (the real app's shape), else the classifier's guess.
-pub fn title(tree: &Tree, page: &GoodsDetail) -> Option<String> {
+fn full_title(tree: &Tree, page: &GoodsDetail) -> Option<String> {
     tree.nodes()
         .filter(|n| n.is_visible())
         .find_map(|n| {

@@ -45,54 +45,30 @@
 
 pub mod error;
 pub mod goods;
+pub mod kind;
 pub mod names;
 pub mod page;
 pub mod pages;
 pub mod recognize;
 pub mod render;
 pub mod sku_sheet;
+pub mod target;
 pub mod tree;
 
 pub use error::DumpError;
+pub use goods::{BuyButton, GoodsDetail};
 pub use pages::{
-    AbandonDialog, BuyButton, DismissKind, GoodsDetail, LoginRequired, OrderDetail, OrderEntry,
-    OrderList, Payment, Popup, RiskVerification, Unknown,
+    AbandonDialog, DismissKind, LoginRequired, OrderDetail, OrderEntry, OrderList, Payment, Popup,
+    RiskVerification, Unknown,
 };
 pub use recognize::{classify, Screen, ScreenKind};
 pub use render::render_text;
-pub use sku_sheet::{OptionForm, QuantityStepper, SkuGroup, SkuOption, SkuSheet};
+pub use sku_sheet::{ListView, OptionForm, QuantityStepper, SkuGroup, SkuOption, SkuSheet};
+pub use target::Target;
 pub use tree::{
     Bounds, DumpShape, Matcher, NodeId, NodeRef, Point, Query, Tree, Window, WindowFilter,
     PDD_PACKAGE,
 };
-
-use serde::Serialize;
-
-/// Something to tap: the label the user would read and where to tap it (the centre of
-/// the visible part of the label's nearest clickable ancestor).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Target {
-    pub label: String,
-    pub tap: Point,
-    /// Bounds of the node that takes the tap.
-    pub bounds: Bounds,
-}
-
-impl Target {
-    /// The target for a label node; `None` when it is not on screen.
-    pub fn of(node: NodeRef<'_>) -> Option<Target> {
-        Target::with_label(node, node.label())
-    }
-
-    pub fn with_label(node: NodeRef<'_>, label: &str) -> Option<Target> {
-        let clickable = node.nearest_clickable().unwrap_or(node);
-        Some(Target {
-            label: label.to_string(),
-            tap: node.tap_point()?,
-            bounds: clickable.bounds(),
-        })
-    }
-}
 
 /// Parses a dump and classifies it: what `inspect` prints.
 pub fn inspect(output: &str) -> Result<Screen, DumpError> {

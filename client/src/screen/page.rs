@@ -12,6 +12,7 @@ use std::sync::OnceLock;
 use regex::Regex;
 
 use super::tree::{NodeRef, Tree};
+use crate::money::{parse_price, price_from_parts, Fen};
 
 /// Labels longer than this are sentences or goods titles, never buttons or headings;
 /// keyword matches on them are ignored (a title may contain "登录" or "验证").
@@ -326,4 +327,53 @@ impl<'t> Page<'t> {
             t
         }
     }
+}
+
+/// The currency signs a price label carries.
+pub const SIGNS: [char; 2] = ['¥', '￥'];
+
+/// The first price in page order outside `skip`: a label with a sign ("券后¥4.7"), or
+/// a sign node whose siblings hold the amount ("¥" / "22.6").
+pub fn first_price(
+    page: &Page<'_>,
+    skip: &dyn Fn(&NodeRef<'_>) -> bool,
+) -> (Option<Fen>, Option<String>) {
+    for n in page.labelled.iter() {
+        let text = trim_name(n.text());
+        if !text.contains(SIGNS) || skip(n) {
+            continue;
+        }
+        if let Some(p) = parse_price(text) {
+            return (Some(p), Some(text.to_string()));
+        }
+        // Split: read the siblings from the one before the sign (a "券后" wording). The
+        // row's first price is the one shown as the price; a second sign-bearing sibling
+        // after it is the struck-through list price ("券后" "¥" "59" "¥129"), not an
+        // ambiguity, so the row is cut there.
+        if let Some(parent) = n.parent() {
+            let mut parts: Vec<&str> = parent
+                .children()
+                .map(|c| trim_name(c.text()))
+                .filter(|t| !t.is_empty())
+                .collect();
+            if let Some(second) = parts
+                .iter()
+                .enumerate()
+                .filter(|(_, t)| t.contains(SIGNS))
+                .nth(1)
+                .map(|(i, _)| i)
+            {
+                parts.truncate(second);
+            }
+            if let Some(p) = price_from_parts(parts.iter().copied()) {
+                let joined: String = parts
+                    .iter()
+                    .take_while(|t| !t.contains("已") && !t.contains("件"))
+                    .copied()
+                    .collect();
+                return (Some(p), Some(joined));
+            }
+        }
+    }
+    (None, None)
 }

@@ -9,17 +9,16 @@ use regex::Regex;
 use serde::Serialize;
 use std::sync::OnceLock;
 
+use super::kind::ScreenKind;
 use super::page::{
-    has_money_word, is_skip_countdown, starts_short, trim_name, Page, ABANDON_LEAVE, ABANDON_TITLE,
-    ACCEPT_GIFT, BUY_BUTTONS, CLOSE_DESC, DISMISS, LOGIN, MAX_KEYWORD_LABEL, ORDER_STATUSES,
-    ORDER_TABS, PAYMENT_BUTTONS, PAYMENT_MARKERS, POPUP_MARKERS, RISK_STRONG, RISK_WEAK,
+    first_price, has_money_word, is_skip_countdown, trim_name, Page, ABANDON_LEAVE, ABANDON_TITLE,
+    ACCEPT_GIFT, CLOSE_DESC, DISMISS, LOGIN, MAX_KEYWORD_LABEL, ORDER_STATUSES, ORDER_TABS,
+    PAYMENT_BUTTONS, PAYMENT_MARKERS, POPUP_MARKERS, RISK_STRONG, RISK_WEAK, SIGNS,
 };
-use super::recognize::ScreenKind;
-use super::tree::{Bounds, NodeRef, Point};
-use super::Target;
+use super::sku_sheet::ListView;
+use super::target::Target;
+use super::tree::{Bounds, NodeRef, Point, Tree};
 use crate::money::{parse_price, price_from_parts, Fen};
-
-const SIGNS: [char; 2] = ['¥', '￥'];
 
 // ---------------------------------------------------------------------------------------
 // Risk and login
@@ -224,174 +223,6 @@ pub fn extract_popup(page: &Page<'_>, underlying: Option<ScreenKind>) -> Popup {
 }
 
 // ---------------------------------------------------------------------------------------
-// Goods detail
-// ---------------------------------------------------------------------------------------
-
-/// The goods page.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct GoodsDetail {
-    /// The full title (from content-desc when the text is truncated).
-    pub title: Option<String>,
-    #[serde(rename = "price_cent")]
-    pub price: Option<Fen>,
-    /// The price as printed (parts joined: "券后¥4.7").
-    pub price_text: Option<String>,
-    pub buy_buttons: Vec<BuyButton>,
-    pub goods_id: Option<String>,
-    /// A sold-out / off-shelf notice is visible (该款式售罄, 已售罄, 商品已下架).
-    pub sold_out: bool,
-}
-
-/// A buy button of the goods page ("发起拼单" with its price "¥12.7").
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct BuyButton {
-    pub label: String,
-    #[serde(rename = "price_cent")]
-    pub price: Option<Fen>,
-    pub target: Target,
-}
-
-pub fn detect_goods(page: &Page<'_>) -> bool {
-    page.starting(BUY_BUTTONS, 16).is_some()
-}
-
-pub fn extract_goods(page: &Page<'_>) -> GoodsDetail {
-    let mut buy_buttons: Vec<BuyButton> = Vec::new();
-    let mut button_nodes: Vec<NodeRef<'_>> = Vec::new();
-    for n in page.labels(|l| BUY_BUTTONS.iter().any(|w| starts_short(l, w, 16))) {
-        let click = n.nearest_clickable().unwrap_or(n);
-        if button_nodes.iter().any(|b| b.id() == click.id()) {
-            continue;
-        }
-        let label = Page::label_of(&n);
-        let word = BUY_BUTTONS
-            .iter()
-            .find(|w| label.starts_with(*w))
-            .copied()
-            .unwrap_or(label);
-        let parts: Vec<&str> = click.texts().collect();
-        let price = price_from_parts(parts.iter().copied());
-        if let Some(target) = Target::with_label(n, word) {
-            button_nodes.push(click);
-            buy_buttons.push(BuyButton {
-                label: word.to_string(),
-                price,
-                target,
-            });
-        }
-    }
-    let in_button = |n: &NodeRef<'_>| button_nodes.iter().any(|b| b.contains(n));
-
-    let (price, price_text) = first_price(page, &in_button);
-    let title = goods_title(page, &in_button);
-    let goods_id = goods_id(page);
-    let sold_out = page
-        .containing(&["该款式售罄", "已售罄", "商品已下架", "已下架", "已抢光"])
-        .is_some();
-    GoodsDetail {
-        title,
-        price,
-        price_text,
-        buy_buttons,
-        goods_id,
-        sold_out,
-    }
-}
-
-/// The first price in page order outside `skip`: a label with a sign ("券后¥4.7"), or
-/// a sign node whose siblings hold the amount ("¥" / "22.6").
-fn first_price(
-    page: &Page<'_>,
-    skip: &dyn Fn(&NodeRef<'_>) -> bool,
-) -> (Option<Fen>, Option<String>) {
-    for n in page.labelled.iter() {
-        let text = trim_name(n.text());
-        if !text.contains(SIGNS) || skip(n) {
-            continue;
-        }
-        if let Some(p) = parse_price(text) {
-            return (Some(p), Some(text.to_string()));
-        }
-        // Split: read the siblings from the one before the sign (a "券后" wording). The
-        // row's first price is the one shown as the price; a second sign-bearing sibling
-        // after it is the struck-through list price ("券后" "¥" "59" "¥129"), not an
-        // ambiguity, so the row is cut there.
-        if let Some(parent) = n.parent() {
-            let mut parts: Vec<&str> = parent
-                .children()
-                .map(|c| trim_name(c.text()))
-                .filter(|t| !t.is_empty())
-                .collect();
-            if let Some(second) = parts
-                .iter()
-                .enumerate()
-                .filter(|(_, t)| t.contains(SIGNS))
-                .nth(1)
-                .map(|(i, _)| i)
-            {
-                parts.truncate(second);
-            }
-            if let Some(p) = price_from_parts(parts.iter().copied()) {
-                let joined: String = parts
-                    .iter()
-                    .take_while(|t| !t.contains("已") && !t.contains("件"))
-                    .copied()
-                    .collect();
-                return (Some(p), Some(joined));
-            }
-        }
-    }
-    (None, None)
-}
-
-fn goods_title(page: &Page<'_>, skip: &dyn Fn(&NodeRef<'_>) -> bool) -> Option<String> {
-    // 1. A truncated text whose content-desc holds the whole title.
-    for n in page.labelled.iter().filter(|n| !skip(n)) {
-        let t = trim_name(n.text());
-        let d = trim_name(n.desc());
-        if t.chars().count() >= 2 && d.len() > t.len() && d.starts_with(t.trim_end_matches('…')) {
-            return Some(d.to_string());
-        }
-    }
-    // 2. The stable title ids.
-    if let Some(n) = page
-        .labelled
-        .iter()
-        .find(|n| matches!(n.id_name(), "tv_title" | "goods_title" | "tv_goods_name"))
-    {
-        return Some(Page::label_of(n).to_string());
-    }
-    // 3. The longest plain text in the upper part of the screen.
-    let limit = page.tree.screen().top + page.tree.screen().height() * 3 / 4;
-    page.labelled
-        .iter()
-        .filter(|n| !skip(n) && n.bounds().top < limit)
-        .map(|n| trim_name(n.text()))
-        .filter(|t| t.chars().count() >= 8 && !t.contains(SIGNS) && !t.contains("已拼"))
-        .max_by_key(|t| t.chars().count())
-        .map(str::to_string)
-}
-
-fn goods_id_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| {
-        Regex::new(r"(?:goods_id=|商品(?:编号|ID|id|Id)\s*[:：]?\s*)(\d{6,20})")
-            .expect("static regex")
-    })
-}
-
-fn goods_id(page: &Page<'_>) -> Option<String> {
-    page.labelled.iter().find_map(|n| {
-        [n.text(), n.desc()].iter().find_map(|s| {
-            goods_id_re()
-                .captures(s)
-                .and_then(|c| c.get(1))
-                .map(|m| m.as_str().to_string())
-        })
-    })
-}
-
-// ---------------------------------------------------------------------------------------
 // Payment
 // ---------------------------------------------------------------------------------------
 
@@ -476,6 +307,9 @@ pub struct OrderDetail {
     pub goods_title: Option<String>,
     pub spec_text: Option<String>,
     pub quantity: Option<u32>,
+    /// Every visible label of the page (the option names are matched in them).
+    #[serde(skip_serializing)]
+    pub labels: Vec<String>,
 }
 
 pub fn detect_order_detail(page: &Page<'_>) -> bool {
@@ -598,6 +432,12 @@ pub fn extract_order_detail(page: &Page<'_>) -> OrderDetail {
         goods_title,
         spec_text,
         quantity,
+        labels: page
+            .tree
+            .nodes()
+            .filter(|n| n.is_visible())
+            .map(|n| n.label().to_string())
+            .collect(),
     }
 }
 
@@ -621,6 +461,10 @@ pub struct OrderList {
     /// The selected tab ("待付款").
     pub tab: Option<String>,
     pub entries: Vec<OrderEntry>,
+    /// Where to tap for the 待付款 tab (a label reading exactly that).
+    pub pending_tab: Option<Target>,
+    /// The list's scroll container and whether it hides cards above or below.
+    pub list: Option<ListView>,
 }
 
 /// One order card of the list.
@@ -638,6 +482,12 @@ pub struct OrderEntry {
     pub bounds: Bounds,
     /// The whole card is on screen.
     pub fully_visible: bool,
+    /// The visible labels inside the card (the option names are matched in them).
+    #[serde(skip_serializing)]
+    pub labels: Vec<String>,
+    /// The centre of the card's title label: inside the card, away from its own buttons
+    /// (取消订单, 去支付), whatever the card's extent.
+    pub title_tap: Option<Point>,
 }
 
 pub fn detect_order_list(page: &Page<'_>) -> bool {
@@ -743,6 +593,8 @@ pub fn extract_order_list(page: &Page<'_>) -> OrderList {
             tap: (!vis.is_empty() && card.is_visible()).then(|| vis.center()),
             bounds,
             fully_visible: vis == bounds && card.is_visible(),
+            labels: Vec::new(),
+            title_tap: None,
         });
         cards.push(card);
     }
@@ -759,8 +611,59 @@ pub fn extract_order_list(page: &Page<'_>) -> OrderList {
             entry.fully_visible = false;
         }
     }
-    OrderList { tab, entries }
+    for e in entries.iter_mut() {
+        let inside = || {
+            page.tree
+                .nodes()
+                .filter(|n| n.is_visible() && e.bounds.contains(&n.visible_bounds()))
+        };
+        e.labels = inside().map(|n| n.label().to_string()).collect();
+        e.title_tap = inside()
+            .find(|n| Some(trim_name(n.text())) == e.title.as_deref())
+            .map(|n| n.visible_bounds().center());
+    }
+    OrderList {
+        tab,
+        entries,
+        pending_tab: labelled(page.tree, "待付款"),
+        list: scroll_list(page.tree),
+    }
 }
+
+/// A node labelled exactly `label` (text or desc) and where to tap it.
+fn labelled(tree: &Tree, label: &str) -> Option<Target> {
+    tree.nodes()
+        .filter(|n| n.is_visible() && trim_name(n.label()) == label)
+        .find_map(|n| Target::with_label(n, label))
+}
+
+/// The first visible scroll container, and whether content is cut at its top / bottom
+/// edge (more to see by scrolling that way).
+fn scroll_list(tree: &Tree) -> Option<ListView> {
+    let list = tree.nodes().find(|n| n.is_visible() && n.is_scrollable())?;
+    let b = list.visible_bounds();
+    let (mut more_below, mut more_above) = (false, false);
+    for n in list.descendants() {
+        if n.children().next().is_some() || !n.is_visible() {
+            continue;
+        }
+        let nb = n.visible_bounds();
+        if nb.is_empty() {
+            continue;
+        }
+        more_below |= nb.bottom >= b.bottom - 2;
+        more_above |= nb.top <= b.top + 2;
+    }
+    Some(ListView {
+        bounds: b,
+        more_above,
+        more_below,
+    })
+}
+
+/// The labels an unknown page may offer to get back to the orders, in the order the
+/// reconciliation tries them.
+pub const NAV_LABELS: &[&str] = &["待付款", "个人中心", "返回首页"];
 
 /// Labels of a page that is not recognised, for the operator.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -771,6 +674,8 @@ pub struct Unknown {
     pub other_packages: Vec<String>,
     /// The first visible labels, in page order.
     pub labels: Vec<String>,
+    /// Ways back to the orders found on the page, in [`NAV_LABELS`] order.
+    pub nav: Vec<Target>,
 }
 
 pub fn extract_unknown(page: &Page<'_>) -> Unknown {
@@ -804,6 +709,10 @@ pub fn extract_unknown(page: &Page<'_>) -> Unknown {
             }
             labels
         },
+        nav: NAV_LABELS
+            .iter()
+            .filter_map(|l| labelled(page.tree, l))
+            .collect(),
     }
 }
 

@@ -17,49 +17,12 @@
 
 use serde::Serialize;
 
+use super::goods::{self, GoodsDetail};
+pub use super::kind::ScreenKind;
 use super::page::Page;
 use super::pages::{self, *};
 use super::sku_sheet::{self, SkuSheet};
 use super::tree::Tree;
-
-/// The page kinds, as named in `inspect` output.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ScreenKind {
-    GoodsDetail,
-    SkuSheet,
-    Payment,
-    PaymentAbandonDialog,
-    OrderList,
-    OrderDetail,
-    Popup,
-    LoginRequired,
-    RiskVerification,
-    Unknown,
-}
-
-impl ScreenKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ScreenKind::GoodsDetail => "goods_detail",
-            ScreenKind::SkuSheet => "sku_sheet",
-            ScreenKind::Payment => "payment",
-            ScreenKind::PaymentAbandonDialog => "payment_abandon_dialog",
-            ScreenKind::OrderList => "order_list",
-            ScreenKind::OrderDetail => "order_detail",
-            ScreenKind::Popup => "popup",
-            ScreenKind::LoginRequired => "login_required",
-            ScreenKind::RiskVerification => "risk_verification",
-            ScreenKind::Unknown => "unknown",
-        }
-    }
-}
-
-impl std::fmt::Display for ScreenKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// A classified screen with what was extracted from it. Serialises as
 /// `{"screen": "<kind>", …fields}`.
@@ -119,7 +82,7 @@ pub fn classify(tree: &Tree) -> Screen {
             ScreenKind::Payment => Screen::Payment(pages::extract_payment(&page)),
             ScreenKind::OrderDetail => Screen::OrderDetail(pages::extract_order_detail(&page)),
             ScreenKind::OrderList => Screen::OrderList(pages::extract_order_list(&page)),
-            _ => Screen::GoodsDetail(pages::extract_goods(&page)),
+            _ => Screen::GoodsDetail(goods::extract_goods(&page)),
         };
     }
     if let Some(r) = pages::detect_risk(&page, true) {
@@ -138,7 +101,7 @@ fn page_kind(page: &Page<'_>) -> Option<ScreenKind> {
         Some(ScreenKind::OrderDetail)
     } else if pages::detect_order_list(page) {
         Some(ScreenKind::OrderList)
-    } else if pages::detect_goods(page) {
+    } else if goods::detect_goods(page) {
         Some(ScreenKind::GoodsDetail)
     } else {
         None

@@ -22,8 +22,8 @@ use serde::Serialize;
 use std::sync::OnceLock;
 
 use super::page::{trim_name, Page};
+use super::target::Target;
 use super::tree::{Bounds, NodeRef, Point, Tree};
-use super::Target;
 use crate::money::{parse_price, price_from_parts, Fen};
 
 /// What the flows need from the sheet.
@@ -55,6 +55,9 @@ pub struct SkuSheet {
     pub close: Option<Target>,
     /// "使用#微信支付，更换支付方式".
     pub payment_method_text: Option<String>,
+    /// The vertical option list, when the sheet scrolls: its bounds and whether it
+    /// hides options above or below.
+    pub list: Option<ListView>,
 }
 
 /// One SKU dimension: its heading and its options in page order.
@@ -260,7 +263,7 @@ pub fn extract(page: &Page<'_>) -> SkuSheet {
         .next()
         .map(|n| Page::label_of(&n).to_string());
 
-    SkuSheet {
+    let mut sheet = SkuSheet {
         address_present,
         total,
         quantity,
@@ -273,7 +276,57 @@ pub fn extract(page: &Page<'_>) -> SkuSheet {
         submit: submit.and_then(Target::of),
         close,
         payment_method_text,
+        list: None,
+    };
+    sheet.list = list_view(tree, &sheet);
+    sheet
+}
+
+/// The vertical option list: the scrollable container around the group headings, with
+/// whether it hides content above or below.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct ListView {
+    pub bounds: Bounds,
+    pub more_above: bool,
+    pub more_below: bool,
+}
+
+/// Finds the scrollable list holding the sheet's groups, if the list can scroll.
+fn list_view(tree: &Tree, sheet: &SkuSheet) -> Option<ListView> {
+    // A heading node of a named group: its nearest scrollable ancestor is the list.
+    let heading = sheet
+        .groups
+        .iter()
+        .map(|g| trim_name(&g.name))
+        .find(|n| !n.is_empty())?;
+    let node = tree
+        .nodes()
+        .find(|n| n.is_visible() && trim_name(n.text()) == heading)?;
+    let list = node.ancestors().find(|a| a.is_scrollable())?;
+    let b = list.visible_bounds();
+    let mut more_above = false;
+    let mut more_below = false;
+    for n in list.descendants() {
+        if n.children().next().is_some() || !n.is_visible() {
+            continue;
+        }
+        let nb = n.visible_bounds();
+        if nb.is_empty() {
+            continue;
+        }
+        // A leaf cut by the list's edge means content continues past it.
+        if nb.bottom >= b.bottom - 2 {
+            more_below = true;
+        }
+        if nb.top <= b.top + 2 {
+            more_above = true;
+        }
     }
+    Some(ListView {
+        bounds: b,
+        more_above,
+        more_below,
+    })
 }
 
 /// The header's merged stock + unit price label ("最后3件 ¥269").

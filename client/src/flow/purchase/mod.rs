@@ -205,7 +205,7 @@ impl PurchaseFlow {
     }
 
     fn on_screen(&mut self, now: DateTime<Utc>, o: Observed) -> Action {
-        let Observed { screen, tree, .. } = o;
+        let Observed { screen, .. } = o;
         match screen {
             Screen::LoginRequired(l) => finish_fail(
                 FlowFailure::manual(
@@ -244,8 +244,8 @@ impl PurchaseFlow {
                     },
                 }
             }
-            Screen::GoodsDetail(g) => self.on_goods(g, &tree),
-            Screen::SkuSheet(s) if self.phase == Phase::Sheet => self.on_sheet(now, s, &tree),
+            Screen::GoodsDetail(g) => self.on_goods(g),
+            Screen::SkuSheet(s) if self.phase == Phase::Sheet => self.on_sheet(now, s),
             Screen::Unknown(u) if goods::says_goods_gone(&u.labels) => {
                 finish_fail(FlowFailure::failed(
                     FailureCode::GoodsUnavailable,

@@ -13,14 +13,14 @@ use super::{finish_fail, Phase, PurchaseFlow};
 use crate::flow::action::Action;
 use crate::flow::failure::FlowFailure;
 use crate::flow::observe::Pending;
-use crate::flow::sheet::{self, list_view, tappable, Reveal};
+use crate::flow::sheet::{self, tappable, Reveal};
 use crate::screen::goods::{self, Identity};
 use crate::screen::names::names_all;
 use crate::screen::sku_sheet::normalize_name;
-use crate::screen::{Bounds, GoodsDetail, OptionForm, Point, SkuSheet, Tree};
+use crate::screen::{Bounds, GoodsDetail, OptionForm, Point, SkuSheet};
 
 impl PurchaseFlow {
-    pub(super) fn on_goods(&mut self, g: GoodsDetail, tree: &Tree) -> Action {
+    pub(super) fn on_goods(&mut self, g: GoodsDetail) -> Action {
         if self.phase == Phase::Sheet {
             if !self.sheet_seen && self.polls < 2 {
                 return self.poll(
@@ -49,7 +49,7 @@ impl PurchaseFlow {
                 };
             }
         }
-        let title = goods::title(tree, &g);
+        let title = g.full_title.clone();
         if let Identity::Mismatch { seen } = goods::identity(
             &self.task.goods_id,
             self.task.expected_title.as_deref(),
@@ -128,7 +128,7 @@ impl PurchaseFlow {
         }
     }
 
-    pub(super) fn on_sheet(&mut self, now: DateTime<Utc>, s: SkuSheet, tree: &Tree) -> Action {
+    pub(super) fn on_sheet(&mut self, now: DateTime<Utc>, s: SkuSheet) -> Action {
         self.polls = 0;
         self.sheet_seen = true;
         if s.address_present == Some(false) {
@@ -152,7 +152,7 @@ impl PurchaseFlow {
                 on_screen.entry(*di).or_insert(gi);
             }
         }
-        let list = list_view(tree, &s);
+        let list = s.list;
         if !list.is_some_and(|l| l.more_below) {
             self.bottom_seen = true;
         }
