@@ -27,7 +27,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use chrono::{DateTime, TimeZone, Utc};
-use cmautobuy_contract::{Fen, OptionMap, PddData, PurchaseResult, SpecResolutionResponse};
+use cmautobuy_contract::{
+    Fen, OptionMap, PddData, PurchaseResult, SpecResolutionRequest, SpecResolutionResponse,
+};
 use serde::Deserialize;
 
 use cmautobuy_client::flow::collect::{CollectFlow, CollectLimits, CollectTask};
@@ -305,17 +307,47 @@ fn run(
 struct ScriptedEffects {
     answers: EffectAnswers,
     marked_at: DateTime<Utc>,
+    /// The spec resolution requests sent, rendered (what the Admin was asked).
+    spec_requests: Vec<String>,
+}
+
+/// A response's `candidate_snapshot_hash` that stands for the request's own hash (the
+/// hash of the page's sizes, which a fixture author cannot easily compute by hand).
+const FROM_REQUEST: &str = "$request";
+
+fn spec_request_line(r: &SpecResolutionRequest) -> String {
+    let cands: Vec<String> = r
+        .candidates
+        .iter()
+        .map(|c| format!("{}={}", c.candidate_id, c.raw_text))
+        .collect();
+    format!(
+        "spec request: selected_color={} target_size={} candidates=[{}] original_options={}",
+        r.selected_color,
+        r.target_size,
+        cands.join(", "),
+        options(&r.original_options)
+    )
 }
 
 impl Effects for ScriptedEffects {
     fn perform(&mut self, effect: &Effect) -> EffectOutcome {
         let answer = match effect {
             Effect::MarkIrreversible { .. } => self.answers.mark.clone(),
-            Effect::ResolveSpec(_) => match &self.answers.resolve_spec {
-                Some(SpecAnswer::Response(r)) => return EffectOutcome::Resolved(r.clone()),
-                Some(SpecAnswer::Other(a)) => Some(a.clone()),
-                None => None,
-            },
+            Effect::ResolveSpec(req) => {
+                self.spec_requests.push(spec_request_line(req));
+                match &self.answers.resolve_spec {
+                    Some(SpecAnswer::Response(r)) => {
+                        let mut r = r.clone();
+                        if r.candidate_snapshot_hash == FROM_REQUEST {
+                            r.candidate_snapshot_hash = req.candidate_snapshot_hash.clone();
+                        }
+                        return EffectOutcome::Resolved(r);
+                    }
+                    Some(SpecAnswer::Other(a)) => Some(a.clone()),
+                    None => None,
+                }
+            }
         };
         match answer {
             Some(Answer::Marked) => EffectOutcome::Marked { at: self.marked_at },
@@ -383,13 +415,19 @@ fn run_case(dir: &Path) -> Result<String, String> {
     let mut effects = ScriptedEffects {
         answers: case.effects,
         marked_at: start,
+        spec_requests: Vec::new(),
     };
     let mut flow = match build_flow(case.machine) {
         Ok(f) => f,
         Err(f) => return Ok(format!("refused before the phone: {}\n", failure_line(&f))),
     };
     let report = run(flow.as_mut(), &script, &mut effects, start);
-    Ok(render(&report, &script.served()))
+    let mut out = render(&report, &script.served());
+    for line in &effects.spec_requests {
+        out.push_str(line);
+        out.push('\n');
+    }
+    Ok(out)
 }
 
 fn failure_line(f: &FlowFailure) -> String {
