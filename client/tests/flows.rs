@@ -54,7 +54,19 @@ fn cases_dir() -> PathBuf {
 // case.json
 // ---------------------------------------------------------------------------------------
 
-// No `deny_unknown_fields` here: serde does not support it with `flatten`.
+/// The top-level keys of `case.json`.
+const CASE_KEYS: &[&str] = &[
+    "why",
+    "start",
+    "machine",
+    "task",
+    "dumps",
+    "device_errors",
+    "effects",
+];
+
+// No `deny_unknown_fields` here: serde does not support it with `flatten` (checked by
+// hand against CASE_KEYS instead).
 #[derive(Debug, Deserialize)]
 struct Case {
     /// What the case proves (for the reader; not checked).
@@ -409,7 +421,18 @@ fn build_flow(m: Machine) -> Result<Box<dyn Flow>, Box<FlowFailure>> {
 fn run_case(dir: &Path) -> Result<String, String> {
     let path = dir.join("case.json");
     let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let case: Case = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    // `Case` cannot deny unknown fields itself (`flatten`): a misspelt key would be
+    // ignored silently.
+    if let Some(unknown) = value
+        .as_object()
+        .and_then(|o| o.keys().find(|k| !CASE_KEYS.contains(&k.as_str())))
+    {
+        return Err(format!("{}: unknown field `{unknown}`", path.display()));
+    }
+    let case: Case =
+        serde_json::from_value(value).map_err(|e| format!("{}: {e}", path.display()))?;
     let script = Script::load(&case)?;
     let start = case.start.unwrap_or_else(default_start);
     let mut effects = ScriptedEffects {
@@ -611,6 +634,7 @@ fn check(dir: &Path) -> Result<(), String> {
     let actual = run_case(dir).map_err(|e| format!("{name}: {e}"))?;
     let expected_path = dir.join("expected.txt");
     if updating() {
+        eprintln!("UPDATE_EXPECT=1: writing {}", expected_path.display());
         return std::fs::write(&expected_path, &actual)
             .map_err(|e| format!("{name}: write {}: {e}", expected_path.display()));
     }
