@@ -203,8 +203,14 @@ struct Dump {
 struct Script {
     dumps: Vec<Dump>,
     errors: BTreeMap<usize, ScriptedError>,
-    /// What answered each dump call so far (names), and the next dump to answer.
-    log: Mutex<(Vec<String>, usize)>,
+    log: Mutex<Served>,
+}
+
+/// What answered each dump call so far (names), and the next dump to answer.
+#[derive(Default)]
+struct Served {
+    names: Vec<String>,
+    next: usize,
 }
 
 impl Script {
@@ -232,7 +238,7 @@ impl Script {
         Ok(Script {
             dumps,
             errors,
-            log: Mutex::new((Vec::new(), 0)),
+            log: Mutex::new(Served::default()),
         })
     }
 
@@ -240,20 +246,20 @@ impl Script {
     /// one repeats).
     fn next_dump(&self) -> Result<String, ScriptedError> {
         let mut log = self.log.lock().expect("script lock");
-        let call = log.0.len();
+        let call = log.names.len();
         if let Some(e) = self.errors.get(&call) {
-            log.0.push("scripted error".into());
+            log.names.push("scripted error".into());
             return Err(e.clone());
         }
-        let i = log.1.min(self.dumps.len() - 1);
-        log.1 += 1;
-        log.0.push(self.dumps[i].name.clone());
+        let i = log.next.min(self.dumps.len() - 1);
+        log.next += 1;
+        log.names.push(self.dumps[i].name.clone());
         Ok(self.dumps[i].text.clone())
     }
 
     /// What answered each dump call, in order.
     fn served(&self) -> Vec<String> {
-        self.log.lock().expect("script lock").0.clone()
+        self.log.lock().expect("script lock").names.clone()
     }
 }
 
