@@ -268,33 +268,63 @@ impl Script {
 // signature. Port this block (and nothing else) when the trait changes.
 // ======================================================================================
 
-use cmautobuy_client::job::driver::{drive, DeviceFailure, DriveLimits, FlowDevice, VirtualClock};
-use cmautobuy_client::screen::Point;
+use std::time::Duration;
+
+use cmautobuy_client::clock::VirtualClock;
+use cmautobuy_client::device::{Device, DeviceError, KeyCode, Png, ShellOutput, UiDump};
+use cmautobuy_client::job::driver::{drive, DriveLimits};
+use cmautobuy_client::screen::{Point, Tree};
 
 /// A phone that answers dumps from a [`Script`] and accepts every gesture.
 struct ScriptedDevice<'a>(&'a Script);
 
-impl FlowDevice for ScriptedDevice<'_> {
-    fn dump_ui(&mut self) -> Result<String, DeviceFailure> {
-        self.0.next_dump().map_err(|e| match e.dump_code {
-            Some(code) => DeviceFailure::dump(code, e.message, e.retryable),
-            None => DeviceFailure::new(e.message, e.retryable),
+impl Device for ScriptedDevice<'_> {
+    fn dump_ui(&self) -> Result<UiDump, DeviceError> {
+        match self.0.next_dump() {
+            Ok(xml) => {
+                let tree = Tree::parse(&xml)?;
+                Ok(UiDump { xml, tree })
+            }
+            // A scripted uiautomator failure: its text must be one the parser refuses
+            // with the code the case names.
+            Err(e) => match e.dump_code {
+                Some(code) => match Tree::parse(&e.message) {
+                    Err(d) if d.code() == code => Err(DeviceError::Dump(d)),
+                    other => panic!(
+                        "case error: `{}` is not a dump failure with code {code} ({other:?})",
+                        e.message
+                    ),
+                },
+                None if e.retryable => Err(DeviceError::Io(e.message)),
+                None => Err(DeviceError::CommandFailed {
+                    program: "uiautomator".into(),
+                    exit_code: 1,
+                    stderr: e.message,
+                }),
+            },
+        }
+    }
+    fn tap(&self, _: Point) -> Result<(), DeviceError> {
+        Ok(())
+    }
+    fn swipe(&self, _: Point, _: Point, _: Duration) -> Result<(), DeviceError> {
+        Ok(())
+    }
+    fn key(&self, _: KeyCode) -> Result<(), DeviceError> {
+        Ok(())
+    }
+    fn open_url(&self, _: &str) -> Result<(), DeviceError> {
+        Ok(())
+    }
+    fn screenshot(&self) -> Result<Png, DeviceError> {
+        Ok(Png {
+            bytes: b"\x89PNG\r\n\x1a\n".to_vec(),
+            width: 0,
+            height: 0,
         })
     }
-    fn tap(&mut self, _: Point) -> Result<(), DeviceFailure> {
-        Ok(())
-    }
-    fn swipe(&mut self, _: Point, _: Point, _: u32) -> Result<(), DeviceFailure> {
-        Ok(())
-    }
-    fn back(&mut self) -> Result<(), DeviceFailure> {
-        Ok(())
-    }
-    fn open_url(&mut self, _: &str) -> Result<(), DeviceFailure> {
-        Ok(())
-    }
-    fn screenshot(&mut self) -> Result<Vec<u8>, DeviceFailure> {
-        Ok(b"\x89PNG\r\n\x1a\n".to_vec())
+    fn shell(&self, _: &[&str]) -> Result<ShellOutput, DeviceError> {
+        Ok(ShellOutput::default())
     }
 }
 
@@ -308,9 +338,9 @@ fn run(
 ) -> DriveReport {
     drive(
         flow,
-        &mut ScriptedDevice(script),
+        &ScriptedDevice(script),
         effects,
-        &mut VirtualClock(start),
+        &VirtualClock::new(start),
         None,
         DriveLimits::default(),
     )

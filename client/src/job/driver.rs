@@ -156,9 +156,14 @@ where
                         stats.dump_failures += 1;
                         detail = format!("dump failed: {}", e.code());
                         tracing::warn!(step = %step.as_str(), code = e.code(), "UI dump unusable");
+                        // The parser's own words (the failure code says it was a dump).
+                        let message = match &e {
+                            DeviceError::Dump(d) => d.to_string(),
+                            other => other.to_string(),
+                        };
                         Observation::DumpFailed {
                             code: e.code().to_string(),
-                            message: e.to_string(),
+                            message,
                             retryable: e.is_retryable(),
                         }
                     }
