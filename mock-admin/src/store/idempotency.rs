@@ -1,0 +1,119 @@
+//! `idempotency_keys`: the first stored answer per key, replayed byte for byte; a key
+//! reused with different content is a 409.
+
+use crate::error::{ApiError, StoreError};
+use crate::faults::Outcome;
+use cmautobuy_contract::AdminErrorCode;
+use rusqlite::{params, OptionalExtension, Transaction};
+
+/// A stored answer: status, exact body bytes and how the journal should call it.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    pub status: u16,
+    pub body: Vec<u8>,
+    pub outcome: Outcome,
+}
+
+impl Answer {
+    /// A first answer (`200`, journaled `fresh`).
+    pub fn fresh(body: Vec<u8>) -> Answer {
+        Answer {
+            status: 200,
+            body,
+            outcome: Outcome::Fresh,
+        }
+    }
+}
+
+/// What a submission needs besides its body.
+pub struct SubmitCtx<'a> {
+    pub task_id: &'a str,
+    pub client_id: &'a str,
+    pub key: &'a str,
+    pub request_hash: &'a str,
+    /// The body as received (stored for the audit trail).
+    pub raw_body: &'a str,
+}
+
+/// Looks up a stored answer for the key: same content → the stored bytes (`Replayed`);
+/// different content → 409.
+pub(super) fn replay(
+    tx: &Transaction<'_>,
+    endpoint: &str,
+    ctx: &SubmitCtx<'_>,
+) -> Result<Option<Answer>, StoreError> {
+    let stored: Option<(String, u16, Vec<u8>)> = tx
+        .query_row(
+            "SELECT request_hash, response_status, response_body FROM idempotency_keys
+             WHERE endpoint = ?1 AND task_id = ?2 AND client_id = ?3 AND idem_key = ?4",
+            params![endpoint, ctx.task_id, ctx.client_id, ctx.key],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .optional()?;
+    match stored {
+        None => Ok(None),
+        Some((hash, status, body)) if hash == ctx.request_hash => Ok(Some(Answer {
+            status,
+            body,
+            outcome: Outcome::Replayed,
+        })),
+        Some(_) => Err(ApiError::new(
+            AdminErrorCode::IdempotencyConflict,
+            "this Idempotency-Key was used with different content",
+        )
+        .with_detail("idempotency_key", ctx.key)
+        .into()),
+    }
+}
+
+/// Stores the first answer for the key (in the transaction that made it).
+pub(super) fn remember(
+    tx: &Transaction<'_>,
+    endpoint: &str,
+    ctx: &SubmitCtx<'_>,
+    status: u16,
+    body: &[u8],
+    ts: &str,
+) -> Result<(), StoreError> {
+    tx.execute(
+        "INSERT INTO idempotency_keys (endpoint, task_id, client_id, idem_key, request_hash,
+            response_status, response_body, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        params![
+            endpoint,
+            ctx.task_id,
+            ctx.client_id,
+            ctx.key,
+            ctx.request_hash,
+            status,
+            body,
+            ts
+        ],
+    )?;
+    Ok(())
+}
+
+/// §7.1's variant of [`remember`]: a concurrent duplicate that stored its answer first
+/// keeps it (`ON CONFLICT DO NOTHING`).
+pub(super) fn remember_spec_resolution(
+    tx: &Transaction<'_>,
+    ctx: &SubmitCtx<'_>,
+    body: &[u8],
+    ts: &str,
+) -> Result<(), StoreError> {
+    tx.execute(
+        "INSERT INTO idempotency_keys (endpoint, task_id, client_id, idem_key, request_hash,
+            response_status, response_body, created_at)
+         VALUES ('spec_resolution', ?1, ?2, ?3, ?4, 200, ?5, ?6)
+         ON CONFLICT DO NOTHING",
+        params![
+            ctx.task_id,
+            ctx.client_id,
+            ctx.key,
+            ctx.request_hash,
+            body,
+            ts
+        ],
+    )?;
+    Ok(())
+}
