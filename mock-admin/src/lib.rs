@@ -32,7 +32,9 @@
 //!   migrations by `user_version`, the schema self-check, and the single database thread
 //!   every statement runs on.
 //! - [`resolver`] — the §7.1 rule engine and the operator's forced outcomes.
-//! - [`faults`] — fault plans (per endpoint, Nth call or next N calls) and the journal.
+//! - [`faults`] — fault plans (per endpoint, Nth call or next N calls).
+//! - [`journal`] — the request journal (and the outcome marks handlers leave for it).
+//! - [`endpoint`] — the client endpoints, as fault plans and the journal name them.
 //! - [`openapi`] — documentation-only schema types for `/openapi.json`.
 //! - [`server`] — our accept loop: one hyper connection per socket with a kill switch, so
 //!   a fault can drop a connection without answering.
@@ -50,9 +52,11 @@
 mod admin;
 mod config;
 pub mod db;
+pub mod endpoint;
 pub mod error;
 pub mod faults;
 pub mod http;
+pub mod journal;
 pub mod openapi;
 mod operator;
 pub mod resolver;
@@ -63,11 +67,11 @@ pub mod store;
 pub use admin::MockAdmin;
 pub use config::MockAdminConfig;
 
+pub use endpoint::Endpoint;
 pub use error::{ApiError, OperatorError, StoreError};
-pub use faults::{
-    Endpoint, Fault, FaultPlan, FaultTarget, InstalledFault, JournalEntry, Outcome, RetryAfter,
-};
+pub use faults::{Fault, FaultPlan, FaultTarget, InstalledFault, RetryAfter};
 pub use http::FAULT_HEADER;
+pub use journal::{JournalEntry, Outcome};
 pub use operator::Operator;
 pub use resolver::{ForcedOutcome, SpecOverride};
 pub use state::Inner;

@@ -2,8 +2,9 @@
 //! `/api/v1/admin` (the resource files under `http/operator/`), without HTTP.
 
 use crate::error::OperatorError;
-use crate::faults::{FaultPlan, InstalledFault, JournalEntry};
+use crate::faults::{FaultPlan, InstalledFault};
 use crate::http::operator::{clients, products, spec_resolutions, tasks};
+use crate::journal::JournalEntry;
 use crate::resolver::SpecOverride;
 use crate::state::Inner;
 use cmautobuy_contract::AdminErrorCode;

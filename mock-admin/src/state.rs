@@ -4,7 +4,8 @@
 use crate::config::MockAdminConfig;
 use crate::db;
 use crate::error::ApiError;
-use crate::faults;
+use crate::faults::Faults;
+use crate::journal::Journal;
 use crate::resolver::SpecOverride;
 use cmautobuy_contract::AdminErrorCode;
 use std::sync::{Arc, Mutex};
@@ -16,8 +17,8 @@ pub(crate) type AppState = Arc<Inner>;
 pub struct Inner {
     pub(crate) db: db::Db,
     pub(crate) cfg: MockAdminConfig,
-    pub(crate) faults: faults::Faults,
-    pub(crate) journal: faults::Journal,
+    pub(crate) faults: Faults,
+    pub(crate) journal: Journal,
     overrides: Mutex<Vec<SpecOverride>>,
 }
 
@@ -27,8 +28,8 @@ impl Inner {
         Inner {
             db,
             cfg,
-            faults: faults::Faults::default(),
-            journal: faults::Journal::default(),
+            faults: Faults::default(),
+            journal: Journal::default(),
             overrides: Mutex::new(Vec::new()),
         }
     }

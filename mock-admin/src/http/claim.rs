@@ -2,7 +2,7 @@
 
 use super::extract::{client_id, json_body};
 use crate::error::{ApiError, StoreError};
-use crate::faults::{Outcome, OutcomeMark};
+use crate::journal::{Outcome, OutcomeMark};
 use crate::openapi as doc;
 use crate::state::AppState;
 use crate::store;

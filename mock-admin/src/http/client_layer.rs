@@ -3,8 +3,10 @@
 
 use super::auth::check_token;
 use super::extract::{visible_ascii, MAX_BODY_BYTES};
+use crate::endpoint::Endpoint;
 use crate::error::{ApiError, ErrorMark};
-use crate::faults::{Endpoint, Fault, JournalEntry, Outcome, OutcomeMark};
+use crate::faults::Fault;
+use crate::journal::{JournalEntry, Outcome, OutcomeMark};
 use crate::server::KillSwitch;
 use crate::state::{AppState, Inner};
 use crate::store;

@@ -2,7 +2,7 @@
 //! reading back JSON text the store kept as given.
 
 use crate::error::{ApiError, StoreError};
-use crate::faults::OutcomeMark;
+use crate::journal::OutcomeMark;
 use crate::store::Answer;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};

@@ -2,7 +2,7 @@
 //! reused with different content is a 409.
 
 use crate::error::{ApiError, StoreError};
-use crate::faults::Outcome;
+use crate::journal::Outcome;
 use cmautobuy_contract::AdminErrorCode;
 use rusqlite::{params, OptionalExtension, Transaction};
 

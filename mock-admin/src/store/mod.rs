@@ -1,13 +1,14 @@
 //! Everything that reads or writes the database. SQL stays in this module; every function
 //! runs on the database thread ([`crate::db::Db::call`]) and every read-then-write goes
 //! through one `BEGIN IMMEDIATE` transaction, so a refusal in the middle (an
-//! [`crate::ApiError`] returned as [`crate::StoreError::Api`]) rolls the whole request
-//! back.
+//! [`crate::error::ApiError`] returned as [`crate::error::StoreError::Api`]) rolls the
+//! whole request back.
 //!
-//! Typed rows go in and out: the HTTP layer ([`crate::http`]) parses request JSON into
-//! contract types or [`NewTask`] and renders the rows returned here. Only what a client
-//! or operator submitted *as given* stays text: result and failure bodies, `skus_json`,
-//! the task payload, the stored answers replayed byte for byte.
+//! Typed values go in and out: the HTTP layer (`http/`) parses request JSON into contract
+//! types or a [`NewTask`] and renders the rows returned here. JSON columns come back as
+//! the text stored — result and failure bodies exactly as received, the task payload,
+//! `skus_json`, capabilities, candidates — and stored answers as bytes, replayed byte for
+//! byte.
 //!
 //! One file per table group or endpoint family; each sits above what it uses:
 //!

@@ -10,7 +10,7 @@ use super::idempotency::{remember_spec_resolution, replay, Answer, SubmitCtx};
 use super::tasks::require_task;
 use crate::db::immediate;
 use crate::error::{ApiError, StoreError};
-use crate::faults::Outcome;
+use crate::journal::Outcome;
 use cmautobuy_contract::{AdminErrorCode, SpecResolutionRequest, TaskType};
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 

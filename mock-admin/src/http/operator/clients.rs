@@ -10,7 +10,7 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::{json, Value};
 
-/// `{"clients": [...]}`; shared with [`crate::Operator::clients`].
+/// `{"clients": [...]}`; shared with `Operator::clients`.
 pub(crate) async fn list(s: &Inner) -> Result<Value, ApiError> {
     let rows = s.db.call(store::list_clients).await?;
     let now = chrono::Utc::now();

@@ -10,7 +10,7 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::{json, Value};
 
-/// `{"products": [...]}`; shared with [`crate::Operator::products`].
+/// `{"products": [...]}`; shared with `Operator::products`.
 pub(crate) async fn list(s: &Inner) -> Result<Value, ApiError> {
     let rows = s.db.call(store::list_products).await?;
     let products: Vec<Value> = rows.iter().map(product_view).collect::<Result<_, _>>()?;

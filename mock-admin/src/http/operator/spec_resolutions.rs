@@ -10,7 +10,7 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::{json, Value};
 
-/// `{"spec_resolutions": [...]}`; shared with [`crate::Operator::spec_resolutions`].
+/// `{"spec_resolutions": [...]}`; shared with `Operator::spec_resolutions`.
 pub(crate) async fn list(s: &Inner) -> Result<Value, ApiError> {
     let rows = s.db.call(store::list_spec_resolutions).await?;
     let records: Vec<Value> = rows.iter().map(record_view).collect();

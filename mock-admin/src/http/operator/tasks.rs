@@ -1,7 +1,7 @@
 //! Operator tasks (decisions.md §10): `POST/GET /api/v1/admin/tasks`,
 //! `GET /tasks/{task_id}`, `POST /tasks/{task_id}/cancel`, `POST /tasks/{task_id}/reassign`.
 //! The create-task body is parsed here into a [`NewTask`]; rows are rendered here. The
-//! typed in-process [`crate::Operator`] calls the same functions.
+//! typed in-process `Operator` (`operator.rs`) calls the same functions.
 
 use crate::error::ApiError;
 use crate::http::extract::{json_body, path_id, visible_ascii};
@@ -19,7 +19,7 @@ use cmautobuy_contract::{AdminErrorCode, ExecutionMode, TaskType};
 use serde_json::{json, Value};
 
 // ---------------------------------------------------------------------------------------
-// operations (shared with `crate::Operator`)
+// operations (shared with `Operator`)
 // ---------------------------------------------------------------------------------------
 
 /// Creates a task from an operator body; `{"task": {...}}`.
