@@ -66,6 +66,10 @@ pub(super) fn replay(
     }
 }
 
+const INSERT_ANSWER: &str = "INSERT INTO idempotency_keys (endpoint, task_id, client_id, \
+     idem_key, request_hash, response_status, response_body, created_at)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
+
 /// Stores the first answer for the key (in the transaction that made it).
 pub(super) fn remember(
     tx: &Transaction<'_>,
@@ -75,10 +79,34 @@ pub(super) fn remember(
     body: &[u8],
     ts: &str,
 ) -> Result<(), StoreError> {
+    insert_answer(tx, INSERT_ANSWER, endpoint, ctx, status, body, ts)
+}
+
+/// §7.1's variant of [`remember`]: a concurrent duplicate that stored its answer first
+/// keeps it (`ON CONFLICT DO NOTHING`).
+pub(super) fn remember_unless_stored(
+    tx: &Transaction<'_>,
+    endpoint: &str,
+    ctx: &SubmitCtx<'_>,
+    status: u16,
+    body: &[u8],
+    ts: &str,
+) -> Result<(), StoreError> {
+    let sql = format!("{INSERT_ANSWER} ON CONFLICT DO NOTHING");
+    insert_answer(tx, &sql, endpoint, ctx, status, body, ts)
+}
+
+fn insert_answer(
+    tx: &Transaction<'_>,
+    sql: &str,
+    endpoint: &str,
+    ctx: &SubmitCtx<'_>,
+    status: u16,
+    body: &[u8],
+    ts: &str,
+) -> Result<(), StoreError> {
     tx.execute(
-        "INSERT INTO idempotency_keys (endpoint, task_id, client_id, idem_key, request_hash,
-            response_status, response_body, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        sql,
         params![
             endpoint,
             ctx.task_id,
@@ -86,31 +114,6 @@ pub(super) fn remember(
             ctx.key,
             ctx.request_hash,
             status,
-            body,
-            ts
-        ],
-    )?;
-    Ok(())
-}
-
-/// §7.1's variant of [`remember`]: a concurrent duplicate that stored its answer first
-/// keeps it (`ON CONFLICT DO NOTHING`).
-pub(super) fn remember_spec_resolution(
-    tx: &Transaction<'_>,
-    ctx: &SubmitCtx<'_>,
-    body: &[u8],
-    ts: &str,
-) -> Result<(), StoreError> {
-    tx.execute(
-        "INSERT INTO idempotency_keys (endpoint, task_id, client_id, idem_key, request_hash,
-            response_status, response_body, created_at)
-         VALUES ('spec_resolution', ?1, ?2, ?3, ?4, 200, ?5, ?6)
-         ON CONFLICT DO NOTHING",
-        params![
-            ctx.task_id,
-            ctx.client_id,
-            ctx.key,
-            ctx.request_hash,
             body,
             ts
         ],

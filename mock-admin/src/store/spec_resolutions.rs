@@ -6,7 +6,7 @@
 use super::claim_history::require_claimed;
 use super::clients::touch_client;
 use super::clock::now;
-use super::idempotency::{remember_spec_resolution, replay, Answer, SubmitCtx};
+use super::idempotency::{remember_unless_stored, replay, Answer, SubmitCtx};
 use super::tasks::require_task;
 use crate::db::immediate;
 use crate::error::{ApiError, StoreError};
@@ -219,7 +219,7 @@ pub fn spec_decide(
             (d.body.to_vec(), Outcome::Fresh)
         }
     };
-    remember_spec_resolution(&tx, ctx, &body, d.resolved_at)?;
+    remember_unless_stored(&tx, "spec_resolution", ctx, 200, &body, d.resolved_at)?;
     tx.commit()?;
     Ok(Answer {
         status: 200,

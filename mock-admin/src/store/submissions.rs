@@ -81,41 +81,43 @@ fn settle(
     Ok(status)
 }
 
-/// Where a submission stands after the checks every one starts with.
-enum Opened {
-    /// First time for this key: handle it.
-    New(Box<TaskRow>),
-    /// The key's stored answer (same content).
-    Replayed(Answer),
-}
-
-/// 404 `TASK_NOT_FOUND`, 403 `TASK_NOT_CLAIMED_BY_CLIENT`, then the key: a replay
-/// refreshes `last_seen_at` and answers the stored bytes; other content is a 409.
-fn open(tx: &Transaction<'_>, endpoint: &str, ctx: &SubmitCtx<'_>) -> Result<Opened, StoreError> {
-    let task = require_task(tx, ctx.task_id)?;
-    require_claimed(tx, ctx.task_id, ctx.client_id)?;
-    match replay(tx, endpoint, ctx)? {
-        Some(a) => {
-            touch_client(tx, ctx.client_id, &now())?;
-            Ok(Opened::Replayed(a))
-        }
-        None => Ok(Opened::New(Box::new(task))),
-    }
-}
-
-/// Stores the answer for the key, commits, and returns it.
-fn accept(
-    tx: Transaction<'_>,
+/// The transaction both submissions share: 404 `TASK_NOT_FOUND`, 403
+/// `TASK_NOT_CLAIMED_BY_CLIENT`, then the key — a replay refreshes `last_seen_at` and
+/// answers the stored bytes, other content is a 409 — then `handle` (the
+/// endpoint's own checks and writes, returning the answer), `last_seen_at`, and the
+/// answer stored for the key, all committed together.
+fn submit(
+    conn: &mut Connection,
     endpoint: &str,
     ctx: &SubmitCtx<'_>,
-    answer: &AcceptedResponse,
-    ts: &str,
+    handle: impl FnOnce(&Transaction<'_>, &TaskRow) -> Result<AcceptedResponse, StoreError>,
 ) -> Result<Answer, StoreError> {
+    let tx = immediate(conn)?;
+    let task = require_task(&tx, ctx.task_id)?;
+    require_claimed(&tx, ctx.task_id, ctx.client_id)?;
+    if let Some(a) = replay(&tx, endpoint, ctx)? {
+        touch_client(&tx, ctx.client_id, &now())?;
+        tx.commit()?;
+        return Ok(a);
+    }
+    let answer = handle(&tx, &task)?;
+    let ts = &answer.accepted_at;
     touch_client(&tx, ctx.client_id, ts)?;
-    let body = serde_json::to_vec(answer)?;
+    let body = serde_json::to_vec(&answer)?;
     remember(&tx, endpoint, ctx, 200, &body, ts)?;
     tx.commit()?;
     Ok(Answer::fresh(body))
+}
+
+/// What both submissions answer (the failure adds `task_status`).
+fn accepted(result_id: String, task_status: Option<String>, ts: String) -> AcceptedResponse {
+    AcceptedResponse {
+        accepted: true,
+        result_id: Some(result_id),
+        task_status,
+        accepted_at: ts,
+        extra: Map::new(),
+    }
 }
 
 /// `POST /tasks/{id}/result` (§6, §6.1, data model §4.3).
@@ -124,62 +126,49 @@ pub fn submit_result(
     ctx: &SubmitCtx<'_>,
     req: &ResultRequest,
 ) -> Result<Answer, StoreError> {
-    let tx = immediate(conn)?;
-    let task = match open(&tx, "result", ctx)? {
-        Opened::New(task) => *task,
-        Opened::Replayed(a) => {
-            tx.commit()?;
-            return Ok(a);
-        }
-    };
-    let type_ok = matches!(
-        (req.result_type, task.task_type),
-        (ResultType::Collect, TaskType::Collect) | (ResultType::Purchase, TaskType::Purchase)
-    );
-    if !type_ok {
-        return Err(ApiError::new(
-            AdminErrorCode::TaskTypeMismatch,
-            format!(
-                "result_type does not match the task type {}",
-                task.task_type.as_str()
-            ),
-        )
-        .with_detail("field", "result_type")
-        .into());
-    }
-    let ts = now();
-    if let Some(data) = req
-        .pdd_data
-        .as_ref()
-        .filter(|_| task.task_type == TaskType::Collect)
-    {
-        // Data model §4.3 (1): a different goods means a redirect or the wrong page;
-        // refuse the whole submission (the transaction is dropped, i.e. rolled back).
-        if task.pdd_goods_id.as_deref() != Some(data.goods_id.as_str()) {
+    submit(conn, "result", ctx, |tx, task| {
+        let type_ok = matches!(
+            (req.result_type, task.task_type),
+            (ResultType::Collect, TaskType::Collect) | (ResultType::Purchase, TaskType::Purchase)
+        );
+        if !type_ok {
             return Err(ApiError::new(
-                AdminErrorCode::CollectGoodsMismatch,
-                "pdd_data.goods_id is not the goods this task collects",
+                AdminErrorCode::TaskTypeMismatch,
+                format!(
+                    "result_type does not match the task type {}",
+                    task.task_type.as_str()
+                ),
             )
-            .with_detail("field", "pdd_data.goods_id")
-            .with_detail("expected", task.pdd_goods_id.clone().unwrap_or_default())
+            .with_detail("field", "result_type")
             .into());
         }
-        let skus_json = save_collected(&tx, &task.pdd_goods_url, data, &ts)?;
-        tx.execute(
-            "UPDATE tasks SET result_data = ?2 WHERE task_id = ?1",
-            params![ctx.task_id, skus_json],
-        )?;
-    }
-    let result_id = record_result(&tx, "result", ctx, &ts)?;
-    settle(&tx, &task, ctx.client_id, Settle::Result, &ts)?;
-    let answer = AcceptedResponse {
-        accepted: true,
-        result_id: Some(result_id),
-        task_status: None,
-        accepted_at: ts.clone(),
-        extra: Map::new(),
-    };
-    accept(tx, "result", ctx, &answer, &ts)
+        let ts = now();
+        if let Some(data) = req
+            .pdd_data
+            .as_ref()
+            .filter(|_| task.task_type == TaskType::Collect)
+        {
+            // Data model §4.3 (1): a different goods means a redirect or the wrong page;
+            // refuse the whole submission (the transaction is dropped, i.e. rolled back).
+            if task.pdd_goods_id.as_deref() != Some(data.goods_id.as_str()) {
+                return Err(ApiError::new(
+                    AdminErrorCode::CollectGoodsMismatch,
+                    "pdd_data.goods_id is not the goods this task collects",
+                )
+                .with_detail("field", "pdd_data.goods_id")
+                .with_detail("expected", task.pdd_goods_id.clone().unwrap_or_default())
+                .into());
+            }
+            let skus_json = save_collected(tx, &task.pdd_goods_url, data, &ts)?;
+            tx.execute(
+                "UPDATE tasks SET result_data = ?2 WHERE task_id = ?1",
+                params![ctx.task_id, skus_json],
+            )?;
+        }
+        let result_id = record_result(tx, "result", ctx, &ts)?;
+        settle(tx, task, ctx.client_id, Settle::Result, &ts)?;
+        Ok(accepted(result_id, None, ts))
+    })
 }
 
 /// `POST /tasks/{id}/failure` (§7); the answer carries the task's status afterwards.
@@ -188,28 +177,15 @@ pub fn submit_failure(
     ctx: &SubmitCtx<'_>,
     req: &FailureRequest,
 ) -> Result<Answer, StoreError> {
-    let tx = immediate(conn)?;
-    let task = match open(&tx, "failure", ctx)? {
-        Opened::New(task) => *task,
-        Opened::Replayed(a) => {
-            tx.commit()?;
-            return Ok(a);
+    submit(conn, "failure", ctx, |tx, task| {
+        let ts = now();
+        let result_id = record_result(tx, "failure", ctx, &ts)?;
+        let status = settle(tx, task, ctx.client_id, Settle::Failure(req), &ts)?;
+        if task.task_type == TaskType::Collect && status == "failed" {
+            if let Some(goods) = &task.pdd_goods_id {
+                mark_collect_failed(tx, goods, &req.error.message, &ts)?;
+            }
         }
-    };
-    let ts = now();
-    let result_id = record_result(&tx, "failure", ctx, &ts)?;
-    let status = settle(&tx, &task, ctx.client_id, Settle::Failure(req), &ts)?;
-    if task.task_type == TaskType::Collect && status == "failed" {
-        if let Some(goods) = &task.pdd_goods_id {
-            mark_collect_failed(&tx, goods, &req.error.message, &ts)?;
-        }
-    }
-    let answer = AcceptedResponse {
-        accepted: true,
-        result_id: Some(result_id),
-        task_status: Some(status),
-        accepted_at: ts.clone(),
-        extra: Map::new(),
-    };
-    accept(tx, "failure", ctx, &answer, &ts)
+        Ok(accepted(result_id, Some(status), ts))
+    })
 }
