@@ -16,8 +16,8 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 use cmautobuy_contract::time::format_utc_millis;
 use cmautobuy_contract::validate;
-use cmautobuy_contract::{AdminErrorCode, SpecOutcome, SpecSource};
-use serde_json::json;
+use cmautobuy_contract::{AdminErrorCode, SpecOutcome, SpecResolutionResponse, SpecSource};
+use serde_json::Map;
 
 /// §7.1: one-shot purchase spec resolution.
 #[utoipa::path(
@@ -53,7 +53,7 @@ pub(crate) async fn spec_resolution(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let task_id = path_id(path)?;
-    let client = client_id(&headers)?;
+    let client_id = client_id(&headers)?;
     let key = idempotency_key(&headers)?;
     let bytes = body_bytes(&headers, body)?;
     if bytes.len() > validate::SPEC_RESOLUTION_MAX_BODY_BYTES {
@@ -69,7 +69,7 @@ pub(crate) async fn spec_resolution(
     let v = parse_object(&bytes)?;
     let req = validate::spec_resolution_value(&v)?;
     validate::spec_resolution_hashes(&task_id, &key, &req)?;
-    let hash = store::canonical_hash(&v);
+    let request_hash = store::canonical_hash(&v);
     let unavailable = Some(AdminErrorCode::SpecResolutionUnavailable);
 
     let over = s.spec_override(&task_id, &req.pdd_goods_id);
@@ -86,26 +86,19 @@ pub(crate) async fn spec_resolution(
     }
 
     // Transaction 1: checks + the observation.
-    let (t1, c1, k1, h1, r1) = (
-        task_id.clone(),
-        client.clone(),
-        key.clone(),
-        hash.clone(),
-        req.clone(),
-    );
+    let ctx = SubmitCtx {
+        task_id,
+        client_id,
+        key,
+        request_hash,
+        // §7.1 stores the request's known fields only, never the body as given.
+        raw_body: String::new(),
+    };
+    let (ctx1, req1) = (ctx.clone(), req.clone());
     let observed =
-        s.db.call(move |c| {
-            let ctx = SubmitCtx {
-                task_id: &t1,
-                client_id: &c1,
-                key: &k1,
-                request_hash: &h1,
-                raw_body: "",
-            };
-            store::spec_observe(c, &ctx, &r1)
-        })
-        .await
-        .map_err(|e| ApiError::from_store(e, unavailable.clone()))?;
+        s.db.call(move |c| store::spec_observe(c, &ctx1, &req1))
+            .await
+            .map_err(|e| ApiError::from_store(e, unavailable.clone()))?;
     let (resolution_id, reusable) = match observed {
         Observed::Replay(a) => return Ok(answer(a)),
         Observed::Resolve {
@@ -133,52 +126,43 @@ pub(crate) async fn spec_resolution(
         .candidate
         .and_then(|i| req.candidates.get(i))
         .cloned();
-    let resolved_at = format_utc_millis(chrono::Utc::now());
+    // The resolver never answers `Unknown`; were it to, the record says `rule`.
     let source = decision.source.map(|s| match s {
-        SpecSource::Rule => "rule",
-        SpecSource::Ai => "ai",
-        SpecSource::Reused => "reused",
-        SpecSource::Unknown => "rule",
+        SpecSource::Unknown => SpecSource::Rule,
+        known => known,
     });
     let outcome = if decision.outcome == SpecOutcome::Matched && matched.is_none() {
         SpecOutcome::Failed
     } else {
         decision.outcome
     };
-    let reason: String = decision.reason.chars().take(500).collect();
-    let body = serde_json::to_vec(&json!({
-        "schema_version": 1,
-        "resolution_id": resolution_id,
-        "outcome": outcome.as_str(),
-        "source": source,
-        "candidate_snapshot_hash": req.candidate_snapshot_hash,
-        "match": matched,
-        "confidence_bps": decision.confidence_bps,
-        "reason": reason,
-        "resolved_at": resolved_at,
-    }))
-    .map_err(|e| ApiError::from_store(e.into(), unavailable.clone()))?;
+    let response = SpecResolutionResponse {
+        schema_version: 1,
+        resolution_id,
+        outcome,
+        source,
+        candidate_snapshot_hash: req.candidate_snapshot_hash.clone(),
+        matched,
+        confidence_bps: decision.confidence_bps,
+        reason: Some(decision.reason.chars().take(500).collect()),
+        resolved_at: format_utc_millis(chrono::Utc::now()),
+        extra: Map::new(),
+    };
+    let body = serde_json::to_vec(&response)
+        .map_err(|e| ApiError::from_store(e.into(), unavailable.clone()))?;
 
     // Transaction 2: the decision + its replayable answer + the idempotency row.
-    let match_id = matched.map(|m| m.candidate_id);
-    let confidence = decision.confidence_bps;
     let a =
         s.db.call(move |c| {
-            let ctx = SubmitCtx {
-                task_id: &task_id,
-                client_id: &client,
-                key: &key,
-                request_hash: &hash,
-                raw_body: "",
-            };
+            let r = &response;
             let d = StoredDecision {
-                resolution_id: &resolution_id,
-                outcome: outcome.as_str(),
-                source,
-                match_candidate_id: match_id.as_deref(),
-                confidence_bps: confidence,
-                reason: &reason,
-                resolved_at: &resolved_at,
+                resolution_id: &r.resolution_id,
+                outcome: r.outcome.as_str(),
+                source: r.source.map(source_name),
+                match_candidate_id: r.matched.as_ref().map(|m| m.candidate_id.as_str()),
+                confidence_bps: r.confidence_bps,
+                reason: r.reason.as_deref().unwrap_or_default(),
+                resolved_at: &r.resolved_at,
                 body: &body,
             };
             store::spec_decide(c, &ctx, &d)
@@ -186,4 +170,13 @@ pub(crate) async fn spec_resolution(
         .await
         .map_err(|e| ApiError::from_store(e, unavailable))?;
     Ok(answer(a))
+}
+
+/// A decision's source as the `spec_resolutions.source` column stores it.
+fn source_name(s: SpecSource) -> &'static str {
+    match s {
+        SpecSource::Rule | SpecSource::Unknown => "rule",
+        SpecSource::Ai => "ai",
+        SpecSource::Reused => "reused",
+    }
 }

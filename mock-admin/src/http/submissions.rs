@@ -112,31 +112,25 @@ async fn submit_report<R, E>(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
     check: fn(&Value) -> Result<R, E>,
-    submit: fn(&mut rusqlite::Connection, &SubmitCtx<'_>, &R) -> Result<Answer, StoreError>,
+    submit: fn(&mut rusqlite::Connection, &SubmitCtx, &R) -> Result<Answer, StoreError>,
 ) -> Result<Response, ApiError>
 where
     R: Send + 'static,
     ApiError: From<E>,
 {
     let task_id = path_id(path)?;
-    let client = client_id(&headers)?;
+    let client_id = client_id(&headers)?;
     let key = idempotency_key(&headers)?;
     let bytes = body_bytes(&headers, body)?;
     let v = parse_object(&bytes)?;
     let req = check(&v)?;
-    let hash = store::canonical_hash(&v);
-    let raw = String::from_utf8_lossy(&bytes).into_owned();
-    let a =
-        s.db.call(move |c| {
-            let ctx = SubmitCtx {
-                task_id: &task_id,
-                client_id: &client,
-                key: &key,
-                request_hash: &hash,
-                raw_body: &raw,
-            };
-            submit(c, &ctx, &req)
-        })
-        .await?;
+    let ctx = SubmitCtx {
+        task_id,
+        client_id,
+        key,
+        request_hash: store::canonical_hash(&v),
+        raw_body: String::from_utf8_lossy(&bytes).into_owned(),
+    };
+    let a = s.db.call(move |c| submit(c, &ctx, &req)).await?;
     Ok(answer(a))
 }

@@ -25,14 +25,18 @@ impl Answer {
     }
 }
 
-/// What a submission needs besides its body.
-pub struct SubmitCtx<'a> {
-    pub task_id: &'a str,
-    pub client_id: &'a str,
-    pub key: &'a str,
-    pub request_hash: &'a str,
-    /// The body as received (stored for the audit trail).
-    pub raw_body: &'a str,
+/// What a keyed submission needs besides its parsed body.
+#[derive(Debug, Clone)]
+pub struct SubmitCtx {
+    pub task_id: String,
+    pub client_id: String,
+    /// The `Idempotency-Key`.
+    pub key: String,
+    /// [`super::canonical_hash`] of the body: what a reused key is compared by.
+    pub request_hash: String,
+    /// The body as received, stored for the audit trail (results and failures; §7.1
+    /// stores only the request's known fields and leaves this empty).
+    pub raw_body: String,
 }
 
 /// Looks up a stored answer for the key: same content → the stored bytes (`Replayed`);
@@ -40,7 +44,7 @@ pub struct SubmitCtx<'a> {
 pub(super) fn replay(
     tx: &Transaction<'_>,
     endpoint: &str,
-    ctx: &SubmitCtx<'_>,
+    ctx: &SubmitCtx,
 ) -> Result<Option<Answer>, StoreError> {
     let stored: Option<(String, u16, Vec<u8>)> = tx
         .query_row(
@@ -61,7 +65,7 @@ pub(super) fn replay(
             AdminErrorCode::IdempotencyConflict,
             "this Idempotency-Key was used with different content",
         )
-        .with_detail("idempotency_key", ctx.key)
+        .with_detail("idempotency_key", ctx.key.as_str())
         .into()),
     }
 }
@@ -74,7 +78,7 @@ const INSERT_ANSWER: &str = "INSERT INTO idempotency_keys (endpoint, task_id, cl
 pub(super) fn remember(
     tx: &Transaction<'_>,
     endpoint: &str,
-    ctx: &SubmitCtx<'_>,
+    ctx: &SubmitCtx,
     status: u16,
     body: &[u8],
     ts: &str,
@@ -87,7 +91,7 @@ pub(super) fn remember(
 pub(super) fn remember_unless_stored(
     tx: &Transaction<'_>,
     endpoint: &str,
-    ctx: &SubmitCtx<'_>,
+    ctx: &SubmitCtx,
     status: u16,
     body: &[u8],
     ts: &str,
@@ -100,7 +104,7 @@ fn insert_answer(
     tx: &Transaction<'_>,
     sql: &str,
     endpoint: &str,
-    ctx: &SubmitCtx<'_>,
+    ctx: &SubmitCtx,
     status: u16,
     body: &[u8],
     ts: &str,

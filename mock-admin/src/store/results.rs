@@ -21,7 +21,7 @@ pub struct ResultRow {
 pub(super) fn record_result(
     tx: &Transaction<'_>,
     kind: &str,
-    ctx: &SubmitCtx<'_>,
+    ctx: &SubmitCtx,
     ts: &str,
 ) -> Result<String, StoreError> {
     let prefix = if kind == "result" { "res" } else { "fail" };

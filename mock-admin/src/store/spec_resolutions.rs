@@ -37,17 +37,17 @@ pub struct Reusable {
 /// persisted. Returns quickly; the resolver runs after it, outside any transaction.
 pub fn spec_observe(
     conn: &mut Connection,
-    ctx: &SubmitCtx<'_>,
+    ctx: &SubmitCtx,
     req: &SpecResolutionRequest,
 ) -> Result<Observed, StoreError> {
     let tx = immediate(conn)?;
     if let Some(a) = replay(&tx, "spec_resolution", ctx)? {
-        touch_client(&tx, ctx.client_id, &now())?;
+        touch_client(&tx, &ctx.client_id, &now())?;
         tx.commit()?;
         return Ok(Observed::Replay(a));
     }
-    let task = require_task(&tx, ctx.task_id)?;
-    let claimed = require_claimed(&tx, ctx.task_id, ctx.client_id)?;
+    let task = require_task(&tx, &ctx.task_id)?;
+    let claimed = require_claimed(&tx, &ctx.task_id, &ctx.client_id)?;
     if task.task_type != TaskType::Purchase {
         return Err(ApiError::new(
             AdminErrorCode::TaskNotPurchase,
@@ -87,7 +87,7 @@ pub fn spec_observe(
                 AdminErrorCode::IdempotencyConflict,
                 "this spec-resolution identity was submitted with different content",
             )
-            .with_detail("idempotency_key", ctx.key)
+            .with_detail("idempotency_key", ctx.key.as_str())
             .into())
         }
         Some((_, _, Some(body))) => Observed::Replay(Answer {
@@ -96,7 +96,7 @@ pub fn spec_observe(
             outcome: Outcome::Replayed,
         }),
         Some((resolution_id, _, None)) => Observed::Resolve {
-            reusable: reusable(&tx, ctx.task_id, req)?,
+            reusable: reusable(&tx, &ctx.task_id, req)?,
             resolution_id,
         },
         None => {
@@ -126,12 +126,12 @@ pub fn spec_observe(
                 ],
             )?;
             Observed::Resolve {
-                reusable: reusable(&tx, ctx.task_id, req)?,
+                reusable: reusable(&tx, &ctx.task_id, req)?,
                 resolution_id,
             }
         }
     };
-    touch_client(&tx, ctx.client_id, &ts)?;
+    touch_client(&tx, &ctx.client_id, &ts)?;
     tx.commit()?;
     Ok(observed)
 }
@@ -186,7 +186,7 @@ pub struct StoredDecision<'a> {
 /// together. When a concurrent duplicate decided first, its answer wins and is returned.
 pub fn spec_decide(
     conn: &mut Connection,
-    ctx: &SubmitCtx<'_>,
+    ctx: &SubmitCtx,
     d: &StoredDecision<'_>,
 ) -> Result<Answer, StoreError> {
     let tx = immediate(conn)?;

@@ -89,20 +89,20 @@ fn settle(
 fn submit(
     conn: &mut Connection,
     endpoint: &str,
-    ctx: &SubmitCtx<'_>,
+    ctx: &SubmitCtx,
     handle: impl FnOnce(&Transaction<'_>, &TaskRow) -> Result<AcceptedResponse, StoreError>,
 ) -> Result<Answer, StoreError> {
     let tx = immediate(conn)?;
-    let task = require_task(&tx, ctx.task_id)?;
-    require_claimed(&tx, ctx.task_id, ctx.client_id)?;
+    let task = require_task(&tx, &ctx.task_id)?;
+    require_claimed(&tx, &ctx.task_id, &ctx.client_id)?;
     if let Some(a) = replay(&tx, endpoint, ctx)? {
-        touch_client(&tx, ctx.client_id, &now())?;
+        touch_client(&tx, &ctx.client_id, &now())?;
         tx.commit()?;
         return Ok(a);
     }
     let answer = handle(&tx, &task)?;
     let ts = &answer.accepted_at;
-    touch_client(&tx, ctx.client_id, ts)?;
+    touch_client(&tx, &ctx.client_id, ts)?;
     let body = serde_json::to_vec(&answer)?;
     remember(&tx, endpoint, ctx, 200, &body, ts)?;
     tx.commit()?;
@@ -123,7 +123,7 @@ fn accepted(result_id: String, task_status: Option<String>, ts: String) -> Accep
 /// `POST /tasks/{id}/result` (§6, §6.1, data model §4.3).
 pub fn submit_result(
     conn: &mut Connection,
-    ctx: &SubmitCtx<'_>,
+    ctx: &SubmitCtx,
     req: &ResultRequest,
 ) -> Result<Answer, StoreError> {
     submit(conn, "result", ctx, |tx, task| {
@@ -166,7 +166,7 @@ pub fn submit_result(
             )?;
         }
         let result_id = record_result(tx, "result", ctx, &ts)?;
-        settle(tx, task, ctx.client_id, Settle::Result, &ts)?;
+        settle(tx, task, &ctx.client_id, Settle::Result, &ts)?;
         Ok(accepted(result_id, None, ts))
     })
 }
@@ -174,13 +174,13 @@ pub fn submit_result(
 /// `POST /tasks/{id}/failure` (§7); the answer carries the task's status afterwards.
 pub fn submit_failure(
     conn: &mut Connection,
-    ctx: &SubmitCtx<'_>,
+    ctx: &SubmitCtx,
     req: &FailureRequest,
 ) -> Result<Answer, StoreError> {
     submit(conn, "failure", ctx, |tx, task| {
         let ts = now();
         let result_id = record_result(tx, "failure", ctx, &ts)?;
-        let status = settle(tx, task, ctx.client_id, Settle::Failure(req), &ts)?;
+        let status = settle(tx, task, &ctx.client_id, Settle::Failure(req), &ts)?;
         if task.task_type == TaskType::Collect && status == "failed" {
             if let Some(goods) = &task.pdd_goods_id {
                 mark_collect_failed(tx, goods, &req.error.message, &ts)?;
