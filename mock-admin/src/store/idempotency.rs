@@ -70,11 +70,15 @@ pub(super) fn replay(
     }
 }
 
-const INSERT_ANSWER: &str = "INSERT INTO idempotency_keys (endpoint, task_id, client_id, \
-     idem_key, request_hash, response_status, response_body, created_at)
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
+/// What [`remember`] does when the key already has a stored answer.
+pub(super) enum OnConflict {
+    /// Fail (results and failures: their transaction checked the key first).
+    Error,
+    /// Keep the first (§7.1's second transaction: a concurrent duplicate decided first).
+    KeepFirst,
+}
 
-/// Stores the first answer for the key (in the transaction that made it).
+/// Stores the answer for the key, in the transaction that made it.
 pub(super) fn remember(
     tx: &Transaction<'_>,
     endpoint: &str,
@@ -82,35 +86,17 @@ pub(super) fn remember(
     status: u16,
     body: &[u8],
     ts: &str,
+    on_conflict: OnConflict,
 ) -> Result<(), StoreError> {
-    insert_answer(tx, INSERT_ANSWER, endpoint, ctx, status, body, ts)
-}
-
-/// §7.1's variant of [`remember`]: a concurrent duplicate that stored its answer first
-/// keeps it (`ON CONFLICT DO NOTHING`).
-pub(super) fn remember_unless_stored(
-    tx: &Transaction<'_>,
-    endpoint: &str,
-    ctx: &SubmitCtx,
-    status: u16,
-    body: &[u8],
-    ts: &str,
-) -> Result<(), StoreError> {
-    let sql = format!("{INSERT_ANSWER} ON CONFLICT DO NOTHING");
-    insert_answer(tx, &sql, endpoint, ctx, status, body, ts)
-}
-
-fn insert_answer(
-    tx: &Transaction<'_>,
-    sql: &str,
-    endpoint: &str,
-    ctx: &SubmitCtx,
-    status: u16,
-    body: &[u8],
-    ts: &str,
-) -> Result<(), StoreError> {
+    let insert = "INSERT INTO idempotency_keys (endpoint, task_id, client_id, idem_key,
+            request_hash, response_status, response_body, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
+    let sql = match on_conflict {
+        OnConflict::Error => insert.to_string(),
+        OnConflict::KeepFirst => format!("{insert} ON CONFLICT DO NOTHING"),
+    };
     tx.execute(
-        sql,
+        &sql,
         params![
             endpoint,
             ctx.task_id,

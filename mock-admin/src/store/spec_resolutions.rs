@@ -6,7 +6,7 @@
 use super::claim_history::require_claimed;
 use super::clients::touch_client;
 use super::clock::now;
-use super::idempotency::{remember_unless_stored, replay, Answer, SubmitCtx};
+use super::idempotency::{remember, replay, Answer, OnConflict, SubmitCtx};
 use super::tasks::require_task;
 use crate::db::immediate;
 use crate::error::{ApiError, StoreError};
@@ -219,7 +219,15 @@ pub fn spec_decide(
             (d.body.to_vec(), Outcome::Fresh)
         }
     };
-    remember_unless_stored(&tx, "spec_resolution", ctx, 200, &body, d.resolved_at)?;
+    remember(
+        &tx,
+        "spec_resolution",
+        ctx,
+        200,
+        &body,
+        d.resolved_at,
+        OnConflict::KeepFirst,
+    )?;
     tx.commit()?;
     Ok(Answer {
         status: 200,

@@ -14,7 +14,7 @@
 use super::claim_history::require_claimed;
 use super::clients::touch_client;
 use super::clock::now;
-use super::idempotency::{remember, replay, Answer, SubmitCtx};
+use super::idempotency::{remember, replay, Answer, OnConflict, SubmitCtx};
 use super::products::{mark_collect_failed, save_collected};
 use super::results::record_result;
 use super::tasks::{require_task, TaskRow};
@@ -104,7 +104,7 @@ fn submit(
     let ts = &answer.accepted_at;
     touch_client(&tx, &ctx.client_id, ts)?;
     let body = serde_json::to_vec(&answer)?;
-    remember(&tx, endpoint, ctx, 200, &body, ts)?;
+    remember(&tx, endpoint, ctx, 200, &body, ts, OnConflict::Error)?;
     tx.commit()?;
     Ok(Answer::fresh(body))
 }
