@@ -1,15 +1,16 @@
 //! §5 `POST /api/v1/client/tasks/claim`: at most one task, or 204.
 
 use super::extract::{client_id, json_body};
+use super::respond::answer;
 use crate::error::{ApiError, StoreError};
 use crate::journal::{Outcome, OutcomeMark};
 use crate::openapi as doc;
 use crate::state::AppState;
-use crate::store;
+use crate::store::{self, Answer};
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use cmautobuy_contract::validate;
 use cmautobuy_contract::{ClaimResponse, ClientProfile};
@@ -46,19 +47,16 @@ pub(crate) async fn claim(
     let claimed =
         s.db.call(move |c| store::claim(c, &client, &profile))
             .await?;
-    let mut resp = match claimed {
+    match claimed {
         Some(task) => {
             let body = serde_json::to_vec(&ClaimResponse { task })
                 .map_err(|e| ApiError::from(StoreError::from(e)))?;
-            (
-                StatusCode::OK,
-                [(header::CONTENT_TYPE, "application/json")],
-                body,
-            )
-                .into_response()
+            Ok(answer(Answer::fresh(body)))
         }
-        None => StatusCode::NO_CONTENT.into_response(),
-    };
-    resp.extensions_mut().insert(OutcomeMark(Outcome::Fresh));
-    Ok(resp)
+        None => {
+            let mut resp = StatusCode::NO_CONTENT.into_response();
+            resp.extensions_mut().insert(OutcomeMark(Outcome::Fresh));
+            Ok(resp)
+        }
+    }
 }
