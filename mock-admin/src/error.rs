@@ -50,7 +50,7 @@ impl From<ApiError> for StoreError {
 }
 
 /// A rejection in the §3 envelope. The request id is filled in by the envelope layer
-/// (`http::envelope_guard`), which knows the request's `X-Request-Id`.
+/// (`http/envelope.rs`), which knows the request's `X-Request-Id`.
 #[derive(Debug, Clone)]
 pub struct ApiError {
     pub code: AdminErrorCode,

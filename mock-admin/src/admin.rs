@@ -1,0 +1,47 @@
+//! [`MockAdmin`]: open the database, build the router, serve, hand out the operator.
+
+use crate::config::MockAdminConfig;
+use crate::operator::Operator;
+use crate::state::Inner;
+use crate::{db, http, server};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The mock Admin. Cheap to clone: every clone shares the same database and state.
+#[derive(Clone)]
+pub struct MockAdmin {
+    inner: Arc<Inner>,
+}
+
+impl MockAdmin {
+    /// Opens the database, runs the migrations and the schema self-check (refusing to
+    /// start on a missing table), and starts the database thread.
+    pub fn open(cfg: MockAdminConfig) -> anyhow::Result<MockAdmin> {
+        let db = db::Db::start(&cfg.db_path, Duration::from_millis(cfg.busy_timeout_ms))
+            .map_err(|e| anyhow::anyhow!("cannot open the mock Admin database: {e}"))?;
+        Ok(MockAdmin {
+            inner: Arc::new(Inner::new(db, cfg)),
+        })
+    }
+
+    /// The full HTTP surface: client API, operator API and `/openapi.json`. Usable
+    /// in-process with `tower::ServiceExt::oneshot`.
+    pub fn router(&self) -> axum::Router {
+        http::build(self.inner.clone())
+    }
+
+    /// Serves on a bound listener until `shutdown` completes (see [`server`]).
+    pub async fn serve(
+        self,
+        listener: tokio::net::TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> anyhow::Result<()> {
+        server::serve(self.router(), listener, shutdown).await
+    }
+
+    /// Typed in-process operator access.
+    pub fn operator(&self) -> Operator {
+        Operator::new(self.inner.clone())
+    }
+}
