@@ -398,8 +398,11 @@ class Flow(Base):
         self.assertEqual(
             found,
             {
+                # The allow-list is empty: flows name no device type at all.
+                ("client/src/flow/a.rs", 1): ["crate::device"],
                 ("client/src/flow/a.rs", 3): ["crate::store"],
                 ("client/src/flow/a.rs", 4): ["crate::device"],
+                ("client/src/flow/a.rs", 6): ["crate::device"],
                 ("client/src/flow/sub/mod.rs", 1): ["crate::store"],
                 ("client/src/flow/sub/mod.rs", 2): ["tokio"],
             },
