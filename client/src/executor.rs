@@ -54,7 +54,7 @@ pub trait Executor: Send + Sync + 'static {
     fn readiness(&self) -> Readiness;
     fn execute(&self, job: Job) -> impl Future<Output = Outcome> + Send;
 
-    /// A purchase run a crash left with an irreversible mark and no outcome (issue 7):
+    /// A purchase run a crash left with an irreversible mark and no outcome:
     /// reconcile it on the phone — never submit again — and answer its outcome (success
     /// or `manual_review`). `None`: this executor cannot look at a phone; the runner then
     /// reports `manual_review INTERRUPTED_AFTER_SUBMIT` itself.

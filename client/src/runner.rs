@@ -238,7 +238,7 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
         Ok(())
     }
 
-    /// Reports a purchase run a crash cut short (issue 7). With an irreversible mark the
+    /// Reports a purchase run a crash cut short. With an irreversible mark the
     /// executor reconciles it (never a second submit) and anything unproven is
     /// `manual_review`; without a mark nothing was submitted, so the attempt is reported
     /// `retry_wait INTERRUPTED_BEFORE_SUBMIT` and the Admin may dispatch the task again.

@@ -174,11 +174,11 @@ string_enum! {
         OrderTimeOutOfWindow = "ORDER_TIME_OUT_OF_WINDOW",
         OrderNotUnpaid = "ORDER_NOT_UNPAID",
         InterruptedAfterSubmit = "INTERRUPTED_AFTER_SUBMIT",
-        // A purchase run cut short by a crash before its irreversible mark (issue 7):
+        // A purchase run cut short by a crash before its irreversible mark:
         // nothing was submitted, the Admin may dispatch the task again.
         InterruptedBeforeSubmit = "INTERRUPTED_BEFORE_SUBMIT",
         // The store refused a second irreversible mark for the same task: an earlier
-        // attempt may already have ordered (issue 7, never submit twice).
+        // attempt may already have ordered (never submit twice).
         OrderAlreadySubmitted = "ORDER_ALREADY_SUBMITTED",
         InvalidTaskPayload = "INVALID_TASK_PAYLOAD",
         UnsupportedTask = "UNSUPPORTED_TASK",

@@ -138,7 +138,7 @@ pub struct Observed {
 pub enum FlowOutcome {
     /// A collect result (`pdd_data`).
     Collected(Box<PddData>),
-    /// A purchase result (dry run or live), issue 7.
+    /// A purchase result (dry run or live).
     Purchased(Box<PurchaseResult>),
     Failed(FlowFailure),
 }

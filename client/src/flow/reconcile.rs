@@ -1,4 +1,4 @@
-//! Order reconciliation (issue 7): after the 提交订单 tap — or, after a crash, for a run
+//! Order reconciliation: after the 提交订单 tap — or, after a crash, for a run
 //! that carries an irreversible mark — leave the payment screen without paying and find
 //! the order the tap created. It never taps 提交订单 and never a pay button; it only
 //! reads.

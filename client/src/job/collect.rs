@@ -65,7 +65,7 @@ pub fn run_job<S: DeviceSource + ?Sized>(
             FlowFailure::failed(
                 FailureCode::UnsupportedTask,
                 FlowStep::OpenGoods,
-                "this client build runs collect tasks only (purchase arrives with issue 7)",
+                "this client runs collect tasks only: its purchase backend is not configured",
             ),
             &arts,
         );
@@ -106,7 +106,7 @@ pub fn run_job<S: DeviceSource + ?Sized>(
             )
         }
     };
-    // Defence in depth (issue 7): collect never taps a pay button or 提交订单.
+    // Defence in depth: collect never taps a pay button or 提交订单.
     let device = GuardedDevice::new(device, false);
     let t0 = source.device_time_ms();
     let drive_report = drive(

@@ -23,7 +23,7 @@ pub struct FlowExecutor<S: DeviceSource> {
     cfg: FlowExecutorConfig,
     reports: Arc<Mutex<Vec<TaskReport>>>,
     hook: Option<ReportHook>,
-    /// Purchases (issue 7): store and Admin behind the purchase flow's effects; `None`
+    /// Purchases: store and Admin behind the purchase flow's effects; `None`
     /// = this executor runs collect tasks only.
     purchase: Option<Arc<dyn PurchaseBackend>>,
 }
@@ -39,7 +39,7 @@ impl<S: DeviceSource> FlowExecutor<S> {
         }
     }
 
-    /// Runs purchase tasks too (dry run; live when the backend allows it), issue 7.
+    /// Runs purchase tasks too (dry run; live when the backend allows it).
     pub fn with_purchase(mut self, backend: Arc<dyn PurchaseBackend>) -> Self {
         self.purchase = Some(backend);
         self
@@ -58,7 +58,7 @@ impl<S: DeviceSource> FlowExecutor<S> {
 
 impl<S: DeviceSource> Executor for FlowExecutor<S> {
     fn readiness(&self) -> Readiness {
-        // Collect needs a device; purchases need the purchase flow (issue 7).
+        // Collect needs a device; purchases need the purchase backend.
         Readiness {
             device_ready: self.source.configured(),
             purchase_adapter_ready: self.purchase.is_some(),
@@ -88,7 +88,7 @@ impl<S: DeviceSource> Executor for FlowExecutor<S> {
                     FlowStep::OpenGoods,
                     "internal error while running the flow",
                 );
-                // After an irreversible mark nothing unproven may be retried (issue 7).
+                // After an irreversible mark nothing unproven may be retried.
                 let marked = self.purchase.as_ref().is_some_and(|b| {
                     b.store()
                         .run(fallback.run.id)

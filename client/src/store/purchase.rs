@@ -1,4 +1,4 @@
-//! The store's purchase side (issue 7): the guarded irreversible mark with its
+//! The store's purchase side: the guarded irreversible mark with its
 //! confirmation snapshot, and the runs a crash left without an outcome.
 //!
 //! **Invariant (never submit twice):** [`Store::mark_irreversible_once`] is the only way

@@ -101,7 +101,7 @@ pub(crate) const MIGRATIONS: &[&[&str]] = &[
             acked_at       TEXT
         )",
     ],
-    // 2 (issue 7): what a purchase confirmed right before its irreversible mark (goods,
+    // 2: what a purchase confirmed right before its irreversible mark (goods,
     // ordered options, quantity, total, title), committed in the mark's own transaction
     // so crash recovery can reconcile the order without the page it was read from.
     &["ALTER TABLE task_runs ADD COLUMN purchase_snapshot TEXT"],
