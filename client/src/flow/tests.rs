@@ -10,9 +10,9 @@ use super::collect::{CollectFlow, CollectLimits, CollectTask};
 use super::driver::{
     drive, DeviceFailure, DriveLimits, DriveReport, FlowDevice, NoEffects, VirtualClock,
 };
-use super::sim::SimFlowDevice;
 use super::FlowOutcome;
 use crate::artifacts::AttemptArtifacts;
+use crate::rehearse::sim_device::SimFlowDevice;
 use crate::screen::Point;
 
 fn catalog() -> Catalog {

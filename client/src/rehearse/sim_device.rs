@@ -5,8 +5,8 @@
 
 use cmautobuy_sim_phone::Device;
 
-use super::driver::{DeviceFailure, FlowDevice};
 use crate::device::quote::command_line;
+use crate::flow::driver::{DeviceFailure, FlowDevice};
 use crate::screen::Point;
 
 /// The simulated phone, driven by command lines.
