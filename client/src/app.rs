@@ -176,3 +176,89 @@ impl Client {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The wiring end to end against the bundled mock Admin, in-process: a claimed task's
+    //! outcome reaches the Admin before the client reports itself idle; the stop signal
+    //! ends a client that would otherwise claim forever.
+
+    use super::*;
+    use crate::gateway::{GatewaySettings, MockAdminGateway};
+    use crate::secret::Secret;
+    use crate::store::SettingsPatch;
+    use cmautobuy_mock_admin::{MockAdmin, MockAdminConfig};
+    use serde_json::{json, Value};
+
+    fn setup(dir: &std::path::Path) -> (MockAdmin, Store, Arc<MockAdminGateway>, ClientConfig) {
+        let mock = MockAdmin::open(MockAdminConfig::in_memory()).unwrap();
+        let store = Store::open(&Store::path_in(dir)).unwrap();
+        registration::save_locally(
+            &store,
+            &SettingsPatch {
+                name: Some("app-test".into()),
+                admin_url: Some("http://in-process".into()),
+                token: Some(Secret::new("t".to_string())),
+                device: None,
+            },
+        )
+        .unwrap();
+        let s = store.settings().unwrap();
+        let gw = Arc::new(MockAdminGateway::new(
+            mock.router(),
+            GatewaySettings::new(s.client_id.clone(), s.token.clone()),
+        ));
+        let config = ClientConfig {
+            poll_interval: Duration::from_millis(50),
+            exit_when_idle: true,
+            allow_live: false,
+            artifacts_root: dir.join("artifacts"),
+            retention: Retention::default(),
+            on_report: None,
+        };
+        (mock, store, gw, config)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_claimed_task_is_delivered_before_the_client_is_idle() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mock, store, gw, config) = setup(dir.path());
+        let op = mock.operator();
+        let created = op
+            .create_task(
+                json!({"type": "collect", "payload": {"goods_id": "602938475610",
+                "goods_url": "https://mobile.yangkeduo.com/goods.html?goods_id=602938475610"}}),
+            )
+            .await
+            .unwrap();
+        let id = created.pointer("/task/id").and_then(Value::as_str).unwrap();
+        let client = Client::start(config, store, Phone::Stub, gw, std::future::pending()).unwrap();
+        let exit = tokio::time::timeout(Duration::from_secs(30), client.wait())
+            .await
+            .expect("idle within 30 s")
+            .unwrap();
+        assert_eq!(exit, RunExit::Idle);
+        let task = op.get_task(id).await.unwrap();
+        let results = task.get("results").and_then(Value::as_array).unwrap();
+        assert_eq!(results.len(), 1, "{task}");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_stop_signal_ends_the_client() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_mock, store, gw, mut config) = setup(dir.path());
+        config.exit_when_idle = false;
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let stop = async move {
+            let _ = rx.await;
+        };
+        let client = Client::start(config, store, Phone::None, gw, stop).unwrap();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        tx.send(()).unwrap();
+        let exit = tokio::time::timeout(Duration::from_secs(10), client.wait())
+            .await
+            .expect("stopped within 10 s")
+            .unwrap();
+        assert_eq!(exit, RunExit::Shutdown);
+    }
+}

@@ -35,7 +35,7 @@ use crate::clock::Clock;
 use crate::executor::{Job, Outcome};
 use crate::gateway::AdminGateway;
 use crate::retry::RetryPolicy;
-#[cfg(test)]
+#[cfg(all(test, feature = "rehearse"))]
 use crate::screen::Tree;
 use crate::spec::{self, Resolver, SpecError};
 use crate::store::{MarkOutcome, Run, Store};
