@@ -1,6 +1,8 @@
 //! The cmautobuy client: the executor side of the Client–Admin contract.
 //!
-//! Code map (issue 4 — the client core):
+//! Code map:
+//! - [`app`] — the one wiring of a running client ([`app::Client::start`]): registration,
+//!   outbox relay, claim loop and executor; `run` and `rehearse` both start it.
 //! - [`store`] — the durable SQLite store (settings, tasks, runs, outbox, artifacts, spec
 //!   resolutions, operator alerts). All SQL lives there.
 //! - [`gateway`] — the [`gateway::AdminGateway`] trait (contract §9) with the HTTP and the
@@ -14,8 +16,16 @@
 //! - [`config`] — layered configuration (defaults → TOML → `CMAUTOBUY_*` → flags).
 //! - [`clock`], [`secret`] — injected time; the token wrapper that never prints.
 //!
-//! Screens and money parsing (issue 5+) live in `screen` and `money`; the phone itself
-//! (the [`device::Device`] trait, ADB with deadlines, `doctor`) in `device`.
+//! Screens and money parsing live in [`screen`] and [`money`]; the phone itself (the
+//! one [`device::Device`] trait, ADB with deadlines, `doctor`) in [`device`]; the pure
+//! collect, purchase and reconcile machines in [`flow`] (no I/O: they read screens and
+//! answer with actions); the shell that runs them against the phone, the store and the
+//! Admin in [`job`] (driver, device guard, collect and purchase jobs, the executor).
+//! `ARCHITECTURE.md` at the repository root draws the zones and their invariants.
+//!
+//! `rehearse` (the whole system in one process: the bundled mock Admin and the simulated
+//! phone) exists only with the `rehearse` feature, on by default; without it the library
+//! depends on neither `cmautobuy-mock-admin` nor `cmautobuy-sim-phone`.
 //!
 //! **Architecture invariants:** only `store` runs SQL; only `gateway` builds or parses
 //! wire JSON bodies of the Admin's answers; the token exists only inside a
@@ -26,6 +36,7 @@ pub mod device;
 pub mod money;
 pub mod screen;
 
+pub mod app;
 pub mod artifacts;
 pub mod clock;
 pub mod config;
@@ -36,6 +47,7 @@ pub mod gateway;
 pub mod job;
 pub mod outbox;
 pub mod registration;
+#[cfg(feature = "rehearse")]
 pub mod rehearse;
 pub mod retry;
 pub mod runner;

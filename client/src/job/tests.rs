@@ -1,4 +1,4 @@
-//! Flow tests on the simulated phone in-process ([`crate::flow::sim::SimFlowDevice`]): every
+//! Flow tests on the simulated phone in-process ([`super::sim_device::SimFlowDevice`]): every
 //! catalog goods collected and compared with the catalog (the truth), the failure
 //! pages, popups and dump faults on the way, and the action traces.
 

@@ -1,0 +1,265 @@
+//! The one wiring of a running client: [`Client::start`] puts registration, the outbox
+//! relay, the claim loop ([`Runner`]) and the executor together and stops them in order.
+//!
+//! `cmautobuy-client run` and `cmautobuy-client rehearse` both start the client through
+//! here; what differs between them is data ([`ClientConfig`], the [`Phone`], the gateway,
+//! the stop signal), never a second copy of this code — a rehearsal must run exactly what
+//! production runs.
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::artifacts::Retention;
+use crate::clock::TokioClock;
+use crate::executor::{Executor, NoDeviceExecutor, StubExecutor};
+use crate::gateway::AdminGateway;
+use crate::job::adb::AdbSource;
+use crate::job::attempt::{FlowExecutorConfig, ReportHook};
+use crate::job::exec::FlowExecutor;
+use crate::job::purchase::Backend;
+use crate::outbox::Relay;
+use crate::registration;
+use crate::runner::{client_profile, RunConfig, RunError, RunExit, Runner};
+use crate::store::{Store, StoreError};
+
+/// What the client executes tasks on.
+pub enum Phone {
+    /// No phone: the client claims, and every task waits (`retry_wait DEVICE_OFFLINE`).
+    None,
+    /// The phone-less stub executor (`run --stub-executor`, tests).
+    Stub,
+    /// A phone (or the simulated one) over ADB: the flow executor, collect and purchase.
+    Adb(AdbSource),
+}
+
+/// How the client runs, apart from its store, phone, Admin and stop signal.
+#[derive(Clone)]
+pub struct ClientConfig {
+    /// Between claims when there is no work (±20 % jitter).
+    pub poll_interval: Duration,
+    /// Return [`RunExit::Idle`] after a 204 once the outbox is empty (and
+    /// [`RunExit::Blocked`] when claiming is stopped by an operator alert).
+    pub exit_when_idle: bool,
+    /// Live purchase tasks run live (real, unpaid orders); otherwise purchases are dry runs.
+    pub allow_live: bool,
+    /// Where the flow executor writes each attempt's evidence.
+    pub artifacts_root: PathBuf,
+    pub retention: Retention,
+    /// Called with every task the flow executor finished (progress lines, summaries).
+    pub on_report: Option<ReportHook>,
+}
+
+/// A running client: [`Client::wait`] for it to end, [`Client::stop`] to end it.
+pub struct Client {
+    stop: watch::Sender<bool>,
+    task: JoinHandle<Result<RunExit, RunError>>,
+}
+
+impl Client {
+    /// Starts the client on the current tokio runtime: registration in the background
+    /// (its failure never stops the client, §4.1), the outbox relay, and the claim loop
+    /// handing tasks to the executor `phone` calls for. When `stop` completes (e.g. on
+    /// Ctrl-C), claiming stops; the relay stops after the claim loop.
+    pub fn start<G: AdminGateway>(
+        config: ClientConfig,
+        store: Store,
+        phone: Phone,
+        gateway: Arc<G>,
+        stop: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<Client, StoreError> {
+        match phone {
+            Phone::None => Self::start_with(NoDeviceExecutor, config, store, gateway, stop),
+            Phone::Stub => Self::start_with(StubExecutor, config, store, gateway, stop),
+            Phone::Adb(source) => {
+                // Purchases (issue 7): the flow's effects need the store and the Admin.
+                let backend = Backend::new(
+                    store.clone(),
+                    gateway.clone(),
+                    TokioClock::new(),
+                    tokio::runtime::Handle::current(),
+                    config.allow_live,
+                );
+                let mut exec_cfg = FlowExecutorConfig::new(config.artifacts_root.clone());
+                exec_cfg.retention = config.retention;
+                let mut exec = FlowExecutor::new(source, exec_cfg).with_purchase(Arc::new(backend));
+                if let Some(hook) = &config.on_report {
+                    exec = exec.with_hook(hook.clone());
+                }
+                Self::start_with(exec, config, store, gateway, stop)
+            }
+        }
+    }
+
+    fn start_with<G: AdminGateway, E: Executor>(
+        executor: E,
+        config: ClientConfig,
+        store: Store,
+        gateway: Arc<G>,
+        stop: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<Client, StoreError> {
+        let executor = Arc::new(executor);
+        let clock = TokioClock::new();
+        let settings = store.settings()?;
+        tracing::info!(client_id = %settings.client_id, admin = ?settings.admin_url, device = ?settings.device, "starting");
+        let profile = client_profile(&settings, executor.readiness());
+        let reg = registration::spawn(store.clone(), gateway.clone(), clock.clone(), profile);
+        let relay = Relay::new(
+            store.clone(),
+            gateway.clone(),
+            clock.clone(),
+            Default::default(),
+        );
+        let runner = Runner::new(
+            store,
+            gateway,
+            executor,
+            clock,
+            RunConfig {
+                poll_interval: config.poll_interval,
+                exit_when_idle: config.exit_when_idle,
+                policy: Default::default(),
+            },
+            relay.waker(),
+        );
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let relay_task = {
+            let rx = stop_rx.clone();
+            tokio::spawn(async move { relay.run(rx).await })
+        };
+        let on_stop = tokio::spawn({
+            let stop_tx = stop_tx.clone();
+            async move {
+                stop.await;
+                tracing::info!("stopping");
+                let _ = stop_tx.send(true);
+            }
+        });
+        let task = tokio::spawn({
+            let stop_tx = stop_tx.clone();
+            async move {
+                let exit = runner.run(stop_rx).await;
+                let _ = stop_tx.send(true);
+                on_stop.abort();
+                match relay_task.await {
+                    Ok(Err(e)) => tracing::error!(error = %e, "outbox relay stopped"),
+                    Err(e) => tracing::error!(error = %e, "outbox relay panicked"),
+                    Ok(Ok(())) => {}
+                }
+                // Give a still-running registration a moment to record its outcome.
+                let _ = tokio::time::timeout(Duration::from_secs(2), reg).await;
+                exit
+            }
+        });
+        Ok(Client {
+            stop: stop_tx,
+            task,
+        })
+    }
+
+    /// Asks the client to stop claiming (as the `stop` signal does).
+    pub fn stop(&self) {
+        let _ = self.stop.send(true);
+    }
+
+    /// Waits until the client has stopped: why the claim loop returned, after the relay
+    /// stopped and registration had its moment. A panic inside is resumed here.
+    pub async fn wait(self) -> Result<RunExit, RunError> {
+        match self.task.await {
+            Ok(exit) => exit,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            // Cancelled: the runtime is shutting down.
+            Err(_) => Ok(RunExit::Shutdown),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The wiring end to end against the bundled mock Admin, in-process: a claimed task's
+    //! outcome reaches the Admin before the client reports itself idle; the stop signal
+    //! ends a client that would otherwise claim forever.
+
+    use super::*;
+    use crate::gateway::{GatewaySettings, MockAdminGateway};
+    use crate::secret::Secret;
+    use crate::store::SettingsPatch;
+    use cmautobuy_mock_admin::{MockAdmin, MockAdminConfig};
+    use serde_json::{json, Value};
+
+    fn setup(dir: &std::path::Path) -> (MockAdmin, Store, Arc<MockAdminGateway>, ClientConfig) {
+        let mock = MockAdmin::open(MockAdminConfig::in_memory()).unwrap();
+        let store = Store::open(&Store::path_in(dir)).unwrap();
+        registration::save_locally(
+            &store,
+            &SettingsPatch {
+                name: Some("app-test".into()),
+                admin_url: Some("http://in-process".into()),
+                token: Some(Secret::new("t".to_string())),
+                device: None,
+            },
+        )
+        .unwrap();
+        let s = store.settings().unwrap();
+        let gw = Arc::new(MockAdminGateway::new(
+            mock.router(),
+            GatewaySettings::new(s.client_id.clone(), s.token.clone()),
+        ));
+        let config = ClientConfig {
+            poll_interval: Duration::from_millis(50),
+            exit_when_idle: true,
+            allow_live: false,
+            artifacts_root: dir.join("artifacts"),
+            retention: Retention::default(),
+            on_report: None,
+        };
+        (mock, store, gw, config)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_claimed_task_is_delivered_before_the_client_is_idle() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mock, store, gw, config) = setup(dir.path());
+        let op = mock.operator();
+        let created = op
+            .create_task(
+                json!({"type": "collect", "payload": {"goods_id": "602938475610",
+                "goods_url": "https://mobile.yangkeduo.com/goods.html?goods_id=602938475610"}}),
+            )
+            .await
+            .unwrap();
+        let id = created.pointer("/task/id").and_then(Value::as_str).unwrap();
+        let client = Client::start(config, store, Phone::Stub, gw, std::future::pending()).unwrap();
+        let exit = tokio::time::timeout(Duration::from_secs(30), client.wait())
+            .await
+            .expect("idle within 30 s")
+            .unwrap();
+        assert_eq!(exit, RunExit::Idle);
+        let task = op.get_task(id).await.unwrap();
+        let results = task.get("results").and_then(Value::as_array).unwrap();
+        assert_eq!(results.len(), 1, "{task}");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_stop_signal_ends_the_client() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_mock, store, gw, mut config) = setup(dir.path());
+        config.exit_when_idle = false;
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let stop = async move {
+            let _ = rx.await;
+        };
+        let client = Client::start(config, store, Phone::None, gw, stop).unwrap();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        tx.send(()).unwrap();
+        let exit = tokio::time::timeout(Duration::from_secs(10), client.wait())
+            .await
+            .expect("stopped within 10 s")
+            .unwrap();
+        assert_eq!(exit, RunExit::Shutdown);
+    }
+}

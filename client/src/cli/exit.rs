@@ -1,0 +1,106 @@
+//! The one exit-code mapping: every command returns `Result<(), Failure>`, and
+//! [`exit_code`] prints the failure and turns it into the process's exit code.
+//!
+//! | code | meaning |
+//! |---|---|
+//! | 0 | success (`inspect`: the dump was classified, `unknown` included; `doctor`: ready; `rehearse`: every task ended as expected) |
+//! | 1 | unexpected error (`inspect`: the file cannot be read; `rehearse`: a task did not end as expected, or the rehearsal failed) |
+//! | 2 | usage or configuration error (`inspect`: the dump is unusable; `rehearse` in a build without the `rehearse` feature) |
+//! | 3 | the local store cannot be opened (e.g. the schema self-check failed) or fails |
+//! | 4 | the Admin could not be reached or refused (`register`) |
+//! | 5 | `run --exit-when-idle` stopped because claiming is blocked by an operator alert |
+//! | 6 | `doctor`: the device is not ready |
+
+use std::process::ExitCode;
+
+use cmautobuy_client::config::ConfigError;
+use cmautobuy_client::store::StoreError;
+
+/// Why a command failed: decides the exit code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Code {
+    /// 1
+    Unexpected = 1,
+    /// 2
+    Usage = 2,
+    /// 3
+    Store = 3,
+    /// 4
+    Admin = 4,
+    /// 5
+    Blocked = 5,
+    /// 6
+    NotReady = 6,
+}
+
+/// A command's failure: its [`Code`] and what to print (nothing when the command's own
+/// output already said it).
+pub struct Failure {
+    code: Code,
+    /// Printed as `cmautobuy-client <command>: …` instead of `cmautobuy-client: …`.
+    command: Option<&'static str>,
+    error: Option<anyhow::Error>,
+}
+
+impl Failure {
+    pub fn new(code: Code, error: impl Into<anyhow::Error>) -> Self {
+        Failure {
+            code,
+            command: None,
+            error: Some(error.into()),
+        }
+    }
+
+    /// A usage or configuration error (2).
+    pub fn usage(error: impl Into<anyhow::Error>) -> Self {
+        Failure::new(Code::Usage, error)
+    }
+
+    /// A failure the command's output has already explained.
+    pub fn silent(code: Code) -> Self {
+        Failure {
+            code,
+            command: None,
+            error: None,
+        }
+    }
+
+    /// Names the command in the printed message.
+    pub fn in_command(mut self, command: &'static str) -> Self {
+        self.command = Some(command);
+        self
+    }
+}
+
+impl From<ConfigError> for Failure {
+    fn from(e: ConfigError) -> Self {
+        Failure::usage(e)
+    }
+}
+
+impl From<StoreError> for Failure {
+    fn from(e: StoreError) -> Self {
+        Failure::new(Code::Store, e)
+    }
+}
+
+impl From<anyhow::Error> for Failure {
+    fn from(e: anyhow::Error) -> Self {
+        Failure::new(Code::Unexpected, e)
+    }
+}
+
+/// The exit code of a command's outcome; a failure's message goes to stderr first.
+pub fn exit_code(outcome: Result<(), Failure>) -> ExitCode {
+    let f = match outcome {
+        Ok(()) => return ExitCode::SUCCESS,
+        Err(f) => f,
+    };
+    if let Some(e) = &f.error {
+        match f.command {
+            Some(c) => eprintln!("cmautobuy-client {c}: {e:#}"),
+            None => eprintln!("cmautobuy-client: {e:#}"),
+        }
+    }
+    ExitCode::from(f.code as u8)
+}

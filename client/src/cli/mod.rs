@@ -1,0 +1,76 @@
+//! The command line: the clap definitions of `cmautobuy-client` (global options,
+//! subcommands, the connection flags `run` and `register` share) and the dispatch to
+//! the one file per command. Every command returns `Result<(), Failure>`; `main` maps
+//! it to the exit code through [`exit::exit_code`], the one mapping.
+
+pub mod exit;
+
+mod ack;
+mod args;
+mod device;
+mod doctor;
+mod inspect;
+mod outbox;
+mod register;
+mod rehearse;
+mod run;
+mod setup;
+mod spec_resolution_key;
+mod status;
+
+use clap::{Parser, Subcommand};
+
+use args::Globals;
+use exit::Failure;
+
+#[derive(Parser)]
+#[command(name = "cmautobuy-client", version, about = "The cmautobuy executor")]
+pub struct Cli {
+    #[command(flatten)]
+    globals: Globals,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Claim and execute tasks, deliver results (until Ctrl-C).
+    Run(run::RunArgs),
+    /// The whole system on this machine: the bundled mock Admin and the simulated phone
+    /// in-process, a demo batch of tasks, the real client until the batch is done.
+    /// Exit 0 only if every task ended as the batch expects.
+    Rehearse(rehearse::RehearseArgs),
+    /// Save the name/device locally, then register with the Admin (§4.1).
+    Register(register::RegisterArgs),
+    /// Show identity, registration, alerts, tasks and the outbox.
+    Status(status::StatusArgs),
+    /// Inspect or requeue the outbox.
+    Outbox(outbox::OutboxArgs),
+    /// Acknowledge operator alerts (resumes claiming). Without an id: all of them.
+    Ack(ack::AckArgs),
+    /// Compute the §7.1 snapshot hash and idempotency key of a spec resolution.
+    SpecResolutionKey(spec_resolution_key::SpecResolutionKeyArgs),
+    /// Classify a UI dump (uiautomator XML) and print what was read from it.
+    Inspect(inspect::InspectArgs),
+    /// Check the phone: state, authorization, model, screen size, PDD installed,
+    /// foreground activity. Exit 0 when ready, 6 when not.
+    Doctor(doctor::DoctorArgs),
+}
+
+impl Cli {
+    /// Runs the command.
+    pub fn run(self) -> Result<(), Failure> {
+        let g = &self.globals;
+        match self.command {
+            Command::Run(a) => run::run(g, a),
+            Command::Rehearse(a) => rehearse::run(g, a),
+            Command::Register(a) => register::run(g, a),
+            Command::Status(a) => status::run(g, a),
+            Command::Outbox(a) => outbox::run(g, a),
+            Command::Ack(a) => ack::run(g, a),
+            Command::SpecResolutionKey(a) => spec_resolution_key::run(a),
+            Command::Inspect(a) => inspect::run(a),
+            Command::Doctor(a) => doctor::run(g, a),
+        }
+    }
+}

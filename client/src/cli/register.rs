@@ -1,0 +1,56 @@
+//! `cmautobuy-client register`: saves the name, Admin, token and device locally first,
+//! then registers with the Admin (`PUT /registration`, §4.1); a remote failure keeps the
+//! local save and exits 4.
+
+use std::sync::Arc;
+
+use clap::Args;
+
+use cmautobuy_client::clock::TokioClock;
+use cmautobuy_client::executor::{Executor, NoDeviceExecutor};
+use cmautobuy_client::registration;
+use cmautobuy_client::runner::client_profile;
+
+use super::args::{Conn, Globals};
+use super::exit::{Code, Failure};
+use super::setup;
+
+#[derive(Args)]
+pub struct RegisterArgs {
+    #[command(flatten)]
+    conn: Conn,
+}
+
+pub fn run(g: &Globals, a: RegisterArgs) -> Result<(), Failure> {
+    let cfg = setup::load(g.overrides(Some(&a.conn), None))?;
+    let store = setup::open_and_save(&cfg)?;
+    let settings = store.settings()?;
+    println!(
+        "saved locally: client id {}, name {}",
+        settings.client_id,
+        settings.name.as_deref().unwrap_or("(none)")
+    );
+    let gw = Arc::new(setup::gateway(&cfg, &store)?);
+    let rt = setup::runtime()?;
+    let status = rt.block_on(async {
+        let profile = client_profile(&settings, NoDeviceExecutor.readiness());
+        registration::spawn(store.clone(), gw, TokioClock::new(), profile).await
+    });
+    match status {
+        Ok(s) if s.state == "ok" => {
+            println!("registered with the Admin at {}", s.at);
+            Ok(())
+        }
+        Ok(s) => Err(Failure::new(
+            Code::Admin,
+            anyhow::anyhow!(
+                "registration failed (local settings kept): {}",
+                s.error.unwrap_or_default()
+            ),
+        )),
+        Err(e) => Err(Failure::new(
+            Code::Unexpected,
+            anyhow::anyhow!("registration task failed: {e}"),
+        )),
+    }
+}

@@ -1,0 +1,114 @@
+//! `cmautobuy-client rehearse`: the whole system on this machine (the library's
+//! [`cmautobuy_client::rehearse`], built with the `rehearse` feature, on by default).
+//! Exit 0 when every task ended as expected, 1 when not (or on error), 2 on bad
+//! arguments — and 2 in a build without the `rehearse` feature, which keeps the command
+//! so that the command line is the same in every build.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::args::Globals;
+use super::exit::Failure;
+
+#[derive(Args)]
+#[cfg_attr(not(feature = "rehearse"), allow(dead_code))]
+pub struct RehearseArgs {
+    /// A real phone (adb serial or `tcp:HOST:PORT`) instead of the simulated one;
+    /// purchases then run as dry runs only.
+    #[arg(long, value_name = "SERIAL")]
+    device: Option<String>,
+    /// An Admin to use instead of the bundled mock (tasks are seeded and read
+    /// through its operator API).
+    #[arg(long, value_name = "URL")]
+    admin: Option<String>,
+    /// Token for `--admin`.
+    #[arg(long, value_name = "TOKEN")]
+    token: Option<String>,
+    /// A batch of your own: a JSON array of {"id"?, "type", "execution_mode"?,
+    /// "payload", "expect": "succeeded" | "<status>:<CODE>"}.
+    #[arg(long, value_name = "FILE")]
+    tasks: Option<PathBuf>,
+    /// Latency of the simulated phone: `zero` or `realistic` (sleeps like a phone).
+    #[arg(long, value_name = "PROFILE", default_value = "zero")]
+    profile: String,
+    /// Reach the simulated phone through this adb server (`adb connect` first)
+    /// instead of directly over TCP.
+    #[arg(long, value_name = "HOST:PORT")]
+    adb_server: Option<String>,
+    /// Give up after this many seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 600)]
+    timeout: u64,
+    /// Print the summary as one JSON object.
+    #[arg(long)]
+    json: bool,
+    /// Leave the purchase demo tasks (dry runs) out of the demo batch.
+    #[arg(long)]
+    no_purchases: bool,
+    /// Run the purchase demo live: real unpaid orders on the simulated phone (refused
+    /// with --device), issue 7.
+    #[arg(long)]
+    live: bool,
+    /// Add the failure paths to the demo batch: goods that redirect, need a login,
+    /// show a risk page or are delisted, and purchases refused for the price limit,
+    /// a missing address or a sold-out option — each must end with its code.
+    #[arg(long)]
+    failure_paths: bool,
+}
+
+#[cfg(feature = "rehearse")]
+pub fn run(g: &Globals, a: RehearseArgs) -> Result<(), Failure> {
+    use super::exit::Code;
+    use cmautobuy_client::rehearse::{self, RehearseOptions, SimRoute};
+
+    super::setup::init_tracing("warn");
+    let in_rehearse = |f: Failure| f.in_command("rehearse");
+    let profile = a
+        .profile
+        .parse()
+        .map_err(|e| in_rehearse(Failure::usage(anyhow::anyhow!("--profile: {e}"))))?;
+    let sim_route = match &a.adb_server {
+        None => SimRoute::Direct,
+        Some(s) => SimRoute::AdbServer(s.parse::<std::net::SocketAddrV4>().map_err(|e| {
+            in_rehearse(Failure::usage(anyhow::anyhow!("--adb-server {s:?}: {e}")))
+        })?),
+    };
+    let opts = RehearseOptions {
+        device: a.device,
+        sim_route,
+        admin: a.admin,
+        token: a.token,
+        tasks: a.tasks,
+        profile,
+        data_dir: g.data_dir.clone(),
+        timeout: std::time::Duration::from_secs(a.timeout.max(1)),
+        json: a.json,
+        purchases: !a.no_purchases,
+        live: a.live,
+        failure_paths: a.failure_paths,
+        ..RehearseOptions::default()
+    };
+    let summary =
+        rehearse::rehearse(opts).map_err(|e| in_rehearse(Failure::new(Code::Unexpected, e)))?;
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&summary).unwrap_or_default()
+        );
+    } else {
+        rehearse::print_summary(&summary);
+    }
+    if summary.ok {
+        Ok(())
+    } else {
+        Err(Failure::silent(Code::Unexpected))
+    }
+}
+
+#[cfg(not(feature = "rehearse"))]
+pub fn run(_: &Globals, _: RehearseArgs) -> Result<(), Failure> {
+    Err(Failure::usage(anyhow::anyhow!(
+        "this build has no rehearse feature (build cmautobuy-client with its default features)"
+    ))
+    .in_command("rehearse"))
+}

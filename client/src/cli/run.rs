@@ -1,0 +1,109 @@
+//! `cmautobuy-client run`: claim and execute tasks and deliver their outcomes until
+//! Ctrl-C / SIGTERM (or, with `--exit-when-idle`, until nothing is left to do). The
+//! client is started through the library's one wiring, [`Client::start`]; this file only
+//! resolves what it runs with: configuration, store, Admin and phone.
+
+use std::sync::Arc;
+
+use clap::Args;
+
+use cmautobuy_client::app::{Client, ClientConfig, Phone};
+use cmautobuy_client::config::Config;
+use cmautobuy_client::job::adb::AdbSource;
+use cmautobuy_client::runner::RunExit;
+
+use super::args::{Conn, Globals};
+use super::exit::{Code, Failure};
+use super::{device, setup};
+
+#[derive(Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    conn: Conn,
+    /// Exit 0 after a 204 once nothing is left to deliver in the outbox.
+    #[arg(long)]
+    exit_when_idle: bool,
+    /// Seconds between claims when there is no work (±20 % jitter).
+    #[arg(long, value_name = "SECS")]
+    poll_interval: Option<f64>,
+    /// Run tasks with the phone-less stub executor (tests and rehearsals).
+    #[arg(long, hide = true)]
+    stub_executor: bool,
+    /// Declare `live` and run live purchase tasks live on the configured device —
+    /// real, unpaid orders (issue 7). Off by default: purchases run as dry runs.
+    /// The config key `allow_live = true` does the same for unattended machines.
+    #[arg(long)]
+    allow_live: bool,
+}
+
+pub fn run(g: &Globals, a: RunArgs) -> Result<(), Failure> {
+    let cfg = setup::load(g.overrides(Some(&a.conn), a.poll_interval))?;
+    let allow_live = a.allow_live || cfg.allow_live;
+    let phone = if a.stub_executor {
+        Phone::Stub
+    } else {
+        phone(&cfg, allow_live)?
+    };
+    let store = setup::open_and_save(&cfg)?;
+    let gw = Arc::new(setup::gateway(&cfg, &store)?);
+    let rt = setup::runtime()?;
+    let config = ClientConfig {
+        poll_interval: cfg.poll_interval,
+        exit_when_idle: a.exit_when_idle,
+        allow_live,
+        artifacts_root: cfg.data_dir.join("artifacts"),
+        retention: cfg.retention,
+        on_report: None,
+    };
+    let exit = rt
+        .block_on(async {
+            let client = Client::start(config, store, phone, gw, wait_for_signal())?;
+            client.wait().await
+        })
+        .map_err(|e| Failure::new(Code::Store, e))?;
+    match exit {
+        RunExit::Shutdown | RunExit::Idle => Ok(()),
+        RunExit::Blocked(reason) => Err(Failure::new(
+            Code::Blocked,
+            anyhow::anyhow!("claiming is stopped until the operator acts: {reason} (see `cmautobuy-client status`, then `cmautobuy-client ack`)"),
+        )),
+    }
+}
+
+/// The configured (or saved) phone: collect and purchase tasks run on it through the
+/// flow executor; without one every task waits (`retry_wait DEVICE_OFFLINE`).
+fn phone(cfg: &Config, allow_live: bool) -> Result<Phone, Failure> {
+    let saved = setup::open_store(cfg)?.settings()?.device;
+    let Some(target) = device::resolve(cfg, None, || saved, None, None)? else {
+        tracing::warn!("no device configured (--device SERIAL or tcp:HOST:PORT): tasks will wait");
+        return Ok(Phone::None);
+    };
+    let serial = target.serial;
+    let source = AdbSource::open(target.addr, target.options)
+        .map_err(|e| Failure::usage(anyhow::anyhow!("device {serial}: {e}")))?;
+    if allow_live {
+        tracing::warn!(
+            device = %serial,
+            "live purchases enabled: live tasks place real orders on this phone (never paid)"
+        );
+    } else {
+        tracing::info!("purchases run as dry runs (live needs --allow-live or allow_live = true)");
+    }
+    Ok(Phone::Adb(source))
+}
+
+/// Ctrl-C, or SIGTERM on Unix.
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}

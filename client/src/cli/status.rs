@@ -1,0 +1,128 @@
+//! `cmautobuy-client status`: identity, registration outcome, operator alerts, task and
+//! outbox counts, tasks in flight and undelivered outbox items (`--json`: one object).
+
+use clap::Args;
+
+use super::args::Globals;
+use super::exit::Failure;
+use super::setup;
+
+#[derive(Args)]
+pub struct StatusArgs {
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(g: &Globals, a: StatusArgs) -> Result<(), Failure> {
+    let cfg = setup::load(g.overrides(None, None))?;
+    let json = a.json;
+    let store = setup::open_store(&cfg)?;
+    let s = store.settings()?;
+    let alerts = store.open_alerts()?;
+    let summary = store.summary()?;
+    let undelivered: Vec<_> = store.outbox_list(false)?;
+    if json {
+        let v = serde_json::json!({
+            "client_id": s.client_id,
+            "name": s.name,
+            "admin_url": s.admin_url,
+            "token_set": s.token.is_some(),
+            "device": s.device,
+            "registration": s.registration,
+            "alerts": alerts.iter().map(|a| serde_json::json!({
+                "id": a.id, "kind": a.kind, "task_id": a.remote_task_id,
+                "message": a.message, "raised_at": a.raised_at,
+            })).collect::<Vec<_>>(),
+            "tasks": summary.tasks.iter().map(|(k, n)| (k.as_str().to_string(), serde_json::json!(n))).collect::<serde_json::Map<_, _>>(),
+            "outbox": summary.outbox.iter().map(|(k, n)| (k.as_str().to_string(), serde_json::json!(n))).collect::<serde_json::Map<_, _>>(),
+        });
+        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        return Ok(());
+    }
+    println!("client id:    {}", s.client_id);
+    println!("name:         {}", s.name.as_deref().unwrap_or("-"));
+    println!("admin:        {}", s.admin_url.as_deref().unwrap_or("-"));
+    println!(
+        "token:        {}",
+        if s.token.is_some() { "set" } else { "not set" }
+    );
+    println!("device:       {}", s.device.as_deref().unwrap_or("-"));
+    match &s.registration {
+        Some(r) if r.state == "ok" => println!("registration: ok ({})", r.at),
+        Some(r) => println!(
+            "registration: {} ({}){}",
+            r.state,
+            r.at,
+            r.error
+                .as_deref()
+                .map(|e| format!(": {e}"))
+                .unwrap_or_default()
+        ),
+        None => println!("registration: never attempted"),
+    }
+    if alerts.is_empty() {
+        println!("alerts:       none (claiming allowed)");
+    } else {
+        println!("ALERTS — claiming is stopped until acknowledged (`cmautobuy-client ack`):");
+        for a in &alerts {
+            println!(
+                "  #{} [{}] task {}: {}",
+                a.id,
+                a.kind,
+                a.remote_task_id.as_deref().unwrap_or("-"),
+                a.message
+            );
+        }
+    }
+    let fmt = |v: Vec<(String, i64)>| {
+        if v.is_empty() {
+            "none".to_string()
+        } else {
+            v.iter()
+                .map(|(k, n)| format!("{k}={n}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        }
+    };
+    println!(
+        "tasks:        {}",
+        fmt(summary
+            .tasks
+            .iter()
+            .map(|(k, n)| (k.as_str().into(), *n))
+            .collect())
+    );
+    // Tasks in flight (claimed, running, or waiting for the Admin's acceptance).
+    for t in store.unfinished_tasks()? {
+        println!(
+            "  task {} ({}, {}) {} since {}",
+            t.remote_task_id,
+            t.task_type,
+            t.execution_mode,
+            t.state.as_str(),
+            t.claimed_at
+        );
+    }
+    println!(
+        "outbox:       {}",
+        fmt(summary
+            .outbox
+            .iter()
+            .map(|(k, n)| (k.as_str().into(), *n))
+            .collect())
+    );
+    for o in undelivered {
+        println!(
+            "  #{} {} {} task {} attempts {}{}",
+            o.id,
+            o.state.as_str(),
+            o.kind.as_str(),
+            o.remote_task_id,
+            o.attempts,
+            o.last_error
+                .map(|e| format!(" last error: {e}"))
+                .unwrap_or_default()
+        );
+    }
+    Ok(())
+}

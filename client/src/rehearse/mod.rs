@@ -1,0 +1,318 @@
+//! `cmautobuy-client rehearse`: the whole system on one machine, in one command.
+//!
+//! With no options: start the bundled mock Admin in-process (loopback HTTP, a temporary
+//! SQLite file) and the simulated phone in-process (real ADB wire protocol, reached
+//! directly over TCP so no `adb` binary is needed; the fixture catalog is compiled into
+//! the binary), seed a demo batch (one collect task per catalog goods, each with the
+//! outcome it must end with), run the real client — claim loop, flow executor over
+//! ADB, outbox relay, HTTP gateway — until the batch is done, then read every task's
+//! outcome back from the Admin and compare it with the batch's expectation.
+//!
+//! Options swap parts for real ones: `--admin URL` (tasks seeded and read through its
+//! operator API), `--device SERIAL` (a real phone; collect reads only, and purchases
+//! will be dry runs only), `--tasks FILE` (a batch of your own), `--profile realistic`
+//! (the simulated phone sleeps like a phone, for the wall-time benchmark).
+//!
+//! The client itself starts through [`crate::app::Client::start`], the same wiring as
+//! `cmautobuy-client run`; what a rehearsal changes is data: a 200 ms poll interval,
+//! exit when idle, a progress hook, live purchases only on the simulated phone.
+//!
+//! Parts: [`batch`] (what is seeded and expected), [`admin`] (the mock Admin and the
+//! operator API), [`summary`] (the result). This module exists only with the
+//! `rehearse` feature (on by default): it is what links the bundled mock Admin and the
+//! simulated phone into the client.
+
+pub mod admin;
+pub mod batch;
+pub mod summary;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context};
+
+use cmautobuy_sim_phone::{
+    DumpFault, LatencyProfile, PopupSchedule, SimConfig, SimPhone, SimPhoneHandle,
+};
+
+use crate::app::{Client, ClientConfig, Phone};
+use crate::artifacts::Retention;
+use crate::device::{adb::default_adb_server, AdbOptions, DeviceAddress};
+use crate::gateway::{GatewaySettings, HttpAdminGateway};
+use crate::job::adb::AdbSource;
+use crate::job::attempt::{ReportHook, TaskReport};
+use crate::registration;
+use crate::runner::RunExit;
+use crate::secret::Secret;
+use crate::store::{SettingsPatch, Store};
+
+pub use admin::Admin;
+pub use batch::{demo_batch, embedded_catalog, purchase_demo, BatchTask};
+pub use summary::{print_summary, Summary, TaskLine};
+
+/// How the simulated phone is reached.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SimRoute {
+    /// Directly over TCP (`tcp:127.0.0.1:PORT`): no adb binary needed.
+    Direct,
+    /// Through an adb server at this address (the serial is `127.0.0.1:PORT`).
+    AdbServer(std::net::SocketAddrV4),
+}
+
+/// What `rehearse` was asked to do.
+#[derive(Clone, Debug)]
+pub struct RehearseOptions {
+    /// A real phone (adb serial or `tcp:HOST:PORT`) instead of the simulated one.
+    pub device: Option<String>,
+    pub sim_route: SimRoute,
+    /// An Admin to use instead of the embedded mock.
+    pub admin: Option<String>,
+    pub token: Option<String>,
+    /// A batch file instead of the demo batch.
+    pub tasks: Option<PathBuf>,
+    pub profile: LatencyProfile,
+    pub seed: u64,
+    /// Where the client's store and artifacts go (default: a temporary directory,
+    /// kept when something did not end as expected).
+    pub data_dir: Option<PathBuf>,
+    /// Give up when the batch is not done by then.
+    pub timeout: Duration,
+    /// Print a line per finished task (to stderr when `json`).
+    pub json: bool,
+    /// Simulated phone only: popups on this percentage of page views.
+    pub popups_percent: u8,
+    /// Simulated phone only: the n-th dumps fail so.
+    pub dump_faults: Vec<(u64, DumpFault)>,
+    /// Add the purchase demo tasks to the demo batch (issue 7): dry runs, or with
+    /// `live` real unpaid orders on the simulated phone.
+    pub purchases: bool,
+    /// Run the purchase demo live (simulated phone only; refused with a real device).
+    pub live: bool,
+    /// Add the failure paths to the demo batch: the catalog goods that must end with a
+    /// code (redirect, login, risk page, delisted) and the purchases that must be refused
+    /// (price limit, no address, sold out). Off by default, so the default rehearsal is a
+    /// batch where every task succeeds.
+    pub failure_paths: bool,
+}
+
+impl Default for RehearseOptions {
+    fn default() -> Self {
+        RehearseOptions {
+            device: None,
+            sim_route: SimRoute::Direct,
+            admin: None,
+            token: None,
+            tasks: None,
+            profile: LatencyProfile::Zero,
+            seed: 7,
+            data_dir: None,
+            timeout: Duration::from_secs(600),
+            json: false,
+            popups_percent: 0,
+            dump_faults: Vec::new(),
+            purchases: false,
+            live: false,
+            failure_paths: false,
+        }
+    }
+}
+
+/// Runs a rehearsal and returns its summary (`ok` says whether every task ended as
+/// expected).
+pub fn rehearse(opts: RehearseOptions) -> anyhow::Result<Summary> {
+    let temp = tempfile::Builder::new()
+        .prefix("cmautobuy-rehearse-")
+        .tempdir()
+        .context("cannot create a temporary directory")?;
+    let data_dir = opts
+        .data_dir
+        .clone()
+        .unwrap_or_else(|| temp.path().to_path_buf());
+    std::fs::create_dir_all(&data_dir)
+        .with_context(|| format!("cannot create {}", data_dir.display()))?;
+    let artifacts_dir = data_dir.join("artifacts");
+    let catalog = embedded_catalog()?;
+    let run_tag = format!("rh{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
+    let batch = batch::load(
+        opts.tasks.as_deref(),
+        &catalog,
+        &run_tag,
+        opts.purchases,
+        opts.live,
+        opts.failure_paths,
+    )?;
+    if opts.live && opts.device.is_some() {
+        bail!("rehearse --live runs live purchases against the simulated phone only");
+    }
+    if batch.is_empty() {
+        bail!("the batch is empty");
+    }
+    if opts.device.is_some()
+        && batch
+            .iter()
+            .any(|t| t.execution_mode.as_deref() == Some("live"))
+    {
+        bail!("a real phone rehearses dry runs only: the batch holds live tasks");
+    }
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+
+    // The Admin: the embedded mock unless --admin.
+    let token = opts.token.clone().unwrap_or_else(|| "rehearse".into());
+    let admin = Admin::start(&rt, opts.admin.as_deref(), token, &data_dir)?;
+
+    // The phone: the simulated one unless --device.
+    let mut sim: Option<Arc<SimPhoneHandle>> = None;
+    let device_label = match &opts.device {
+        Some(d) => d.clone(),
+        None => {
+            let mut cfg = SimConfig::new(catalog.clone());
+            cfg.profile = opts.profile;
+            cfg.seed = opts.seed;
+            if opts.popups_percent > 0 {
+                cfg.popups = PopupSchedule::Seeded {
+                    percent: opts.popups_percent,
+                };
+            }
+            cfg.faults.dump_faults = opts.dump_faults.clone();
+            let phone = SimPhone::bind(SocketAddr::from(([127, 0, 0, 1], 0)), cfg)
+                .map_err(|e| anyhow!("cannot start the simulated phone: {e}"))?;
+            let label = match &opts.sim_route {
+                SimRoute::Direct => format!("tcp:{}", phone.addr()),
+                SimRoute::AdbServer(_) => phone.serial(),
+            };
+            sim = Some(Arc::new(phone));
+            label
+        }
+    };
+    let server = match &opts.sim_route {
+        SimRoute::AdbServer(s) => *s,
+        SimRoute::Direct => {
+            default_adb_server(std::env::var("ANDROID_ADB_SERVER_PORT").ok().as_deref())
+        }
+    };
+    let addr = DeviceAddress::parse(&device_label, server)
+        .map_err(|e| anyhow!("device {device_label}: {e}"))?;
+    let mut source = AdbSource::open(addr, AdbOptions::new(data_dir.join("adbkey")))
+        .map_err(|e| anyhow!("device {device_label}: {e}"))?;
+    if let Some(phone) = &sim {
+        let p = phone.clone();
+        source = source.with_device_time(Arc::new(move || p.counters().device_time_ms));
+    }
+
+    // Seed the batch.
+    let ids = admin.seed(&rt, batch, &run_tag)?;
+
+    // The client: the same wiring as `run`.
+    let store = Store::open(&Store::path_in(&data_dir))?;
+    registration::save_locally(
+        &store,
+        &SettingsPatch {
+            name: Some("rehearse".into()),
+            admin_url: Some(admin.url.clone()),
+            token: Some(Secret::new(admin.token().to_string())),
+            device: Some(device_label.clone()),
+        },
+    )?;
+    let settings = store.settings()?;
+    let gw = Arc::new(HttpAdminGateway::new(
+        &admin.url,
+        GatewaySettings::new(settings.client_id.clone(), settings.token.clone()),
+    )?);
+    let reports: Arc<Mutex<Vec<TaskReport>>> = Arc::default();
+    let config = ClientConfig {
+        poll_interval: Duration::from_millis(200),
+        exit_when_idle: true,
+        // Purchases (issue 7): live only with --live, and only ever on the simulated phone.
+        allow_live: opts.live && sim.is_some(),
+        artifacts_root: artifacts_dir.clone(),
+        retention: Retention {
+            keep_attempts: 5,
+            max_age: None,
+        },
+        on_report: Some(progress(ids.len(), opts.json, reports.clone())),
+    };
+    let exit = rt.block_on(async {
+        let client = Client::start(
+            config,
+            store,
+            Phone::Adb(source),
+            gw,
+            std::future::pending(),
+        )?;
+        anyhow::Ok(tokio::time::timeout(opts.timeout, client.wait()).await)
+    })?;
+    let exit = match exit {
+        Ok(Ok(e)) => e,
+        Ok(Err(e)) => bail!("the client stopped: {e}"),
+        Err(_) => bail!("the batch was not done within {:?}", opts.timeout),
+    };
+    if let RunExit::Blocked(reason) = &exit {
+        eprintln!("claiming stopped: {reason}");
+    }
+
+    // Read every task's outcome back from the Admin.
+    let reports: Vec<TaskReport> = reports.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let mut lines = Vec::new();
+    for (id, t) in &ids {
+        let v = admin.task(&rt, id)?;
+        let report = reports.iter().rev().find(|r| &r.task_id == id);
+        lines.push(TaskLine::new(id, t, &v, report));
+    }
+    let ok = lines.iter().all(|l| l.as_expected);
+    let simulated_device_ms = sim.as_ref().map(|p| p.counters().device_time_ms);
+    let admin_url = admin.url.clone();
+    admin.shut_down(&rt);
+    drop(sim);
+    let artifacts_shown = if opts.data_dir.is_some() {
+        artifacts_dir.display().to_string()
+    } else if ok {
+        format!(
+            "{} (removed with the temporary directory; --data-dir DIR keeps them)",
+            artifacts_dir.display()
+        )
+    } else {
+        // Keep the evidence of a rehearsal that went wrong.
+        let kept = temp.keep();
+        kept.join("artifacts").display().to_string()
+    };
+    Ok(Summary {
+        ok,
+        profile: match opts.profile {
+            LatencyProfile::Realistic => "realistic".into(),
+            LatencyProfile::Zero => "zero".into(),
+        },
+        admin: admin_url,
+        device: device_label,
+        counts: summary::counts(&lines),
+        benchmarks: summary::benchmarks(&lines, opts.profile == LatencyProfile::Realistic),
+        tasks: lines,
+        simulated_device_ms,
+        artifacts_dir: artifacts_shown,
+    })
+}
+
+/// The progress hook: a line per finished task (to stderr when the summary is JSON),
+/// and every report kept for the summary.
+fn progress(total: usize, json: bool, reports: Arc<Mutex<Vec<TaskReport>>>) -> ReportHook {
+    Arc::new(move |r: &TaskReport| {
+        let mut all = reports.lock().unwrap_or_else(|p| p.into_inner());
+        all.push(r.clone());
+        let n = all.len();
+        let line = format!(
+            "[{n}/{total}] {} {} → {} (dumps {}, taps {}, {} ms)",
+            r.task_type, r.task_id, r.outcome, r.stats.dumps, r.stats.taps, r.stats.wall_ms
+        );
+        if json {
+            eprintln!("{line}");
+        } else {
+            println!("{line}");
+        }
+    })
+}

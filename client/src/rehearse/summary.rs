@@ -1,0 +1,200 @@
+//! A rehearsal's summary: a line per task (its outcome at the Admin against the batch's
+//! expectation, with the device work the executor reported), outcome counts and the
+//! benchmark figures; printed for people or serialised as one JSON object.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use super::batch::BatchTask;
+use crate::job::attempt::TaskReport;
+
+/// One line of the summary.
+#[derive(Clone, Debug, Serialize)]
+pub struct TaskLine {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub task_type: String,
+    /// As stored at the Admin: `succeeded` or `{status}:{code}`; `missing` when the
+    /// Admin has nothing.
+    pub outcome: String,
+    pub expected: String,
+    pub as_expected: bool,
+    pub dumps: u32,
+    pub taps: u32,
+    pub swipes: u32,
+    pub screenshots: u32,
+    pub round_trips: u32,
+    /// Collect: the option combinations read (colours, × styles …): the C of the
+    /// "≤ C + 4 dumps" goal.
+    pub combinations: Option<usize>,
+    pub wall_ms: u64,
+    pub device_ms: Option<u64>,
+    /// wall_ms ÷ device_ms (meaningful under `--profile realistic`).
+    pub wall_over_device: Option<f64>,
+    pub artifact_ref: Option<String>,
+}
+
+/// The whole summary (`--json` prints it as one object).
+#[derive(Clone, Debug, Serialize)]
+pub struct Summary {
+    pub ok: bool,
+    pub profile: String,
+    pub admin: String,
+    pub device: String,
+    pub tasks: Vec<TaskLine>,
+    pub counts: BTreeMap<String, usize>,
+    pub simulated_device_ms: Option<u64>,
+    pub benchmarks: Value,
+    pub artifacts_dir: String,
+}
+
+impl TaskLine {
+    /// The line of task `id` (stored at the Admin as `admin_task`, the operator API's
+    /// answer) that the batch expected to end as `task.expect`; `report` is what the
+    /// executor said about its last attempt, if it ran.
+    pub fn new(
+        id: &str,
+        task: &BatchTask,
+        admin_task: &Value,
+        report: Option<&TaskReport>,
+    ) -> Self {
+        let last = admin_task
+            .get("results")
+            .and_then(Value::as_array)
+            .and_then(|a| a.last())
+            .cloned();
+        let (outcome, combinations) = match &last {
+            Some(r) if r.get("kind").and_then(Value::as_str) == Some("result") => {
+                ("succeeded".to_string(), combinations_of(r.get("body")))
+            }
+            Some(r) => {
+                let b = r.get("body").cloned().unwrap_or(Value::Null);
+                let status = b.get("status").and_then(Value::as_str).unwrap_or("?");
+                let code = b
+                    .pointer("/error/code")
+                    .and_then(Value::as_str)
+                    .unwrap_or("?");
+                (format!("{status}:{code}"), None)
+            }
+            None => ("missing".to_string(), None),
+        };
+        let stats = report.map(|r| r.stats.clone()).unwrap_or_default();
+        let device_ms = report.and_then(|r| r.device_ms);
+        let ratio = device_ms
+            .filter(|d| *d > 0)
+            .map(|d| stats.wall_ms as f64 / d as f64);
+        TaskLine {
+            id: id.to_string(),
+            task_type: task.task_type.clone(),
+            as_expected: outcome == task.expect,
+            outcome,
+            expected: task.expect.clone(),
+            dumps: stats.dumps,
+            taps: stats.taps,
+            swipes: stats.swipes,
+            screenshots: stats.screenshots,
+            round_trips: stats.round_trips(),
+            combinations,
+            wall_ms: stats.wall_ms,
+            device_ms,
+            wall_over_device: ratio,
+            artifact_ref: report.and_then(|r| r.artifact_ref.clone()),
+        }
+    }
+}
+
+/// Outcome counts (`succeeded`, `failed:GOODS_MISMATCH`, …) of `lines`.
+pub fn counts(lines: &[TaskLine]) -> BTreeMap<String, usize> {
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for l in lines {
+        *counts.entry(l.outcome.clone()).or_default() += 1;
+    }
+    counts
+}
+
+/// The benchmark figures of the successful collects: dumps against the "≤ C + 4" goal,
+/// wall time against device time (meaningful only with the realistic profile).
+pub fn benchmarks(lines: &[TaskLine], realistic: bool) -> Value {
+    let collect_ok: Vec<&TaskLine> = lines
+        .iter()
+        .filter(|l| l.task_type == "collect" && l.outcome == "succeeded")
+        .collect();
+    let over: Vec<i64> = collect_ok
+        .iter()
+        .filter_map(|l| l.combinations.map(|c| i64::from(l.dumps) - c as i64))
+        .collect();
+    let ratios: Vec<f64> = collect_ok
+        .iter()
+        .filter_map(|l| l.wall_over_device)
+        .collect();
+    json!({
+        "collect_dumps_minus_combinations_max": over.iter().max(),
+        "collect_dumps_goal": "dumps <= C + 4 (C = colour combinations read)",
+        "collect_dumps_goal_met": over.iter().all(|d| *d <= 4),
+        "wall_over_device_max": ratios.iter().cloned().fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x)))),
+        "wall_over_device_mean": if ratios.is_empty() { None } else { Some(ratios.iter().sum::<f64>() / ratios.len() as f64) },
+        "wall_over_device_goal": 1.25,
+        "wall_over_device_meaningful": realistic,
+    })
+}
+
+/// The number of option combinations a collect result read: distinct non-size option
+/// tuples of its skus.
+fn combinations_of(body: Option<&Value>) -> Option<usize> {
+    let skus = body?.pointer("/pdd_data/skus")?.as_array()?;
+    let mut seen = std::collections::BTreeSet::new();
+    for s in skus {
+        let opts = s.get("options")?.as_object()?;
+        let key: Vec<(String, String)> = opts
+            .iter()
+            .filter(|(k, _)| k.as_str() != "size" || opts.len() == 1)
+            .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string()))
+            .collect();
+        seen.insert(key);
+    }
+    Some(seen.len())
+}
+
+/// The human summary.
+pub fn print_summary(s: &Summary) {
+    println!();
+    println!(
+        "rehearse: admin {} · device {} · profile {}",
+        s.admin, s.device, s.profile
+    );
+    for l in &s.tasks {
+        println!(
+            "  {} {:<36} {:<34} expected {:<34} dumps {:>2} taps {:>2}{}",
+            if l.as_expected { "ok " } else { "BAD" },
+            l.id,
+            l.outcome,
+            l.expected,
+            l.dumps,
+            l.taps,
+            l.wall_over_device
+                .map(|r| format!(" wall/device {r:.2}"))
+                .unwrap_or_default()
+        );
+    }
+    let counts: Vec<String> = s.counts.iter().map(|(k, n)| format!("{k}={n}")).collect();
+    println!("outcomes: {}", counts.join(" "));
+    if let Some(ms) = s.simulated_device_ms {
+        println!("simulated device time: {ms} ms");
+    }
+    println!("benchmarks: {}", s.benchmarks);
+    println!("artifacts: {}", s.artifacts_dir);
+    let succeeded = s.tasks.iter().filter(|l| l.outcome == "succeeded").count();
+    let total = s.tasks.len();
+    if !s.ok {
+        println!("SOME TASKS DID NOT END AS EXPECTED");
+    } else if succeeded == total {
+        println!("every task succeeded ({succeeded} of {total})");
+    } else {
+        println!(
+            "every task ended as expected ({succeeded} of {total} succeeded, the rest with \
+             their expected codes)"
+        );
+    }
+}
