@@ -9,7 +9,8 @@
 //!
 //! # Code map
 //! - [`tree`] — the parser (both dump shapes, several windows, uiautomator failure
-//!   texts) and the query API ([`Query`], [`Matcher`], [`NodeRef`]).
+//!   texts) and the query API ([`Query`], [`Matcher`], [`NodeRef`]); its parts are
+//!   `geometry.rs`, `arena.rs`, `scanner.rs` and `query.rs`.
 //! - [`error`] — [`DumpError`]: typed, coded, retryable-or-not dump failures.
 //! - [`page`] — the per-dump index of visible labels the recognizers share, and the
 //!   keyword lists (PDD wordings from the field notes) in one place.
@@ -43,14 +44,18 @@
 //! - **Unknown money is `None`.** Prices come only from nodes that hold a currency sign
 //!   or are split price parts (see [`crate::money`]).
 
+mod arena;
 pub mod error;
+mod geometry;
 pub mod goods;
 pub mod kind;
 pub mod names;
 pub mod page;
 pub mod pages;
+mod query;
 pub mod recognize;
 pub mod render;
+mod scanner;
 pub mod sku_sheet;
 pub mod target;
 pub mod tree;

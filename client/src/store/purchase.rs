@@ -1,5 +1,5 @@
-//! The store's purchase side: the guarded irreversible mark with its
-//! confirmation snapshot, and the runs a crash left without an outcome.
+//! The irreversible mark of a purchase run: the plain mark, and the guarded one with its
+//! confirmation snapshot that purchase flows use.
 //!
 //! **Invariant (never submit twice):** [`Store::mark_irreversible_once`] is the only way
 //! a purchase flow gets permission to tap 提交订单. It commits, in one `BEGIN IMMEDIATE`
@@ -10,7 +10,8 @@
 use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension};
 
-use super::{ts, Result, Run, Store, StoreError};
+use super::db::{ts, Store};
+use super::error::{Result, StoreError};
 
 /// The answer of [`Store::mark_irreversible_once`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -21,17 +22,24 @@ pub enum MarkOutcome {
     Refused { reason: String },
 }
 
-fn run_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Run> {
-    Ok(Run {
-        id: r.get(0)?,
-        task_id: r.get(1)?,
-        attempt_id: r.get(2)?,
-        started_at: r.get(3)?,
-        irreversible_action_at: r.get(4)?,
-    })
-}
-
 impl Store {
+    /// Sets the irreversible mark of a run, committed with `synchronous=FULL` so it
+    /// survives a power loss: after this returns, a crash must never lead to a second
+    /// order tap (contract §1.1). Setting it twice keeps the first time.
+    pub fn mark_irreversible(&self, run_id: i64, at: DateTime<Utc>) -> Result<()> {
+        self.durable(|tx| {
+            let n = tx.execute(
+                "UPDATE task_runs SET irreversible_action_at = COALESCE(irreversible_action_at, ?2)
+                 WHERE id = ?1",
+                params![run_id, ts(at)],
+            )?;
+            if n == 0 {
+                return Err(StoreError::NotFound(format!("run {run_id}")));
+            }
+            Ok(())
+        })
+    }
+
     /// Sets the irreversible mark of a purchase run together with its confirmation
     /// snapshot (JSON), durably, unless another run of the same remote task already has
     /// a mark or this run already has an outcome. Marking the same run again keeps the
@@ -102,21 +110,6 @@ impl Store {
             .optional()?
             .flatten())
     }
-
-    /// Runs of a task that have no outcome yet (a crash cut them short), oldest first.
-    pub fn open_runs(&self, task_id: i64) -> Result<Vec<Run>> {
-        let conn = self.lock();
-        let mut stmt = conn.prepare(
-            "SELECT id, task_id, attempt_id, started_at, irreversible_action_at
-             FROM task_runs WHERE task_id = ?1 AND outcome IS NULL ORDER BY id",
-        )?;
-        let rows = stmt.query_map([task_id], run_row)?;
-        let mut out = Vec::new();
-        for r in rows {
-            out.push(r?);
-        }
-        Ok(out)
-    }
 }
 
 #[cfg(test)]
@@ -173,5 +166,32 @@ mod tests {
             MarkOutcome::Marked { .. }
         ));
         assert_eq!(s.open_runs(a).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn irreversible_mark_keeps_the_first_time() {
+        use crate::store::test_support;
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&Store::path_in(dir.path())).unwrap();
+        let id = s
+            .save_claimed_task(&test_support::task("cg1"), "{}", test_support::t0())
+            .unwrap();
+        let run = s.start_run(id, test_support::t0()).unwrap();
+        s.mark_irreversible(run.id, test_support::t0()).unwrap();
+        s.mark_irreversible(run.id, test_support::t0() + chrono::Duration::seconds(9))
+            .unwrap();
+        assert_eq!(
+            s.run(run.id).unwrap().irreversible_action_at.as_deref(),
+            Some("2026-01-01T00:00:00.000Z")
+        );
+        let sync: i64 = s
+            .lock()
+            .query_row("PRAGMA synchronous", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(sync, 1, "back to NORMAL after the FULL commit");
+        assert!(matches!(
+            s.mark_irreversible(999, test_support::t0()),
+            Err(StoreError::NotFound(_))
+        ));
     }
 }

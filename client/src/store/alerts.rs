@@ -1,0 +1,90 @@
+//! The operator_alerts table: what only a human can resolve (protocol errors from the
+//! Admin, a claim that was not saved here, a rejected claim). Open alerts stop claiming
+//! until acknowledged.
+
+use chrono::{DateTime, Utc};
+use rusqlite::params;
+
+use super::db::{ts, Store};
+use super::error::Result;
+
+/// An operator alert: something only a human can resolve; open alerts stop claiming.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Alert {
+    pub id: i64,
+    /// `protocol_error`, `claim_not_saved` or `claim_rejected`.
+    pub kind: String,
+    pub remote_task_id: Option<String>,
+    pub message: String,
+    pub raised_at: String,
+}
+
+impl Store {
+    pub fn raise_alert(
+        &self,
+        kind: &str,
+        remote_task_id: Option<&str>,
+        message: &str,
+        now: DateTime<Utc>,
+    ) -> Result<i64> {
+        let conn = self.lock();
+        conn.execute(
+            "INSERT INTO operator_alerts (kind, remote_task_id, message, raised_at)
+             VALUES (?1, ?2, ?3, ?4)",
+            params![kind, remote_task_id, message, ts(now)],
+        )?;
+        Ok(conn.last_insert_rowid())
+    }
+
+    pub fn open_alerts(&self) -> Result<Vec<Alert>> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare(
+            "SELECT id, kind, remote_task_id, message, raised_at FROM operator_alerts
+             WHERE acked_at IS NULL ORDER BY id",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok(Alert {
+                id: r.get(0)?,
+                kind: r.get(1)?,
+                remote_task_id: r.get(2)?,
+                message: r.get(3)?,
+                raised_at: r.get(4)?,
+            })
+        })?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+
+    /// Acknowledges one alert or all (`None`); returns how many were open.
+    pub fn ack_alerts(&self, id: Option<i64>, now: DateTime<Utc>) -> Result<usize> {
+        let conn = self.lock();
+        let n = match id {
+            Some(id) => conn.execute(
+                "UPDATE operator_alerts SET acked_at = ?2 WHERE id = ?1 AND acked_at IS NULL",
+                params![id, ts(now)],
+            )?,
+            None => conn.execute(
+                "UPDATE operator_alerts SET acked_at = ?1 WHERE acked_at IS NULL",
+                params![ts(now)],
+            )?,
+        };
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::test_support::t0;
+
+    #[test]
+    fn an_acknowledged_alert_is_no_longer_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&Store::path_in(dir.path())).unwrap();
+        let a = s
+            .raise_alert("claim_not_saved", Some("cg9"), "disk", t0())
+            .unwrap();
+        assert_eq!(s.open_alerts().unwrap().len(), 1);
+        assert_eq!(s.ack_alerts(Some(a), t0()).unwrap(), 1);
+        assert!(s.open_alerts().unwrap().is_empty());
+    }
+}

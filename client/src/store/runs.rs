@@ -1,0 +1,101 @@
+//! The task_runs table: one row per attempt at a task (`attempt_id`, start time, the
+//! irreversible mark once set, the outcome once recorded). The irreversible mark itself
+//! is written in `purchase.rs`, the outcome together with its outbox item in
+//! `outbox.rs`.
+
+use chrono::{DateTime, Utc};
+use rusqlite::{params, OptionalExtension};
+
+use super::db::{ts, Store};
+use super::error::{Result, StoreError};
+
+/// A task run (one attempt).
+#[derive(Clone, Debug)]
+pub struct Run {
+    pub id: i64,
+    pub task_id: i64,
+    pub attempt_id: String,
+    pub started_at: String,
+    pub irreversible_action_at: Option<String>,
+}
+
+/// A [`Run`] from `SELECT id, task_id, attempt_id, started_at, irreversible_action_at`.
+fn run_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Run> {
+    Ok(Run {
+        id: r.get(0)?,
+        task_id: r.get(1)?,
+        attempt_id: r.get(2)?,
+        started_at: r.get(3)?,
+        irreversible_action_at: r.get(4)?,
+    })
+}
+
+impl Store {
+    /// Starts an attempt: a new run with a fresh `attempt_id`; the task becomes `running`.
+    pub fn start_run(&self, task_id: i64, now: DateTime<Utc>) -> Result<Run> {
+        let attempt_id = uuid::Uuid::new_v4().to_string();
+        self.durable(|tx| {
+            let n = tx.execute(
+                "UPDATE tasks SET state = 'running', updated_at = ?2
+                 WHERE id = ?1 AND state IN ('claimed','running')",
+                params![task_id, ts(now)],
+            )?;
+            if n == 0 {
+                return Err(StoreError::Conflict(format!(
+                    "task {task_id} is not claimable for a run"
+                )));
+            }
+            tx.execute(
+                "INSERT INTO task_runs (task_id, attempt_id, started_at) VALUES (?1, ?2, ?3)",
+                params![task_id, attempt_id, ts(now)],
+            )?;
+            Ok(Run {
+                id: tx.last_insert_rowid(),
+                task_id,
+                attempt_id: attempt_id.clone(),
+                started_at: ts(now),
+                irreversible_action_at: None,
+            })
+        })
+    }
+
+    pub fn run(&self, run_id: i64) -> Result<Run> {
+        let conn = self.lock();
+        conn.query_row(
+            "SELECT id, task_id, attempt_id, started_at, irreversible_action_at
+             FROM task_runs WHERE id = ?1",
+            [run_id],
+            run_row,
+        )
+        .optional()?
+        .ok_or_else(|| StoreError::NotFound(format!("run {run_id}")))
+    }
+
+    /// The most recent run of a task, if any.
+    pub fn latest_run(&self, task_id: i64) -> Result<Option<Run>> {
+        let conn = self.lock();
+        Ok(conn
+            .query_row(
+                "SELECT id, task_id, attempt_id, started_at, irreversible_action_at
+                 FROM task_runs WHERE task_id = ?1 ORDER BY id DESC LIMIT 1",
+                [task_id],
+                run_row,
+            )
+            .optional()?)
+    }
+
+    /// Runs of a task that have no outcome yet (a crash cut them short), oldest first.
+    pub fn open_runs(&self, task_id: i64) -> Result<Vec<Run>> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare(
+            "SELECT id, task_id, attempt_id, started_at, irreversible_action_at
+             FROM task_runs WHERE task_id = ?1 AND outcome IS NULL ORDER BY id",
+        )?;
+        let rows = stmt.query_map([task_id], run_row)?;
+        let mut out = Vec::new();
+        for r in rows {
+            out.push(r?);
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,140 @@
+//! The settings table: the client id (`CLIENT-` + random, generated once when the store
+//! is first opened, reused forever), the display name, the Admin URL, the token, the
+//! device, and the last registration status.
+
+use chrono::Utc;
+
+use super::db::{get_setting, put_setting, Store, SETTING_CLIENT_ID};
+use super::error::{Result, StoreError};
+use crate::secret::Secret;
+
+const SETTING_NAME: &str = "name";
+const SETTING_ADMIN_URL: &str = "admin_url";
+const SETTING_TOKEN: &str = "token";
+const SETTING_DEVICE: &str = "device";
+const SETTING_REGISTRATION: &str = "registration";
+
+/// Settings as stored. `client_id` always exists once the store is open.
+#[derive(Clone, Debug, Default)]
+pub struct Settings {
+    pub client_id: String,
+    pub name: Option<String>,
+    pub admin_url: Option<String>,
+    pub token: Option<Secret>,
+    pub device: Option<String>,
+    pub registration: Option<RegistrationStatus>,
+}
+
+/// A change to the settings; `None` fields are left alone.
+#[derive(Clone, Debug, Default)]
+pub struct SettingsPatch {
+    pub name: Option<String>,
+    pub admin_url: Option<String>,
+    pub token: Option<Secret>,
+    pub device: Option<String>,
+}
+
+/// The outcome of the last background registration (§4.1), shown by `status`.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RegistrationStatus {
+    /// `ok`, `pending` or `failed`.
+    pub state: String,
+    pub at: String,
+    #[serde(default)]
+    pub error: Option<String>,
+    /// Whether the failure was a permanent rejection (401/403/4xx): identity not valid.
+    #[serde(default)]
+    pub rejected: bool,
+}
+
+impl Store {
+    /// The stable client id (`X-Client-Id`).
+    pub fn client_id(&self) -> Result<String> {
+        let conn = self.lock();
+        get_setting(&conn, SETTING_CLIENT_ID)?
+            .ok_or_else(|| StoreError::NotFound("client id".into()))
+    }
+
+    pub fn settings(&self) -> Result<Settings> {
+        let conn = self.lock();
+        let client_id = get_setting(&conn, SETTING_CLIENT_ID)?
+            .ok_or_else(|| StoreError::NotFound("client id".into()))?;
+        let registration = match get_setting(&conn, SETTING_REGISTRATION)? {
+            Some(s) => Some(
+                serde_json::from_str(&s)
+                    .map_err(|e| StoreError::Corrupt(format!("registration status: {e}")))?,
+            ),
+            None => None,
+        };
+        Ok(Settings {
+            client_id,
+            name: get_setting(&conn, SETTING_NAME)?,
+            admin_url: get_setting(&conn, SETTING_ADMIN_URL)?,
+            token: get_setting(&conn, SETTING_TOKEN)?.map(Secret::new),
+            device: get_setting(&conn, SETTING_DEVICE)?,
+            registration,
+        })
+    }
+
+    /// Saves the given settings durably (the §4.1 "save locally first" step).
+    pub fn save_settings(&self, patch: &SettingsPatch) -> Result<Settings> {
+        let now = Utc::now();
+        self.durable(|tx| {
+            if let Some(v) = &patch.name {
+                put_setting(tx, SETTING_NAME, v, now)?;
+            }
+            if let Some(v) = &patch.admin_url {
+                put_setting(tx, SETTING_ADMIN_URL, v, now)?;
+            }
+            if let Some(v) = &patch.token {
+                put_setting(tx, SETTING_TOKEN, v.expose(), now)?;
+            }
+            if let Some(v) = &patch.device {
+                put_setting(tx, SETTING_DEVICE, v, now)?;
+            }
+            Ok(())
+        })?;
+        self.settings()
+    }
+
+    pub fn set_registration_status(&self, status: &RegistrationStatus) -> Result<()> {
+        let json = serde_json::to_string(status)
+            .map_err(|e| StoreError::Corrupt(format!("registration status: {e}")))?;
+        let conn = self.lock();
+        put_setting(&conn, SETTING_REGISTRATION, &json, Utc::now())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn client_id_is_generated_once_and_reused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = Store::path_in(dir.path());
+        let a = Store::open(&path).unwrap().client_id().unwrap();
+        let b = Store::open(&path).unwrap().client_id().unwrap();
+        assert_eq!(a, b);
+        assert!(
+            a.starts_with("CLIENT-") && a.len() == "CLIENT-".len() + 16,
+            "{a}"
+        );
+    }
+
+    #[test]
+    fn saved_settings_are_read_back_and_the_token_is_not_printed() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&Store::path_in(dir.path())).unwrap();
+        let st = s
+            .save_settings(&SettingsPatch {
+                name: Some("办公室-01".into()),
+                token: Some(Secret::new("tok")),
+                ..Default::default()
+            })
+            .unwrap();
+        assert_eq!(st.name.as_deref(), Some("办公室-01"));
+        assert_eq!(st.token.as_ref().map(Secret::expose), Some("tok"));
+        assert!(!format!("{st:?}").contains("tok\""));
+    }
+}
