@@ -358,10 +358,15 @@ mod tests {
 
     #[test]
     fn keys_are_a_pure_function_of_the_ids() {
-        let a = result_idempotency_key("采购 0001", "attempt-1");
-        let b = result_idempotency_key(&String::from("采购 0001"), &"attempt-1".to_string());
-        assert_eq!(a, b);
-        assert_ne!(a, failure_idempotency_key("采购 0001", "attempt-1"));
+        // The same ids, built afresh (as after a restart), give the same key.
+        let id: String = ["采购", " ", "0001"].concat();
+        let attempt = format!("attempt-{}", 1);
+        let a = result_idempotency_key(&id, &attempt);
+        for _ in 0..3 {
+            assert_eq!(result_idempotency_key("采购 0001", "attempt-1"), a);
+        }
+        assert_eq!(a, "%E9%87%87%E8%B4%AD%200001:attempt-1:result-v1");
+        assert_ne!(a, failure_idempotency_key(&id, &attempt));
     }
 
     #[test]
