@@ -100,6 +100,14 @@ async fn create(op: &Operator, body: Value) -> String {
     t["task"]["id"].as_str().unwrap().to_string()
 }
 
+/// How many claims the Admin has journaled.
+fn claim_count(op: &Operator) -> usize {
+    op.journal()
+        .iter()
+        .filter(|e| e.endpoint == cmautobuy_mock_admin::Endpoint::Claim)
+        .count()
+}
+
 /// The stored results of a task at the Admin with this idempotency key.
 async fn stored_with_key(op: &Operator, task: &str, key: &str) -> Vec<Value> {
     let t = op.get_task(task).await.unwrap();
@@ -700,12 +708,7 @@ async fn a_claimed_task_that_cannot_be_saved_stops_claiming_and_keeps_its_id_vis
         ClaimStep::Blocked(m) => assert!(m.contains(&id), "{m}"),
         other => panic!("{other:?}"),
     }
-    let claims = || {
-        a.op.journal()
-            .iter()
-            .filter(|e| e.endpoint == cmautobuy_mock_admin::Endpoint::Claim)
-            .count()
-    };
+    let claims = || claim_count(&a.op);
     assert_eq!(claims(), 1);
     for _ in 0..3 {
         match runner.claim_once().await.unwrap() {
@@ -762,19 +765,13 @@ async fn a_task_id_that_cannot_be_carried_in_a_key_is_not_run_and_stops_claiming
             }
             other => panic!("{bad:?}: {other:?}"),
         }
-        let claims = || {
-            a.op.journal()
-                .iter()
-                .filter(|e| e.endpoint == cmautobuy_mock_admin::Endpoint::Claim)
-                .count()
-        };
         for _ in 0..3 {
             assert!(matches!(
                 runner.claim_once().await.unwrap(),
                 ClaimStep::Blocked(_)
             ));
         }
-        assert_eq!(claims(), 1, "{bad:?}: no next claim");
+        assert_eq!(claim_count(&a.op), 1, "{bad:?}: no next claim");
         assert_eq!(exec.job_count(), 0, "{bad:?}: never executed");
         assert_eq!(store.outbox_undelivered_count().unwrap(), 0);
         let alerts = store.open_alerts().unwrap();
@@ -1310,11 +1307,7 @@ async fn the_run_loops_drain_everything_and_exit_when_idle_on_a_virtual_clock() 
         );
     }
     assert_eq!(store.outbox_list(true).unwrap().len(), 3);
-    let claims =
-        a.op.journal()
-            .iter()
-            .filter(|e| e.endpoint == cmautobuy_mock_admin::Endpoint::Claim)
-            .count();
+    let claims = claim_count(&a.op);
     // 3 tasks, then 204s only while the two retried results were pending: a few polls,
     // no storm.
     assert!((4..=20).contains(&claims), "{claims} claims");

@@ -57,6 +57,32 @@ fn run_command(data: &std::path::Path, url: &str, phone: &SimPhoneHandle, token:
     c
 }
 
+/// Runs a client command and asserts it exited 0.
+fn run_ok(c: &mut Command) {
+    let out = c.output().unwrap();
+    assert!(
+        out.status.success(),
+        "run failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A live purchase task `id`: one 黑色 / L of the catalog's goods 737116531267, ¥100 limit.
+fn live_purchase(id: &str) -> Value {
+    json!({
+        "id": id,
+        "type": "purchase",
+        "execution_mode": "live",
+        "payload": {
+            "goods_id": "737116531267",
+            "goods_url": "https://mobile.yangkeduo.com/goods.html?goods_id=737116531267",
+            "options": {"color": "黑色", "size": "L"},
+            "quantity": 1,
+            "max_price_cent": 10000,
+        },
+    })
+}
+
 #[test]
 fn run_collects_on_the_configured_device_and_the_admin_stores_pdd_data() {
     let World { rt, op, url, phone } = World::start();
@@ -127,31 +153,15 @@ fn run_collects_on_the_configured_device_and_the_admin_stores_pdd_data() {
 #[test]
 fn allow_live_in_the_config_runs_a_live_purchase_and_without_it_nothing_is_ordered() {
     let World { rt, op, url, phone } = World::start();
-    rt.block_on(op.create_task(json!({
-        "id": "live-1",
-        "type": "purchase",
-        "execution_mode": "live",
-        "payload": {
-            "goods_id": "737116531267",
-            "goods_url": "https://mobile.yangkeduo.com/goods.html?goods_id=737116531267",
-            "options": {"color": "黑色", "size": "L"},
-            "quantity": 1,
-            "max_price_cent": 10000,
-        },
-    })))
-    .unwrap();
+    rt.block_on(op.create_task(live_purchase("live-1")))
+        .unwrap();
     let data = tempfile::tempdir().unwrap();
     let run = |allow_live: Option<&str>| {
         let mut c = run_command(data.path(), &url, &phone, "tok-live");
         if let Some(v) = allow_live {
             c.env("CMAUTOBUY_ALLOW_LIVE", v);
         }
-        let out = c.output().unwrap();
-        assert!(
-            out.status.success(),
-            "run failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        run_ok(&mut c);
     };
     let task = || rt.block_on(op.get_task("live-1")).unwrap();
 
@@ -186,29 +196,9 @@ fn allow_live_in_the_config_runs_a_live_purchase_and_without_it_nothing_is_order
 fn a_live_purchase_with_a_non_ascii_task_id_orders_once_and_its_result_is_accepted() {
     let World { rt, op, url, phone } = World::start();
     let id = "采购 0001";
-    rt.block_on(op.create_task(json!({
-        "id": id,
-        "type": "purchase",
-        "execution_mode": "live",
-        "payload": {
-            "goods_id": "737116531267",
-            "goods_url": "https://mobile.yangkeduo.com/goods.html?goods_id=737116531267",
-            "options": {"color": "黑色", "size": "L"},
-            "quantity": 1,
-            "max_price_cent": 10000,
-        },
-    })))
-    .unwrap();
+    rt.block_on(op.create_task(live_purchase(id))).unwrap();
     let data = tempfile::tempdir().unwrap();
-    let out = run_command(data.path(), &url, &phone, "tok-ids")
-        .env("CMAUTOBUY_ALLOW_LIVE", "true")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "run failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_ok(run_command(data.path(), &url, &phone, "tok-ids").env("CMAUTOBUY_ALLOW_LIVE", "true"));
     let orders = phone.orders();
     assert_eq!(orders.len(), 1, "{orders:?}");
     assert!(!orders[0].payment_attempted);
