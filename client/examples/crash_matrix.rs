@@ -29,7 +29,7 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use rand::Rng;
@@ -361,21 +361,10 @@ fn drive_scenario(
             lines.push(format!("run {runs}: SIGKILL once the tasks were terminal"));
             continue;
         }
-        let status = loop {
-            if let Some(st) = child.try_wait().map_err(|e| e.to_string())? {
-                break Some(st);
-            }
-            if deadline.is_some_and(|d| started.elapsed() >= d) {
-                let _ = child.kill(); // SIGKILL
-                let _ = child.wait();
-                break None;
-            }
-            if started.elapsed() > Duration::from_secs(120) {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!("client run {runs} hung"));
-            }
-            std::thread::sleep(Duration::from_millis(10));
+        // SIGKILL at the random deadline; a run that outlives 120 s hung.
+        let status = match wait_or_kill(&mut child, deadline.unwrap_or(Duration::from_secs(120)))? {
+            None if deadline.is_none() => return Err(format!("client run {runs} hung")),
+            status => status,
         };
         if !key.exists() && data.join("adbkey").exists() {
             let _ = std::fs::copy(data.join("adbkey"), key);
@@ -540,6 +529,23 @@ fn drive_scenario(
     Ok(Outcome { runs, lines, ok })
 }
 
+/// The child's exit status, or `None` once `limit` has passed since now: it is then
+/// SIGKILLed (and reaped).
+fn wait_or_kill(child: &mut Child, limit: Duration) -> Result<Option<ExitStatus>, String> {
+    let t = Instant::now();
+    loop {
+        if let Some(st) = child.try_wait().map_err(|e| e.to_string())? {
+            return Ok(Some(st));
+        }
+        if t.elapsed() >= limit {
+            let _ = child.kill(); // SIGKILL
+            let _ = child.wait();
+            return Ok(None);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// `cmautobuy-client run` on `data` and `device`, live, with the scenario's own lock
 /// directory (no `--exit-when-idle`: the caller adds it).
 fn client_cmd(b: &Bins, data: &Path, dir: &Path, admin_url: &str, device: &str) -> Command {
@@ -607,17 +613,8 @@ fn contend_with(
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
         let mut c = cmd.spawn().map_err(|e| format!("client: {e}"))?;
-        let t = Instant::now();
-        let st = loop {
-            if let Some(st) = c.try_wait().map_err(|e| e.to_string())? {
-                break st;
-            }
-            if t.elapsed() > Duration::from_secs(30) {
-                let _ = c.kill();
-                let _ = c.wait();
-                return Err(format!("a second client on {what} was not refused"));
-            }
-            std::thread::sleep(Duration::from_millis(10));
+        let Some(st) = wait_or_kill(&mut c, Duration::from_secs(30))? else {
+            return Err(format!("a second client on {what} was not refused"));
         };
         let mut err = String::new();
         if let Some(mut e) = c.stderr.take() {
