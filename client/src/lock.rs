@@ -127,7 +127,7 @@ pub fn lock_data_dir(data_dir: &Path, holder: &str) -> Result<ProcessLock, LockE
         path: path.clone(),
         source,
     })?;
-    acquire(&path, what, holder, None)
+    acquire(&path, what, holder, None, false)
 }
 
 /// Locks the phone `serial` (as the user gave it; `addr` is what it resolved to) in the
@@ -151,7 +151,7 @@ pub fn lock_device(
         // Never blocks: only a cleaner holds the directory exclusively, and briefly.
         try_lock(d, false).unwrap_or(false)
     });
-    acquire(&path, what, holder, dir)
+    acquire(&path, what, holder, dir, true)
 }
 
 /// The key of a phone: `net-HOST:PORT` (resolved) for network serials, else
@@ -203,13 +203,14 @@ fn acquire(
     what: String,
     holder: &str,
     dir: Option<File>,
+    shared: bool,
 ) -> Result<ProcessLock, LockError> {
     let io = |source| LockError::Io {
         what: what.clone(),
         path: path.to_path_buf(),
         source,
     };
-    let (mut file, writable) = open_lock_file(path).map_err(io)?;
+    let (mut file, writable) = open_lock_file(path, shared).map_err(io)?;
     if !try_lock(&file, true).map_err(io)? {
         return Err(LockError::Held {
             holder: holder_of(&mut file),
@@ -248,25 +249,23 @@ fn holder_of(file: &mut File) -> Option<Holder> {
 }
 
 /// Opens (creating) the lock file without truncating it (its holder's pid is in it).
-/// A file another user created and that this one cannot write is locked read-only
-/// (`flock` needs no write access); this process's pid is then not recorded.
-fn open_lock_file(path: &Path) -> io::Result<(File, bool)> {
+/// A `shared` file (the lock directory's) is made writable by everyone; one another
+/// user created and that this one cannot write is locked read-only (`flock` needs no
+/// write access): this process's pid is then not recorded.
+fn open_lock_file(path: &Path, shared: bool) -> io::Result<(File, bool)> {
     let mut o = OpenOptions::new();
     o.read(true).write(true).create(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        o.mode(0o666);
-    }
     match o.open(path) {
         Ok(f) => {
             #[cfg(unix)]
-            {
+            if shared {
                 // Other users' clients must be able to write their pid too (fails,
                 // harmlessly, on a file someone else owns).
                 use std::os::unix::fs::PermissionsExt;
                 let _ = f.set_permissions(std::fs::Permissions::from_mode(0o666));
             }
+            #[cfg(not(unix))]
+            let _ = shared;
             Ok((f, true))
         }
         Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
@@ -415,6 +414,14 @@ mod tests {
         // Another phone is free.
         let other = DeviceAddress::parse("tcp:127.0.0.1:5556", server()).unwrap();
         let _o = lock_device(&locks, "tcp:127.0.0.1:5556", &other, "x").unwrap();
+        // The shared directory and its files are open to every user's client; a data
+        // directory's lock file is not.
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(mode(&locks), 0o1777);
+        assert_eq!(mode(held.path()), 0o666);
+        let data = lock_data_dir(&dir.path().join("data"), "x").unwrap();
+        assert_eq!(mode(data.path()) & 0o002, 0, "not world-writable");
         drop(held);
         let _again = lock_device(&locks, "127.0.0.1:5555", &b, "run on /b").unwrap();
     }
