@@ -15,14 +15,21 @@
 //! - no task silently dropped: every task ends `succeeded`, `manual_review` or
 //!   `failed` at the Admin;
 //! - the outcome the scenario must end with (e.g. a crash right after the mark and
-//!   before the tap → `manual_review`, no order; after the tap → the order is found).
+//!   before the tap → `manual_review`, no order; after the tap → the order is found);
+//! - no restarted run is refused (exit 2): the lock files a killed run leaves behind
+//!   never block (issue 11, A.5).
+//!
+//! The scenario "two-processes" runs a second client on the same data directory, and a
+//! third on another data directory but the same phone, while the first one works: both
+//! must exit 2 at once naming the first one's pid, and the invariants above still hold.
+//! Every client here uses the scenario's own lock directory (`CMAUTOBUY_LOCK_DIR`).
 //!
 //! Usage: `crash_matrix --client BIN --mock-admin BIN --sim-phone BIN [--only NAME]`.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use rand::Rng;
@@ -41,6 +48,10 @@ enum Kill {
     Failpoint(&'static str),
     /// SIGKILL after a random delay in this range (ms).
     Random(u64, u64),
+    /// The run (without `--exit-when-idle`) is contended: once it holds its locks, a
+    /// second client on its data directory and a third on its phone must be refused;
+    /// it is SIGKILLed once every task is terminal at the Admin.
+    Contend,
 }
 
 struct Scenario {
@@ -118,6 +129,13 @@ fn scenarios() -> Vec<Scenario> {
             Kill::Failpoint("purchase.payment_screen"),
             Kill::Failpoint("reconcile.order_detail"),
         ],
+        expect: Some("succeeded"),
+        orders: Some(1),
+    });
+    out.push(Scenario {
+        name: "two-processes".into(),
+        tasks: vec![hoodie("cg-1")],
+        kills: vec![Kill::Contend],
         expect: Some("succeeded"),
         orders: Some(1),
     });
@@ -312,20 +330,15 @@ fn drive_scenario(
             return Err("the client never reached idle".into());
         }
         let kill_plan = plan.next();
-        let mut cmd = Command::new(&b.client);
-        cmd.arg("--data-dir")
-            .arg(&data)
-            .args(["run", "--admin", admin_url, "--token", "matrix"])
-            .arg("--device")
-            .arg(format!("tcp:{phone_addr}"))
-            .args(["--allow-live", "--exit-when-idle"])
-            .args(["--poll-interval", "0.2"])
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(Stdio::from(
-                std::fs::File::create(dir.join(format!("client-{runs}.log")))
-                    .map_err(|e| e.to_string())?,
-            ));
+        let contend = matches!(kill_plan, Some(Kill::Contend));
+        let mut cmd = client_cmd(b, &data, dir, admin_url, &format!("tcp:{phone_addr}"));
+        if !contend {
+            cmd.arg("--exit-when-idle");
+        }
+        cmd.stdout(Stdio::null()).stderr(Stdio::from(
+            std::fs::File::create(dir.join(format!("client-{runs}.log")))
+                .map_err(|e| e.to_string())?,
+        ));
         if let Some(Kill::Failpoint(p)) = &kill_plan {
             cmd.env("CMAUTOBUY_FAILPOINTS", p);
         }
@@ -335,21 +348,23 @@ fn drive_scenario(
             Some(Kill::Random(lo, hi)) => Some(Duration::from_millis(rng.gen_range(*lo..*hi))),
             _ => None,
         };
-        let status = loop {
-            if let Some(st) = child.try_wait().map_err(|e| e.to_string())? {
-                break Some(st);
+        if contend {
+            match contend_with(b, &mut child, &data, dir, admin_url, phone_addr, s, &h) {
+                Ok(mut l) => lines.append(&mut l),
+                Err(e) => {
+                    ok = false;
+                    lines.push(format!("run {runs}: two processes: {e}"));
+                }
             }
-            if deadline.is_some_and(|d| started.elapsed() >= d) {
-                let _ = child.kill(); // SIGKILL
-                let _ = child.wait();
-                break None;
-            }
-            if started.elapsed() > Duration::from_secs(120) {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!("client run {runs} hung"));
-            }
-            std::thread::sleep(Duration::from_millis(10));
+            let _ = child.kill(); // SIGKILL
+            let _ = child.wait();
+            lines.push(format!("run {runs}: SIGKILL once the tasks were terminal"));
+            continue;
+        }
+        // SIGKILL at the random deadline; a run that outlives 120 s hung.
+        let status = match wait_or_kill(&mut child, deadline.unwrap_or(Duration::from_secs(120)))? {
+            None if deadline.is_none() => return Err(format!("client run {runs} hung")),
+            status => status,
         };
         if !key.exists() && data.join("adbkey").exists() {
             let _ = std::fs::copy(data.join("adbkey"), key);
@@ -373,6 +388,14 @@ fn drive_scenario(
                         .is_some_and(|st| matches!(st.as_str(), "pending" | "assigned"))
                 });
                 clean = plan.len() == 0 && !open;
+            }
+            Some(st) if st.code() == Some(2) => {
+                // Only one client runs at a time here: a refusal means a lock left by a
+                // killed run blocked this one.
+                ok = false;
+                lines.push(format!(
+                    "run {runs}: refused (exit 2)  <-- a stale lock blocked"
+                ));
             }
             Some(st) => lines.push(format!("run {runs}: {st}")),
             None => lines.push(format!(
@@ -504,6 +527,136 @@ fn drive_scenario(
         ));
     }
     Ok(Outcome { runs, lines, ok })
+}
+
+/// The child's exit status, or `None` once `limit` has passed since now: it is then
+/// SIGKILLed (and reaped).
+fn wait_or_kill(child: &mut Child, limit: Duration) -> Result<Option<ExitStatus>, String> {
+    let t = Instant::now();
+    loop {
+        if let Some(st) = child.try_wait().map_err(|e| e.to_string())? {
+            return Ok(Some(st));
+        }
+        if t.elapsed() >= limit {
+            let _ = child.kill(); // SIGKILL
+            let _ = child.wait();
+            return Ok(None);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// `cmautobuy-client run` on `data` and `device`, live, with the scenario's own lock
+/// directory (no `--exit-when-idle`: the caller adds it).
+fn client_cmd(b: &Bins, data: &Path, dir: &Path, admin_url: &str, device: &str) -> Command {
+    let mut cmd = Command::new(&b.client);
+    cmd.arg("--data-dir")
+        .arg(data)
+        .args(["run", "--admin", admin_url, "--token", "matrix"])
+        .args(["--device", device])
+        .arg("--allow-live")
+        .args(["--poll-interval", "0.2"])
+        .env("RUST_LOG", "warn")
+        .env("CMAUTOBUY_LOCK_DIR", dir.join("locks"))
+        .env_remove("CMAUTOBUY_CONFIG");
+    cmd
+}
+
+/// The "two processes" check against the running `first`: once its data-directory lock
+/// file names it, a second client on the same data directory and a third on another
+/// data directory but the same phone (written `HOST:PORT`, not `tcp:HOST:PORT`) must
+/// exit 2 within a bound, naming its pid; then waits (bounded) until every task is
+/// terminal at the Admin. The lines say what happened.
+#[allow(clippy::too_many_arguments)]
+fn contend_with(
+    b: &Bins,
+    first: &mut Child,
+    data: &Path,
+    dir: &Path,
+    admin_url: &str,
+    phone_addr: &str,
+    s: &Scenario,
+    h: &web::Client,
+) -> Result<Vec<String>, String> {
+    let pid = first.id();
+    let lock_file = data.join("client.lock");
+    let t = Instant::now();
+    while std::fs::read_to_string(&lock_file)
+        .ok()
+        .and_then(|t| t.lines().next().map(str::to_string))
+        != Some(pid.to_string())
+    {
+        if let Some(st) = first.try_wait().map_err(|e| e.to_string())? {
+            return Err(format!(
+                "the first client exited ({st}) before holding its lock"
+            ));
+        }
+        if t.elapsed() > Duration::from_secs(60) {
+            return Err(format!("{} never named pid {pid}", lock_file.display()));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let mut lines = Vec::new();
+    let other = dir.join("client-other");
+    let tcp = format!("tcp:{phone_addr}");
+    for (what, data_dir, device, expect) in [
+        (
+            "the same data directory",
+            data,
+            tcp.as_str(),
+            "the data directory",
+        ),
+        ("the same phone", other.as_path(), phone_addr, "the device"),
+    ] {
+        let mut cmd = client_cmd(b, data_dir, dir, admin_url, device);
+        cmd.arg("--exit-when-idle")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let mut c = cmd.spawn().map_err(|e| format!("client: {e}"))?;
+        let Some(st) = wait_or_kill(&mut c, Duration::from_secs(30))? else {
+            return Err(format!("a second client on {what} was not refused"));
+        };
+        let mut err = String::new();
+        if let Some(mut e) = c.stderr.take() {
+            use std::io::Read;
+            let _ = e.read_to_string(&mut err);
+        }
+        let names = format!("{expect} ");
+        if st.code() != Some(2)
+            || !err.contains(&names)
+            || !err.contains(&format!("in use by pid {pid} "))
+        {
+            return Err(format!(
+                "a second client on {what} ended {st}, not refused naming pid {pid}: {}",
+                err.trim()
+            ));
+        }
+        lines.push(format!(
+            "second client on {what}: refused, exit 2, names pid {pid}"
+        ));
+    }
+    // The first one goes on: every task ends at the Admin.
+    let t = Instant::now();
+    loop {
+        let open = s.tasks.iter().any(|t| {
+            let id = t["id"].as_str().unwrap_or_default();
+            h.get(&format!("{admin_url}/api/v1/admin/tasks/{id}"))
+                .ok()
+                .and_then(|v| v["task"]["status"].as_str().map(str::to_string))
+                .is_none_or(|st| !matches!(st.as_str(), "succeeded" | "manual_review" | "failed"))
+        });
+        if !open {
+            break;
+        }
+        if let Some(st) = first.try_wait().map_err(|e| e.to_string())? {
+            return Err(format!("the first client exited ({st}) with tasks open"));
+        }
+        if t.elapsed() > Duration::from_secs(120) {
+            return Err("the tasks never ended under the first client".into());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(lines)
 }
 
 /// The client's database file (whatever its name) in its data directory.

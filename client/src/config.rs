@@ -55,6 +55,9 @@ pub struct FileConfig {
     /// `run` declares `live` and runs live purchase tasks live (real, unpaid orders), as
     /// `run --allow-live` does — for a machine that runs unattended. Default false.
     pub allow_live: Option<bool>,
+    /// The directory of the per-phone lock files shared by every client on the machine
+    /// (default `/tmp/cmautobuy-locks`; see [`crate::lock`]).
+    pub lock_dir: Option<PathBuf>,
 }
 
 /// What the user typed on the command line (all optional).
@@ -86,6 +89,8 @@ pub struct Config {
     pub retention: Retention,
     /// `allow_live`: live purchases enabled by configuration (`run --allow-live` also).
     pub allow_live: bool,
+    /// `lock_dir`: where the per-phone lock files are ([`crate::lock`]).
+    pub lock_dir: PathBuf,
     /// A tracing filter (`info`, `cmautobuy_client=debug`, …).
     pub log: String,
     /// The config file actually read, if any.
@@ -156,6 +161,7 @@ fn env_config(env: &dyn Fn(&str) -> Option<String>) -> Result<FileConfig, Config
                 }),
             })
             .transpose()?,
+        lock_dir: get("LOCK_DIR").map(PathBuf::from),
     })
 }
 
@@ -189,6 +195,7 @@ fn merge(base: FileConfig, over: FileConfig) -> FileConfig {
             .or(base.artifacts_keep_attempts),
         artifacts_max_age_days: over.artifacts_max_age_days.or(base.artifacts_max_age_days),
         allow_live: over.allow_live.or(base.allow_live),
+        lock_dir: over.lock_dir.or(base.lock_dir),
     }
 }
 
@@ -249,6 +256,10 @@ pub fn load(flags: Overrides, env: &dyn Fn(&str) -> Option<String>) -> Result<Co
         log: c.log.unwrap_or_else(|| "info".to_string()),
         retention: retention(c.artifacts_keep_attempts, c.artifacts_max_age_days)?,
         allow_live: c.allow_live.unwrap_or(false),
+        lock_dir: c
+            .lock_dir
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or_else(crate::lock::default_lock_dir),
         file: file_path,
     })
 }
@@ -437,6 +448,18 @@ mod tests {
             ),
             Err(ConfigError::Parse { .. })
         ));
+    }
+
+    #[test]
+    fn lock_dir_defaults_to_the_shared_directory_and_has_an_env_twin() {
+        let c = load(Overrides::default(), &env_of(&[("HOME", "/h")])).unwrap();
+        assert_eq!(c.lock_dir, crate::lock::default_lock_dir());
+        let c = load(
+            Overrides::default(),
+            &env_of(&[("HOME", "/h"), ("CMAUTOBUY_LOCK_DIR", "/run/x")]),
+        )
+        .unwrap();
+        assert_eq!(c.lock_dir, PathBuf::from("/run/x"));
     }
 
     #[test]

@@ -14,6 +14,7 @@
 //! - [`registration`] — §4.1: save locally, register in the background.
 //! - [`spec`] — §7.1 runtime spec resolution, stored before it is sent.
 //! - [`config`] — layered configuration (defaults → TOML → `CMAUTOBUY_*` → flags).
+//! - [`lock`] — one process per data directory and per phone (OS advisory locks).
 //! - [`clock`], [`secret`] — injected time; the token wrapper that never prints.
 //!
 //! Screens and money parsing live in [`screen`] and [`money`]; the phone itself (the
@@ -45,6 +46,7 @@ pub mod failpoint;
 pub mod flow;
 pub mod gateway;
 pub mod job;
+pub mod lock;
 pub mod outbox;
 pub mod registration;
 #[cfg(feature = "rehearse")]

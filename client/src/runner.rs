@@ -9,6 +9,10 @@
 //!   `dry_run` is reported as `LIVE_NOT_DECLARED`, never run);
 //! - every claimed task is checked with `validate::claimed_task` before anything is
 //!   saved; an incomplete one raises a protocol-error alert and claiming stops;
+//! - so is a task whose id cannot be carried in its result/failure `Idempotency-Key`
+//!   (control characters, a key over 255 bytes: the key rule in
+//!   `cmautobuy_contract::hash`): it is never run, since its outcome could never be
+//!   delivered; every other id is percent-encoded inside the key where needed;
 //! - a claimed task that cannot be saved (§5.2) raises an alert naming its id and claiming
 //!   stops until the operator acknowledges it (`ack`); if even the alert cannot be saved
 //!   the process keeps it in memory and repeats it in the log every poll interval;
@@ -20,7 +24,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{watch, Notify};
 
-use cmautobuy_contract::validate;
+use cmautobuy_contract::{hash, validate};
 use cmautobuy_contract::{
     Capabilities, ClientInfo, ClientProfile, DeviceInfo, ExecutionMode, FailureStatus, Task,
     TaskType,
@@ -36,6 +40,10 @@ use crate::store::{OutboxDraft, OutboxKind, Settings, Store, StoreError, TaskSta
 pub const ALERT_PROTOCOL: &str = "protocol_error";
 pub const ALERT_NOT_SAVED: &str = "claim_not_saved";
 pub const ALERT_REJECTED: &str = "claim_rejected";
+
+/// Length of an attempt id (`Store::start_run` makes hyphenated UUIDs), for the key check
+/// of a claimed task's id.
+pub const ATTEMPT_ID_LEN: usize = uuid::fmt::Hyphenated::LENGTH;
 
 /// The Android package the flows drive (sent in the profile's `device`).
 pub const PDD_PACKAGE: &str = "com.xunmeng.pinduoduo";
@@ -341,6 +349,18 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
                 &msg,
             )));
         }
+        if let Err(why) = hash::check_task_id_for_keys(&task.id, ATTEMPT_ID_LEN) {
+            // Shown escaped: the id may hold a control character.
+            let msg = format!(
+                "任务编号无法放入幂等键，未执行 / task id {:?} cannot be carried in an Idempotency-Key, not run: {why}",
+                task.id
+            );
+            return Ok(ClaimStep::Blocked(self.alert(
+                ALERT_PROTOCOL,
+                Some(&task.id),
+                &msg,
+            )));
+        }
         let raw = serde_json::to_string(&task).unwrap_or_default();
         let local_id = match self.store.save_claimed_task(&task, &raw, self.clock.now()) {
             Ok(id) => id,
@@ -402,14 +422,14 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
         let (kind, key, body, on_accept, label) = match &outcome {
             Outcome::Result(r) => (
                 OutboxKind::Result,
-                cmautobuy_contract::hash::result_idempotency_key(remote, attempt),
+                hash::result_idempotency_key(remote, attempt),
                 serde_json::to_vec(r),
                 TaskState::Succeeded,
                 "succeeded".to_string(),
             ),
             Outcome::Failure(f) => (
                 OutboxKind::Failure,
-                cmautobuy_contract::hash::failure_idempotency_key(remote, attempt),
+                hash::failure_idempotency_key(remote, attempt),
                 serde_json::to_vec(f),
                 failure_state(f.status),
                 format!("{}:{}", f.status.as_str(), f.error.code),

@@ -100,6 +100,14 @@ async fn create(op: &Operator, body: Value) -> String {
     t["task"]["id"].as_str().unwrap().to_string()
 }
 
+/// How many claims the Admin has journaled.
+fn claim_count(op: &Operator) -> usize {
+    op.journal()
+        .iter()
+        .filter(|e| e.endpoint == cmautobuy_mock_admin::Endpoint::Claim)
+        .count()
+}
+
 /// The stored results of a task at the Admin with this idempotency key.
 async fn stored_with_key(op: &Operator, task: &str, key: &str) -> Vec<Value> {
     let t = op.get_task(task).await.unwrap();
@@ -700,12 +708,7 @@ async fn a_claimed_task_that_cannot_be_saved_stops_claiming_and_keeps_its_id_vis
         ClaimStep::Blocked(m) => assert!(m.contains(&id), "{m}"),
         other => panic!("{other:?}"),
     }
-    let claims = || {
-        a.op.journal()
-            .iter()
-            .filter(|e| e.endpoint == cmautobuy_mock_admin::Endpoint::Claim)
-            .count()
-    };
+    let claims = || claim_count(&a.op);
     assert_eq!(claims(), 1);
     for _ in 0..3 {
         match runner.claim_once().await.unwrap() {
@@ -728,6 +731,63 @@ async fn a_claimed_task_that_cannot_be_saved_stops_claiming_and_keeps_its_id_vis
         runner.claim_once().await.unwrap(),
         ClaimStep::Processed { .. }
     ));
+}
+
+/// A task id that cannot be carried in an `Idempotency-Key` (a control character, or a
+/// key over 255 bytes once percent-encoded) is never run: its outcome could never be
+/// delivered. Like an incomplete payload it raises the §5 protocol alert naming the id,
+/// and claiming stops until the operator acknowledges it.
+#[tokio::test]
+async fn a_task_id_that_cannot_be_carried_in_a_key_is_not_run_and_stops_claiming() {
+    for bad in ["cg\n1", "cg\u{7}2", &"采".repeat(24)] {
+        let a = admin().await;
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(dir.path(), &a.url, None);
+        let exec = ScriptedExecutor::new(Script::Result);
+        let runner = Runner::new(
+            store.clone(),
+            http_gw(&a, &store, Duration::from_secs(5)),
+            Arc::new(exec.clone()),
+            TestClock::new(),
+            RunConfig::default(),
+            Arc::new(tokio::sync::Notify::new()),
+        );
+        let mut body = collect_body("1");
+        body["id"] = json!(bad);
+        let id = create(&a.op, body).await;
+        assert_eq!(id, bad);
+        let next = create(&a.op, collect_body("2")).await;
+        let shown = format!("{bad:?}");
+        match runner.claim_once().await.unwrap() {
+            ClaimStep::Blocked(m) => {
+                assert!(m.starts_with("[protocol_error]"), "{m}");
+                assert!(m.contains(&shown) && m.contains("Idempotency-Key"), "{m}");
+            }
+            other => panic!("{bad:?}: {other:?}"),
+        }
+        for _ in 0..3 {
+            assert!(matches!(
+                runner.claim_once().await.unwrap(),
+                ClaimStep::Blocked(_)
+            ));
+        }
+        assert_eq!(claim_count(&a.op), 1, "{bad:?}: no next claim");
+        assert_eq!(exec.job_count(), 0, "{bad:?}: never executed");
+        assert_eq!(store.outbox_undelivered_count().unwrap(), 0);
+        let alerts = store.open_alerts().unwrap();
+        assert_eq!(alerts.len(), 1);
+        assert_eq!(alerts[0].kind, "protocol_error");
+        assert_eq!(alerts[0].remote_task_id.as_deref(), Some(bad));
+        let t = a.op.get_task(&id).await.unwrap();
+        assert!(t["results"].as_array().unwrap().is_empty(), "{t}");
+        // The operator acknowledges: claiming resumes with the next task.
+        store.ack_alerts(None, chrono::Utc::now()).unwrap();
+        match runner.claim_once().await.unwrap() {
+            ClaimStep::Processed { remote_task_id } => assert_eq!(remote_task_id, next),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(exec.job_count(), 1);
+    }
 }
 
 #[tokio::test]
@@ -1247,11 +1307,7 @@ async fn the_run_loops_drain_everything_and_exit_when_idle_on_a_virtual_clock() 
         );
     }
     assert_eq!(store.outbox_list(true).unwrap().len(), 3);
-    let claims =
-        a.op.journal()
-            .iter()
-            .filter(|e| e.endpoint == cmautobuy_mock_admin::Endpoint::Claim)
-            .count();
+    let claims = claim_count(&a.op);
     // 3 tasks, then 204s only while the two retried results were pending: a few polls,
     // no storm.
     assert!((4..=20).contains(&claims), "{claims} claims");

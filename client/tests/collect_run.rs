@@ -1,7 +1,8 @@
 //! `cmautobuy-client run` executes collect tasks from an Admin over HTTP on a phone:
 //! the real binary, the bundled mock Admin on loopback HTTP, the simulated phone over
-//! the real ADB protocol (direct TCP), and the stored `pdd_data` read back; and the
-//! `allow_live` config key gating live purchases.
+//! the real ADB protocol (direct TCP), and the stored `pdd_data` read back; the
+//! `allow_live` config key gating live purchases; and a live purchase whose task id is not
+//! ASCII (issue 11 A.7).
 
 use std::process::Command;
 use std::time::Duration;
@@ -54,6 +55,32 @@ fn run_command(data: &std::path::Path, url: &str, phone: &SimPhoneHandle, token:
         .env_remove("CMAUTOBUY_CONFIG")
         .env_remove("CMAUTOBUY_ALLOW_LIVE");
     c
+}
+
+/// Runs a client command and asserts it exited 0.
+fn run_ok(c: &mut Command) {
+    let out = c.output().unwrap();
+    assert!(
+        out.status.success(),
+        "run failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A live purchase task `id`: one 黑色 / L of the catalog's goods 737116531267, ¥100 limit.
+fn live_purchase(id: &str) -> Value {
+    json!({
+        "id": id,
+        "type": "purchase",
+        "execution_mode": "live",
+        "payload": {
+            "goods_id": "737116531267",
+            "goods_url": "https://mobile.yangkeduo.com/goods.html?goods_id=737116531267",
+            "options": {"color": "黑色", "size": "L"},
+            "quantity": 1,
+            "max_price_cent": 10000,
+        },
+    })
 }
 
 #[test]
@@ -126,31 +153,15 @@ fn run_collects_on_the_configured_device_and_the_admin_stores_pdd_data() {
 #[test]
 fn allow_live_in_the_config_runs_a_live_purchase_and_without_it_nothing_is_ordered() {
     let World { rt, op, url, phone } = World::start();
-    rt.block_on(op.create_task(json!({
-        "id": "live-1",
-        "type": "purchase",
-        "execution_mode": "live",
-        "payload": {
-            "goods_id": "737116531267",
-            "goods_url": "https://mobile.yangkeduo.com/goods.html?goods_id=737116531267",
-            "options": {"color": "黑色", "size": "L"},
-            "quantity": 1,
-            "max_price_cent": 10000,
-        },
-    })))
-    .unwrap();
+    rt.block_on(op.create_task(live_purchase("live-1")))
+        .unwrap();
     let data = tempfile::tempdir().unwrap();
     let run = |allow_live: Option<&str>| {
         let mut c = run_command(data.path(), &url, &phone, "tok-live");
         if let Some(v) = allow_live {
             c.env("CMAUTOBUY_ALLOW_LIVE", v);
         }
-        let out = c.output().unwrap();
-        assert!(
-            out.status.success(),
-            "run failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        run_ok(&mut c);
     };
     let task = || rt.block_on(op.get_task("live-1")).unwrap();
 
@@ -173,6 +184,49 @@ fn allow_live_in_the_config_runs_a_live_purchase_and_without_it_nothing_is_order
     assert_eq!(p["mode"], "live");
     assert_eq!(p["order_sn"], orders[0].order_sn.as_str());
     assert_eq!(p["payment_attempted"], false);
+    drop(phone);
+    rt.shutdown_timeout(Duration::from_secs(1));
+}
+
+/// Issue 11 A.7: a live task whose id is `采购 0001` (non-ASCII, with a space) places one
+/// order and its result is accepted by the bundled mock, under the key of the contract
+/// rule (`{task_id}:{attempt_id}:result-v1`, the id's bytes outside visible ASCII
+/// percent-encoded) — not parked with 400 `INVALID_IDEMPOTENCY_KEY`.
+#[test]
+fn a_live_purchase_with_a_non_ascii_task_id_orders_once_and_its_result_is_accepted() {
+    let World { rt, op, url, phone } = World::start();
+    let id = "采购 0001";
+    rt.block_on(op.create_task(live_purchase(id))).unwrap();
+    let data = tempfile::tempdir().unwrap();
+    run_ok(run_command(data.path(), &url, &phone, "tok-ids").env("CMAUTOBUY_ALLOW_LIVE", "true"));
+    let orders = phone.orders();
+    assert_eq!(orders.len(), 1, "{orders:?}");
+    assert!(!orders[0].payment_attempted);
+    let t = rt.block_on(op.get_task(id)).unwrap();
+    assert_eq!(t["task"]["status"], "succeeded", "{t}");
+    let results = t["results"].as_array().cloned().unwrap_or_default();
+    assert_eq!(results.len(), 1, "{t}");
+    assert_eq!(results[0]["kind"], "result", "{t}");
+    let p = &results[0]["body"]["purchase"];
+    assert_eq!(p["mode"], "live");
+    assert_eq!(p["order_sn"], orders[0].order_sn.as_str());
+    let attempt = results[0]["body"]["attempt_id"].as_str().unwrap();
+    assert_eq!(
+        results[0]["idempotency_key"],
+        format!("%E9%87%87%E8%B4%AD%200001:{attempt}:result-v1"),
+        "{t}"
+    );
+    // Nothing left undelivered (or parked) in the client's outbox.
+    let listed = Command::new(env!("CARGO_BIN_EXE_cmautobuy-client"))
+        .arg("--data-dir")
+        .arg(data.path())
+        .args(["outbox", "list", "--json"])
+        .env_remove("CMAUTOBUY_CONFIG")
+        .output()
+        .unwrap();
+    assert!(listed.status.success());
+    let undelivered: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!(undelivered, json!([]));
     drop(phone);
     rt.shutdown_timeout(Duration::from_secs(1));
 }

@@ -17,6 +17,12 @@
 //! is rewritten from what the flows do now. Review the diff (`git diff fixtures/flows`)
 //! before committing: the files are the assertion.
 //!
+//! **Real dumps.** A case may name dumps beside the repository, under `../shared/` (the
+//! real PDD dumps of `../shared/pdd-real-dumps/`, never copied here). When such a dump is
+//! missing the case fails — unless its directory is absent and `CMAUTOBUY_NO_SHARED=1`
+//! (set by `scripts/test` when the shared material is missing) accepts that: then the
+//! case is reported NOT CHECKED, loudly, as `screens.rs` does for the real dumps.
+//!
 //! The flows run on the driver (`job::driver::drive`) with a scripted phone, scripted
 //! effects and the driver's virtual clock; no artifacts are written. The scripted
 //! phone's code that knows the device trait is one marked block ([`ScriptedDevice`]).
@@ -50,6 +56,45 @@ fn cases_dir() -> PathBuf {
     repo_root().join("fixtures/flows")
 }
 
+/// Dumps named from here live beside the repository, not in it.
+const SHARED_PREFIX: &str = "../shared/";
+
+/// `CMAUTOBUY_NO_SHARED=1`: running without the shared material is accepted.
+fn no_shared_accepted() -> bool {
+    std::env::var("CMAUTOBUY_NO_SHARED").as_deref() == Ok("1")
+}
+
+/// Why a case that names a missing shared dump is not checked, when that is `accepted`
+/// (`None`: the dumps are there, or their absence is a failure).
+fn shared_not_checked(case: &Case, accepted: bool) -> Option<String> {
+    let missing: Vec<&str> = case
+        .dumps
+        .iter()
+        .map(DumpSpec::path)
+        .filter(|p| p.starts_with(SHARED_PREFIX))
+        .filter(|p| {
+            let path = repo_root().join(p);
+            !path.is_file() && path.parent().is_some_and(|d| !d.is_dir())
+        })
+        .collect();
+    if missing.is_empty() || !accepted {
+        return None;
+    }
+    let dirs: std::collections::BTreeSet<String> = missing
+        .iter()
+        .filter_map(|p| {
+            repo_root()
+                .join(p)
+                .parent()
+                .map(|d| d.display().to_string())
+        })
+        .collect();
+    Some(format!(
+        "{} missing (CMAUTOBUY_NO_SHARED=1)",
+        dirs.into_iter().collect::<Vec<_>>().join(", ")
+    ))
+}
+
 // ---------------------------------------------------------------------------------------
 // case.json
 // ---------------------------------------------------------------------------------------
@@ -78,7 +123,7 @@ struct Case {
     #[serde(flatten)]
     machine: Machine,
     /// The dumps the phone answers, in order (paths from the repo root).
-    dumps: Vec<String>,
+    dumps: Vec<DumpSpec>,
     #[serde(default)]
     device_errors: Vec<ScriptedError>,
     #[serde(default)]
@@ -140,6 +185,33 @@ struct ReconcileCase {
     /// Crash recovery: nothing found is `INTERRUPTED_AFTER_SUBMIT`.
     #[serde(default)]
     recovery: bool,
+}
+
+/// One dump of `dumps`: a path from the repo root, or a path with edits applied when it
+/// is read — for a real dump that lacks one thing the flow needs before the part a case
+/// is about (the file itself is never copied or changed).
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum DumpSpec {
+    Path(String),
+    Edited(EditedDump),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EditedDump {
+    path: String,
+    /// `[from, to]` pairs: each `from` must occur exactly once in the dump.
+    replace: Vec<[String; 2]>,
+}
+
+impl DumpSpec {
+    fn path(&self) -> &str {
+        match self {
+            DumpSpec::Path(p) => p,
+            DumpSpec::Edited(e) => &e.path,
+        }
+    }
 }
 
 /// A dump call that fails instead of answering the next dump (which then answers the
@@ -219,15 +291,34 @@ impl Script {
             return Err("`dumps` is empty".into());
         }
         let mut dumps = Vec::new();
-        for p in &case.dumps {
-            let bytes = std::fs::read(repo_root().join(p)).map_err(|e| format!("dump {p}: {e}"))?;
-            let name = Path::new(p)
+        for spec in &case.dumps {
+            let p = spec.path();
+            let bytes = std::fs::read(repo_root().join(p)).map_err(|e| {
+                let hint = if p.starts_with(SHARED_PREFIX) {
+                    " (a real dump beside the repository: put the shared material there, \
+                     or set CMAUTOBUY_NO_SHARED=1 to accept running without it)"
+                } else {
+                    ""
+                };
+                format!("dump {p}: {e}{hint}")
+            })?;
+            let mut name = Path::new(p)
                 .file_name()
-                .map_or(p.clone(), |n| n.to_string_lossy().into_owned());
-            dumps.push(Dump {
-                name,
-                text: String::from_utf8_lossy(&bytes).into_owned(),
-            });
+                .map_or(p.to_string(), |n| n.to_string_lossy().into_owned());
+            let mut text = String::from_utf8_lossy(&bytes).into_owned();
+            if let DumpSpec::Edited(e) = spec {
+                for [from, to] in &e.replace {
+                    let n = text.matches(from.as_str()).count();
+                    if n != 1 {
+                        return Err(format!(
+                            "dump {p}: `{from}` occurs {n} times; an edit must replace exactly one"
+                        ));
+                    }
+                    text = text.replacen(from.as_str(), to, 1);
+                }
+                name.push_str(" (edited)");
+            }
+            dumps.push(Dump { name, text });
         }
         let mut errors = BTreeMap::new();
         for e in &case.device_errors {
@@ -453,8 +544,15 @@ fn build_flow(m: Machine) -> Result<Box<dyn Flow>, Box<FlowFailure>> {
     })
 }
 
+/// What running a case gave: its rendering, or why it could not be checked.
+enum Ran {
+    Rendered(String),
+    /// Its shared dumps are absent and `CMAUTOBUY_NO_SHARED=1` accepts that.
+    NotChecked(String),
+}
+
 /// Runs the case in `dir` and renders the result.
-fn run_case(dir: &Path) -> Result<String, String> {
+fn run_case(dir: &Path) -> Result<Ran, String> {
     let path = dir.join("case.json");
     let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     let value: serde_json::Value =
@@ -469,6 +567,9 @@ fn run_case(dir: &Path) -> Result<String, String> {
     }
     let case: Case =
         serde_json::from_value(value).map_err(|e| format!("{}: {e}", path.display()))?;
+    if let Some(why) = shared_not_checked(&case, no_shared_accepted()) {
+        return Ok(Ran::NotChecked(why));
+    }
     let script = Script::load(&case)?;
     let start = case.start.unwrap_or_else(default_start);
     let mut effects = ScriptedEffects {
@@ -478,7 +579,12 @@ fn run_case(dir: &Path) -> Result<String, String> {
     };
     let mut flow = match build_flow(case.machine) {
         Ok(f) => f,
-        Err(f) => return Ok(format!("refused before the phone: {}\n", failure_line(&f))),
+        Err(f) => {
+            return Ok(Ran::Rendered(format!(
+                "refused before the phone: {}\n",
+                failure_line(&f)
+            )))
+        }
     };
     let report = run(flow.as_mut(), &script, &mut effects, start);
     let mut out = render(&report, &script.served());
@@ -486,7 +592,7 @@ fn run_case(dir: &Path) -> Result<String, String> {
         out.push_str(line);
         out.push('\n');
     }
-    Ok(out)
+    Ok(Ran::Rendered(out))
 }
 
 fn failure_line(f: &FlowFailure) -> String {
@@ -660,18 +766,30 @@ fn updating() -> bool {
     std::env::var_os("UPDATE_EXPECT").is_some_and(|v| v == "1")
 }
 
+/// How a case checked out.
+#[derive(Debug, PartialEq, Eq)]
+enum Checked {
+    Passed,
+    /// Not run: its shared dumps are absent and that is accepted (why).
+    NotChecked(String),
+}
+
 /// Runs the case in `dir` and compares the rendering with its `expected.txt` (or, with
 /// `UPDATE_EXPECT=1`, writes it). `Err` says what is wrong, with a diff.
-fn check(dir: &Path) -> Result<(), String> {
+fn check(dir: &Path) -> Result<Checked, String> {
     let name = dir.file_name().map_or_else(
         || dir.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
     );
-    let actual = run_case(dir).map_err(|e| format!("{name}: {e}"))?;
+    let actual = match run_case(dir).map_err(|e| format!("{name}: {e}"))? {
+        Ran::Rendered(text) => text,
+        Ran::NotChecked(why) => return Ok(Checked::NotChecked(format!("{name}: {why}"))),
+    };
     let expected_path = dir.join("expected.txt");
     if updating() {
         eprintln!("UPDATE_EXPECT=1: writing {}", expected_path.display());
         return std::fs::write(&expected_path, &actual)
+            .map(|()| Checked::Passed)
             .map_err(|e| format!("{name}: write {}: {e}", expected_path.display()));
     }
     let expected = std::fs::read_to_string(&expected_path).map_err(|e| {
@@ -681,7 +799,7 @@ fn check(dir: &Path) -> Result<(), String> {
         )
     })?;
     if expected == actual {
-        return Ok(());
+        return Ok(Checked::Passed);
     }
     Err(format!(
         "{name}: the flow no longer does what {} says (- expected, + actual; \
@@ -700,7 +818,31 @@ fn every_flow_case_does_what_its_expected_file_says() {
         .collect();
     dirs.sort();
     assert!(!dirs.is_empty(), "no cases under fixtures/flows");
-    let problems: Vec<String> = dirs.iter().filter_map(|d| check(d).err()).collect();
+    let mut problems: Vec<String> = Vec::new();
+    let mut not_checked: Vec<String> = Vec::new();
+    for d in &dirs {
+        match check(d) {
+            Ok(Checked::Passed) => {}
+            Ok(Checked::NotChecked(why)) => not_checked.push(why),
+            Err(e) => problems.push(e),
+        }
+    }
+    if !not_checked.is_empty() {
+        // Straight to the process's stderr: the test harness captures `eprintln!` of a
+        // passing test, and this must be seen.
+        use std::io::Write as _;
+        let _ = writeln!(
+            std::io::stderr(),
+            "\n\n!!! NOT CHECKED: {} flow case(s) name real dumps that are missing:\n{}\n\
+             !!! Put the shared material next to the repository to check them.\n",
+            not_checked.len(),
+            not_checked
+                .iter()
+                .map(|w| format!("!!!   {w}"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+    }
     assert!(
         problems.is_empty(),
         "{} of {} flow cases failed:\n\n{}",
@@ -714,4 +856,31 @@ fn every_flow_case_does_what_its_expected_file_says() {
 fn the_diff_shows_changed_lines() {
     let d = diff("a\nb\nc\n", "a\nx\nc\nd\n");
     assert_eq!(d, "  a\n- b\n+ x\n  c\n+ d\n");
+}
+
+#[test]
+fn a_missing_shared_dump_is_not_checked_only_when_accepted() {
+    let case = |dumps: &[&str]| -> Case {
+        serde_json::from_value(serde_json::json!({
+            "why": "harness", "machine": "collect", "task": {"goods_id": "1"},
+            "dumps": dumps,
+        }))
+        .expect("case")
+    };
+    let missing = case(&["../shared/no-such-dir-for-the-flow-test/a.xml"]);
+    // Accepted (CMAUTOBUY_NO_SHARED=1): reported, not run.
+    let why = shared_not_checked(&missing, true).expect("not checked");
+    assert!(why.contains("no-such-dir-for-the-flow-test"), "{why}");
+    // Not accepted: the case runs and fails on the missing dump, saying why.
+    assert!(shared_not_checked(&missing, false).is_none());
+    let err = Script::load(&missing).err().expect("a missing dump fails");
+    assert!(err.contains("CMAUTOBUY_NO_SHARED"), "{err}");
+    // A missing dump inside the repository is never excused.
+    let ours = case(&["fixtures/screens/no-such-fixture.xml"]);
+    assert!(shared_not_checked(&ours, true).is_none());
+    // Shared dumps that are there are checked.
+    if repo_root().join("../shared/pdd-real-dumps").is_dir() {
+        let there = case(&["../shared/pdd-real-dumps/pdd_checkout_sheet_image_sku.xml"]);
+        assert!(shared_not_checked(&there, true).is_none());
+    }
 }

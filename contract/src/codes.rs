@@ -183,6 +183,13 @@ string_enum! {
         InvalidTaskPayload = "INVALID_TASK_PAYLOAD",
         UnsupportedTask = "UNSUPPORTED_TASK",
         LiveNotDeclared = "LIVE_NOT_DECLARED",
+        // The confirming screen pays or commits without a further human step (先用后付,
+        // 免密支付, auto-pay) or names no interactive method: the operator must change the
+        // account's setting (manual_review, nothing tapped).
+        PaymentMethodNotAllowed = "PAYMENT_METHOD_NOT_ALLOWED",
+        // A live submit without proof that the page shows the task's goods
+        // (manual_review, nothing tapped).
+        GoodsIdentityUnverified = "GOODS_IDENTITY_UNVERIFIED",
     }
 }
 

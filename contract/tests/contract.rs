@@ -18,6 +18,8 @@ struct Vector {
     candidates: Vec<SpecCandidate>,
     candidate_snapshot_hash: String,
     idempotency_key: String,
+    result_idempotency_key: String,
+    failure_idempotency_key: String,
 }
 
 fn vectors() -> Vec<Vector> {
@@ -43,6 +45,18 @@ fn hashes_match_the_independent_python_vectors() {
         );
         let k = hash::spec_resolution_idempotency_key(&v.task_id, &v.attempt_id, &h);
         assert_eq!(k, v.idempotency_key, "idempotency key of {:?}", v.name);
+        assert_eq!(
+            hash::result_idempotency_key(&v.task_id, &v.attempt_id),
+            v.result_idempotency_key,
+            "result key of {:?}",
+            v.name
+        );
+        assert_eq!(
+            hash::failure_idempotency_key(&v.task_id, &v.attempt_id),
+            v.failure_idempotency_key,
+            "failure key of {:?}",
+            v.name
+        );
     }
 }
 

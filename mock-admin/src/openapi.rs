@@ -13,8 +13,10 @@ use utoipa::ToSchema;
 
 /// Header value syntax the server accepts for `X-Client-Id`: 1–128 visible ASCII characters.
 pub const CLIENT_ID_PATTERN: &str = "^[!-~]{1,128}$";
-/// `Idempotency-Key`: 1–255 visible ASCII characters.
-pub const IDEMPOTENCY_KEY_PATTERN: &str = "^[!-~]{1,255}$";
+/// `Idempotency-Key`: a header value (no leading or trailing space, no control character
+/// but inner tabs; UTF-8 allowed) of at most 255 bytes (`cmautobuy_contract::hash`).
+pub const IDEMPOTENCY_KEY_PATTERN: &str =
+    r"^[^\u0000-\u0020\u007f](?:[^\u0000-\u0008\u000a-\u001f\u007f]*[^\u0000-\u0020\u007f])?$";
 
 #[derive(Serialize, ToSchema, Default)]
 #[schema(as = ClientInfo)]

@@ -73,6 +73,9 @@ pub fn run(g: &Globals, a: RehearseArgs) -> Result<(), Failure> {
             in_rehearse(Failure::usage(anyhow::anyhow!("--adb-server {s:?}: {e}")))
         })?),
     };
+    // A kept data directory and a real phone are locked as `run` locks them (a plain
+    // rehearsal's temporary directory and simulated phone are its own).
+    let _locks = lock(g, a.device.as_deref()).map_err(in_rehearse)?;
     let opts = RehearseOptions {
         device: a.device,
         sim_route,
@@ -103,6 +106,32 @@ pub fn run(g: &Globals, a: RehearseArgs) -> Result<(), Failure> {
     } else {
         Err(Failure::silent(Code::Unexpected))
     }
+}
+
+/// The data directory's lock with `--data-dir`, the phone's with `--device`.
+#[cfg(feature = "rehearse")]
+fn lock(
+    g: &Globals,
+    device: Option<&str>,
+) -> Result<Vec<cmautobuy_client::lock::ProcessLock>, Failure> {
+    use cmautobuy_client::device::{adb::default_adb_server, DeviceAddress};
+    use cmautobuy_client::lock;
+
+    const HOLDER: &str = "cmautobuy-client rehearse";
+    let mut locks = Vec::new();
+    if let Some(dir) = &g.data_dir {
+        locks.push(lock::lock_data_dir(dir, HOLDER).map_err(Failure::usage)?);
+    }
+    if let Some(serial) = device {
+        let cfg =
+            cmautobuy_client::config::load(g.overrides(None, None), &|k| std::env::var(k).ok())?;
+        let server = default_adb_server(std::env::var("ANDROID_ADB_SERVER_PORT").ok().as_deref());
+        let addr = DeviceAddress::parse(serial, server)
+            .map_err(|e| Failure::usage(anyhow::anyhow!("device {serial}: {e}")))?;
+        locks
+            .push(lock::lock_device(&cfg.lock_dir, serial, &addr, HOLDER).map_err(Failure::usage)?);
+    }
+    Ok(locks)
 }
 
 #[cfg(not(feature = "rehearse"))]

@@ -2,7 +2,13 @@
 //! Ctrl-C / SIGTERM (or, with `--exit-when-idle`, until nothing is left to do). The
 //! client is started through the library's one wiring, [`Client::start`]; this file only
 //! resolves what it runs with: configuration, store, Admin and phone.
+//!
+//! One process per data directory and per phone ([`cmautobuy_client::lock`]): the
+//! data-directory lock is taken before the store is opened, the phone's before the phone
+//! is touched, and both are held until the process ends. A second `run` exits at once
+//! with code 2 and one line naming what is locked and the holder's pid.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::Args;
@@ -10,6 +16,7 @@ use clap::Args;
 use cmautobuy_client::app::{Client, ClientConfig, Phone};
 use cmautobuy_client::config::Config;
 use cmautobuy_client::job::adb::AdbSource;
+use cmautobuy_client::lock::{self, LockError, ProcessLock};
 use cmautobuy_client::runner::RunExit;
 
 use super::args::{Conn, Globals};
@@ -34,13 +41,22 @@ pub struct RunArgs {
     /// The config key `allow_live = true` does the same for unattended machines.
     #[arg(long)]
     allow_live: bool,
+    /// The directory of the per-phone lock files, shared by every client on this machine
+    /// (config `lock_dir`, `CMAUTOBUY_LOCK_DIR`; default /tmp/cmautobuy-locks).
+    #[arg(long, value_name = "DIR")]
+    lock_dir: Option<PathBuf>,
 }
 
 pub fn run(g: &Globals, a: RunArgs) -> Result<(), Failure> {
-    let cfg = setup::load(g.overrides(Some(&a.conn), a.poll_interval))?;
+    let mut cfg = setup::load(g.overrides(Some(&a.conn), a.poll_interval))?;
+    if let Some(d) = a.lock_dir {
+        cfg.lock_dir = d;
+    }
+    // Held until this function returns, i.e. for the life of the client.
+    let _data_dir_lock = lock::lock_data_dir(&cfg.data_dir, HOLDER).map_err(refused)?;
     let allow_live = a.allow_live || cfg.allow_live;
-    let phone = if a.stub_executor {
-        Phone::Stub
+    let (phone, _device_lock) = if a.stub_executor {
+        (Phone::Stub, None)
     } else {
         phone(&cfg, allow_live)?
     };
@@ -70,15 +86,30 @@ pub fn run(g: &Globals, a: RunArgs) -> Result<(), Failure> {
     }
 }
 
-/// The configured (or saved) phone: collect and purchase tasks run on it through the
-/// flow executor; without one every task waits (`retry_wait DEVICE_OFFLINE`).
-fn phone(cfg: &Config, allow_live: bool) -> Result<Phone, Failure> {
+/// What this process writes into its lock files.
+const HOLDER: &str = "cmautobuy-client run";
+
+/// A lock held by another process: exit code 2, `cmautobuy-client run: the data
+/// directory /x is in use by pid 1234 (cmautobuy-client run); lock file …`. A lock file
+/// that cannot be created is a configuration error too (a data or lock directory this
+/// user cannot write).
+fn refused(e: LockError) -> Failure {
+    Failure::usage(e).in_command("run")
+}
+
+/// The configured (or saved) phone, locked for this process: collect and purchase tasks
+/// run on it through the flow executor; without one every task waits
+/// (`retry_wait DEVICE_OFFLINE`).
+fn phone(cfg: &Config, allow_live: bool) -> Result<(Phone, Option<ProcessLock>), Failure> {
     let saved = setup::open_store(cfg)?.settings()?.device;
     let Some(target) = device::resolve(cfg, None, || saved, None, None)? else {
         tracing::warn!("no device configured (--device SERIAL or tcp:HOST:PORT): tasks will wait");
-        return Ok(Phone::None);
+        return Ok((Phone::None, None));
     };
     let serial = target.serial;
+    let holder = format!("{HOLDER}, data directory {}", cfg.data_dir.display());
+    let device_lock =
+        lock::lock_device(&cfg.lock_dir, &serial, &target.addr, &holder).map_err(refused)?;
     let source = AdbSource::open(target.addr, target.options)
         .map_err(|e| Failure::usage(anyhow::anyhow!("device {serial}: {e}")))?;
     if allow_live {
@@ -89,7 +120,7 @@ fn phone(cfg: &Config, allow_live: bool) -> Result<Phone, Failure> {
     } else {
         tracing::info!("purchases run as dry runs (live needs --allow-live or allow_live = true)");
     }
-    Ok(Phone::Adb(source))
+    Ok((Phone::Adb(source), Some(device_lock)))
 }
 
 /// Ctrl-C, or SIGTERM on Unix.

@@ -52,6 +52,7 @@ pub mod kind;
 pub mod names;
 pub mod page;
 pub mod pages;
+pub mod payment;
 mod query;
 pub mod recognize;
 pub mod render;
@@ -66,6 +67,7 @@ pub use pages::{
     AbandonDialog, DismissKind, LoginRequired, OrderDetail, OrderEntry, OrderList, Payment, Popup,
     RiskVerification, Unknown,
 };
+pub use payment::PaymentVerdict;
 pub use recognize::{classify, Screen, ScreenKind};
 pub use render::render_text;
 pub use sku_sheet::{ListView, OptionForm, QuantityStepper, SkuGroup, SkuOption, SkuSheet};

@@ -22,6 +22,7 @@ use serde::Serialize;
 use std::sync::OnceLock;
 
 use super::page::{trim_name, Page};
+use super::payment::{self, PaymentVerdict};
 use super::target::Target;
 use super::tree::{Bounds, NodeRef, Point, Tree};
 use crate::money::{parse_price, price_from_parts, Fen};
@@ -55,6 +56,8 @@ pub struct SkuSheet {
     pub close: Option<Target>,
     /// "使用#微信支付，更换支付方式".
     pub payment_method_text: Option<String>,
+    /// Whether submitting here would need a human to pay (see [`super::payment`]).
+    pub payment: PaymentVerdict,
     /// The vertical option list, when the sheet scrolls: its bounds and whether it
     /// hides options above or below.
     pub list: Option<ListView>,
@@ -219,6 +222,18 @@ fn submit_node<'t>(page: &Page<'t>) -> Option<NodeRef<'t>> {
         .last()
 }
 
+/// The payment row ("使用#微信支付，更换支付方式", "使用#先用后付，确认收货后自动付款",
+/// "支付方式 …"), shared by the sheet and the 确认订单 page.
+pub fn payment_row(page: &Page<'_>) -> Option<String> {
+    page.labels(|l| {
+        l.contains("支付方式")
+            || (l.starts_with("使用")
+                && (l.contains("支付") || l.contains("付款") || l.contains("先用后付")))
+    })
+    .next()
+    .map(|n| Page::label_of(&n).to_string())
+}
+
 /// Cheap check used by the classifier.
 pub fn looks_like(page: &Page<'_>) -> bool {
     let selected = select_node(page.tree).is_some();
@@ -258,10 +273,12 @@ pub fn extract(page: &Page<'_>) -> SkuSheet {
         .find(|n| n.desc().trim() == "关闭")
         .and_then(Target::of);
 
-    let payment_method_text = page
-        .labels(|l| l.contains("支付方式") || (l.starts_with("使用") && l.contains("支付")))
-        .next()
-        .map(|n| Page::label_of(&n).to_string());
+    let payment_method_text = payment_row(page);
+    let payment = payment::assess(
+        payment_method_text.as_deref(),
+        submit.map(|n| Page::label_of(&n)),
+        page.labelled.iter().map(Page::label_of),
+    );
 
     let mut sheet = SkuSheet {
         address_present,
@@ -276,6 +293,7 @@ pub fn extract(page: &Page<'_>) -> SkuSheet {
         submit: submit.and_then(Target::of),
         close,
         payment_method_text,
+        payment,
         list: None,
     };
     sheet.list = list_view(tree, &sheet);

@@ -5,7 +5,10 @@
 //! a purchase flow gets permission to tap 提交订单. It commits, in one `BEGIN IMMEDIATE`
 //! transaction with `synchronous=FULL`, the mark and the snapshot of what was confirmed
 //! — and refuses when this run already has an outcome, or when any run of any claim of
-//! the same remote task already carries a mark (an earlier attempt may have ordered).
+//! the same remote task, this run included, already carries a mark (an earlier attempt
+//! may have ordered). A mark is asked for once per run: a second ask is a bug or a replay
+//! and is answered `Refused`, never a second permission to submit. Crash recovery only
+//! reconciles a marked run; it never asks for the mark.
 
 use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension};
@@ -18,7 +21,8 @@ use super::error::{Result, StoreError};
 pub enum MarkOutcome {
     /// Committed durably; the submit tap may happen now. `at` is the stored time.
     Marked { at: String },
-    /// Not marked: the tap must not happen.
+    /// Not marked by this call: the tap must not happen. Also the answer when this very
+    /// run is already marked (the first mark and its snapshot stay as they were).
     Refused { reason: String },
 }
 
@@ -41,9 +45,11 @@ impl Store {
     }
 
     /// Sets the irreversible mark of a purchase run together with its confirmation
-    /// snapshot (JSON), durably, unless another run of the same remote task already has
-    /// a mark or this run already has an outcome. Marking the same run again keeps the
-    /// first time and snapshot and answers `Marked` with the first time.
+    /// snapshot (JSON), durably, unless a run of the same remote task (this one
+    /// included) already has a mark or this run already has an outcome. Asking again for
+    /// a run that is already marked answers `Refused` and keeps the first time and
+    /// snapshot: `Marked` is answered once per run, so it can never permit a second
+    /// submit tap.
     pub fn mark_irreversible_once(
         &self,
         run_id: i64,
@@ -63,7 +69,9 @@ impl Store {
                 return Err(StoreError::NotFound(format!("run {run_id}")));
             };
             if let Some(first) = mark {
-                return Ok(MarkOutcome::Marked { at: first });
+                return Ok(MarkOutcome::Refused {
+                    reason: format!("run {run_id} already carries its irreversible mark ({first})"),
+                });
             }
             if let Some(o) = outcome {
                 return Ok(MarkOutcome::Refused {
@@ -141,15 +149,32 @@ mod tests {
             s.mark_irreversible_once(r1.id, t0(), "{\"q\":1}").unwrap(),
             MarkOutcome::Marked { .. }
         ));
-        // The same run again: still marked, first time kept.
+        // The same run again: refused (never a second permission to submit); the first
+        // time and snapshot are kept.
         let again = s
             .mark_irreversible_once(r1.id, t0() + chrono::Duration::seconds(5), "{}")
             .unwrap();
-        assert_eq!(again, MarkOutcome::Marked { at: ts(t0()) });
+        let MarkOutcome::Refused { reason } = again else {
+            panic!("a second ask for the same run must be refused, got {again:?}");
+        };
+        assert!(
+            reason.contains("already carries its irreversible mark"),
+            "{reason}"
+        );
+        assert_eq!(
+            s.run(r1.id).unwrap().irreversible_action_at.as_deref(),
+            Some(ts(t0()).as_str())
+        );
         assert_eq!(
             s.purchase_snapshot(r1.id).unwrap().as_deref(),
             Some("{\"q\":1}")
         );
+        // And again, later still: the answer does not change.
+        assert!(matches!(
+            s.mark_irreversible_once(r1.id, t0() + chrono::Duration::seconds(60), "{}")
+                .unwrap(),
+            MarkOutcome::Refused { .. }
+        ));
         // The same remote task claimed again (a new local row): refused.
         let b = s.save_claimed_task(&task("cg1"), "{}", t0()).unwrap();
         let r2 = s.start_run(b, t0()).unwrap();

@@ -43,10 +43,11 @@ fn endpoint_of(method: &Method, path: &str) -> Option<(Endpoint, Option<String>)
     Some((e, Some(id.to_string())))
 }
 
+/// A header as text: UTF-8 values included (an `Idempotency-Key` may hold them).
 fn header_str(headers: &HeaderMap, name: &str) -> Option<String> {
     headers
         .get(name)
-        .and_then(|v| v.to_str().ok())
+        .and_then(|v| std::str::from_utf8(v.as_bytes()).ok())
         .map(str::to_string)
 }
 

@@ -6,14 +6,14 @@ use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, PathRejection};
 use axum::extract::Path;
 use axum::http::{header, HeaderMap, StatusCode};
-use cmautobuy_contract::validate;
 use cmautobuy_contract::AdminErrorCode;
+use cmautobuy_contract::{hash, validate};
 use serde_json::Value;
 
 /// Largest request body read at all (a collect result with many SKUs fits easily).
 pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 
-/// 1–`max` visible ASCII characters (the syntax of ids and keys in headers).
+/// 1–`max` visible ASCII characters (the syntax of client ids).
 pub(crate) fn visible_ascii(s: &str, max: usize) -> bool {
     !s.is_empty() && s.len() <= max && s.bytes().all(|b| (0x21..=0x7e).contains(&b))
 }
@@ -33,17 +33,25 @@ pub(crate) fn client_id(headers: &HeaderMap) -> Result<String, ApiError> {
     }
 }
 
-/// `Idempotency-Key`: 1–255 visible ASCII characters.
+/// `Idempotency-Key`: what the contract allows (`cmautobuy_contract::hash`, the key rule):
+/// 1–255 bytes of a valid header value, UTF-8 text included, as an Admin on Go's net/http
+/// takes it. The client's own keys are visible ASCII (non-ASCII task-id bytes
+/// percent-encoded), the narrowest case.
 pub(crate) fn idempotency_key(headers: &HeaderMap) -> Result<String, ApiError> {
-    match headers.get("idempotency-key").map(|v| v.to_str()) {
-        None => Err(ApiError::new(
+    let Some(v) = headers.get("idempotency-key") else {
+        return Err(ApiError::new(
             AdminErrorCode::MissingIdempotencyKey,
             "Idempotency-Key header is required",
-        )),
-        Some(Ok(v)) if visible_ascii(v, 255) => Ok(v.to_string()),
-        Some(_) => Err(ApiError::new(
+        ));
+    };
+    match std::str::from_utf8(v.as_bytes()) {
+        Ok(k) if hash::is_valid_idempotency_key(k) => Ok(k.to_string()),
+        _ => Err(ApiError::new(
             AdminErrorCode::InvalidIdempotencyKey,
-            "Idempotency-Key must be 1–255 visible ASCII characters",
+            format!(
+                "Idempotency-Key must be a UTF-8 header value of 1–{} bytes",
+                hash::IDEMPOTENCY_KEY_MAX_BYTES
+            ),
         )),
     }
 }

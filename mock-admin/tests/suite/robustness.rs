@@ -342,6 +342,61 @@ async fn bad_input_gets_its_section_3_code_never_a_500() {
     assert!(h.task(&id).await["results"].as_array().unwrap().is_empty());
 }
 
+/// The contract allows any header value as an `Idempotency-Key` (up to 255 bytes, the
+/// contract crate's limit): the client's percent-encoded key and a raw UTF-8 one (as an
+/// Admin on Go's net/http takes it) are both accepted; longer keys and bytes that are not
+/// UTF-8 are `INVALID_IDEMPOTENCY_KEY`.
+#[tokio::test]
+async fn idempotency_keys_are_any_header_value_up_to_255_bytes() {
+    let h = Harness::start().await;
+    let mut t = collect_task();
+    t["id"] = json!("采购 0001");
+    let id = h.create(t).await;
+    assert_eq!(h.claim_id("CLIENT-1", &all_dry()).await, id);
+    let body = collect_result("a1", COLLECT_GOODS, None);
+    let encoded = cmautobuy_contract::hash::result_idempotency_key(&id, "a1");
+    assert_eq!(encoded, "%E9%87%87%E8%B4%AD%200001:a1:result-v1");
+    let raw_utf8 = "采购 0001:a1:result-v1".to_string();
+    for key in [&encoded, &raw_utf8, &"k".repeat(255), &"采".repeat(85)] {
+        let r = h.submit(&id, "result", "CLIENT-1", key, &body).await;
+        assert_eq!(r.status(), 200, "{key}");
+    }
+    let stored: Vec<String> = h.task(&id).await["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["idempotency_key"].as_str().unwrap().to_string())
+        .collect();
+    assert!(stored.contains(&encoded), "{stored:?}");
+    assert!(stored.contains(&raw_utf8), "{stored:?}");
+    let journaled = h.op.journal();
+    assert!(journaled
+        .iter()
+        .any(|e| e.idempotency_key.as_deref() == Some(raw_utf8.as_str())));
+    for key in ["k".repeat(256), "采".repeat(86)] {
+        let (status, code, _) =
+            error_code(h.submit(&id, "result", "CLIENT-1", &key, &body).await).await;
+        assert_eq!(
+            (status, code.as_str()),
+            (400, "INVALID_IDEMPOTENCY_KEY"),
+            "{key}"
+        );
+    }
+    let not_utf8 = reqwest::header::HeaderValue::from_bytes(b"k\xff:a1:result-v1").unwrap();
+    let r = h
+        .http
+        .post(h.url(&format!("/api/v1/client/tasks/{id}/result")))
+        .header("X-Client-Id", "CLIENT-1")
+        .header("Idempotency-Key", not_utf8)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let (status, code, _) = error_code(r).await;
+    assert_eq!((status, code.as_str()), (400, "INVALID_IDEMPOTENCY_KEY"));
+    assert_eq!(h.task(&id).await["results"].as_array().unwrap().len(), 4);
+}
+
 // ---------------------------------------------------------------------------------------
 // a locked database
 // ---------------------------------------------------------------------------------------

@@ -1,6 +1,8 @@
 //! The final confirmation and the one submit: the 已选 text must name every chosen
-//! option; the selection, quantity, address and the footer total (提交订单 ¥TOTAL) are
-//! read from **one** dump and the total is compared with `max_price_cent` (a total).
+//! option; the selection, quantity, address, payment method and the footer total
+//! (提交订单 ¥TOTAL) are read from **one** dump; the payment method must be interactive
+//! (`screen::payment`), the total > 0 and at most `max_price_cent`, and settled (the same
+//! state on two consecutive quiet dumps).
 //! A dry run finishes there. A live run asks for [`Effect::MarkIrreversible`] with the
 //! [`Confirmation`]; only on [`EffectOutcome::Marked`] does it tap 提交订单 — once: the
 //! flow moves to its reconcile phase before the tap leaves, and no state of that phase
@@ -9,12 +11,13 @@
 use chrono::{DateTime, Utc};
 use cmautobuy_contract::{ExecutionMode, FailureCode, FlowStep, OptionMap};
 
-use super::{finish_fail, Phase, PurchaseFlow};
+use super::{finish_fail, Phase, PurchaseFlow, Settle};
 use crate::flow::action::{Action, Effect, EffectOutcome, FlowOutcome};
 use crate::flow::confirmation::Confirmation;
 use crate::flow::failure::FlowFailure;
+use crate::flow::observe::Pending;
 use crate::flow::reconcile::ReconcileFlow;
-use crate::screen::SkuSheet;
+use crate::screen::{PaymentVerdict, SkuSheet};
 
 impl PurchaseFlow {
     /// The quantity, then the final confirmation on the same dump.
@@ -25,6 +28,21 @@ impl PurchaseFlow {
         let want = self.task.quantity;
         // The final confirmation: everything above was read from this very dump.
         let step = FlowStep::ConfirmTotal;
+        // Fail closed on the payment method before anything else is judged: an account
+        // on 先用后付 or 免密支付 must never see a submit tap (nor pass a dry run).
+        if let PaymentVerdict::NotAllowed { reason } = &s.payment {
+            return finish_fail(
+                FlowFailure::manual(
+                    FailureCode::PaymentMethodNotAllowed,
+                    step,
+                    format!("{reason}; change the account's payment setting to an interactive method (微信支付)"),
+                )
+                .with(
+                    "payment_method_text",
+                    s.payment_method_text.clone().unwrap_or_default(),
+                ),
+            );
+        }
         let Some(total) = s.total else {
             return self.poll(
                 step,
@@ -47,6 +65,16 @@ impl PurchaseFlow {
                 .with("max_price_cent", self.task.max_price.get()),
             );
         }
+        if total.get() <= 0 {
+            return finish_fail(
+                FlowFailure::retry(
+                    FailureCode::PriceUnreadable,
+                    step,
+                    "the order total reads ¥0: not a price this client confirms",
+                )
+                .with("confirmed_total_cent", total.get()),
+            );
+        }
         let Some(submit) = s.submit.clone() else {
             return self.poll(
                 step,
@@ -54,6 +82,37 @@ impl PurchaseFlow {
                 FailureCode::PageNotRecognized,
             );
         };
+        // A settled total: the same selection, quantity and total on two consecutive
+        // dumps separated by a bounded wait, the first of them not right after a gesture
+        // (the app re-prices after taps: coupons, stock, the network).
+        let state = Settle {
+            options: chosen.clone(),
+            selected_text: s.selected_text.clone(),
+            quantity: want,
+            total,
+        };
+        let settled = self.quiet_dumps >= 3 && self.prev_settle.as_ref() == Some(&state);
+        if !settled {
+            self.settles += 1;
+            if self.settles > self.limits.polls + 2 {
+                return finish_fail(
+                    FlowFailure::retry(
+                        FailureCode::PriceUnreadable,
+                        step,
+                        "the order total did not settle (it changed between dumps)",
+                    )
+                    .with("last_total_cent", total.get()),
+                );
+            }
+            // The first dump after a gesture only waits; from the second on, each one is
+            // the candidate the next must repeat.
+            self.settling = (self.quiet_dumps >= 2).then_some(state);
+            self.d.pending = Pending::Observe(step);
+            self.d.step = FlowStep::ConfirmTotal;
+            return Action::Wait {
+                duration: self.limits.poll_pause,
+            };
+        }
         let conf = Confirmation {
             goods_id: self.task.goods_id.clone(),
             title: self.title.clone(),

@@ -20,10 +20,13 @@
 //!    SPEC_RESOLUTION_UNCERTAIN`, `rejected` → `failed SPEC_RESOLUTION_REJECTED`,
 //!    `failed` → `retry_wait SPEC_RESOLUTION_FAILED`.
 //! 5. `set_quantity` — stepper taps, then the field must show the task's quantity.
-//! 6. `confirm_total` — on the final sheet: the selection, 已选 text, quantity, address
-//!    and the footer total (提交订单 ¥TOTAL) are all read from **one** dump; the total is
-//!    the order total and is compared with `max_price_cent` (a total) →
-//!    `failed PRICE_LIMIT_EXCEEDED`, nothing submitted.
+//! 6. `confirm_total` — on the final sheet: the selection, 已选 text, quantity, address,
+//!    the payment method and the footer total (提交订单 ¥TOTAL) are all read from **one**
+//!    dump. The payment method must be interactive (微信支付, …; never 先用后付 / 免密 /
+//!    auto-pay: `manual_review PAYMENT_METHOD_NOT_ALLOWED`). The total must be > 0, at most
+//!    `max_price_cent` (`failed PRICE_LIMIT_EXCEEDED`), and **settled**: the same
+//!    selection, quantity and total on two consecutive dumps a bounded wait apart, the
+//!    first of them not right after a gesture (the app re-prices after taps).
 //! 7. dry run: finish with the dry-run purchase result (`decisions.md` §6).
 //! 8. live: [`Effect::MarkIrreversible`] (durable, with the confirmation snapshot); only
 //!    after the store answers `Marked` the flow taps 提交订单 — once: the flow moves to
@@ -80,6 +83,16 @@ enum Phase {
     Submitted,
 }
 
+/// The state a total is confirmed in: it must read the same on two consecutive quiet
+/// dumps.
+#[derive(Clone, Debug, PartialEq)]
+struct Settle {
+    options: cmautobuy_contract::OptionMap,
+    selected_text: Option<String>,
+    quantity: u32,
+    total: crate::money::Fen,
+}
+
 /// A §7.1 resolution as this attempt knows it.
 #[derive(Clone, Debug)]
 struct Resolution {
@@ -115,6 +128,14 @@ pub struct PurchaseFlow {
     spec_request: Option<SpecResolutionRequest>,
     resolution: Option<Resolution>,
     confirmation: Option<Confirmation>,
+    /// Dumps since the last gesture (a dump right after one never confirms a total).
+    quiet_dumps: u32,
+    /// What the previous quiet dump showed ready to confirm: selection, quantity, total.
+    settling: Option<Settle>,
+    /// The previous dump's `settling`, for this dump to compare with.
+    prev_settle: Option<Settle>,
+    /// Settle dumps so far (bounded by `limits.polls`).
+    settles: u32,
     marked_at: Option<DateTime<Utc>>,
     reconcile: Option<ReconcileFlow>,
 }
@@ -170,6 +191,10 @@ impl PurchaseFlow {
             spec_request: None,
             resolution: None,
             confirmation: None,
+            quiet_dumps: 0,
+            settling: None,
+            prev_settle: None,
+            settles: 0,
             marked_at: None,
             reconcile: None,
         })
@@ -286,7 +311,13 @@ impl Flow for PurchaseFlow {
             };
             return r.observe(now, obs);
         }
-        match self.d.route(obs) {
+        let screen = matches!(obs, Observation::Screen(_));
+        if screen {
+            self.quiet_dumps += 1;
+            // Only the dump right before this one may settle a total with it.
+            self.prev_settle = self.settling.take();
+        }
+        let action = match self.d.route(obs) {
             Routed::Start => {
                 self.phase = Phase::Goods;
                 self.d.pending = Pending::Observe(FlowStep::OpenGoods);
@@ -300,7 +331,20 @@ impl Flow for PurchaseFlow {
             Routed::Resume => self.observe_now(self.d.step.clone()),
             Routed::Screen(o) => self.on_screen(now, *o),
             Routed::Effect(out) => self.on_effect(now, out),
+        };
+        // A gesture may change the page: the dumps after it start a new quiet stretch,
+        // and a total read before it no longer counts.
+        if matches!(
+            action,
+            Action::Tap { .. }
+                | Action::Swipe { .. }
+                | Action::Back { .. }
+                | Action::OpenUrl { .. }
+        ) {
+            self.quiet_dumps = 0;
+            self.settling = None;
         }
+        action
     }
 
     fn checkpoint(&mut self) -> Option<&'static str> {

@@ -15,7 +15,7 @@ use crate::flow::failure::FlowFailure;
 use crate::flow::observe::Pending;
 use crate::flow::sheet::{self, tappable, Reveal};
 use crate::screen::goods::{self, Identity};
-use crate::screen::names::names_all;
+use crate::screen::names::selection_names;
 use crate::screen::sku_sheet::normalize_name;
 use crate::screen::{Bounds, GoodsDetail, OptionForm, Point, SkuSheet};
 
@@ -380,7 +380,14 @@ impl PurchaseFlow {
             .filter_map(|(_, k, n)| n.clone().map(|n| (k.clone(), n)))
             .collect();
         let sel_ok = s.selected_text.as_deref().is_some_and(|t| {
-            t.trim_start().starts_with("已选") && names_all(std::iter::once(t), &chosen)
+            selection_names(
+                t,
+                &chosen,
+                self.model
+                    .dims
+                    .iter()
+                    .map(|d| (d.key.as_str(), d.options.as_slice())),
+            )
         });
         if !sel_ok {
             return self.poll(
