@@ -1699,6 +1699,16 @@ fn folded_order_detail_must_be_scrolled_and_expanded() {
     assert!(p.xml().contains("text=\"12.50元\""));
     // 去支付 stays reachable in the fixed bottom bar.
     assert!(find_target(&p.screen(), "去支付").is_some());
+    // One order's own deep link opens its detail, at the top and folded again.
+    let e = p.sh(&format!(
+        "am start -a android.intent.action.VIEW -d 'pinduoduo://com.xunmeng.pinduoduo/order.html?order_sn={}'",
+        o.order_sn
+    ));
+    assert_eq!(e.code, 0);
+    assert_eq!(p.page(), "order_detail");
+    assert!(!p.xml().contains("下单时间"));
+    p.sh("am start -a android.intent.action.VIEW -d 'pinduoduo://com.xunmeng.pinduoduo/order.html?order_sn=261130-000000000000000'");
+    assert_eq!(p.page(), "not_found");
 }
 
 #[test]
