@@ -39,12 +39,32 @@ pub(crate) fn order_detail(
     {
         return folded(v, o, scroll, expanded, &created_local, remaining, h);
     }
-    let status = order_status_text(&o.status);
-    let mut nodes = vec![
-        back_button(),
-        label(440, 130, "订单详情", 52),
-        label(35, 280, status, 60),
-    ];
+    let mut nodes = vec![back_button(), label(440, 130, "订单详情", 52)];
+    nodes.extend(order_head(v, o, remaining, "x"));
+    nodes.extend([
+        Node::linear(r(0, 1020, W, 1110))
+            .pdd()
+            .child(label(35, 1040, "实付款", 44))
+            .child(label(
+                860,
+                1040,
+                &format!("¥{}", format_yuan(o.total_cent)),
+                44,
+            )),
+        order_sn_row(o, 1150),
+        label(35, 1245, &format!("下单时间：{created_local}"), 40),
+        label(35, 1325, order_payment_text(&o.status), 40),
+    ]);
+    if o.status == STATUS_UNPAID {
+        nodes.push(pay_bar(o, bottom));
+    }
+    vec![Node::frame(r(0, STATUS_H, W, bottom)).pdd().children(nodes)]
+}
+
+/// The top of a detail, both forms: status (and countdown while unpaid), address, shop,
+/// the goods with its spec, unit price and quantity (`times`: "x" or the real "×").
+fn order_head(v: &View<'_>, o: &Order, remaining: i64, times: &str) -> Vec<Node> {
+    let mut nodes = vec![label(35, 280, order_status_text(&o.status), 60)];
     if o.status == STATUS_UNPAID {
         nodes.push(label(
             35,
@@ -77,31 +97,21 @@ pub(crate) fn order_detail(
             &format!("¥{}", format_yuan(o.unit_price_cent)),
             38,
         ),
-        label(980, 880, &format!("x{}", o.quantity), 38),
-        Node::linear(r(0, 1020, W, 1110))
-            .pdd()
-            .child(label(35, 1040, "实付款", 44))
-            .child(label(
-                860,
-                1040,
-                &format!("¥{}", format_yuan(o.total_cent)),
-                44,
-            )),
-        Node::linear(r(0, 1150, W, 1230))
-            .pdd()
-            .child(label(35, 1165, &format!("订单编号：{}", o.order_sn), 40))
-            .child(
-                Node::text(r(940, 1160, 1040, 1215), "复制")
-                    .pdd()
-                    .tap("toast:已复制"),
-            ),
-        label(35, 1245, &format!("下单时间：{created_local}"), 40),
-        label(35, 1325, order_payment_text(&o.status), 40),
+        label(980, 880, &format!("{times}{}", o.quantity), 38),
     ]);
-    if o.status == STATUS_UNPAID {
-        nodes.push(pay_bar(o, bottom));
-    }
-    vec![Node::frame(r(0, STATUS_H, W, bottom)).pdd().children(nodes)]
+    nodes
+}
+
+/// "订单编号：…" in one node, and 复制, in an 80-px row from `y`.
+fn order_sn_row(o: &Order, y: i32) -> Node {
+    Node::linear(r(0, y, W, y + 80))
+        .pdd()
+        .child(label(35, y + 15, &format!("订单编号：{}", o.order_sn), 40))
+        .child(
+            Node::text(r(940, y + 10, 1040, y + 65), "复制")
+                .pdd()
+                .tap("toast:已复制"),
+        )
 }
 
 /// 取消订单 / 去支付 at the bottom of an unpaid order's detail.
@@ -149,10 +159,6 @@ fn folded(
     let unpaid = o.status == STATUS_UNPAID;
     let vp_bottom = bottom - 150;
     let vp = r(0, FOLDED_TOP, W, vp_bottom);
-    let shop = v
-        .goods(&o.goods_id)
-        .map(|g| g.shop.clone())
-        .unwrap_or_default();
     let discount = v.goods(&o.goods_id).map(|g| g.discount_cent).unwrap_or(0);
     let row = |y: i32, left: &str, right: &str| {
         Node::linear(r(0, y, W, y + 80))
@@ -160,36 +166,8 @@ fn folded(
             .child(label(35, y + 15, left, 42))
             .child(label(1045 - tw(right, 42), y + 15, right, 42))
     };
-    let mut content = vec![label(35, 280, order_status_text(&o.status), 60)];
-    if unpaid {
-        content.push(label(
-            35,
-            370,
-            &format!("剩余{:02}:{:02}自动关闭", remaining / 60, remaining % 60),
-            40,
-        ));
-    }
+    let mut content = order_head(v, o, remaining, "×");
     content.extend([
-        Node::group(r(0, 450, W, 620))
-            .pdd()
-            .child(label(35, 470, "张三 138****0000", 44))
-            .child(label(35, 540, "广东省深圳市南山区科技园路1号", 40)),
-        label(35, 660, &shop, 44),
-        Node::image(r(35, 740, 275, 980)).pdd(),
-        Node::text(
-            r(300, 740, 1045, 800),
-            o.title.chars().take(18).collect::<String>(),
-        )
-        .rid("com.xunmeng.pinduoduo:id/tv_goods_name")
-        .desc(o.title.clone()),
-        label(300, 820, &v.options_text(o), 38),
-        label(
-            300,
-            880,
-            &format!("¥{}", format_yuan(o.unit_price_cent)),
-            38,
-        ),
-        label(980, 880, &format!("×{}", o.quantity), 38),
         row(
             1020,
             "商品总价",
@@ -233,16 +211,7 @@ fn folded(
         );
     }
     // Below the first screen: the order number, then the fold.
-    content.push(
-        Node::linear(r(0, 2240, W, 2320))
-            .pdd()
-            .child(label(35, 2255, &format!("订单编号：{}", o.order_sn), 40))
-            .child(
-                Node::text(r(940, 2250, 1040, 2305), "复制")
-                    .pdd()
-                    .tap("toast:已复制"),
-            ),
-    );
+    content.push(order_sn_row(o, 2240));
     let mut y = 2340;
     if expanded {
         for line in [
