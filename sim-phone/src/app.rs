@@ -9,7 +9,7 @@ use chrono::{DateTime, FixedOffset};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use crate::catalog::{Catalog, Goods};
+use crate::catalog::{Catalog, Goods, OrderListEntry, PaymentMethod};
 use crate::ledger::{Ledger, Order};
 use crate::page::{qty_limit, QTY_CAP};
 pub use crate::page::{Page, PopupKind, PopupSchedule, SheetState};
@@ -48,6 +48,8 @@ pub struct App {
     rng: StdRng,
     /// Last toast text (toasts are not in dumps on real phones; tests read it here).
     pub(crate) last_toast: Option<String>,
+    /// The goods whose page was shown last (decides how the profile draws 待付款).
+    pub(crate) last_goods_id: Option<String>,
 }
 
 impl App {
@@ -63,6 +65,7 @@ impl App {
             page_views: 0,
             rng,
             last_toast: None,
+            last_goods_id: None,
         }
     }
 
@@ -100,6 +103,41 @@ impl App {
         }
     }
 
+    /// The goods whose page is in front (the goods page or its sheet), as the app's
+    /// WebView URL names it in `dumpsys activity top`; `None` on every other page.
+    pub fn displayed_goods_id(&self) -> Option<&str> {
+        match self.page()? {
+            Page::Goods { goods_id } => Some(goods_id),
+            Page::Sheet(s) => Some(&s.goods_id),
+            _ => None,
+        }
+    }
+
+    /// The profile draws its order entries on canvas: the goods shown last or the newest
+    /// order's goods says `order_list_entry: "canvas"`.
+    fn profile_on_canvas(&self) -> bool {
+        self.last_goods_id
+            .iter()
+            .chain(self.ledger.orders().last().map(|o| &o.goods_id))
+            .any(|id| {
+                self.goods(id)
+                    .is_some_and(|g| g.order_list_entry == OrderListEntry::Canvas)
+            })
+    }
+
+    /// A dump just showed the screen: a lagging sheet total is one dump closer to settling.
+    pub fn after_dump(&mut self) {
+        if !self.foreground {
+            return;
+        }
+        if let Some(Page::Sheet(s)) = self.stack.last_mut() {
+            s.lag = match s.lag {
+                Some((t, n)) if n > 1 => Some((t, n - 1)),
+                _ => None,
+            };
+        }
+    }
+
     /// Force the popup on screen now (test knob).
     pub fn show_popup(&mut self, kind: PopupKind) {
         self.popup = Some(kind);
@@ -114,6 +152,7 @@ impl App {
             popup: self.popup,
             height: self.cfg.height,
             show_goods_id: self.cfg.show_goods_id,
+            profile_canvas: self.profile_on_canvas(),
         };
         screens::build(&view, now)
     }
@@ -124,6 +163,9 @@ impl App {
 
     fn arrive(&mut self, page: Page) {
         let counts = matches!(page, Page::Home { .. } | Page::Goods { .. });
+        if let Page::Goods { goods_id } = &page {
+            self.last_goods_id = Some(goods_id.clone());
+        }
         self.stack.push(page);
         self.foreground = true;
         if counts {
@@ -186,19 +228,38 @@ impl App {
         } else {
             return Err(format!("unable to resolve Intent for {url:?}"));
         };
-        self.popup = None;
         let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
-        let goods_id = query
-            .split('&')
-            .filter_map(|kv| kv.split_once('='))
-            .find(|(k, _)| *k == "goods_id")
-            .map(|(_, v)| v);
+        let param = |name: &str| {
+            query
+                .split('&')
+                .filter_map(|kv| kv.split_once('='))
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v)
+        };
+        let goods_id = param("goods_id");
+        let is_goods = matches!(path, "goods.html" | "goods2.html");
+        if let Some(g) = goods_id.filter(|_| is_goods).and_then(|id| self.goods(id)) {
+            if g.deep_link_fails {
+                // The link dies in the app: it comes to the front on whatever page it had.
+                return Ok(self.launch());
+            }
+        }
+        self.popup = None;
         let page = match (path, goods_id) {
             ("goods.html" | "goods2.html", Some(id))
                 if !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()) =>
             {
                 self.resolve_goods(id)
             }
+            ("orders.html", _) if param("type") == Some("1") => Page::OrderList { scroll: 0 },
+            ("order.html", _) => match param("order_sn") {
+                Some(sn) if self.ledger.orders().iter().any(|o| o.order_sn == sn) => {
+                    Page::order_detail(sn)
+                }
+                _ => Page::NotFound {
+                    message: "订单不存在".into(),
+                },
+            },
             ("goods.html" | "goods2.html", _) => Page::NotFound {
                 message: "商品不存在或已下架".into(),
             },
@@ -304,16 +365,28 @@ impl App {
             }
             "qty_minus" | "qty_plus" | "qty_edit" => {
                 let limit = self.qty_limit();
-                if let Some(s) = self.sheet_mut() {
-                    match verb {
-                        "qty_minus" => s.qty = s.qty.saturating_sub(1).max(1),
-                        "qty_plus" => s.qty = (s.qty + 1).min(limit.max(1)),
-                        _ => s.qty_focused = true,
-                    }
-                }
+                let qty = match self.sheet_mut() {
+                    Some(s) => match verb {
+                        "qty_minus" => s.qty.saturating_sub(1).max(1),
+                        "qty_plus" => (s.qty + 1).min(limit.max(1)),
+                        _ => {
+                            s.qty_focused = true;
+                            s.qty
+                        }
+                    },
+                    None => return Outcome::default(),
+                };
+                self.set_sheet(None, qty);
                 return Outcome::default();
             }
             "submit" => return self.submit(now),
+            "confirm" => return self.open_confirm(),
+            "more_info" => {
+                if let Some(Page::OrderDetail { expanded, .. }) = self.top_mut() {
+                    *expanded = true;
+                }
+                return t;
+            }
             "pay" | "abandon_continue" | "order_pay" => {
                 let sn = match (verb, self.stack.last()) {
                     ("order_pay", _) => arg.to_string(),
@@ -349,7 +422,12 @@ impl App {
                 // 先去逛逛: leave payment and the sheet, back to the goods page.
                 while matches!(
                     self.stack.last(),
-                    Some(Page::Abandon { .. } | Page::Payment { .. } | Page::Sheet(_))
+                    Some(
+                        Page::Abandon { .. }
+                            | Page::Payment { .. }
+                            | Page::Sheet(_)
+                            | Page::Confirm(_)
+                    )
                 ) {
                     self.stack.pop();
                 }
@@ -359,9 +437,7 @@ impl App {
                 return t;
             }
             "view_order" => {
-                self.replace_top(Page::OrderDetail {
-                    order_sn: arg.to_string(),
-                });
+                self.replace_top(Page::order_detail(arg));
                 return t;
             }
             "orders" => {
@@ -369,9 +445,7 @@ impl App {
                 return t;
             }
             "order" => {
-                self.stack.push(Page::OrderDetail {
-                    order_sn: arg.to_string(),
-                });
+                self.stack.push(Page::order_detail(arg));
                 return t;
             }
             "order_cancel" => {
@@ -403,6 +477,57 @@ impl App {
         qty_limit(g, &s.sel)
     }
 
+    /// Change the sheet's selection (when given) and quantity; on goods whose total settles
+    /// late, the footer keeps showing the total it showed for `total_lag_dumps` dumps.
+    fn set_sheet(&mut self, sel: Option<crate::catalog::Selection>, qty: u32) {
+        let Some(Page::Sheet(s)) = self.stack.last() else {
+            return;
+        };
+        let Some(g) = self.goods(&s.goods_id) else {
+            return;
+        };
+        let lag_dumps = g.total_lag_dumps;
+        let shown = s.shown_total(g);
+        let sel = sel.unwrap_or_else(|| s.sel.clone());
+        let changed = sel != s.sel || qty != s.qty;
+        if let Some(s) = self.sheet_mut() {
+            if changed && lag_dumps > 0 {
+                s.lag = Some((shown, lag_dumps));
+            }
+            s.sel = sel;
+            s.qty = qty;
+        }
+    }
+
+    /// 确定 / 立即购买 on a sheet of goods with `confirm_page`: the full-page 确认订单.
+    fn open_confirm(&mut self) -> Outcome {
+        let Some(Page::Sheet(s)) = self.stack.last().cloned() else {
+            return Outcome::default();
+        };
+        let Some(g) = self.goods(&s.goods_id) else {
+            return Outcome::default();
+        };
+        if let Err(toast) = Self::orderable(g, &s) {
+            self.last_toast = Some(toast);
+            return Outcome::default();
+        }
+        self.stack
+            .push(Page::Confirm(SheetState { lag: None, ..s }));
+        Outcome { transition: true }
+    }
+
+    /// Whether the sheet's choice can be ordered (address aside); else the toast.
+    fn orderable(g: &Goods, s: &SheetState) -> Result<Vec<usize>, String> {
+        let Some(full): Option<Vec<usize>> = s.sel.iter().copied().collect() else {
+            let missing = g.missing_dimensions(&s.sel);
+            return Err(format!("请选择 {}", missing.join(" ")));
+        };
+        if g.stock_of(&full) == 0 || s.qty == 0 {
+            return Err("该款式售罄".into());
+        }
+        Ok(full)
+    }
+
     fn select_option(&mut self, dim: usize, option: usize) -> Outcome {
         let Some(Page::Sheet(s)) = self.stack.last() else {
             return Outcome::default();
@@ -427,16 +552,15 @@ impl App {
             }
         }
         let limit = qty_limit(&g, &sel);
-        if let Some(s) = self.sheet_mut() {
-            s.sel = sel;
-            s.qty = s.qty.min(limit.max(1));
-        }
+        let qty = s.qty.min(limit.max(1));
+        self.set_sheet(Some(sel), qty);
         Outcome::default()
     }
 
     fn submit(&mut self, now: DateTime<FixedOffset>) -> Outcome {
-        let Some(Page::Sheet(s)) = self.stack.last().cloned() else {
-            return Outcome::default();
+        let s = match self.stack.last() {
+            Some(Page::Sheet(s) | Page::Confirm(s)) => s.clone(),
+            _ => return Outcome::default(),
         };
         let Some(g) = self.goods(&s.goods_id).cloned() else {
             return Outcome::default();
@@ -445,15 +569,13 @@ impl App {
             self.last_toast = Some("请先添加收货地址".into());
             return Outcome::default();
         }
-        let Some(full): Option<Vec<usize>> = s.sel.iter().copied().collect() else {
-            let missing = g.missing_dimensions(&s.sel);
-            self.last_toast = Some(format!("请选择 {}", missing.join(" ")));
-            return Outcome::default();
+        let full = match Self::orderable(&g, &s) {
+            Ok(full) => full,
+            Err(toast) => {
+                self.last_toast = Some(toast);
+                return Outcome::default();
+            }
         };
-        if g.stock_of(&full) == 0 || s.qty == 0 {
-            self.last_toast = Some("该款式售罄".into());
-            return Outcome::default();
-        }
         let mut options = serde_json::Map::new();
         for (d, &i) in g.dimensions.iter().zip(&full) {
             options.insert(
@@ -472,9 +594,10 @@ impl App {
             quantity: s.qty,
             total_cent: g.total_cent(&s.sel, s.qty),
             created_at: now.to_rfc3339_opts(chrono::SecondsFormat::Secs, false),
-            status: "unpaid".into(),
-            payment_attempted: false,
-            payment_attempts: 0,
+            status: g.payment_method.placed_status().into(),
+            // 免密支付: the order button itself pays.
+            payment_attempted: g.payment_method == PaymentMethod::PasswordFree,
+            payment_attempts: u32::from(g.payment_method == PaymentMethod::PasswordFree),
             unit_price_cent: g.unit_price_cent(&s.sel),
             title: g.title.clone(),
         };
@@ -482,7 +605,11 @@ impl App {
             self.last_toast = Some(format!("网络错误，请重试 ({e})"));
             return Outcome::default();
         }
-        self.stack.push(Page::Payment { order_sn });
+        if g.payment_method == PaymentMethod::Wechat {
+            self.stack.push(Page::Payment { order_sn });
+        } else {
+            self.stack.push(Page::OrderResult { order_sn });
+        }
         Outcome { transition: true }
     }
 
@@ -498,7 +625,19 @@ impl App {
         match self.stack.last().cloned() {
             Some(Page::Payment { order_sn }) => self.replace_top(Page::Abandon { order_sn }),
             Some(Page::Abandon { order_sn }) => self.replace_top(Page::Payment { order_sn }),
-            Some(Page::PayResult { order_sn }) => self.replace_top(Page::OrderDetail { order_sn }),
+            Some(Page::PayResult { order_sn }) => self.replace_top(Page::order_detail(order_sn)),
+            Some(Page::OrderResult { .. }) => {
+                // Back from 下单成功 / 支付成功: to the goods page, the sheet is gone.
+                while matches!(
+                    self.stack.last(),
+                    Some(Page::OrderResult { .. } | Page::Confirm(_) | Page::Sheet(_))
+                ) {
+                    self.stack.pop();
+                }
+                if self.stack.is_empty() {
+                    self.arrive(Page::Home { scroll: 0 });
+                }
+            }
             Some(_) => {
                 self.stack.pop();
                 if self.stack.is_empty() {
@@ -520,11 +659,10 @@ impl App {
     /// through `input text` does not work on real phones either).
     pub fn input_text(&mut self, text: &str) {
         let limit = self.qty_limit();
-        if let Some(s) = self.sheet_mut() {
-            if s.qty_focused {
-                if let Ok(n) = text.trim().parse::<u32>() {
-                    s.qty = n.clamp(1, limit.max(1));
-                }
+        let focused = matches!(self.stack.last(), Some(Page::Sheet(s)) if s.qty_focused);
+        if focused {
+            if let Ok(n) = text.trim().parse::<u32>() {
+                self.set_sheet(None, n.clamp(1, limit.max(1)));
             }
         }
     }
@@ -539,6 +677,21 @@ impl App {
                 .goods(&s.goods_id)
                 .map(|g| screens::sheet_geometry(g, s, self.cfg.width)),
             _ => None,
+        };
+        let detail_max = match self.stack.last() {
+            Some(Page::OrderDetail {
+                order_sn, expanded, ..
+            }) => {
+                let folded = self
+                    .ledger
+                    .orders()
+                    .iter()
+                    .find(|o| &o.order_sn == order_sn)
+                    .and_then(|o| self.goods(&o.goods_id))
+                    .is_some_and(|g| g.order_detail == crate::catalog::OrderDetailForm::Folded);
+                screens::order_detail_max_scroll(folded, *expanded, self.cfg.height)
+            }
+            _ => 0,
         };
         let Some(top) = self.top_mut() else {
             return Outcome::default();
@@ -560,6 +713,9 @@ impl App {
             }
             Page::Home { scroll } | Page::OrderList { scroll } if !horizontal => {
                 *scroll = scroll.saturating_add(dy).clamp(0, 20_000);
+            }
+            Page::OrderDetail { scroll, .. } if !horizontal => {
+                *scroll = scroll.saturating_add(dy).clamp(0, detail_max);
             }
             _ => {}
         }

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::SimError;
+pub use crate::variants::{OrderDetailForm, OrderListEntry, PaymentMethod};
 
 /// Version of the catalog file format this crate reads.
 pub const CATALOG_SCHEMA_VERSION: u32 = 1;
@@ -88,6 +89,33 @@ pub struct Goods {
     /// The goods page says 商品已下架 and has no buy buttons.
     #[serde(default)]
     pub delisted: bool,
+    /// How the account pays: `wechat` (default), `pay_later` (先用后付: the order is
+    /// committed, ledger status `committed_unpaid`), `password_free` (免密支付: 提交订单
+    /// pays at once, ledger status `paid`).
+    #[serde(default)]
+    pub payment_method: PaymentMethod,
+    /// Print "商品编号：ID" on this goods' page (the real app never does; the phone's
+    /// `show_goods_id` switch turns it on for every goods).
+    #[serde(default)]
+    pub show_goods_id: bool,
+    /// After a selection or quantity change, the sheet's footer shows the previous total for
+    /// this many more dumps (the app re-prices late).
+    #[serde(default)]
+    pub total_lag_dumps: u32,
+    /// The sheet's button reads 确定 / 立即购买 and opens a full-page 确认订单 that carries the
+    /// payment row, the total and 提交订单.
+    #[serde(default)]
+    pub confirm_page: bool,
+    /// How the profile page draws its 待付款 entry once this goods was opened or ordered:
+    /// `label` (default) or `canvas` (no accessible entry; only the deep link reaches the list).
+    #[serde(default)]
+    pub order_list_entry: OrderListEntry,
+    /// Layout of this goods' order detail: `open` (default) or `folded`.
+    #[serde(default)]
+    pub order_detail: OrderDetailForm,
+    /// Opening this goods' deep link does nothing: whatever page was on screen stays.
+    #[serde(default)]
+    pub deep_link_fails: bool,
 }
 
 fn yes() -> bool {

@@ -24,7 +24,8 @@ pub struct Order {
     pub total_cent: i64,
     /// RFC 3339 with the phone's UTC offset (e.g. `2026-11-30T16:02:10+08:00`).
     pub created_at: String,
-    /// "unpaid" (the simulated app never completes a payment) or "cancelled".
+    /// "unpaid" (the simulated cashier never completes a payment), "committed_unpaid"
+    /// (placed under 先用后付), "paid" (免密支付: the order button paid) or "cancelled".
     pub status: String,
     /// Whether any pay button (立即支付, 继续支付, 去支付) was ever tapped for this order.
     pub payment_attempted: bool,

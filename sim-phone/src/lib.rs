@@ -30,6 +30,8 @@
 //! - [`render`] — `screencap` pictures drawn from the tree.
 //! - [`ui`] — the tree (`node`: nodes, clipping, hit testing) and its uiautomator XML
 //!   (`xml`).
+//! - [`variants`] — the real app's variants a goods can choose (payment method, 待付款
+//!   entry, order detail layout) and every wording they put on screen.
 //! - [`catalog`] — the goods the shop sells (`fixtures/catalog/*.json`), the truth other
 //!   crates' tests compare against.
 //! - [`ledger`] — every order created, persisted atomically to the state file.
@@ -64,6 +66,7 @@ pub mod shell;
 /// free port with its own home, killed on drop. Not used by the phone itself.
 pub mod testing;
 pub mod ui;
+pub mod variants;
 
 pub use catalog::{Catalog, Dimension, Goods, OptionForm, OptionSpec, Sku, StockRule};
 pub use config::SimConfig;
@@ -74,3 +77,4 @@ pub use error::SimError;
 pub use ledger::{Ledger, Order};
 pub use page::{Page, PopupKind, PopupSchedule};
 pub use phone::{HangGate, SimPhone, SimPhoneHandle};
+pub use variants::{OrderDetailForm, OrderListEntry, PaymentMethod};

@@ -41,23 +41,51 @@ pub struct SheetState {
     pub qty_focused: bool,
     /// Opened through 发起拼单 (true) or 单独购买 (false).
     pub group_buy: bool,
+    /// The footer still shows an earlier total: (that total, dumps left). Set by a
+    /// selection or quantity change on goods with `total_lag_dumps`, counted down by dumps.
+    pub lag: Option<(i64, u32)>,
 }
 
 /// One page of the app.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Page {
-    Home { scroll: i32 },
-    Goods { goods_id: String },
+    Home {
+        scroll: i32,
+    },
+    Goods {
+        goods_id: String,
+    },
     Sheet(SheetState),
-    Payment { order_sn: String },
-    Abandon { order_sn: String },
-    PayResult { order_sn: String },
+    /// The full-page 确认订单 of goods with `confirm_page`: the sheet's choice, not editable.
+    Confirm(SheetState),
+    Payment {
+        order_sn: String,
+    },
+    Abandon {
+        order_sn: String,
+    },
+    PayResult {
+        order_sn: String,
+    },
+    /// After an order that needed no cashier (先用后付, 免密支付): 下单成功 / 支付成功.
+    OrderResult {
+        order_sn: String,
+    },
     Profile,
-    OrderList { scroll: i32 },
-    OrderDetail { order_sn: String },
+    OrderList {
+        scroll: i32,
+    },
+    /// `scroll` is the vertical offset; `expanded` once 查看更多订单信息 was tapped.
+    OrderDetail {
+        order_sn: String,
+        scroll: i32,
+        expanded: bool,
+    },
     Login,
     Risk,
-    NotFound { message: String },
+    NotFound {
+        message: String,
+    },
 }
 
 impl Page {
@@ -67,6 +95,8 @@ impl Page {
             Page::Home { .. } => "home",
             Page::Goods { .. } => "goods",
             Page::Sheet(_) => "sku_sheet",
+            Page::Confirm(_) => "confirm_order",
+            Page::OrderResult { .. } => "order_result",
             Page::Payment { .. } => "payment",
             Page::Abandon { .. } => "abandon_dialog",
             Page::PayResult { .. } => "pay_result",
@@ -85,10 +115,13 @@ impl Page {
             Page::Home { .. } | Page::Profile => {
                 "com.xunmeng.pinduoduo/com.xunmeng.pinduoduo.ui.activity.HomeActivity"
             }
-            Page::Goods { .. } | Page::Sheet(_) | Page::NotFound { .. } => {
+            Page::Goods { .. } | Page::Sheet(_) | Page::Confirm(_) | Page::NotFound { .. } => {
                 "com.xunmeng.pinduoduo/com.xunmeng.pinduoduo.activity.NewPageActivity"
             }
-            Page::Payment { .. } | Page::Abandon { .. } | Page::PayResult { .. } => {
+            Page::Payment { .. }
+            | Page::Abandon { .. }
+            | Page::PayResult { .. }
+            | Page::OrderResult { .. } => {
                 "com.xunmeng.pinduoduo/com.xunmeng.pinduoduo.pay.PayActivity"
             }
             Page::OrderList { .. } | Page::OrderDetail { .. } => {
@@ -96,6 +129,17 @@ impl Page {
             }
             Page::Login => "com.xunmeng.pinduoduo/com.xunmeng.pinduoduo.login.LoginActivity",
             Page::Risk => "com.xunmeng.pinduoduo/com.xunmeng.pinduoduo.risk.VerifyActivity",
+        }
+    }
+}
+
+impl Page {
+    /// A detail page of `order_sn`, at the top, folded.
+    pub fn order_detail(order_sn: impl Into<String>) -> Page {
+        Page::OrderDetail {
+            order_sn: order_sn.into(),
+            scroll: 0,
+            expanded: false,
         }
     }
 }
@@ -124,6 +168,17 @@ impl SheetState {
             vscroll: 0,
             qty_focused: false,
             group_buy,
+            lag: None,
+        }
+    }
+}
+
+impl SheetState {
+    /// The total the footer shows: a lagging earlier total, or the real one.
+    pub fn shown_total(&self, g: &Goods) -> i64 {
+        match self.lag {
+            Some((t, n)) if n > 0 => t,
+            _ => g.total_cent(&self.sel, self.qty),
         }
     }
 }

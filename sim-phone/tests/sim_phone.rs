@@ -741,7 +741,9 @@ fn sheet_shapes_discount_image_grid_and_three_dimensions() {
     p.open("715566778899");
     p.tap("发起拼单");
     let x = p.xml();
-    assert!(x.contains("已选: 乌龙奶茶+化妆镜+礼盒"));
+    // An icon option (page text starting with the icon's spaces) shows "#" in 已选, as on
+    // the real sheet ("已选: #乌龙奶茶+手持化妆镜+礼盒").
+    assert!(x.contains("已选: #乌龙奶茶+化妆镜+礼盒"), "{x}");
     assert!(x.contains("text=\"即将卖完 ¥88\""), "stock 25");
     assert!(x.contains("用多多支付减7.53元"));
     assert!(x.contains("提交订单 ¥80.47"));
@@ -1353,4 +1355,495 @@ fn phone_restart_on_the_same_port_keeps_the_ledger() {
     assert_eq!(phone.current_page(), "home", "the app itself restarted");
     let (_raw, banner, _) = Raw::connect(phone.addr(), 0x0100_0001, 4096);
     assert!(banner.starts_with("device::"));
+}
+
+// ---------------------------------------------------------------------------------------
+// the real app's variants (issue 11 §B): per-goods catalog keys
+
+/// 单独购买, the options named, and the footer's text.
+fn open_sheet(p: &mut Phone, goods_id: &str, options: &[&str]) {
+    p.open(goods_id);
+    assert_eq!(p.page(), "goods", "{goods_id}");
+    p.tap("单独购买");
+    assert_eq!(p.page(), "sku_sheet");
+    for o in options {
+        p.tap(o);
+    }
+}
+
+/// The text of the sheet's footer (the node inside the clickable footer frame).
+fn footer_text(p: &Phone) -> String {
+    let s = p.screen();
+    let mut out = Vec::new();
+    visit(&s, &mut |n| {
+        if n.text.starts_with("提交订单")
+            || n.text.starts_with("先用后付 0元下单")
+            || n.text == "确定"
+            || n.text == "立即购买"
+        {
+            out.push(n.text.clone());
+        }
+    });
+    assert_eq!(out.len(), 1, "one footer label: {out:?}");
+    out.remove(0)
+}
+
+#[test]
+fn icon_options_show_a_hash_in_the_selection() {
+    let mut p = Phone::new(&fixed_config());
+    open_sheet(&mut p, "811223344501", &["乌龙奶茶+手持化妆镜+礼盒"]);
+    let x = p.xml();
+    // The real sheet: page text "  乌龙奶茶+…" (icon spaces), 已选 "#乌龙奶茶+…".
+    assert!(x.contains("text=\"  乌龙奶茶+手持化妆镜+礼盒\""), "{x}");
+    assert!(
+        x.contains("text=\"已选: #乌龙奶茶+手持化妆镜+礼盒\""),
+        "{x}"
+    );
+    p.tap("茶杏色+手持化妆镜+礼盒");
+    assert!(p.xml().contains("text=\"已选: 茶杏色+手持化妆镜+礼盒\""));
+    // A name that itself contains # and + is shown as is.
+    p.tap("复古红棕#TAN周一美式+礼盒");
+    assert!(p.xml().contains("text=\"已选: 复古红棕#TAN周一美式+礼盒\""));
+    p.tap("玫瑰茶语+手持化妆镜+礼盒");
+    let x = p.xml();
+    assert!(
+        x.contains("text=\"已选: #玫瑰茶语+手持化妆镜+礼盒\""),
+        "{x}"
+    );
+    assert!(x.contains("最后9件 ¥69"));
+    p.tap("提交订单 ¥69");
+    assert_eq!(p.page(), "payment");
+    let o = &p.d.app().ledger().orders()[0];
+    assert_eq!(
+        o.options["color"], "玫瑰茶语+手持化妆镜+礼盒",
+        "canonical name"
+    );
+    // Several dimensions: each icon option carries its own "#", joined by spaces as before.
+    let mut q = Phone::new(&fixed_config());
+    open_sheet(&mut q, "715566778899", &[]);
+    assert!(
+        q.xml().contains("已选: #乌龙奶茶+化妆镜+礼盒"),
+        "preselected icon option"
+    );
+}
+
+#[test]
+fn payment_methods_show_their_rows_and_place_orders_their_way() {
+    // (goods, options, row, footer, page after the order button, status, paid)
+    let cases = [
+        (
+            "811223344510",
+            vec!["白色", "M"],
+            "使用#微信支付，更换支付方式",
+            "提交订单 ¥25",
+            "payment",
+            "unpaid",
+            false,
+        ),
+        (
+            "811223344502",
+            vec!["黑色", "L"],
+            "使用#先用后付，确认收货后自动付款",
+            "先用后付 0元下单 ¥39.9",
+            "order_result",
+            "committed_unpaid",
+            false,
+        ),
+        (
+            "811223344503",
+            vec!["双层"],
+            "使用#多多支付(免密支付)，更换支付方式",
+            "提交订单 ¥59.9",
+            "order_result",
+            "paid",
+            true,
+        ),
+    ];
+    for (id, options, row, footer, after, status, paid) in cases {
+        let mut p = Phone::new(&fixed_config());
+        open_sheet(&mut p, id, &options);
+        let s = p.screen();
+        // The real row's shape: a TextView inside a LinearLayout inside a clickable ViewGroup.
+        assert!(
+            has(&s, |n| n.class == "android.widget.TextView"
+                && n.text == row),
+            "{id}: row {row}"
+        );
+        assert!(
+            find_target(&s, row).is_some(),
+            "{id}: row has a clickable parent"
+        );
+        assert_eq!(footer_text(&p), footer, "{id}");
+        p.tap(footer);
+        assert_eq!(p.page(), after, "{id}");
+        let orders = p.d.app().ledger().orders().to_vec();
+        assert_eq!(orders.len(), 1, "{id}");
+        assert_eq!(orders[0].status, status, "{id}");
+        assert_eq!(orders[0].payment_attempted, paid, "{id}");
+        assert_eq!(orders[0].payment_attempts, u32::from(paid), "{id}");
+        let x = p.xml();
+        match status {
+            "committed_unpaid" => {
+                assert!(x.contains("下单成功") && x.contains("先用后付 确认收货后自动付款¥39.9"))
+            }
+            "paid" => assert!(x.contains("支付成功") && x.contains("免密支付 实付¥59.9")),
+            _ => assert!(x.contains("立即支付 ¥25")),
+        }
+        if after == "order_result" {
+            // Neither order waits in 待付款; BACK leaves for the goods page.
+            p.sh("input keyevent 4");
+            assert_eq!(p.page(), "goods");
+            p.sh("am start -a android.intent.action.VIEW -d 'pinduoduo://com.xunmeng.pinduoduo/orders.html?type=1'");
+            assert_eq!(p.page(), "order_list");
+            assert!(p.xml().contains("暂无相关订单"), "{id}");
+        }
+    }
+}
+
+#[test]
+fn a_lagging_total_shows_the_previous_total_for_n_dumps() {
+    let mut p = Phone::new(&fixed_config());
+    open_sheet(&mut p, "811223344505", &[]);
+    assert_eq!(footer_text(&p), "提交订单 ¥34", "39 − 5 before any choice");
+    p.tap("藏青");
+    // Two dumps still show the old total, the third the new one (45 − 5).
+    for _ in 0..2 {
+        assert!(p.xml().contains("提交订单 ¥34"));
+    }
+    assert!(p.xml().contains("提交订单 ¥40"));
+    assert!(p.xml().contains("提交订单 ¥40"), "settled");
+    // A change during the lag: the footer keeps what it showed.
+    p.tap("XL");
+    p.tap("增加数量");
+    assert!(p.xml().contains("提交订单 ¥40"));
+    p.tap("增加数量");
+    for _ in 0..2 {
+        assert!(p.xml().contains("提交订单 ¥40"));
+    }
+    let x = p.xml();
+    assert!(x.contains("提交订单 ¥130"), "45 × 3 − 5: {x}");
+    // The quantity field lags too; the order is placed at the real total.
+    p.tap("减少数量");
+    assert!(p.xml().contains("提交订单 ¥130"));
+    p.tap("提交订单 ¥130");
+    assert_eq!(p.page(), "payment");
+    let o = &p.d.app().ledger().orders()[0];
+    assert_eq!(
+        (o.quantity, o.total_cent),
+        (2, 8500),
+        "the real total, not the shown one"
+    );
+    // Goods without the key never lag.
+    let mut q = Phone::new(&fixed_config());
+    open_sheet(&mut q, "811223344510", &["黑色", "L"]);
+    q.tap("增加数量");
+    assert!(q.xml().contains("提交订单 ¥50"));
+}
+
+#[test]
+fn confirm_page_carries_payment_row_total_and_submit() {
+    let mut p = Phone::new(&fixed_config());
+    p.open("811223344506");
+    p.tap("发起拼单");
+    let x = p.xml();
+    assert_eq!(footer_text(&p), "确定");
+    assert!(
+        !x.contains("提交订单") && !x.contains("更换支付方式"),
+        "{x}"
+    );
+    p.tap("确定");
+    assert_eq!(p.page(), "sku_sheet", "nothing chosen yet");
+    assert_eq!(p.d.app().last_toast(), Some("请选择 颜色 容量"));
+    p.tap("樱花粉");
+    p.tap("500ml");
+    p.tap("增加数量");
+    p.tap("确定");
+    assert_eq!(p.page(), "confirm_order");
+    assert!(
+        p.d.app().ledger().orders().is_empty(),
+        "确定 orders nothing"
+    );
+    let x = p.xml();
+    for needle in [
+        "text=\"确认订单\"",
+        "张三 138****0000",
+        "广东省深圳市南山区科技园路1号",
+        "颜色：樱花粉；容量：500ml",
+        "text=\"¥38.9\"",
+        "text=\"x2\"",
+        "text=\"已减3元\"",
+        "text=\"使用#微信支付，更换支付方式\"",
+        "text=\"合计：\"",
+        "text=\"¥74.8\"",
+        "text=\"提交订单\"",
+    ] {
+        assert!(x.contains(needle), "确认订单 lacks {needle}: {x}");
+    }
+    assert!(p
+        .sh("dumpsys activity top")
+        .stdout
+        .windows(8)
+        .all(|w| w != b"goods_id"));
+    p.tap("提交订单");
+    assert_eq!(p.page(), "payment");
+    let o = p.d.app().ledger().orders()[0].clone();
+    assert_eq!(
+        (o.quantity, o.total_cent, o.status.as_str()),
+        (2, 7480, "unpaid")
+    );
+    assert_eq!(o.options["spec"], "500ml");
+    p.sh("input keyevent 4");
+    p.tap("先去逛逛");
+    assert_eq!(p.page(), "goods", "先去逛逛 leaves 确认订单 too");
+    // 单独购买 reads 立即购买; BACK on 确认订单 returns to the sheet.
+    p.tap("单独购买");
+    assert_eq!(footer_text(&p), "立即购买");
+    p.tap("天空蓝");
+    p.tap("350ml");
+    p.tap("立即购买");
+    assert_eq!(p.page(), "confirm_order");
+    p.sh("input keyevent 4");
+    assert_eq!(p.page(), "sku_sheet");
+    assert_eq!(p.d.app().ledger().orders().len(), 1);
+}
+
+const UNPAID_LINK: &str =
+    "am start -a android.intent.action.VIEW -d 'pinduoduo://com.xunmeng.pinduoduo/orders.html?type=1'";
+
+#[test]
+fn canvas_profile_hides_the_unpaid_entry_and_the_deep_link_reaches_it() {
+    let mut p = Phone::new(&fixed_config());
+    open_sheet(&mut p, "811223344507", &["6卷装"]);
+    p.tap("提交订单 ¥22.9");
+    p.sh("input keyevent 4");
+    p.tap("先去逛逛");
+    p.sh("input keyevent 4");
+    assert_eq!(p.page(), "home");
+    p.tap("个人中心");
+    assert_eq!(p.page(), "profile");
+    let s = p.screen();
+    for t in ["待付款", "我的订单", "查看全部"] {
+        assert!(find_target(&s, t).is_none(), "{t} is drawn on canvas");
+    }
+    assert!(!p.xml().contains("待付款"));
+    // Tapping where the cell is drawn does nothing.
+    p.sh("input tap 108 800");
+    assert_eq!(p.page(), "profile");
+    let e = p.sh(UNPAID_LINK);
+    assert_eq!(e.code, 0);
+    assert_eq!(p.page(), "order_list");
+    let x = p.xml();
+    assert!(
+        x.contains("规格：6卷装") && x.contains("selected=\"true\""),
+        "{x}"
+    );
+    // Still canvas after an ordinary goods was looked at: the newest order decides too.
+    p.open("737116531267");
+    p.sh("input keyevent 4");
+    p.sh("input keyevent 4");
+    p.tap("个人中心");
+    assert!(find_target(&p.screen(), "待付款").is_none());
+
+    // The label profile has its entry, and the deep link works there too (https form too).
+    let mut q = Phone::new(&fixed_config());
+    q.tap("个人中心");
+    assert!(find_target(&q.screen(), "待付款").is_some());
+    assert_eq!(q.sh(UNPAID_LINK).code, 0);
+    assert_eq!(q.page(), "order_list");
+    q.sh("am start -a android.intent.action.VIEW -d 'https://mobile.yangkeduo.com/orders.html?type=1&refer=x'");
+    assert_eq!(q.page(), "order_list");
+    q.sh("am start -a android.intent.action.VIEW -d 'pinduoduo://com.xunmeng.pinduoduo/orders.html?type=3'");
+    assert_eq!(q.page(), "not_found", "only 待付款 is modelled");
+}
+
+#[test]
+fn folded_order_detail_must_be_scrolled_and_expanded() {
+    let mut p = Phone::new(&fixed_config());
+    open_sheet(&mut p, "811223344508", &["黑色"]);
+    p.tap("提交订单 ¥12.5");
+    let o = p.d.app().ledger().orders()[0].clone();
+    let placed = o.created_at[..19].replace('T', " ");
+    p.sh("input keyevent 4");
+    p.tap("先去逛逛");
+    assert_eq!(p.sh(UNPAID_LINK).code, 0);
+    p.tap("颜色：黑色");
+    assert_eq!(p.page(), "order_detail");
+    let x = p.xml();
+    // The paid amount as two labels without ¥; the order number and the fold below the
+    // first screen; 下单时间 nowhere yet.
+    assert!(
+        x.contains("text=\"实付:\"") && x.contains("text=\"12.50元\""),
+        "{x}"
+    );
+    assert!(!x.contains("实付款"));
+    assert!(
+        !x.contains("订单编号") && !x.contains("查看更多订单信息"),
+        "{x}"
+    );
+    assert!(!x.contains("下单时间"));
+    assert!(x.contains("android.widget.ScrollView") && x.contains("scrollable=\"true\""));
+    assert!(x.contains("text=\"×1\""));
+    p.sh("input swipe 540 1800 540 600 300");
+    let x = p.xml();
+    assert!(x.contains(&format!("订单编号：{}", o.order_sn)), "{x}");
+    assert!(x.contains("查看更多订单信息") && !x.contains("下单时间"));
+    p.tap("查看更多订单信息");
+    let x = p.xml();
+    assert!(x.contains(&format!("下单时间：{placed}")), "{x}");
+    assert!(x.contains("支付方式：未支付") && !x.contains("查看更多订单信息"));
+    // The page scrolls no further than its content; back up, the amount again.
+    p.sh("input swipe 540 1800 540 200 300");
+    p.sh("input swipe 540 1800 540 200 300");
+    assert!(p.xml().contains("下单时间："));
+    p.sh("input swipe 540 400 540 2000 300");
+    assert!(p.xml().contains("text=\"12.50元\""));
+    // 去支付 stays reachable in the fixed bottom bar.
+    assert!(find_target(&p.screen(), "去支付").is_some());
+    // One order's own deep link opens its detail, at the top and folded again.
+    let e = p.sh(&format!(
+        "am start -a android.intent.action.VIEW -d 'pinduoduo://com.xunmeng.pinduoduo/order.html?order_sn={}'",
+        o.order_sn
+    ));
+    assert_eq!(e.code, 0);
+    assert_eq!(p.page(), "order_detail");
+    assert!(!p.xml().contains("下单时间"));
+    p.sh("am start -a android.intent.action.VIEW -d 'pinduoduo://com.xunmeng.pinduoduo/order.html?order_sn=261130-000000000000000'");
+    assert_eq!(p.page(), "not_found");
+}
+
+#[test]
+fn a_failing_deep_link_leaves_the_previous_page() {
+    let mut p = Phone::new(&fixed_config());
+    p.open("811223344510");
+    let before = p.xml();
+    assert!(before.contains("纯棉短袖T恤女宽松百搭"));
+    p.open("811223344509");
+    assert_eq!(p.page(), "goods");
+    let x = p.xml();
+    assert!(x.contains("纯棉短袖T恤女宽松百搭") && !x.contains("纯棉短袖T恤男夏季圆领"));
+    assert!(matches!(
+        p.d.app().page(),
+        Some(cmautobuy_sim_phone::Page::Goods { goods_id }) if goods_id == "811223344510"
+    ));
+    // From the launcher the app comes to the front on the page it had.
+    p.sh("input keyevent KEYCODE_HOME");
+    assert_eq!(p.page(), "launcher");
+    p.open("811223344509");
+    assert_eq!(p.page(), "goods");
+    assert!(p.xml().contains("纯棉短袖T恤女宽松百搭"));
+    let top = String::from_utf8(p.sh("dumpsys activity top").stdout).expect("utf8");
+    assert_eq!(goods_ids_in(&top), vec!["811223344510".to_string(); 4]);
+    // Its sheet is the same shape as the other goods' (same option names).
+    p.tap("单独购买");
+    p.tap("白色");
+    p.tap("M");
+    assert!(p.xml().contains("已选: 白色 M"));
+}
+
+/// Every goods id `dumpsys activity top` carries, by the loose pattern a worker used on a
+/// real phone (field notes §3a): `goods_id`, 1–5 of `\ " : = space`, then 6+ digits.
+fn goods_ids_in(top: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = top;
+    while let Some(i) = rest.find("goods_id") {
+        rest = &rest[i + "goods_id".len()..];
+        let sep = rest
+            .chars()
+            .take_while(|c| matches!(c, '\\' | '"' | ':' | '=' | ' '))
+            .count();
+        let digits: String = rest[sep..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        if (1..=5).contains(&sep) && digits.len() >= 6 {
+            out.push(digits);
+        }
+    }
+    out
+}
+
+#[test]
+fn dumpsys_activity_top_names_the_displayed_goods() {
+    let mut p = Phone::new(&fixed_config());
+    let home = String::from_utf8(p.sh("dumpsys activity top").stdout).expect("utf8");
+    assert!(home.starts_with("TASK 10234:com.xunmeng.pinduoduo id=42 userId=0\n"));
+    assert!(home.contains("  ACTIVITY com.xunmeng.pinduoduo/.ui.activity.HomeActivity "));
+    assert!(!home.contains("goods_id") && !home.contains("goods.html"));
+
+    p.open("737116531267");
+    let top = String::from_utf8(p.sh("dumpsys activity top").stdout).expect("utf8");
+    assert!(top.contains("  ACTIVITY com.xunmeng.pinduoduo/.activity.NewPageActivity "));
+    assert!(
+        top.contains("url='goods.html?thumb_url=https%3A%2F%2F"),
+        "{top}"
+    );
+    assert!(top.contains("&goods_id=737116531267&"));
+    assert!(
+        top.contains("props='{\\\"thumb_url\\\":"),
+        "escaped JSON: {top}"
+    );
+    assert!(top.contains("\\\"goods_id\\\":\\\"737116531267\\\""));
+    assert!(top.contains("FastJsWebView"));
+    assert_eq!(goods_ids_in(&top), vec!["737116531267".to_string(); 4]);
+    // The sheet sits over the same page.
+    p.tap("发起拼单");
+    let top = String::from_utf8(p.sh("dumpsys activity top").stdout).expect("utf8");
+    assert_eq!(goods_ids_in(&top), vec!["737116531267".to_string(); 4]);
+
+    // After a redirect: the target's id, never the link's.
+    p.open("671122334455");
+    let top = String::from_utf8(p.sh("dumpsys activity top").stdout).expect("utf8");
+    assert!(!top.contains("671122334455"));
+    assert_eq!(goods_ids_in(&top), vec!["737116531267".to_string(); 4]);
+
+    // Other pages: nothing of the kind.
+    p.open("682233445566");
+    assert_eq!(p.page(), "login");
+    let top = String::from_utf8(p.sh("dumpsys activity top").stdout).expect("utf8");
+    assert!(top.contains("ACTIVITY com.xunmeng.pinduoduo/.login.LoginActivity"));
+    assert!(goods_ids_in(&top).is_empty() && !top.contains("goods_id"));
+    p.sh("input keyevent KEYCODE_HOME");
+    let top = String::from_utf8(p.sh("dumpsys activity top").stdout).expect("utf8");
+    assert!(top.contains("ACTIVITY com.miui.home/.launcher.Launcher"));
+    assert!(!top.contains("goods_id"));
+
+    // Through the real adb, piped through grep as a client would.
+    let phone = start(fixed_config());
+    let adb = AdbServer::start();
+    let serial = phone.serial();
+    adb.connect(&serial);
+    // adb joins its words with spaces: one word carries the whole quoted command line.
+    let link = "'pinduoduo://com.xunmeng.pinduoduo/goods.html?goods_id=671122334455'";
+    let o = adb.shell(
+        &serial,
+        &[&format!("am start -a android.intent.action.VIEW -d {link}")],
+    );
+    assert!(o.status.success(), "{o:?}");
+    let o = adb.shell(
+        &serial,
+        &["dumpsys", "activity", "top", "|", "grep", "goods_id"],
+    );
+    assert!(o.status.success(), "{o:?}");
+    let out = text(&o);
+    assert_eq!(
+        goods_ids_in(&out),
+        vec!["737116531267".to_string(); 4],
+        "{out}"
+    );
+}
+
+#[test]
+fn show_goods_id_is_a_per_goods_key() {
+    // (The global switch is covered by `special_goods_pages_and_urls`.)
+    let mut p = Phone::new(&fixed_config());
+    p.open("811223344504");
+    assert!(
+        p.xml().contains("text=\"商品编号：811223344504\""),
+        "the goods asks for it"
+    );
+    p.open("811223344510");
+    assert!(
+        !p.xml().contains("商品编号"),
+        "off by default, as on real pages"
+    );
 }

@@ -1,18 +1,26 @@
 //! `dumpsys window|activity`: the focused activity, in the lines scripts grep for
-//! (`mCurrentFocus`, `mFocusedApp`, `mResumedActivity`).
+//! (`mCurrentFocus`, `mFocusedApp`, `mResumedActivity`), and `dumpsys activity top`: the
+//! foreground task's activity as a real phone prints it — on a goods page (and its sheet)
+//! with the page's fragment arguments and WebView carrying the **displayed** goods' id in
+//! a URL-encoded `url` and an escaped-JSON `props` (field notes §3a); on every other page
+//! nothing of the kind.
 
 use crate::device::{Device, Exec};
 
 pub(crate) fn run(d: &mut Device, args: &[&str], _: &[u8], e: &mut Exec) -> u64 {
     let act = d.app.focus_activity();
-    match args.first() {
-        Some(&"window") => {
+    match (args.first(), args.get(1)) {
+        (Some(&"window"), _) => {
             e.stdout = format!(
                 "WINDOW MANAGER WINDOWS (dumpsys window windows)\n  Window #0 Window{{5e1a7c2 u0 {act}}}:\n    mDisplayId=0 rootTaskId=42 mSession=Session{{3f0c1d 12345:u0a123}}\n\n  mCurrentFocus=Window{{5e1a7c2 u0 {act}}}\n  mFocusedApp=ActivityRecord{{8b2e4f1 u0 {act} t42}}\n"
             )
             .into_bytes()
         }
-        Some(&"activity") => {
+        (Some(&"activity"), Some(&"top")) => {
+            e.stdout = activity_top(act, d.app.displayed_goods_id()).into_bytes();
+            return 180;
+        }
+        (Some(&"activity"), _) => {
             e.stdout = format!(
                 "ACTIVITY MANAGER ACTIVITIES (dumpsys activity activities)\n  mResumedActivity: ActivityRecord{{8b2e4f1 u0 {act} t42}}\n  mFocusedApp=ActivityRecord{{8b2e4f1 u0 {act} t42}}\n"
             )
@@ -21,4 +29,55 @@ pub(crate) fn run(d: &mut Device, args: &[&str], _: &[u8], e: &mut Exec) -> u64 
         _ => {}
     }
     120
+}
+
+/// `com.xunmeng.pinduoduo/com.xunmeng.pinduoduo.activity.NewPageActivity` →
+/// `com.xunmeng.pinduoduo/.activity.NewPageActivity`, as `dumpsys` abbreviates it.
+fn short_component(act: &str) -> String {
+    match act.split_once('/') {
+        Some((pkg, class)) => match class.strip_prefix(pkg) {
+            Some(rest) if rest.starts_with('.') => format!("{pkg}/{rest}"),
+            _ => act.to_string(),
+        },
+        None => act.to_string(),
+    }
+}
+
+/// The text of `dumpsys activity top` for the foreground activity `act`.
+fn activity_top(act: &str, goods_id: Option<&str>) -> String {
+    let (pkg, uid, task, pid) = if act.starts_with("com.miui.home/") {
+        ("com.miui.home", 10081, 1, 2345)
+    } else {
+        ("com.xunmeng.pinduoduo", 10234, 42, 12345)
+    };
+    let short = short_component(act);
+    let simple = act.rsplit('.').next().unwrap_or(act);
+    let mut out = format!(
+        "TASK {uid}:{pkg} id={task} userId=0\n  ACTIVITY {short} 8b2e4f1 pid={pid}\n    Local FragmentActivity 3f0c1d State:\n      mResumed=true mStopped=false mFinished=false\n      mIsChangingConfigurations=false\n      mCurrentConfig={{1.0 460mcc1mnc [zh_CN_#Hans] ldltr sw392dp w392dp h872dp 440dpi nrml long port finish 1 ui=normal night=no}}\n      mLoadersStarted=true\n"
+    );
+    let web = goods_id.map(|id| {
+        let thumb = format!("https://img.pddpic.com/mms-material-img/2026-11-30/{id}.jpeg");
+        let enc = thumb.replace(':', "%3A").replace('/', "%2F");
+        let url = format!(
+            "goods.html?thumb_url={enc}&goods_id={id}&page_from=35&refer_page_name=index&refer_page_id=10002_1764489730000_0123456789"
+        );
+        let props = format!(
+            "{{\\\"thumb_url\\\":\\\"{thumb}\\\",\\\"goods_id\\\":\\\"{id}\\\",\\\"page_from\\\":\\\"35\\\",\\\"refer_page_name\\\":\\\"index\\\"}}"
+        );
+        (url, props)
+    });
+    if let Some((url, props)) = &web {
+        out.push_str(&format!(
+            "    Active Fragments:\n      GoodsDetailFragment{{c41d2e7}} (5b8e0a1c-3f2d-4e61-9a0b-7c1d2e3f4a5b id=0x7f0906d8)\n        mFragmentId=#7f0906d8 mContainerId=#7f0906d8 mTag=null\n        mState=7 mWho=5b8e0a1c-3f2d-4e61-9a0b-7c1d2e3f4a5b mBackStackNesting=0\n        mAdded=true mRemoving=false mFromLayout=false mInLayout=false\n        mHidden=false mDetached=false mMenuVisible=true mHasMenu=false\n        mArguments=Bundle[{{props=ForwardProps{{url='{url}', type='pdd_goods_detail', props='{props}'}}}}]\n"
+        ));
+    }
+    out.push_str(&format!(
+        "    View Hierarchy:\n      DecorView@4f1a2b3[{simple}]\n        android.widget.LinearLayout{{9c0d1e2 V.E...... ........ 0,0-1080,2400}}\n          android.widget.FrameLayout{{a3b4c5d V.E...... ........ 0,95-1080,2354 #1020002 android:id/content}}\n"
+    ));
+    if let Some((url, props)) = &web {
+        out.push_str(&format!(
+            "            com.xunmeng.pinduoduo.fastjs.FastJsWebView{{e6f7a8b VFEDHVC.. ........ 0,0-1080,2259 #7f0913a2 app:id/pdd}} url=https://mobile.yangkeduo.com/{url} props={props}\n"
+        ));
+    }
+    out
 }

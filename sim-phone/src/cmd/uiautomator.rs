@@ -39,6 +39,8 @@ pub(crate) fn run(d: &mut Device, args: &[&str], _: &[u8], e: &mut Exec) -> u64 
     } else {
         let x = d.dump_xml();
         d.last_dump = Some(x.clone());
+        // A lagging sheet total settles one dump at a time.
+        d.app.after_dump();
         Some(x)
     };
     if path == "/dev/tty" {

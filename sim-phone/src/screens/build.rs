@@ -8,6 +8,7 @@ use crate::ui::Screen;
 
 use super::abandon::abandon;
 use super::chrome::{app_window, gesture_bar, status_bar};
+use super::confirm::confirm;
 use super::goods::goods_page;
 use super::home::home;
 use super::launcher::launcher;
@@ -15,6 +16,7 @@ use super::login::login;
 use super::not_found::not_found;
 use super::order_detail::order_detail;
 use super::order_list::order_list;
+use super::order_result::order_result;
 use super::pay_result::pay_result;
 use super::payment::payment;
 use super::popup::popup;
@@ -33,19 +35,28 @@ pub(crate) fn build(v: &View<'_>, now: DateTime<FixedOffset>) -> Screen {
             let content = match p {
                 Page::Home { scroll } => home(v, *scroll, h),
                 Page::Goods { goods_id } => match v.goods(goods_id) {
-                    Some(g) => goods_page(g, h, v.show_goods_id),
+                    Some(g) => goods_page(g, h, v.show_goods_id || g.show_goods_id),
                     None => not_found("商品不存在或已下架"),
                 },
                 Page::Sheet(s) => match v.goods(&s.goods_id) {
                     Some(g) => sheet(g, s, h),
                     None => not_found("商品不存在或已下架"),
                 },
+                Page::Confirm(s) => match v.goods(&s.goods_id) {
+                    Some(g) => confirm(g, s, h),
+                    None => not_found("商品不存在或已下架"),
+                },
                 Page::Payment { order_sn } => payment(v, order_sn, h),
                 Page::Abandon { order_sn } => abandon(v, order_sn, h),
                 Page::PayResult { order_sn } => pay_result(order_sn),
+                Page::OrderResult { order_sn } => order_result(v, order_sn),
                 Page::Profile => profile(v, h),
                 Page::OrderList { scroll } => order_list(v, *scroll, h),
-                Page::OrderDetail { order_sn } => order_detail(v, order_sn, now, h),
+                Page::OrderDetail {
+                    order_sn,
+                    scroll,
+                    expanded,
+                } => order_detail(v, order_sn, *scroll, *expanded, now, h),
                 Page::Login => login(),
                 Page::Risk => risk(),
                 Page::NotFound { message } => not_found(message),

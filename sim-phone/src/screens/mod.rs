@@ -13,6 +13,7 @@
 mod abandon;
 mod build;
 mod chrome;
+mod confirm;
 mod goods;
 mod home;
 mod launcher;
@@ -21,6 +22,7 @@ mod nodes;
 mod not_found;
 mod order_detail;
 mod order_list;
+mod order_result;
 mod pay_result;
 mod payment;
 mod popup;
@@ -31,5 +33,6 @@ mod sheet_options;
 mod view;
 
 pub(crate) use build::build;
+pub(crate) use order_detail::order_detail_max_scroll;
 pub(crate) use sheet_options::sheet_geometry;
 pub use view::View;

@@ -1,6 +1,7 @@
 //! Shared node-building helpers of every screen: the screen's fixed geometry, label
 //! sizing, the back button and the bottom tab bar.
 
+use crate::catalog::PaymentMethod;
 use crate::ui::{Node, Rect};
 
 pub(crate) const W: i32 = 1080;
@@ -20,6 +21,31 @@ pub(crate) fn label(x: i32, y: i32, s: &str, px: i32) -> Node {
 
 pub(crate) fn r(l: i32, t: i32, rr: i32, b: i32) -> Rect {
     Rect::new(l, t, rr, b)
+}
+
+/// The payment row (real sheet: a clickable ViewGroup, a divider, the label
+/// "使用#微信支付，更换支付方式" in a LinearLayout, an arrow), 95 px tall from `top`.
+pub(crate) fn payment_row(m: PaymentMethod, top: i32) -> Node {
+    let text = m.row_text();
+    // The real row: label from x=223, 46 px a glyph ('#' an icon as wide), arrow after it.
+    let l = 223;
+    let rr = (l + 46 * text.chars().count() as i32 - 2).min(W - 80);
+    Node::group(r(0, top, W, top + 95))
+        .pdd()
+        .tap("toast:支付方式")
+        .order(7)
+        .child(Node::view(r(0, top, W, top + 1)).pdd())
+        .child(
+            Node::linear(r(l - 17, top + 20, rr, top + 74))
+                .pdd()
+                .order(2)
+                .child(Node::text(r(l, top + 20, rr, top + 74), text).pdd()),
+        )
+        .child(
+            Node::image(r(rr + 9, top + 33, rr + 38, top + 62))
+                .pdd()
+                .order(3),
+        )
 }
 
 pub(crate) fn back_button() -> Node {

@@ -1,4 +1,5 @@
-//! The profile page (个人中心): 我的订单 and the 待付款 badge.
+//! The profile page (个人中心): 我的订单 and the 待付款 badge, or the same drawn on canvas
+//! (no accessible node) when the goods asks for `order_list_entry: "canvas"`.
 
 use crate::ui::Node;
 
@@ -33,18 +34,27 @@ pub(crate) fn profile(v: &View<'_>, h: i32) -> Vec<Node> {
         }
         row = row.child(cell);
     }
-    vec![Node::frame(r(0, STATUS_H, W, bottom)).pdd().children([
+    let mut nodes = vec![
         Node::image(r(35, 180, 195, 340)).pdd().desc("头像"),
         label(230, 220, "拼多多用户", 52),
-        Node::linear(r(0, 580, W, 690))
-            .pdd()
-            .child(label(35, 610, "我的订单", 48))
-            .child(
-                Node::group(r(800, 590, 1045, 680))
-                    .tap("orders")
-                    .child(label(820, 615, "查看全部", 40)),
-            ),
-        row,
-        bottom_nav(h, "个人中心"),
-    ])]
+    ];
+    if v.profile_canvas {
+        // Drawn on canvas: 我的订单, 查看全部 and the 待付款 … cells are pixels in one view
+        // with no text, no description and nothing a tap reaches.
+        nodes.push(Node::view(r(0, 580, W, 900)).pdd());
+    } else {
+        nodes.push(
+            Node::linear(r(0, 580, W, 690))
+                .pdd()
+                .child(label(35, 610, "我的订单", 48))
+                .child(
+                    Node::group(r(800, 590, 1045, 680))
+                        .tap("orders")
+                        .child(label(820, 615, "查看全部", 40)),
+                ),
+        );
+        nodes.push(row);
+    }
+    nodes.push(bottom_nav(h, "个人中心"));
+    vec![Node::frame(r(0, STATUS_H, W, bottom)).pdd().children(nodes)]
 }

@@ -5,20 +5,33 @@
 use crate::catalog::{format_yuan, Goods};
 use crate::page::{qty_limit, SheetState};
 use crate::ui::Node;
+use crate::variants::confirm_button;
 
-use super::nodes::{label, r, tw, NAV_H, STATUS_H, W};
+use super::nodes::{label, payment_row, r, tw, NAV_H, STATUS_H, W};
 use super::sheet_options::{list_top, option_groups, LIST_BOTTOM};
+
+/// Where the app draws an option's icon, its page text starts with these spaces.
+const ICON_SPACES: &str = "  ";
 
 fn selection_text(g: &Goods, s: &SheetState) -> String {
     let missing = g.missing_dimensions(&s.sel);
     if !missing.is_empty() {
         return format!("请选择 {}", missing.join(" "));
     }
-    let names: Vec<&str> = g
+    // An option drawn with an icon (its page text starts with the icon's spaces) shows the
+    // icon as "#" here, as on the real sheet: "已选: #乌龙奶茶+手持化妆镜+礼盒".
+    let names: Vec<String> = g
         .dimensions
         .iter()
         .zip(&s.sel)
-        .filter_map(|(d, x)| x.map(|i| d.options[i].page_text().trim()))
+        .filter_map(|(d, x)| x.map(|i| d.options[i].page_text()))
+        .map(|t| {
+            if t.starts_with(ICON_SPACES) {
+                format!("#{}", t.trim())
+            } else {
+                t.trim().to_string()
+            }
+        })
         .collect();
     format!("已选: {}", names.join(" "))
 }
@@ -225,17 +238,21 @@ pub(crate) fn sheet(g: &Goods, s: &SheetState, h: i32) -> Vec<Node> {
         }
     }
     let all_sold_out = g.all_sold_out();
-    let total = g.total_cent(&s.sel, s.qty);
     let footer_text = if all_sold_out {
         "该款式售罄".to_string()
+    } else if g.confirm_page {
+        confirm_button(s.group_buy).to_string()
     } else {
-        format!("提交订单 ¥{}", format_yuan(total))
+        let label = g.payment_method.submit_label();
+        format!("{label} ¥{}", format_yuan(s.shown_total(g)))
     };
     let fw = tw(&footer_text, 52);
     let footer = Node::frame(r(334, 2213, W, bottom))
         .pdd()
         .tap(if all_sold_out {
             "toast:该款式售罄"
+        } else if g.confirm_page {
+            "confirm"
         } else {
             "submit"
         })
@@ -249,7 +266,7 @@ pub(crate) fn sheet(g: &Goods, s: &SheetState, h: i32) -> Vec<Node> {
                     footer_text,
                 )),
         );
-    let body = Node::group(r(0, 332, W, bottom))
+    let mut body = Node::group(r(0, 332, W, bottom))
         .pdd()
         .clickable()
         .order(3)
@@ -262,18 +279,12 @@ pub(crate) fn sheet(g: &Goods, s: &SheetState, h: i32) -> Vec<Node> {
                         .child(upper)
                         .child(list),
                 ),
-        )
-        .child(
-            Node::group(r(0, 2118, W, 2213))
-                .pdd()
-                .tap("toast:支付方式")
-                .order(7)
-                .child(Node::view(r(0, 2118, W, 2119)).pdd())
-                .child(Node::linear(r(206, 2138, 819, 2192)).pdd().order(2).child(
-                    Node::text(r(223, 2138, 819, 2192), "使用#微信支付，更换支付方式").pdd(),
-                ))
-                .child(Node::image(r(828, 2151, 857, 2180)).pdd().order(3)),
-        )
+        );
+    // Goods that go through 确认订单 show the payment row there, not on the sheet.
+    if !g.confirm_page {
+        body = body.child(payment_row(g.payment_method, 2118));
+    }
+    let body = body
         .child(
             Node::group(r(0, 2213, 334, bottom))
                 .pdd()

@@ -14,8 +14,10 @@ pub struct View<'a> {
     pub popup: Option<PopupKind>,
     /// Screen height in pixels (layouts are designed for 1080 wide).
     pub height: i32,
-    /// Show a 商品编号 row on goods pages.
+    /// Show a 商品编号 row on every goods page (a goods can also ask for it itself).
     pub show_goods_id: bool,
+    /// The profile draws its order entries on canvas (no accessible 待付款).
+    pub profile_canvas: bool,
 }
 
 impl<'a> View<'a> {

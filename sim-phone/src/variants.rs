@@ -1,0 +1,138 @@
+//! The real app's variants a goods can put on screen, and every wording they show — kept in
+//! one place so the screens, the app model and the README agree.
+//!
+//! Wordings come from `shared/design/field-notes.md` §3/§3a and the real dumps: the payment
+//! row `使用#微信支付，更换支付方式` (the `#` stands where the app draws an icon), 先用后付
+//! accounts whose order button reads 0元下单 and whose orders read 确认收货后自动付款,
+//! password-free 多多支付 (免密支付), the 待付款 list's deep link, and order details whose
+//! paid amount is written `实付:` + `12.50元`.
+
+use serde::{Deserialize, Serialize};
+
+/// How the account pays for an order of this goods (catalog key `payment_method`).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum PaymentMethod {
+    /// 微信支付: 提交订单 creates an unpaid order and opens the cashier (the default).
+    #[default]
+    Wechat,
+    /// 先用后付: 提交订单 commits the order, payment is taken after delivery.
+    PayLater,
+    /// 多多支付 without a password (免密支付): 提交订单 pays at once.
+    PasswordFree,
+}
+
+impl PaymentMethod {
+    /// Text of the payment row on the sheet and on 确认订单.
+    pub fn row_text(self) -> &'static str {
+        match self {
+            PaymentMethod::Wechat => "使用#微信支付，更换支付方式",
+            PaymentMethod::PayLater => "使用#先用后付，确认收货后自动付款",
+            PaymentMethod::PasswordFree => "使用#多多支付(免密支付)，更换支付方式",
+        }
+    }
+
+    /// Label of the order button (the sheet's footer adds " ¥TOTAL").
+    pub fn submit_label(self) -> &'static str {
+        match self {
+            PaymentMethod::Wechat | PaymentMethod::PasswordFree => "提交订单",
+            PaymentMethod::PayLater => "先用后付 0元下单",
+        }
+    }
+
+    /// Ledger status of an order placed with this method.
+    pub fn placed_status(self) -> &'static str {
+        match self {
+            PaymentMethod::Wechat => STATUS_UNPAID,
+            PaymentMethod::PayLater => STATUS_COMMITTED_UNPAID,
+            PaymentMethod::PasswordFree => STATUS_PAID,
+        }
+    }
+}
+
+/// Ledger status: waiting in 待付款 (the only status the simulated cashier produces).
+pub const STATUS_UNPAID: &str = "unpaid";
+/// Ledger status: committed under 先用后付 — binding, shipped, paid after delivery.
+pub const STATUS_COMMITTED_UNPAID: &str = "committed_unpaid";
+/// Ledger status: paid at once (免密支付).
+pub const STATUS_PAID: &str = "paid";
+/// Ledger status: 取消订单.
+pub const STATUS_CANCELLED: &str = "cancelled";
+
+/// Headline of the page after an order that needs no cashier.
+pub fn placed_headline(m: PaymentMethod) -> &'static str {
+    match m {
+        PaymentMethod::PasswordFree => "支付成功",
+        _ => "下单成功",
+    }
+}
+
+/// Line under the headline: 确认收货后自动付款¥P / 实付¥P.
+pub fn placed_note(m: PaymentMethod, total: &str) -> String {
+    match m {
+        PaymentMethod::PayLater => format!("先用后付 确认收货后自动付款¥{total}"),
+        _ => format!("免密支付 实付¥{total}"),
+    }
+}
+
+/// How the profile page draws its 待付款 entry (catalog key `order_list_entry`).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum OrderListEntry {
+    /// Accessible cells 待付款 / 待分享 / … (the default).
+    #[default]
+    Label,
+    /// Drawn on canvas: one blank view, no text, no entry a dump can find or a tap reach.
+    Canvas,
+}
+
+/// How an order's detail page is laid out (catalog key `order_detail`).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum OrderDetailForm {
+    /// Everything on the first screen, 实付款 + "¥118" (the default).
+    #[default]
+    Open,
+    /// Longer than a screen, 实付: + "118.00元", 下单时间 behind 查看更多订单信息.
+    Folded,
+}
+
+/// The fold's button on a folded order detail.
+pub const MORE_ORDER_INFO: &str = "查看更多订单信息";
+
+/// The 待付款 list's deep link (field notes §3a); `https://mobile.yangkeduo.com/` works too.
+pub const UNPAID_ORDERS_URL: &str = "pinduoduo://com.xunmeng.pinduoduo/orders.html?type=1";
+
+/// The sheet's button on goods that go through 确认订单: 确定 (拼单) / 立即购买 (单独购买).
+pub fn confirm_button(group_buy: bool) -> &'static str {
+    if group_buy {
+        "确定"
+    } else {
+        "立即购买"
+    }
+}
+
+/// Paid amount the folded detail writes without ¥: "12.50元".
+pub fn yuan_with_unit(cent: i64) -> String {
+    let c = cent.max(0);
+    format!("{}.{:02}元", c / 100, c % 100)
+}
+
+/// Status headline of an order's detail page.
+pub fn order_status_text(status: &str) -> &'static str {
+    match status {
+        STATUS_UNPAID => "待付款",
+        STATUS_COMMITTED_UNPAID | STATUS_PAID => "待发货",
+        _ => "已取消",
+    }
+}
+
+/// The detail page's 支付方式 line.
+pub fn order_payment_text(status: &str) -> &'static str {
+    match status {
+        STATUS_UNPAID => "支付方式：未支付",
+        STATUS_COMMITTED_UNPAID => "支付方式：先用后付",
+        STATUS_PAID => "支付方式：多多支付",
+        _ => "支付方式：—",
+    }
+}
