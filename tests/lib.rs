@@ -62,8 +62,10 @@ impl Drop for Admin {
     }
 }
 
+/// The catalog `rehearse` runs (embedded in the client: the variant goods of
+/// `fixtures/catalog/variants.json` are exercised by their own tests).
 pub fn catalog() -> Catalog {
-    Catalog::load(&Catalog::bundled_dir()).expect("bundled catalog")
+    cmautobuy_client::rehearse::embedded_catalog().expect("embedded catalog")
 }
 
 /// (options by key in page order, price in fen, available).

@@ -1591,7 +1591,7 @@ fn confirm_page_carries_payment_row_total_and_submit() {
         (o.quantity, o.total_cent, o.status.as_str()),
         (2, 7480, "unpaid")
     );
-    assert_eq!(o.options["spec"], "500ml");
+    assert_eq!(o.options["capacity"], "500ml");
     p.sh("input keyevent 4");
     p.tap("先去逛逛");
     assert_eq!(p.page(), "goods", "先去逛逛 leaves 确认订单 too");

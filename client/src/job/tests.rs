@@ -126,6 +126,9 @@ fn collectable(g: &Goods) -> bool {
         && !g.risk_verification
         && !g.delisted
         && !g.dimensions.is_empty()
+        // Its deep link leaves the previous page on screen: only an observed goods id
+        // (issue 11 A.2) can tell, and a collect of it must fail, not read that page.
+        && !g.deep_link_fails
 }
 
 #[test]
