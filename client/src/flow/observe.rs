@@ -13,9 +13,9 @@ use std::time::Duration;
 
 use cmautobuy_contract::{FailureCode, FailureStatus, FlowStep};
 
-use super::action::{Action, EffectOutcome, Observation, Observed};
+use super::action::{Action, EffectOutcome, FlowOutcome, Observation, Observed};
 use super::failure::FlowFailure;
-use crate::screen::Point;
+use crate::screen::{Point, Screen};
 
 /// What a machine has queued for the next `Done` / `Waited`.
 #[derive(Clone, Debug, PartialEq)]
@@ -201,6 +201,59 @@ impl Dispatch {
                 Routed::Act(self.pause_then_observe())
             }
             Observation::Effect(out) => Routed::Effect(out),
+        }
+    }
+
+    /// The pages collect and purchase answer alike before anything irreversible: a login
+    /// page or a security check ends the flow for a human (`manual_review`), a popup is
+    /// dismissed (its close target, else BACK) at most `popup_limit` times. `None` for
+    /// every other page.
+    pub fn common_page(
+        &mut self,
+        screen: &Screen,
+        popups: &mut u32,
+        popup_limit: u32,
+    ) -> Option<Action> {
+        let finish = |f: FlowFailure| Some(Action::Finish(FlowOutcome::Failed(f)));
+        match screen {
+            Screen::LoginRequired(l) => finish(
+                FlowFailure::manual(
+                    FailureCode::LoginRequired,
+                    self.step.clone(),
+                    "the PDD app asks to log in",
+                )
+                .with("marker", l.marker.clone()),
+            ),
+            Screen::RiskVerification(r) => finish(
+                FlowFailure::manual(
+                    FailureCode::RiskVerification,
+                    self.step.clone(),
+                    "the PDD app shows a security verification",
+                )
+                .with("marker", r.marker.clone()),
+            ),
+            Screen::Popup(p) => {
+                *popups += 1;
+                if *popups > popup_limit {
+                    return finish(FlowFailure::retry(
+                        FailureCode::PageNotRecognized,
+                        FlowStep::DismissPopup,
+                        "popups keep coming back",
+                    ));
+                }
+                self.pending = Pending::Observe(self.step.clone());
+                Some(match &p.dismiss {
+                    Some(t) => Action::Tap {
+                        at: t.tap,
+                        label: t.label.clone(),
+                        step: FlowStep::DismissPopup,
+                    },
+                    None => Action::Back {
+                        step: FlowStep::DismissPopup,
+                    },
+                })
+            }
+            _ => None,
         }
     }
 

@@ -231,44 +231,13 @@ impl PurchaseFlow {
 
     fn on_screen(&mut self, now: DateTime<Utc>, o: Observed) -> Action {
         let Observed { screen, .. } = o;
+        if let Some(a) = self
+            .d
+            .common_page(&screen, &mut self.popups, self.limits.popups)
+        {
+            return a;
+        }
         match screen {
-            Screen::LoginRequired(l) => finish_fail(
-                FlowFailure::manual(
-                    FailureCode::LoginRequired,
-                    self.d.step.clone(),
-                    "the PDD app asks to log in",
-                )
-                .with("marker", l.marker),
-            ),
-            Screen::RiskVerification(r) => finish_fail(
-                FlowFailure::manual(
-                    FailureCode::RiskVerification,
-                    self.d.step.clone(),
-                    "the PDD app shows a security verification",
-                )
-                .with("marker", r.marker),
-            ),
-            Screen::Popup(p) => {
-                self.popups += 1;
-                if self.popups > self.limits.popups {
-                    return finish_fail(FlowFailure::retry(
-                        FailureCode::PageNotRecognized,
-                        FlowStep::DismissPopup,
-                        "popups keep coming back",
-                    ));
-                }
-                self.d.pending = Pending::Observe(self.d.step.clone());
-                match p.dismiss {
-                    Some(t) => Action::Tap {
-                        at: t.tap,
-                        label: t.label,
-                        step: FlowStep::DismissPopup,
-                    },
-                    None => Action::Back {
-                        step: FlowStep::DismissPopup,
-                    },
-                }
-            }
             Screen::GoodsDetail(g) => self.on_goods(g),
             Screen::SkuSheet(s) if self.phase == Phase::Sheet => self.on_sheet(now, s),
             Screen::Unknown(u) if goods::says_goods_gone(&u.labels) => {
