@@ -15,7 +15,8 @@ use cmautobuy_contract::{FailureCode, FailureStatus, FlowStep};
 
 use super::action::{Action, EffectOutcome, FlowOutcome, Observation, Observed};
 use super::failure::FlowFailure;
-use crate::screen::{Point, Screen};
+use super::sheet::{reveal_swipe, Reveal};
+use crate::screen::{Bounds, Point, Screen};
 
 /// What a machine has queued for the next `Done` / `Waited`.
 #[derive(Clone, Debug, PartialEq)]
@@ -254,6 +255,35 @@ impl Dispatch {
                 })
             }
             _ => None,
+        }
+    }
+
+    /// A scroll of the option sheet (or a grid) towards `dir`, counted against `limit`;
+    /// then a dump for `step`.
+    pub fn reveal(
+        &mut self,
+        swipes: &mut u32,
+        limit: u32,
+        swipe_ms: u32,
+        area: Bounds,
+        dir: Reveal,
+        step: FlowStep,
+    ) -> Action {
+        *swipes += 1;
+        if *swipes > limit {
+            return Action::Finish(FlowOutcome::Failed(FlowFailure::retry(
+                FailureCode::PageNotRecognized,
+                step,
+                "the option sheet needed too many scrolls",
+            )));
+        }
+        let (from, to) = reveal_swipe(area, dir);
+        self.pending = Pending::Observe(step.clone());
+        Action::Swipe {
+            from,
+            to,
+            duration_ms: swipe_ms,
+            step,
         }
     }
 

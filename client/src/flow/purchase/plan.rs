@@ -102,22 +102,8 @@ impl PurchaseFlow {
     }
 
     pub(super) fn swipe(&mut self, area: Bounds, dir: Reveal, step: FlowStep) -> Action {
-        self.swipes += 1;
-        if self.swipes > self.limits.swipes {
-            return finish_fail(FlowFailure::retry(
-                FailureCode::PageNotRecognized,
-                step,
-                "the option sheet needed too many scrolls",
-            ));
-        }
-        let (from, to) = sheet::reveal_swipe(area, dir);
-        self.d.pending = Pending::Observe(step.clone());
-        Action::Swipe {
-            from,
-            to,
-            duration_ms: self.limits.swipe_ms,
-            step,
-        }
+        let (limit, ms) = (self.limits.swipes, self.limits.swipe_ms);
+        self.d.reveal(&mut self.swipes, limit, ms, area, dir, step)
     }
 
     pub(super) fn step_for(key: &str) -> FlowStep {
