@@ -50,21 +50,6 @@ impl PurchaseFlow {
                 FailureCode::PriceUnreadable,
             );
         };
-        if total > self.task.max_price {
-            return finish_fail(
-                FlowFailure::failed(
-                    FailureCode::PriceLimitExceeded,
-                    step,
-                    format!(
-                        "the order total {} fen is above the limit {} fen",
-                        total.get(),
-                        self.task.max_price.get()
-                    ),
-                )
-                .with("confirmed_total_cent", total.get())
-                .with("max_price_cent", self.task.max_price.get()),
-            );
-        }
         if total.get() <= 0 {
             return finish_fail(
                 FlowFailure::retry(
@@ -112,6 +97,22 @@ impl PurchaseFlow {
             return Action::Wait {
                 duration: self.limits.poll_pause,
             };
+        }
+        // Judged on the settled total: a total still moving is never refused or accepted.
+        if total > self.task.max_price {
+            return finish_fail(
+                FlowFailure::failed(
+                    FailureCode::PriceLimitExceeded,
+                    step,
+                    format!(
+                        "the order total {} fen is above the limit {} fen",
+                        total.get(),
+                        self.task.max_price.get()
+                    ),
+                )
+                .with("confirmed_total_cent", total.get())
+                .with("max_price_cent", self.task.max_price.get()),
+            );
         }
         let conf = Confirmation {
             goods_id: self.task.goods_id.clone(),
