@@ -137,6 +137,10 @@ pub struct ReconcileFlow {
     leave_steps: u32,
     nav_steps: u32,
     blocked_once: bool,
+    /// The payment page or its abandon dialog was seen (the submit went through).
+    payment_seen: bool,
+    /// Dumps that still showed the sheet right after the submit tap.
+    sheet_waits: u32,
     list_swipes: u32,
     details: u32,
     opened_in_view: usize,
@@ -183,6 +187,8 @@ impl ReconcileFlow {
             leave_steps: 0,
             nav_steps: 0,
             blocked_once: false,
+            payment_seen: false,
+            sheet_waits: 0,
             list_swipes: 0,
             details: 0,
             opened_in_view: 0,
@@ -490,12 +496,14 @@ impl ReconcileFlow {
         let Observed { screen, .. } = o;
         match screen {
             Screen::Payment(_) => {
+                self.payment_seen = true;
                 self.checkpoint = Some("purchase.payment_screen");
                 self.leave(Action::Back {
                     step: FlowStep::LeavePayment,
                 })
             }
             Screen::PaymentAbandonDialog(d) => {
+                self.payment_seen = true;
                 self.checkpoint = Some("purchase.abandon_dialog");
                 match d.leave {
                     Some(t) => self.leave(Action::Tap {
@@ -561,6 +569,17 @@ impl ReconcileFlow {
             }
             // Back from here walks an unknown history (earlier tasks' pages, risk or
             // login pages among them): go home directly instead.
+            // Right after the submit tap the sheet may still be on screen while the app
+            // creates the order: navigating away now could cut that short. Wait for it
+            // to leave (bounded) before anything else; after the payment page was seen,
+            // or in crash recovery, the sheet is just a page to leave.
+            Screen::SkuSheet(_)
+                if !self.recovery && !self.payment_seen && self.sheet_waits < self.limits.polls =>
+            {
+                self.sheet_waits += 1;
+                self.d.step = FlowStep::LeavePayment;
+                self.d.pause_then_observe()
+            }
             Screen::SkuSheet(_) | Screen::GoodsDetail(_) => {
                 self.checkpoint = Some("purchase.left_payment");
                 self.nav(Action::OpenUrl {
