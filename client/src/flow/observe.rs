@@ -16,6 +16,7 @@ use cmautobuy_contract::{FailureCode, FailureStatus, FlowStep};
 use super::action::{Action, EffectOutcome, FlowOutcome, Observation, Observed};
 use super::failure::FlowFailure;
 use super::sheet::{reveal_swipe, Reveal};
+use crate::screen::goods;
 use crate::screen::{Bounds, Point, Screen};
 
 /// What a machine has queued for the next `Done` / `Waited`.
@@ -207,8 +208,8 @@ impl Dispatch {
 
     /// The pages collect and purchase answer alike before anything irreversible: a login
     /// page or a security check ends the flow for a human (`manual_review`), a popup is
-    /// dismissed (its close target, else BACK) at most `popup_limit` times. `None` for
-    /// every other page.
+    /// dismissed (its close target, else BACK) at most `popup_limit` times, a "goods does
+    /// not exist" page is `failed GOODS_UNAVAILABLE`. `None` for every other page.
     pub fn common_page(
         &mut self,
         screen: &Screen,
@@ -254,6 +255,11 @@ impl Dispatch {
                     },
                 })
             }
+            Screen::Unknown(u) if goods::says_goods_gone(&u.labels) => finish(FlowFailure::failed(
+                FailureCode::GoodsUnavailable,
+                self.step.clone(),
+                "the goods page says the goods does not exist or is off the shelf",
+            )),
             _ => None,
         }
     }

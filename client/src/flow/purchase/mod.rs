@@ -66,7 +66,6 @@ use super::failure::FlowFailure;
 use super::observe::{Dispatch, Pending, Policy, Routed};
 use super::reconcile::ReconcileFlow;
 use super::sheet::SheetModel;
-use crate::screen::goods;
 use crate::screen::{Point, Screen};
 use task::{PurchaseLimits, PurchaseTask};
 
@@ -240,13 +239,6 @@ impl PurchaseFlow {
         match screen {
             Screen::GoodsDetail(g) => self.on_goods(g),
             Screen::SkuSheet(s) if self.phase == Phase::Sheet => self.on_sheet(now, s),
-            Screen::Unknown(u) if goods::says_goods_gone(&u.labels) => {
-                finish_fail(FlowFailure::failed(
-                    FailureCode::GoodsUnavailable,
-                    self.d.step.clone(),
-                    "the goods page says the goods does not exist or is off the shelf",
-                ))
-            }
             other => {
                 let kind = other.kind().as_str();
                 let step = self.d.step.clone();
