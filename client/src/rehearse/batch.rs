@@ -27,10 +27,35 @@ const EMBEDDED_CATALOG: &[(&str, &str)] = &[
     ),
 ];
 
-/// The embedded fixture catalog.
+/// The real app's variants (issue 11 B): payment methods that commit or pay, a lagging
+/// total, a full-page 确认订单, a canvas-drawn order entry, a folded order detail, an
+/// icon option, a deep link that does not open. The simulated phone of a rehearsal
+/// always knows them; the failure-path batch ([`variant_demo`]) exercises them.
+const EMBEDDED_VARIANTS: (&str, &str) = (
+    "variants.json",
+    include_str!("../../../fixtures/catalog/variants.json"),
+);
+
+/// The embedded demo catalog (the goods the demo batch collects; without the variants).
 pub fn embedded_catalog() -> anyhow::Result<Catalog> {
+    catalog_of(EMBEDDED_CATALOG)
+}
+
+/// The embedded variant goods (`fixtures/catalog/variants.json`).
+pub fn variant_catalog() -> anyhow::Result<Catalog> {
+    catalog_of(&[EMBEDDED_VARIANTS])
+}
+
+/// What the simulated phone of a rehearsal serves: the demo catalog and the variants.
+pub fn sim_catalog() -> anyhow::Result<Catalog> {
+    let mut files = EMBEDDED_CATALOG.to_vec();
+    files.push(EMBEDDED_VARIANTS);
+    catalog_of(&files)
+}
+
+fn catalog_of(files: &[(&str, &str)]) -> anyhow::Result<Catalog> {
     let mut goods = Vec::new();
-    for (name, text) in EMBEDDED_CATALOG {
+    for (name, text) in files {
         let f: CatalogFile =
             serde_json::from_str(text).with_context(|| format!("embedded catalog {name}"))?;
         goods.extend(f.goods);
@@ -73,6 +98,9 @@ pub fn load(
             let mut b = demo_batch(catalog, run_tag, failure_paths);
             if purchases || live {
                 b.extend(purchase_demo(run_tag, live, failure_paths));
+                if failure_paths {
+                    b.extend(variant_demo(run_tag, live));
+                }
             }
             b
         }
@@ -192,6 +220,107 @@ pub fn purchase_demo(run_tag: &str, live: bool, failure_paths: bool) -> Vec<Batc
     tasks
 }
 
+/// The real app's variants (issue 11 B) as purchases, each with the outcome the safety
+/// rules demand; in batch order, which is claim order on one phone:
+/// - an option drawn with an icon (已选 shows `#乌龙奶茶+…`) → `succeeded`;
+/// - 先用后付 and 免密支付 accounts → `manual_review:PAYMENT_METHOD_NOT_ALLOWED`, no tap
+///   on the order button, dry runs too;
+/// - the goods id printed on the page → `succeeded`;
+/// - a total that lags two dumps behind a coupon, with a limit between the stale and the
+///   settled total → `succeeded` on the settled total;
+/// - a full-page 确认订单 → `succeeded`, the total checked there;
+/// - 待付款 reachable only by its deep link, and a folded order detail → `succeeded`
+///   (live: reconciled to the order number);
+/// - a deep link that does not open, right after a purchase of another goods with the
+///   same option names → `failed:GOODS_MISMATCH` (the phone still shows the other goods).
+pub fn variant_demo(run_tag: &str, live: bool) -> Vec<BatchTask> {
+    let mode = if live { "live" } else { "dry_run" };
+    let t = |name: &str, goods: &str, options: Value, max: i64, expect: &str| BatchTask {
+        id: Some(format!("{run_tag}-variant-{name}-{goods}")),
+        task_type: "purchase".into(),
+        execution_mode: Some(mode.into()),
+        payload: json!({
+            "goods_id": goods,
+            "goods_url": format!("https://mobile.yangkeduo.com/goods.html?goods_id={goods}"),
+            "options": options, "quantity": 1, "max_price_cent": max,
+        }),
+        expect: expect.into(),
+    };
+    let refused = "manual_review:PAYMENT_METHOD_NOT_ALLOWED";
+    vec![
+        t(
+            "icon",
+            "811223344501",
+            json!({"color": "乌龙奶茶+手持化妆镜+礼盒"}),
+            10000,
+            "succeeded",
+        ),
+        t(
+            "paylater",
+            "811223344502",
+            json!({"color": "黑色", "size": "M"}),
+            10000,
+            refused,
+        ),
+        t(
+            "pwfree",
+            "811223344503",
+            json!({"style": "单层"}),
+            10000,
+            refused,
+        ),
+        t(
+            "shownid",
+            "811223344504",
+            json!({"spec": "100x150cm"}),
+            10000,
+            "succeeded",
+        ),
+        t(
+            "lag",
+            "811223344505",
+            json!({"color": "浅灰", "size": "L"}),
+            3600,
+            "succeeded",
+        ),
+        t(
+            "confirm",
+            "811223344506",
+            json!({"color": "天空蓝", "capacity": "350ml"}),
+            10000,
+            "succeeded",
+        ),
+        t(
+            "canvas",
+            "811223344507",
+            json!({"spec": "3卷装"}),
+            10000,
+            "succeeded",
+        ),
+        t(
+            "folded",
+            "811223344508",
+            json!({"color": "白色"}),
+            10000,
+            "succeeded",
+        ),
+        t(
+            "samenames",
+            "811223344510",
+            json!({"color": "白色", "size": "M"}),
+            10000,
+            "succeeded",
+        ),
+        t(
+            "nolink",
+            "811223344509",
+            json!({"color": "白色", "size": "M"}),
+            10000,
+            "failed:GOODS_MISMATCH",
+        ),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -227,5 +356,58 @@ mod tests {
             assert!(failures.contains(&code), "{code} missing from {failures:?}");
         }
         assert_eq!(full.len(), plain.len() + failures.len());
+    }
+
+    /// Every variant task names a variant goods and options that goods offers, and the
+    /// variants cover each catalog key of issue 11 B.
+    #[test]
+    fn the_variant_demo_names_real_variant_goods_and_options() {
+        let variants = variant_catalog().expect("variants");
+        let demo = variant_demo("t", true);
+        for t in &demo {
+            let id = t.payload["goods_id"].as_str().expect("goods id");
+            let g = variants
+                .goods
+                .iter()
+                .find(|g| g.goods_id == id)
+                .unwrap_or_else(|| panic!("{id} is not a variant goods"));
+            for (key, name) in t.payload["options"].as_object().expect("options") {
+                let dim = g
+                    .dimensions
+                    .iter()
+                    .find(|d| &d.key == key)
+                    .unwrap_or_else(|| panic!("{id}: no dimension {key}"));
+                assert!(
+                    dim.options
+                        .iter()
+                        .any(|o| Some(o.name.as_str()) == name.as_str()),
+                    "{id}: no option {name} in {key}"
+                );
+            }
+        }
+        let ids: Vec<&str> = demo
+            .iter()
+            .map(|t| t.payload["goods_id"].as_str().unwrap_or_default())
+            .collect();
+        for g in &variants.goods {
+            assert!(
+                ids.contains(&g.goods_id.as_str()),
+                "{} not rehearsed",
+                g.goods_id
+            );
+        }
+        // The dead deep link comes right after the goods whose page it leaves on screen.
+        let dead = ids.iter().position(|i| *i == "811223344509").expect("509");
+        assert_eq!(ids[dead - 1], "811223344510");
+        // The demo catalog itself holds no variant goods: the default rehearsal is unchanged.
+        let demo_cat = embedded_catalog().expect("catalog");
+        assert!(demo_cat
+            .goods
+            .iter()
+            .all(|g| !ids.contains(&g.goods_id.as_str())));
+        assert_eq!(
+            sim_catalog().expect("sim").goods.len(),
+            demo_cat.goods.len() + variants.goods.len()
+        );
     }
 }

@@ -49,7 +49,10 @@ use crate::secret::Secret;
 use crate::store::{SettingsPatch, Store};
 
 pub use admin::Admin;
-pub use batch::{demo_batch, embedded_catalog, purchase_demo, BatchTask};
+pub use batch::{
+    demo_batch, embedded_catalog, purchase_demo, sim_catalog, variant_catalog, variant_demo,
+    BatchTask,
+};
 pub use summary::{print_summary, Summary, TaskLine};
 
 /// How the simulated phone is reached.
@@ -134,6 +137,7 @@ pub fn rehearse(opts: RehearseOptions) -> anyhow::Result<Summary> {
         .with_context(|| format!("cannot create {}", data_dir.display()))?;
     let artifacts_dir = data_dir.join("artifacts");
     let catalog = embedded_catalog()?;
+    let sim_goods = sim_catalog()?;
     let run_tag = format!("rh{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
     let batch = batch::load(
         opts.tasks.as_deref(),
@@ -172,7 +176,7 @@ pub fn rehearse(opts: RehearseOptions) -> anyhow::Result<Summary> {
     let device_label = match &opts.device {
         Some(d) => d.clone(),
         None => {
-            let mut cfg = SimConfig::new(catalog.clone());
+            let mut cfg = SimConfig::new(sim_goods);
             cfg.profile = opts.profile;
             cfg.seed = opts.seed;
             if opts.popups_percent > 0 {
