@@ -572,15 +572,17 @@ impl ReconcileFlow {
             // Right after the submit tap the sheet may still be on screen while the app
             // creates the order: navigating away now could cut that short. Wait for it
             // to leave (bounded) before anything else; after the payment page was seen,
-            // or in crash recovery, the sheet is just a page to leave.
-            Screen::SkuSheet(_)
+            // or in crash recovery, the sheet is just a page to leave. 确认订单 (whose
+            // 提交订单 was the tap) alike; it is left by the home link, never by BACK or a
+            // tap on it: nothing here can submit again.
+            Screen::SkuSheet(_) | Screen::ConfirmOrder(_)
                 if !self.recovery && !self.payment_seen && self.sheet_waits < self.limits.polls =>
             {
                 self.sheet_waits += 1;
                 self.d.step = FlowStep::LeavePayment;
                 self.d.pause_then_observe()
             }
-            Screen::SkuSheet(_) | Screen::GoodsDetail(_) => {
+            Screen::SkuSheet(_) | Screen::ConfirmOrder(_) | Screen::GoodsDetail(_) => {
                 self.checkpoint = Some("purchase.left_payment");
                 self.nav(Action::OpenUrl {
                     url: HOME_LINK.into(),

@@ -58,7 +58,7 @@ pub mod task;
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use cmautobuy_contract::{FailureCode, FlowStep, SpecResolutionRequest};
+use cmautobuy_contract::{FailureCode, FlowStep, OptionMap, SpecResolutionRequest};
 
 use super::action::{AbortReason, Action, Flow, FlowOutcome, Observation, Observed};
 use super::confirmation::Confirmation;
@@ -76,6 +76,9 @@ enum Phase {
     Sheet,
     /// Waiting for the spec resolution's answer.
     Resolving,
+    /// The sheet's 确定 / 立即购买 is tapped: the order is confirmed on the full-page
+    /// 确认订单.
+    Confirming,
     /// Waiting for the store to confirm the mark.
     Marking,
     /// The submit tap is out: everything is the reconcile flow's.
@@ -86,7 +89,7 @@ enum Phase {
 /// dumps.
 #[derive(Clone, Debug, PartialEq)]
 struct Settle {
-    options: cmautobuy_contract::OptionMap,
+    options: OptionMap,
     selected_text: Option<String>,
     quantity: u32,
     total: crate::money::Fen,
@@ -123,6 +126,10 @@ pub struct PurchaseFlow {
     sheet_seen: bool,
     bottom_seen: bool,
     option_taps: BTreeMap<String, u32>,
+    /// The options confirmed on the sheet before its 确定 / 立即购买 was tapped.
+    chosen: Option<OptionMap>,
+    /// Taps of the sheet's 确定 / 立即购买 (bounded).
+    proceeds: u32,
     /// The request sent (at most one per attempt).
     spec_request: Option<SpecResolutionRequest>,
     resolution: Option<Resolution>,
@@ -187,6 +194,8 @@ impl PurchaseFlow {
             sheet_seen: false,
             bottom_seen: false,
             option_taps: BTreeMap::new(),
+            chosen: None,
+            proceeds: 0,
             spec_request: None,
             resolution: None,
             confirmation: None,
@@ -239,6 +248,14 @@ impl PurchaseFlow {
         match screen {
             Screen::GoodsDetail(g) => self.on_goods(g),
             Screen::SkuSheet(s) if self.phase == Phase::Sheet => self.on_sheet(now, s),
+            Screen::ConfirmOrder(c) if self.phase == Phase::Confirming => self.on_confirm_page(c),
+            // 确定 was tapped and the sheet is still there: wait (bounded), never tap it
+            // again blind — 确认订单 may open right under a second tap.
+            Screen::SkuSheet(_) if self.phase == Phase::Confirming => self.poll(
+                FlowStep::ConfirmTotal,
+                "确认订单 did not open after the sheet's 确定",
+                FailureCode::PageNotRecognized,
+            ),
             other => {
                 let kind = other.kind().as_str();
                 let step = self.d.step.clone();
