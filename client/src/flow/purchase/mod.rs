@@ -27,6 +27,13 @@
 //!    `max_price_cent` (`failed PRICE_LIMIT_EXCEEDED`), and **settled**: the same
 //!    selection, quantity and total on two consecutive dumps a bounded wait apart, the
 //!    first of them not right after a gesture (the app re-prices after taps).
+//!    Goods whose sheet button reads 确定 / 立即购买 (no 提交订单, no total) go on to the
+//!    full-page 确认订单 (the contract's 最终订单确认页): the button is tapped once the
+//!    options and quantity are confirmed on the sheet (it orders nothing; never tapped
+//!    again blind), and on 确认订单 the address (手动添加收货地址 → `ADDRESS_MISSING`), the
+//!    payment method, what the page shows of the goods, options and quantity, and the
+//!    settled total are judged by the same rules; its 提交订单 is the one submit. The
+//!    flow never goes back from 确认订单.
 //! 7. dry run: finish with the dry-run purchase result (`decisions.md` §6).
 //! 8. live: [`Effect::MarkIrreversible`] (durable, with the confirmation snapshot); only
 //!    after the store answers `Marked` the flow taps 提交订单 — once: the flow moves to
