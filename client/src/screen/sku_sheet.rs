@@ -729,6 +729,28 @@ mod tests {
     }
 
     #[test]
+    fn a_footer_reading_confirm_goes_on_to_confirm_order() {
+        use crate::screen::{classify, Screen, Tree};
+        let xml = include_str!("../../../fixtures/screens/sku_sheet_confirm_button.xml");
+        let sheet = |xml: &str| match classify(&Tree::parse(xml).expect("parses")) {
+            Screen::SkuSheet(s) => s,
+            other => panic!("not a sheet: {other:?}"),
+        };
+        for label in ["确定", "立即购买"] {
+            let s = sheet(&xml.replace("text=\"确定\"", &format!("text=\"{label}\"")));
+            assert_eq!(s.proceed.map(|t| t.label), Some(label.to_string()));
+            assert!(s.submit.is_none() && s.total.is_none());
+            assert_eq!(s.payment, PaymentVerdict::OnNextPage);
+        }
+        // Committing wording on such a sheet is refused right there.
+        let s = sheet(&xml.replace("text=\"添加\"", "text=\"先用后付\""));
+        assert!(matches!(s.payment, PaymentVerdict::NotAllowed { .. }));
+        // A sheet with 提交订单 has no proceed control.
+        let s = sheet(&xml.replace("text=\"确定\"", "text=\"提交订单 ¥47.2\""));
+        assert!(s.proceed.is_none() && s.submit.is_some());
+    }
+
+    #[test]
     fn stock_labels() {
         for s in [
             "最后9件",
