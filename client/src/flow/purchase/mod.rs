@@ -34,9 +34,9 @@
 //!    sheet again. Everything after the mark is [`super::reconcile::ReconcileFlow`]:
 //!    leave payment (back, 先去逛逛), find the order, report success or `manual_review`.
 //!
-//! Dumps on the happy path: goods, sheet, selection, quantity (4 for a dry run), then
-//! payment, abandon dialog, goods, home link page, home, profile, order list, order
-//! detail (12 live; `BENCHMARKS.md`).
+//! Dumps on the happy path: goods, sheet, selection, quantity, two settle dumps (6 for a
+//! dry run), then payment, abandon dialog, goods, order list (by its deep link), order
+//! detail, order list (12 live; `BENCHMARKS.md`).
 //!
 //! # Files
 //! - this file — the [`PurchaseFlow`] state, its observation routing and the screens
