@@ -131,6 +131,72 @@ mod tests {
     }
 
     #[test]
+    fn measured_on_the_simulated_phone() {
+        use crate::job::sim_device::SimFlowDevice;
+        use cmautobuy_sim_phone::{Catalog, SimConfig};
+        let phone = |start: Option<DateTime<Utc>>| {
+            let mut c = SimConfig::new(Catalog::load(&Catalog::bundled_dir()).unwrap());
+            c.start_time = start;
+            SimFlowDevice::new(c.build_device().unwrap())
+        };
+        // The phone on the host's clock: within the rounding and the call.
+        let s = measure(&phone(None));
+        assert!(s.skew <= Duration::from_secs(2), "{s:?}");
+        assert!(s.offset_ms.is_some() && s.note.is_none(), "{s:?}");
+        // A phone whose clock stands days behind: clamped, and said so.
+        let s = measure(&phone(Some(
+            Utc.with_ymd_and_hms(2020, 1, 1, 0, 0, 0).unwrap(),
+        )));
+        assert_eq!(s.skew, MAX_SKEW);
+        assert!(s.note.is_some());
+    }
+
+    #[test]
+    fn unreadable_answers_fall_back_to_the_default() {
+        use crate::device::{DeviceError, KeyCode, Png, ShellOutput, UiDump};
+        use crate::screen::Point;
+        struct Says(Result<ShellOutput, ()>);
+        impl Device for Says {
+            fn dump_ui(&self) -> Result<UiDump, DeviceError> {
+                Err(DeviceError::NotOnScreen)
+            }
+            fn tap(&self, _: Point) -> Result<(), DeviceError> {
+                Ok(())
+            }
+            fn swipe(&self, _: Point, _: Point, _: Duration) -> Result<(), DeviceError> {
+                Ok(())
+            }
+            fn key(&self, _: KeyCode) -> Result<(), DeviceError> {
+                Ok(())
+            }
+            fn open_url(&self, _: &str) -> Result<(), DeviceError> {
+                Ok(())
+            }
+            fn screenshot(&self) -> Result<Png, DeviceError> {
+                Err(DeviceError::NotOnScreen)
+            }
+            fn shell(&self, _: &[&str]) -> Result<ShellOutput, DeviceError> {
+                self.0.clone().map_err(|_| DeviceError::Io("gone".into()))
+            }
+        }
+        let out = |stdout: &str, code| ShellOutput {
+            stdout: stdout.as_bytes().to_vec(),
+            stderr: vec![],
+            exit_code: code,
+        };
+        for d in [
+            Says(Err(())),
+            Says(Ok(out("date: bad format\n", 1))),
+            Says(Ok(out("Tue Dec  1 18:00:00 CST 2026\n", 0))),
+            Says(Ok(out("", 0))),
+        ] {
+            let s = measure(&d);
+            assert_eq!(s.skew, UNMEASURED_SKEW, "{s:?}");
+            assert!(s.offset_ms.is_none() && s.note.is_some());
+        }
+    }
+
+    #[test]
     fn a_slow_call_widens_the_bound_and_a_wild_clock_is_clamped() {
         let s = from_reading(1000, at(1_000_000), at(1_004_000));
         assert_eq!(s.skew, Duration::from_millis(4_000));
