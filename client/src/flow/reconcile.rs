@@ -207,10 +207,15 @@ struct DetailRead {
     swipes: u32,
     /// The previous dump's labels: the same again after a gesture means it did nothing.
     last_view: Option<Vec<String>>,
+    /// Two different order numbers showed up while reading one detail: unreadable.
+    conflict: bool,
 }
 
 impl DetailRead {
     fn merge(&mut self, d: &OrderDetail) {
+        if let (Some(a), Some(b)) = (&self.order_sn, &d.order_sn) {
+            self.conflict |= a != b;
+        }
         self.order_sn = self.order_sn.take().or_else(|| d.order_sn.clone());
         self.ordered_at = self.ordered_at.or(d.ordered_at);
         self.status = self.status.take().or_else(|| d.status.clone());
@@ -562,7 +567,7 @@ impl ReconcileFlow {
             return;
         };
         self.phase = Phase::List;
-        let Some(sn) = r.order_sn.clone() else {
+        let Some(sn) = r.order_sn.clone().filter(|_| !r.conflict) else {
             self.unreadable += 1;
             return;
         };
@@ -914,5 +919,45 @@ impl Flow for ReconcileFlow {
             self.d.step.clone(),
             format!("stopped by the driver after the irreversible mark: {reason:?}"),
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    #[test]
+    fn the_window_is_lead_before_and_window_after_the_mark() {
+        let mark = Utc.with_ymd_and_hms(2026, 11, 30, 8, 0, 0).unwrap();
+        let at = |secs: i64| (mark + chrono::Duration::seconds(secs)).fixed_offset();
+        let (before, after) = (Duration::from_secs(90), Duration::from_secs(300));
+        assert!(within(mark, at(-90), before, after));
+        assert!(!within(mark, at(-91), before, after));
+        assert!(within(mark, at(0), before, after));
+        assert!(within(mark, at(300), before, after));
+        assert!(!within(mark, at(301), before, after));
+    }
+
+    #[test]
+    fn the_lead_is_60_s_plus_the_skew_and_never_beyond_the_contract() {
+        let conf: Confirmation = serde_json::from_value(json!({
+            "goods_id": "1", "title": null, "options": {"color": "白色"},
+            "original_options": {"color": "白色"}, "quantity": 1, "total": 1250,
+            "max_price": 1500, "spec_resolution_id": null
+        }))
+        .unwrap();
+        let mark = Utc.with_ymd_and_hms(2026, 11, 30, 8, 0, 0).unwrap();
+        let flow = |skew: u64| {
+            ReconcileFlow::new(conf.clone(), mark, false, ReconcileLimits::default()).with_context(
+                ReconcileContext {
+                    known_orders: BTreeSet::new(),
+                    clock_skew: Duration::from_secs(skew),
+                },
+            )
+        };
+        assert_eq!(flow(0).lead(), Duration::from_secs(60));
+        assert_eq!(flow(30).lead(), Duration::from_secs(90));
+        assert_eq!(flow(3600).lead(), Duration::from_secs(300));
     }
 }
