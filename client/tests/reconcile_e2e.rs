@@ -9,6 +9,8 @@
 //!   amount written `实付:` `12.50元`, the detail longer than one screen.
 //! - Two identical tasks in a row: the second never adopts the first one's order (its
 //!   number was reported for the first task), it finds its own.
+//! - A phone whose clock runs 150 s behind the host's: its orders look placed 150 s
+//!   before the mark, outside the bare 60 s; the measured skew widens the window.
 
 use std::process::Command;
 use std::time::Duration;
@@ -27,6 +29,11 @@ struct World {
 
 impl World {
     fn start() -> World {
+        World::with_clock_offset(0)
+    }
+
+    /// A phone whose clock is `offset_secs` ahead of the host's (behind when negative).
+    fn with_clock_offset(offset_secs: i64) -> World {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
@@ -40,8 +47,9 @@ impl World {
         let url = format!("http://{}", listener.local_addr().unwrap());
         rt.spawn(admin.serve(listener, std::future::pending()));
         let catalog = Catalog::load(&Catalog::bundled_dir()).unwrap();
-        let phone =
-            SimPhone::bind("127.0.0.1:0".parse().unwrap(), SimConfig::new(catalog)).unwrap();
+        let mut cfg = SimConfig::new(catalog);
+        cfg.clock_offset_secs = offset_secs;
+        let phone = SimPhone::bind("127.0.0.1:0".parse().unwrap(), cfg).unwrap();
         World { rt, op, url, phone }
     }
 
@@ -174,6 +182,37 @@ fn an_identical_order_of_another_task_is_never_adopted() {
     reported.sort();
     ledger.sort();
     assert_eq!(reported, ledger);
+    drop(w.phone);
+    w.rt.shutdown_timeout(Duration::from_secs(1));
+}
+
+/// The phone's clock runs 150 s behind the host's, which stamps the mark: the order's
+/// 下单时间 reads about 150 s before the mark. The client measures the skew (`date +%s`)
+/// and accepts it — the bare 60 s would have ended `ORDER_TIME_OUT_OF_WINDOW`.
+#[test]
+fn a_phone_clock_behind_the_host_is_measured_and_its_order_adopted() {
+    let w = World::with_clock_offset(-150);
+    w.rt.block_on(w.op.create_task(live_task(
+        "recon-skew",
+        "811223344508",
+        json!({"color": "白色"}),
+        1500,
+    )))
+    .unwrap();
+    let data = tempfile::tempdir().unwrap();
+    w.run_live(data.path());
+    let orders = w.phone.orders();
+    assert_eq!(orders.len(), 1, "{orders:?}");
+    let p = w.purchase("recon-skew");
+    assert_eq!(p["order_sn"], orders[0].order_sn.as_str());
+    let mark = chrono::DateTime::parse_from_rfc3339(p["irreversible_action_at"].as_str().unwrap())
+        .unwrap();
+    let shown = chrono::DateTime::parse_from_rfc3339(p["ordered_at"].as_str().unwrap()).unwrap();
+    let before = (mark - shown).num_seconds();
+    assert!(
+        (140..=160).contains(&before),
+        "the order reads {before} s before the mark"
+    );
     drop(w.phone);
     w.rt.shutdown_timeout(Duration::from_secs(1));
 }
