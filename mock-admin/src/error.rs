@@ -115,7 +115,9 @@ impl ApiError {
             error: ErrorBody {
                 code: self.code.as_str().to_string(),
                 message: self.message.clone(),
-                retryable: self.code.is_retryable() || matches!(self.status(), 429 | 500 | 503),
+                // One rule for both sides of the wire (the contract's status table).
+                retryable: self.code.is_retryable()
+                    || cmautobuy_contract::codes::status_is_retryable(self.status()),
                 request_id,
                 details: self.details.clone(),
             },
