@@ -654,3 +654,48 @@ async fn the_relay_parks_permanent_errors_and_never_loops_on_4xx() {
         assert_eq!(results, 1, "{status}: sent once, never retried");
     }
 }
+
+#[tokio::test]
+async fn s4_1_registration_over_http_takes_200_and_a_2xx_only_with_the_contract_body() {
+    let s = server().await;
+    let answer = json!({"registered": true, "client_id": "CLIENT-1",
+                        "registered_at": "2026-08-06T09:00:00Z"});
+    Mock::given(path("/api/v1/client/registration"))
+        .respond_with(ResponseTemplate::new(201).set_body_json(answer))
+        .up_to_n_times(1)
+        .mount(&s)
+        .await;
+    Mock::given(path("/api/v1/client/registration"))
+        .respond_with(ResponseTemplate::new(204))
+        .mount(&s)
+        .await;
+    let g = gw(&s.uri());
+    // 201 with the §4.1 body: unexpected (logged), accepted.
+    assert!(g.register_client(&profile()).await.unwrap().registered);
+    // 204: no §4.1 body, a malformed answer.
+    let e = g.register_client(&profile()).await.unwrap_err();
+    assert!(
+        matches!(e, GatewayError::Malformed { status: 204, .. }),
+        "{e}"
+    );
+}
+
+#[tokio::test]
+async fn request_timeout_408_and_too_early_425_are_retried_like_5xx() {
+    let s = server().await;
+    for status in [408u16, 425] {
+        Mock::given(path(format!("/api/v1/client/tasks/t{status}/result")))
+            .respond_with(ResponseTemplate::new(status))
+            .mount(&s)
+            .await;
+    }
+    let g = gw(&s.uri());
+    for status in [408u16, 425] {
+        let e = g
+            .submit_result(&format!("t{status}"), "k", b"{}")
+            .await
+            .unwrap_err();
+        assert_eq!(e.status(), Some(status));
+        assert!(e.is_retryable(), "{status}");
+    }
+}
