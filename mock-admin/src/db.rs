@@ -150,6 +150,16 @@ pub const MIGRATIONS: &[&str] = &[
     )",
     // v13 — finding an earlier decision on the same snapshot (source `reused`).
     "CREATE INDEX idx_spec_resolutions_snapshot ON spec_resolutions(candidate_snapshot_hash)",
+    // v14 — `tasks.result_data` is the complete §6 body as received (data model §4.3
+    // "完整的采集提交原文"), for every task with an accepted result. Earlier versions kept
+    // the re-serialised `pdd_data` of collect results there; the bodies as received are
+    // in `task_results`, so the latest accepted one is copied over (a no-op on a fresh
+    // database).
+    "UPDATE tasks SET result_data = (
+        SELECT r.body FROM task_results r WHERE r.task_id = tasks.task_id AND r.kind = 'result'
+        ORDER BY r.accepted_at DESC, r.rowid DESC LIMIT 1)
+     WHERE EXISTS (SELECT 1 FROM task_results r
+                   WHERE r.task_id = tasks.task_id AND r.kind = 'result')",
 ];
 
 /// Tables the code depends on; start-up refuses to continue when one is missing

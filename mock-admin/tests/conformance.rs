@@ -1805,7 +1805,7 @@ const OLD_ROWS: &[(&str, &str)] = &[
            '2026-01-01T00:01:00.000Z', 'https://mobile.yangkeduo.com/goods.html?goods_id=111',
            '111', NULL, NULL, NULL,
            '{"goods_id":"111","goods_url":"https://mobile.yangkeduo.com/goods.html?goods_id=111"}',
-           '{"task_version":1,"attempt_id":"a1","result_type":"collect","completed_at":"2026-01-01T00:02:00Z","pdd_data":{"goods_id":"111","price_granularity":"color","dimensions":[],"skus":[{"options":{"color":"黑"},"price_cent":0,"raw_price":"¥0","available":true,"gift":true}]}}',
+           '{"goods_id":"111","price_granularity":"color","dimensions":[],"skus":[{"options":{"color":"黑"},"price_cent":0,"price_observed_at":{},"available":true,"raw_price":"¥0"}]}',
            NULL, NULL, '2026-01-01T00:02:00.000Z', '2026-01-01T00:00:00.000Z',
            '2026-01-01T00:02:00.000Z'),
           ('cg1', 'purchase', 'live', 'assigned', 2, 0, 'CLIENT-OLD', 'CLIENT-OLD', NULL,
@@ -1928,7 +1928,17 @@ fn data_model_2_2_every_earlier_schema_version_upgrades_and_keeps_its_data() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("admin.db");
         database_at_version(&path, version);
-        let before = dump_tables(&rusqlite::Connection::open(&path).unwrap());
+        let mut before = dump_tables(&rusqlite::Connection::open(&path).unwrap());
+        // v14 gives `tasks.result_data` its one meaning (the complete §6 body as
+        // received): where the accepted body is on record, it replaces the old
+        // re-serialised `pdd_data`. Every other column of every row stays as it was.
+        let has_results = before.iter().any(|(t, _)| t == "task_results");
+        if has_results && version < 14 {
+            let body = before.iter().find(|(t, _)| t == "task_results").unwrap().1[0][5].clone();
+            let tasks = &mut before.iter_mut().find(|(t, _)| t == "tasks").unwrap().1;
+            // tasks: result_data is the 16th column (index 15) of the v1 table.
+            tasks[0][15] = body;
+        }
         // Open it with the current code: migrations, then the schema self-check (§2.4).
         let admin = cmautobuy_mock_admin::MockAdmin::open(
             cmautobuy_mock_admin::MockAdminConfig::file(path.to_string_lossy().to_string()),
@@ -1955,10 +1965,17 @@ fn data_model_2_2_every_earlier_schema_version_upgrades_and_keeps_its_data() {
             if version >= 1 {
                 let t = op.get_task("cj1").await.unwrap();
                 assert_eq!(t["task"]["status"], "succeeded");
-                assert_eq!(
-                    t["task"]["result_data"]["pdd_data"]["skus"][0]["gift"],
-                    true
-                );
+                if has_results {
+                    assert_eq!(t["task"]["result_data"]["attempt_id"], "a1");
+                    assert_eq!(
+                        t["task"]["result_data"]["pdd_data"]["skus"][0]["gift"],
+                        true
+                    );
+                    assert_eq!(t["results"][0]["body"], t["task"]["result_data"]);
+                } else {
+                    // No body on record to give it the new meaning: kept as it was.
+                    assert_eq!(t["task"]["result_data"]["goods_id"], "111");
+                }
             }
             let products = op.products().await.unwrap();
             if before.iter().any(|(t, _)| t == "pdd_products") {
