@@ -500,6 +500,30 @@ async fn an_incomplete_purchase_task_is_never_saved_and_stops_claiming() {
 }
 
 #[tokio::test]
+async fn data_model_1_a_claimed_task_with_4_0_in_max_price_cent_is_refused_integers_only() {
+    let s = server().await;
+    // Written as the Admin sent it: `4200.0`, an integral float.
+    let text = r#"{"task": {"id": "cg9", "type": "purchase", "execution_mode": "dry_run",
+        "version": 1, "payload": {"goods_id": "1", "goods_url": "u",
+        "options": {"color": "黑色"}, "quantity": 1, "max_price_cent": 4200.0}}}"#;
+    Mock::given(path("/api/v1/client/tasks/claim"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(text, "application/json"))
+        .mount(&s)
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let exec = ScriptedExecutor::new(Script::Result).ready_for_purchase(false);
+    let (r, store) = runner(&s, dir.path(), exec.clone(), Some("192.168.0.173:5555"));
+    let step = r.claim_once().await.unwrap();
+    assert!(
+        matches!(&step, ClaimStep::Blocked(m)
+            if m.contains("payload.max_price_cent") && m.contains("integers only")),
+        "{step:?}"
+    );
+    assert_eq!(exec.job_count(), 0);
+    assert!(store.summary().unwrap().tasks.is_empty(), "nothing saved");
+}
+
+#[tokio::test]
 async fn a_live_task_is_never_run_by_a_dry_run_client() {
     let s = server().await;
     Mock::given(path("/api/v1/client/tasks/claim"))
