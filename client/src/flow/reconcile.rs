@@ -26,7 +26,7 @@ use chrono::{DateTime, FixedOffset, Utc};
 use cmautobuy_contract::{ExecutionMode, FailureCode, FlowStep};
 use serde_json::{json, Value};
 
-use super::action::{AbortReason, Action, Flow, FlowOutcome, Observation, Observed};
+use super::action::{AbortReason, Action, Flow, FlowOutcome, Observation, Observed, TapKind};
 use super::confirmation::Confirmation;
 use super::failure::FlowFailure;
 use super::observe::{Dispatch, Policy, Routed};
@@ -271,6 +271,7 @@ impl ReconcileFlow {
                 at: t.tap,
                 label: t.label,
                 step: FlowStep::ReconcileOrder,
+                kind: TapKind::ChangesScreen,
             });
         }
         self.phase = Phase::List;
@@ -324,6 +325,7 @@ impl ReconcileFlow {
                 at,
                 label: "order card".into(),
                 step: FlowStep::ReconcileOrder,
+                kind: TapKind::ChangesScreen,
             };
         }
         // This view is done: scroll while the list shows something new.
@@ -510,6 +512,7 @@ impl ReconcileFlow {
                         at: t.tap,
                         label: t.label,
                         step: FlowStep::LeavePayment,
+                        kind: TapKind::ChangesScreen,
                     }),
                     // No leave button: BACK (closes the dialog on most builds); never
                     // the 继续支付 button.
@@ -532,6 +535,7 @@ impl ReconcileFlow {
                         at: t.tap,
                         label: t.label,
                         step: FlowStep::DismissPopup,
+                        kind: TapKind::ChangesScreen,
                     },
                     None => Action::Back {
                         step: FlowStep::DismissPopup,
@@ -600,6 +604,7 @@ impl ReconcileFlow {
                         at: t.tap,
                         label: t.label.clone(),
                         step: FlowStep::ReconcileOrder,
+                        kind: TapKind::ChangesScreen,
                     });
                 }
                 self.nav(Action::Back {

@@ -16,6 +16,8 @@
 //!   keyword lists (PDD wordings from the field notes) in one place.
 //! - [`recognize`] — [`classify`]: the order in which page kinds are tried, and why.
 //! - [`sku_sheet`] — the checkout/SKU bottom sheet: groups, options, quantity, total.
+//! - [`controls`] — the controls a tap must not press by accident: submit controls
+//!   (提交订单 / 确认下单) and pay actions, by a whole-label rule (the device guard asks).
 //! - [`pages`] — every other page kind: goods detail, payment, the payment-abandon
 //!   dialog, order list and detail, popups, login and risk pages.
 //!
@@ -45,6 +47,7 @@
 //!   or are split price parts (see [`crate::money`]).
 
 mod arena;
+pub mod controls;
 pub mod error;
 mod geometry;
 pub mod goods;

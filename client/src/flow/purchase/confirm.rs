@@ -12,7 +12,7 @@ use chrono::{DateTime, Utc};
 use cmautobuy_contract::{ExecutionMode, FailureCode, FlowStep, OptionMap};
 
 use super::{finish_fail, Phase, PurchaseFlow, Settle};
-use crate::flow::action::{Action, Effect, EffectOutcome, FlowOutcome};
+use crate::flow::action::{Action, Effect, EffectOutcome, FlowOutcome, TapKind};
 use crate::flow::confirmation::Confirmation;
 use crate::flow::failure::FlowFailure;
 use crate::flow::observe::Pending;
@@ -180,6 +180,7 @@ impl PurchaseFlow {
                     at: tap,
                     label,
                     step: FlowStep::SubmitOrder,
+                    kind: TapKind::Submit,
                 }
             }
             // Another run of this task is marked, or this run already has an outcome:
