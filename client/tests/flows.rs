@@ -23,8 +23,9 @@
 //! (set by `scripts/test` when the shared material is missing) accepts that: then the
 //! case is reported NOT CHECKED, loudly, as `screens.rs` does for the real dumps.
 //!
-//! The flows run on the driver (`job::driver::drive`) with a scripted phone, scripted
-//! effects and the driver's virtual clock; no artifacts are written. The scripted
+//! The flows run on the driver (`job::driver::drive`) behind the device guard (the one
+//! submit allowed to live purchases only) with a scripted phone, scripted effects and the
+//! driver's virtual clock; no artifacts are written. The scripted
 //! phone's code that knows the device trait is one marked block ([`ScriptedDevice`]).
 
 use std::collections::BTreeMap;

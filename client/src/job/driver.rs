@@ -229,17 +229,18 @@ where
             Action::Tap {
                 at, label, kind, ..
             } => {
-                stats.taps += 1;
                 detail = format!("{label} @{},{}", at.x, at.y);
                 if *kind == TapKind::Submit {
                     detail.push_str(" (submit)");
                 }
                 match device.tap_as(*at, *kind) {
+                    // Refused: nothing was sent to the phone (not a round trip).
                     Err(DeviceError::TapRefused(reason)) => {
                         detail.push_str(&format!(" (refused: {reason})"));
                         Observation::TapRefused { reason }
                     }
                     r => {
+                        stats.taps += 1;
                         stale.gesture();
                         done(r, &mut stats, &mut detail)
                     }
