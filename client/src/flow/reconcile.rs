@@ -38,7 +38,7 @@ use chrono::{DateTime, FixedOffset, Utc};
 use cmautobuy_contract::{ExecutionMode, FailureCode, FlowStep};
 use serde_json::{json, Value};
 
-use super::action::{AbortReason, Action, Flow, FlowOutcome, Observation, Observed};
+use super::action::{AbortReason, Action, Flow, FlowOutcome, Observation, Observed, TapKind};
 use super::confirmation::Confirmation;
 use super::failure::FlowFailure;
 use super::observe::{Dispatch, Policy, Routed};
@@ -426,6 +426,7 @@ impl ReconcileFlow {
                 at: t.tap,
                 label: t.label,
                 step: FlowStep::ReconcileOrder,
+                kind: TapKind::ChangesScreen,
             });
         }
         self.phase = Phase::List;
@@ -479,6 +480,7 @@ impl ReconcileFlow {
                 at,
                 label: "order card".into(),
                 step: FlowStep::ReconcileOrder,
+                kind: TapKind::ChangesScreen,
             };
         }
         // This view is done: scroll while the list shows something new.
@@ -542,6 +544,7 @@ impl ReconcileFlow {
                     at: t.tap,
                     label: t.label,
                     step: FlowStep::ReconcileOrder,
+                    kind: TapKind::ChangesScreen,
                 };
             }
             if let Some(v) = d.scroll.filter(|v| v.more_below && moved) {
@@ -771,6 +774,7 @@ impl ReconcileFlow {
             at: t.tap,
             label: t.label,
             step: FlowStep::ReconcileOrder,
+            kind: TapKind::ChangesScreen,
         })
     }
 
@@ -795,6 +799,7 @@ impl ReconcileFlow {
                         at: t.tap,
                         label: t.label,
                         step: FlowStep::LeavePayment,
+                        kind: TapKind::ChangesScreen,
                     }),
                     // No leave button: BACK (closes the dialog on most builds); never
                     // the 继续支付 button.
@@ -817,6 +822,7 @@ impl ReconcileFlow {
                         at: t.tap,
                         label: t.label,
                         step: FlowStep::DismissPopup,
+                        kind: TapKind::ChangesScreen,
                     },
                     None => Action::Back {
                         step: FlowStep::DismissPopup,

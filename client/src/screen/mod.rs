@@ -18,6 +18,8 @@
 //! - [`sku_sheet`] — the checkout/SKU bottom sheet: groups, options, quantity, total.
 //! - [`confirm_order`] — the full-page 确认订单 some goods go through after the sheet's
 //!   确定: address, spec, quantity, payment row, total, 提交订单.
+//! - [`controls`] — the controls a tap must not press by accident: submit controls
+//!   (提交订单 / 确认下单) and pay actions, by a whole-label rule (the device guard asks).
 //! - [`pages`] — every other page kind: goods detail, payment, the payment-abandon
 //!   dialog, order list and detail, popups, login and risk pages.
 //!
@@ -48,6 +50,7 @@
 
 mod arena;
 pub mod confirm_order;
+pub mod controls;
 pub mod error;
 mod geometry;
 pub mod goods;

@@ -18,7 +18,7 @@ use chrono::{DateTime, Utc};
 use cmautobuy_contract::{ExecutionMode, FailureCode, FlowStep, OptionMap};
 
 use super::{finish_fail, Phase, PurchaseFlow, Settle};
-use crate::flow::action::{Action, Effect, EffectOutcome, FlowOutcome};
+use crate::flow::action::{Action, Effect, EffectOutcome, FlowOutcome, TapKind};
 use crate::flow::confirmation::Confirmation;
 use crate::flow::failure::FlowFailure;
 use crate::flow::observe::Pending;
@@ -85,10 +85,12 @@ impl PurchaseFlow {
         self.polls = 0;
         self.d.step = FlowStep::ConfirmTotal;
         self.d.pending = Pending::Observe(FlowStep::ConfirmTotal);
+        // It opens 确认订单: nothing may follow it without a fresh dump.
         Action::Tap {
             at: proceed.tap,
             label: proceed.label,
             step: FlowStep::ConfirmTotal,
+            kind: TapKind::ChangesScreen,
         }
     }
 
@@ -285,6 +287,7 @@ impl PurchaseFlow {
                     at: tap,
                     label,
                     step: FlowStep::SubmitOrder,
+                    kind: TapKind::Submit,
                 }
             }
             // Another run of this task is marked, or this run already has an outcome:

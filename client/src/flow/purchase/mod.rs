@@ -297,7 +297,20 @@ impl Flow for PurchaseFlow {
                 ));
             };
             // The submit tap's own answer starts the reconciliation (a device error
-            // included: the tap may still have reached the phone).
+            // included: the tap may still have reached the phone) — unless the device
+            // guard refused it: then it never left, and a human looks.
+            if let Observation::TapRefused { reason } = &obs {
+                if !r.started() {
+                    return finish_fail(
+                        FlowFailure::manual(
+                            FailureCode::PageNotRecognized,
+                            FlowStep::SubmitOrder,
+                            format!("the device guard refused the submit tap ({reason}); nothing was tapped"),
+                        )
+                        .with("device_error", "TAP_REFUSED"),
+                    );
+                }
+            }
             let obs = match obs {
                 Observation::Done | Observation::DeviceError { .. } if !r.started() => {
                     Observation::Start
