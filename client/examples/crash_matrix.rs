@@ -10,6 +10,8 @@
 //!
 //! - at most one order per task in the phone's ledger (`sim-phone orders --state`);
 //! - zero payment attempts on any order;
+//! - zero orders whose ledger status is `committed_unpaid` (placed under 先用后付) or
+//!   `paid` (免密支付): nothing binding or paid, whatever the account's payment method;
 //! - every attempt the client started (its `task_runs`) reported exactly once at the
 //!   Admin, and no attempt reported twice;
 //! - no task silently dropped: every task ends `succeeded`, `manual_review` or
@@ -18,6 +20,21 @@
 //!   before the tap → `manual_review`, no order; after the tap → the order is found);
 //! - no restarted run is refused (exit 2): the lock files a killed run leaves behind
 //!   never block (issue 11, A.5).
+//!
+//! The random-SIGKILL scenarios run on ordinary goods, on goods that go through the
+//! full-page 确认订单 (`confirm_page`, 811223344506: the kill can land between the sheet's
+//! 确定 and 提交订单) and on goods whose total settles late (`total_lag_dumps`,
+//! 811223344505: the kill can land while the total settles).
+//!
+//! The scenarios "identical-order-of-another-task.*" (issue 11, A.6) seed two live tasks
+//! with the same goods, options and quantity; the second one is killed right after its
+//! mark (`purchase.after_mark@2`: no order of its own) or right after its submit tap
+//! (`purchase.after_submit_tap@2`: its order exists), so its recovery reconciles while
+//! the first task's order fits and lies inside its window. Orders cannot be told apart by
+//! goods here, so instead of "one order per task" they check: every order number
+//! reported at most once and present in the ledger, the ledger's order count, and the
+//! multiset of final statuses — after the mark, `manual_review` for the second task
+//! (never the first task's order); after the tap, both `succeeded`, each with its own.
 //!
 //! The scenario "two-processes" runs a second client on the same data directory, and a
 //! third on another data directory but the same phone, while the first one works: both
@@ -62,6 +79,16 @@ struct Scenario {
     expect: Option<&'static str>,
     /// Expected number of orders per task (None = 0 or 1).
     orders: Option<usize>,
+    /// Identical tasks: their orders are matched by the numbers they report.
+    identical: Option<Identical>,
+}
+
+/// What identical tasks must end with, whatever order they were claimed in.
+struct Identical {
+    /// The final Admin statuses, sorted.
+    statuses: Vec<&'static str>,
+    /// Orders in the ledger.
+    orders: usize,
 }
 
 fn task(id: &str, goods: &str, options: Value, qty: i64, max: i64) -> Value {
@@ -107,6 +134,29 @@ fn scenarios() -> Vec<Scenario> {
             kills: vec![Kill::Failpoint(p)],
             expect: Some(status),
             orders: Some(*orders),
+            identical: None,
+        });
+    }
+    // On 确认订单: a crash between the mark and 提交订单 leaves the phone on 确认订单 —
+    // the recovery must leave it without submitting; a crash right after the tap finds
+    // the order.
+    for (p, status, orders) in [
+        ("purchase.after_mark", "manual_review", 0),
+        ("purchase.after_submit_tap", "succeeded", 1),
+    ] {
+        out.push(Scenario {
+            name: format!("confirm-page+{p}"),
+            tasks: vec![task(
+                "cg-1",
+                "811223344506",
+                json!({"color": "樱花粉", "capacity": "500ml"}),
+                2,
+                8000,
+            )],
+            kills: vec![Kill::Failpoint(p)],
+            expect: Some(status),
+            orders: Some(orders),
+            identical: None,
         });
     }
     out.push(Scenario {
@@ -121,6 +171,7 @@ fn scenarios() -> Vec<Scenario> {
         kills: vec![Kill::Failpoint("spec.before_send")],
         expect: Some("succeeded"),
         orders: Some(1),
+        identical: None,
     });
     out.push(Scenario {
         name: "payment_screen+recovery.order_detail".into(),
@@ -131,6 +182,7 @@ fn scenarios() -> Vec<Scenario> {
         ],
         expect: Some("succeeded"),
         orders: Some(1),
+        identical: None,
     });
     out.push(Scenario {
         name: "two-processes".into(),
@@ -138,7 +190,78 @@ fn scenarios() -> Vec<Scenario> {
         kills: vec![Kill::Contend],
         expect: Some("succeeded"),
         orders: Some(1),
+        identical: None,
     });
+    for i in 0..2 {
+        out.push(Scenario {
+            name: format!("sigkill-confirm-page-{i}"),
+            tasks: vec![
+                task(
+                    "cg-a",
+                    "811223344506",
+                    json!({"color": "樱花粉", "capacity": "500ml"}),
+                    2,
+                    8000,
+                ),
+                task(
+                    "cg-b",
+                    "811223344506",
+                    json!({"color": "天空蓝", "capacity": "350ml"}),
+                    1,
+                    5000,
+                ),
+            ],
+            kills: vec![Kill::Random(50, 1200); 4],
+            expect: None,
+            orders: None,
+            identical: None,
+        });
+        out.push(Scenario {
+            name: format!("sigkill-total-lag-{i}"),
+            tasks: vec![
+                task(
+                    "cg-a",
+                    "811223344505",
+                    json!({"color": "藏青", "size": "XL"}),
+                    1,
+                    4000,
+                ),
+                task(
+                    "cg-b",
+                    "811223344505",
+                    json!({"color": "浅灰", "size": "L"}),
+                    2,
+                    8000,
+                ),
+            ],
+            kills: vec![Kill::Random(50, 1200); 4],
+            expect: None,
+            orders: None,
+            identical: None,
+        });
+    }
+    for (point, statuses, orders) in [
+        (
+            "purchase.after_mark@2",
+            vec!["manual_review", "succeeded"],
+            1,
+        ),
+        (
+            "purchase.after_submit_tap@2",
+            vec!["succeeded", "succeeded"],
+            2,
+        ),
+    ] {
+        let at = point.split('@').next().unwrap_or(point);
+        out.push(Scenario {
+            name: format!("identical-order-of-another-task.{at}"),
+            tasks: vec![hoodie("cg-same-1"), hoodie("cg-same-2")],
+            kills: vec![Kill::Failpoint(point)],
+            expect: None,
+            orders: None,
+            identical: Some(Identical { statuses, orders }),
+        });
+    }
     for i in 0..3 {
         out.push(Scenario {
             name: format!("sigkill-random-{i}"),
@@ -168,6 +291,7 @@ fn scenarios() -> Vec<Scenario> {
             kills: vec![Kill::Random(50, 900); 4],
             expect: None,
             orders: None,
+            identical: None,
         });
     }
     out
@@ -427,6 +551,22 @@ fn drive_scenario(
         ok = false;
         lines.push(format!("{paid} order(s) with a payment attempt"));
     }
+    // Nothing binding or paid: the ledger's status of an order placed under 先用后付 is
+    // `committed_unpaid`, of one paid by 免密支付 `paid`.
+    let committed = orders
+        .iter()
+        .filter(|o| matches!(o["status"].as_str(), Some("committed_unpaid" | "paid")))
+        .count();
+    if committed > 0 {
+        ok = false;
+        lines.push(format!(
+            "{committed} order(s) committed_unpaid or paid  <-- binding or paid"
+        ));
+    }
+    lines.push(format!(
+        "ledger: {} order(s), {paid} with a payment attempt, {committed} committed_unpaid/paid",
+        orders.len()
+    ));
     // The client's attempts.
     let db = rusqlite::Connection::open(data.join("client.sqlite3"))
         .or_else(|_| rusqlite::Connection::open(find_db(&data)))
@@ -443,6 +583,9 @@ fn drive_scenario(
             attempts.entry(r.0).or_default().push(r.1);
         }
     }
+    // Identical tasks: the numbers they reported, and their final statuses.
+    let mut reported_sns: Vec<String> = Vec::new();
+    let mut statuses: Vec<String> = Vec::new();
     for t in &s.tasks {
         let id = t["id"].as_str().unwrap_or_default();
         let payload = &t["payload"];
@@ -464,16 +607,39 @@ fn drive_scenario(
             .iter()
             .filter(|a| !per_attempt.contains_key(*a))
             .collect();
-        let mine = orders
+        let sns: Vec<String> = results
             .iter()
-            .filter(|o| {
-                o["goods_id"] == payload["goods_id"]
-                    && o["quantity"] == payload["quantity"]
-                    && payload["options"].as_object().is_some_and(|m| {
-                        m.iter().all(|(k, v)| o["options"][k] == *v || k == "size")
-                    })
+            .filter(|r| r["kind"] == "result")
+            .filter_map(|r| {
+                r["body"]["purchase"]["order_sn"]
+                    .as_str()
+                    .map(str::to_string)
             })
-            .count();
+            .collect();
+        let mine = if s.identical.is_some() {
+            // Identical goods: this task's orders are the ones it reported.
+            orders
+                .iter()
+                .filter(|o| {
+                    o["order_sn"]
+                        .as_str()
+                        .is_some_and(|sn| sns.iter().any(|x| x == sn))
+                })
+                .count()
+        } else {
+            orders
+                .iter()
+                .filter(|o| {
+                    o["goods_id"] == payload["goods_id"]
+                        && o["quantity"] == payload["quantity"]
+                        && payload["options"].as_object().is_some_and(|m| {
+                            m.iter().all(|(k, v)| o["options"][k] == *v || k == "size")
+                        })
+                })
+                .count()
+        };
+        reported_sns.extend(sns);
+        statuses.push(status.clone());
         let last = results
             .last()
             .map(|r| {
@@ -519,6 +685,43 @@ fn drive_scenario(
         lines.push(format!(
             "{id}: {status} (last report {last}), attempts {}, orders {mine}{}",
             per_attempt.len(),
+            if bad.is_empty() {
+                String::new()
+            } else {
+                format!("  <-- {}", bad.join("; "))
+            }
+        ));
+    }
+    if let Some(want) = &s.identical {
+        let mut bad = Vec::new();
+        statuses.sort();
+        if statuses != want.statuses {
+            bad.push(format!(
+                "statuses {statuses:?}, expected {:?}",
+                want.statuses
+            ));
+        }
+        if orders.len() != want.orders {
+            bad.push(format!("{} orders, expected {}", orders.len(), want.orders));
+        }
+        let mut unique = reported_sns.clone();
+        unique.sort();
+        unique.dedup();
+        if unique.len() != reported_sns.len() {
+            bad.push(format!("an order number reported twice: {reported_sns:?}"));
+        }
+        if !reported_sns
+            .iter()
+            .all(|sn| orders.iter().any(|o| o["order_sn"].as_str() == Some(sn)))
+        {
+            bad.push(format!("reported {reported_sns:?}, not all in the ledger"));
+        }
+        if !bad.is_empty() {
+            ok = false;
+        }
+        lines.push(format!(
+            "identical tasks: statuses {statuses:?}, orders {}, reported {reported_sns:?}{}",
+            orders.len(),
             if bad.is_empty() {
                 String::new()
             } else {

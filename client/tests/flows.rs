@@ -23,8 +23,9 @@
 //! (set by `scripts/test` when the shared material is missing) accepts that: then the
 //! case is reported NOT CHECKED, loudly, as `screens.rs` does for the real dumps.
 //!
-//! The flows run on the driver (`job::driver::drive`) with a scripted phone, scripted
-//! effects and the driver's virtual clock; no artifacts are written. The scripted
+//! The flows run on the driver (`job::driver::drive`) behind the device guard (the one
+//! submit allowed to live purchases only) with a scripted phone, scripted effects and the
+//! driver's virtual clock; no artifacts are written. The scripted
 //! phone's code that knows the device trait is one marked block ([`ScriptedDevice`]).
 
 use std::collections::BTreeMap;
@@ -41,7 +42,7 @@ use serde::Deserialize;
 use cmautobuy_client::flow::collect::{CollectFlow, CollectLimits, CollectTask};
 use cmautobuy_client::flow::purchase::task::{PurchaseLimits, PurchaseTask};
 use cmautobuy_client::flow::purchase::PurchaseFlow;
-use cmautobuy_client::flow::reconcile::{ReconcileFlow, ReconcileLimits};
+use cmautobuy_client::flow::reconcile::{ReconcileContext, ReconcileFlow, ReconcileLimits};
 use cmautobuy_client::flow::{Confirmation, Effect, EffectOutcome, Flow, FlowFailure, FlowOutcome};
 use cmautobuy_client::job::driver::{DriveReport, Effects};
 
@@ -164,6 +165,29 @@ struct PurchaseCase {
     attempt_id: String,
     #[serde(default = "default_task_version")]
     task_version: i64,
+    /// What the reconcile phase knows besides the confirmation.
+    #[serde(flatten)]
+    context: ContextCase,
+}
+
+/// `known_orders` (order numbers reported for other tasks) and `clock_skew_ms` (the
+/// measured host ↔ phone skew), both optional (none, 0).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ContextCase {
+    #[serde(default)]
+    known_orders: Vec<String>,
+    #[serde(default)]
+    clock_skew_ms: u64,
+}
+
+impl ContextCase {
+    fn context(self) -> ReconcileContext {
+        ReconcileContext {
+            known_orders: self.known_orders.into_iter().collect(),
+            clock_skew: std::time::Duration::from_millis(self.clock_skew_ms),
+        }
+    }
 }
 
 fn default_task_id() -> String {
@@ -185,6 +209,8 @@ struct ReconcileCase {
     /// Crash recovery: nothing found is `INTERRUPTED_AFTER_SUBMIT`.
     #[serde(default)]
     recovery: bool,
+    #[serde(flatten)]
+    context: ContextCase,
 }
 
 /// One dump of `dumps`: a path from the repo root, or a path with edits applied when it
@@ -364,6 +390,7 @@ use std::time::Duration;
 use cmautobuy_client::clock::VirtualClock;
 use cmautobuy_client::device::{Device, DeviceError, KeyCode, Png, ShellOutput, UiDump};
 use cmautobuy_client::job::driver::{drive, DriveLimits};
+use cmautobuy_client::job::guard::GuardedDevice;
 use cmautobuy_client::screen::{Point, Tree};
 
 /// A phone that answers dumps from a [`Script`] and accepts every gesture.
@@ -419,17 +446,19 @@ impl Device for ScriptedDevice<'_> {
     }
 }
 
-/// Drives `flow` on the script with `effects`, the virtual clock from `start`, no
-/// artifacts, the default limits.
+/// Drives `flow` on the script behind the device guard (`submit_allowed` for a live
+/// purchase) with `effects`, the virtual clock from `start`, no artifacts, the default
+/// limits.
 fn run(
     flow: &mut dyn Flow,
     script: &Script,
     effects: &mut dyn Effects,
     start: DateTime<Utc>,
+    submit_allowed: bool,
 ) -> DriveReport {
     drive(
         flow,
-        &ScriptedDevice(script),
+        &GuardedDevice::new(ScriptedDevice(script), submit_allowed),
         effects,
         &VirtualClock::new(start),
         None,
@@ -521,26 +550,32 @@ fn build_flow(m: Machine) -> Result<Box<dyn Flow>, Box<FlowFailure>> {
             },
             CollectLimits::default(),
         )?),
-        Machine::Purchase(t) => Box::new(PurchaseFlow::new(
-            PurchaseTask {
-                remote_task_id: t.remote_task_id,
-                attempt_id: t.attempt_id,
-                task_version: t.task_version,
-                goods_id: t.goods_id,
-                expected_title: t.expected_title,
-                options: t.options,
-                quantity: t.quantity,
-                max_price: Fen(t.max_price_cent),
-                live: t.live,
-            },
-            PurchaseLimits::default(),
-        )?),
-        Machine::Reconcile(t) => Box::new(ReconcileFlow::new(
-            t.confirmation,
-            t.submitted_at,
-            t.recovery,
-            ReconcileLimits::default(),
-        )),
+        Machine::Purchase(t) => Box::new(
+            PurchaseFlow::new(
+                PurchaseTask {
+                    remote_task_id: t.remote_task_id,
+                    attempt_id: t.attempt_id,
+                    task_version: t.task_version,
+                    goods_id: t.goods_id,
+                    expected_title: t.expected_title,
+                    options: t.options,
+                    quantity: t.quantity,
+                    max_price: Fen(t.max_price_cent),
+                    live: t.live,
+                },
+                PurchaseLimits::default(),
+            )?
+            .with_reconcile(t.context.context()),
+        ),
+        Machine::Reconcile(t) => Box::new(
+            ReconcileFlow::new(
+                t.confirmation,
+                t.submitted_at,
+                t.recovery,
+                ReconcileLimits::default(),
+            )
+            .with_context(t.context.context()),
+        ),
     })
 }
 
@@ -577,6 +612,8 @@ fn run_case(dir: &Path) -> Result<Ran, String> {
         marked_at: start,
         spec_requests: Vec::new(),
     };
+    // The device guard allows the one submit only to a live purchase.
+    let submit_allowed = matches!(&case.machine, Machine::Purchase(t) if t.live);
     let mut flow = match build_flow(case.machine) {
         Ok(f) => f,
         Err(f) => {
@@ -586,7 +623,7 @@ fn run_case(dir: &Path) -> Result<Ran, String> {
             )))
         }
     };
-    let report = run(flow.as_mut(), &script, &mut effects, start);
+    let report = run(flow.as_mut(), &script, &mut effects, start, submit_allowed);
     let mut out = render(&report, &script.served());
     for line in &effects.spec_requests {
         out.push_str(line);

@@ -57,7 +57,7 @@ pub mod reconcile;
 pub mod sheet;
 
 pub use action::{
-    AbortReason, Action, Effect, EffectOutcome, Flow, FlowOutcome, Observation, Observed,
+    AbortReason, Action, Effect, EffectOutcome, Flow, FlowOutcome, Observation, Observed, TapKind,
 };
 pub use confirmation::Confirmation;
 pub use failure::FlowFailure;

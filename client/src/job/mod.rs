@@ -4,8 +4,9 @@
 //! # Code map (every file sits above what it imports)
 //! - [`driver`] — [`driver::drive`]: performs a flow's actions on a device, parses and
 //!   classifies every dump, saves artifacts, records the action trace, bounds the run.
-//! - [`guard`] — [`guard::GuardedDevice`]: refuses pay buttons and any 提交订单 beyond
-//!   the single one a live job may tap, whatever a flow asks.
+//! - [`guard`] — [`guard::GuardedDevice`]: judges every tap on the freshest dump; refuses
+//!   pay actions, blind taps (no dump since the screen may have changed) and any
+//!   提交订单 / 确认下单 but the single submit a live job may tap after the mark.
 //! - [`source`] — [`source::DeviceSource`]: where a job gets its phone.
 //! - [`adb`] — the device port over ADB ([`adb::AdbSource`]).
 //! - [`attempt`] — what every job shares: settings, artifacts, the task report, the §7
@@ -13,6 +14,7 @@
 //! - [`collect`] — collect jobs.
 //! - [`purchase`] — purchase jobs and crash recovery: the effects (the durable
 //!   irreversible mark, the stored §7.1 resolution) and the store/Admin backend.
+//! - [`skew`] — the host ↔ phone clock skew for the reconcile window (`date +%s`).
 //! - [`exec`] — [`exec::FlowExecutor`]: the claim loop's [`crate::executor::Executor`].
 //!
 //! # Architecture invariants
@@ -31,6 +33,7 @@ pub mod guard;
 pub mod purchase;
 #[cfg(test)]
 pub(crate) mod sim_device;
+pub mod skew;
 pub mod source;
 #[cfg(test)]
 mod tests;
