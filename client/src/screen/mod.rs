@@ -18,6 +18,8 @@
 //! - [`sku_sheet`] — the checkout/SKU bottom sheet: groups, options, quantity, total.
 //! - [`pages`] — every other page kind: goods detail, payment, the payment-abandon
 //!   dialog, order list and detail, popups, login and risk pages.
+//! - [`activity`] — not a dump: the goods id the phone shows, from the text of
+//!   `dumpsys activity top` ([`activity::displayed_goods_id`]).
 //!
 //! # How the flows use it
 //! Dump → `Tree::parse(&output)` (a [`DumpError`] says whether to dump again) →
@@ -44,6 +46,7 @@
 //! - **Unknown money is `None`.** Prices come only from nodes that hold a currency sign
 //!   or are split price parts (see [`crate::money`]).
 
+pub mod activity;
 mod arena;
 pub mod error;
 mod geometry;
@@ -61,6 +64,7 @@ pub mod sku_sheet;
 pub mod target;
 pub mod tree;
 
+pub use activity::TopGoods;
 pub use error::DumpError;
 pub use goods::{BuyButton, GoodsDetail};
 pub use pages::{
