@@ -126,8 +126,9 @@ fn collectable(g: &Goods) -> bool {
         && !g.risk_verification
         && !g.delisted
         && !g.dimensions.is_empty()
-        // Its deep link leaves the previous page on screen: only an observed goods id
-        // (issue 11 A.2) can tell, and a collect of it must fail, not read that page.
+        // Its deep link leaves the previous page on screen: a collect of it must fail,
+        // not read that page (the goods id `dumpsys activity top` shows tells:
+        // `a_deep_link_that_fails_leaves_the_previous_goods_and_the_collect_fails`).
         && !g.deep_link_fails
 }
 
