@@ -19,6 +19,16 @@
 //! - no restarted run is refused (exit 2): the lock files a killed run leaves behind
 //!   never block (issue 11, A.5).
 //!
+//! The scenarios "identical-order-of-another-task.*" (issue 11, A.6) seed two live tasks
+//! with the same goods, options and quantity; the second one is killed right after its
+//! mark (`purchase.after_mark@2`: no order of its own) or right after its submit tap
+//! (`purchase.after_submit_tap@2`: its order exists), so its recovery reconciles while
+//! the first task's order fits and lies inside its window. Orders cannot be told apart by
+//! goods here, so instead of "one order per task" they check: every order number
+//! reported at most once and present in the ledger, the ledger's order count, and the
+//! multiset of final statuses — after the mark, `manual_review` for the second task
+//! (never the first task's order); after the tap, both `succeeded`, each with its own.
+//!
 //! The scenario "two-processes" runs a second client on the same data directory, and a
 //! third on another data directory but the same phone, while the first one works: both
 //! must exit 2 at once naming the first one's pid, and the invariants above still hold.
@@ -62,6 +72,16 @@ struct Scenario {
     expect: Option<&'static str>,
     /// Expected number of orders per task (None = 0 or 1).
     orders: Option<usize>,
+    /// Identical tasks: their orders are matched by the numbers they report.
+    identical: Option<Identical>,
+}
+
+/// What identical tasks must end with, whatever order they were claimed in.
+struct Identical {
+    /// The final Admin statuses, sorted.
+    statuses: Vec<&'static str>,
+    /// Orders in the ledger.
+    orders: usize,
 }
 
 fn task(id: &str, goods: &str, options: Value, qty: i64, max: i64) -> Value {
@@ -107,6 +127,7 @@ fn scenarios() -> Vec<Scenario> {
             kills: vec![Kill::Failpoint(p)],
             expect: Some(status),
             orders: Some(*orders),
+            identical: None,
         });
     }
     out.push(Scenario {
@@ -121,6 +142,7 @@ fn scenarios() -> Vec<Scenario> {
         kills: vec![Kill::Failpoint("spec.before_send")],
         expect: Some("succeeded"),
         orders: Some(1),
+        identical: None,
     });
     out.push(Scenario {
         name: "payment_screen+recovery.order_detail".into(),
@@ -131,6 +153,7 @@ fn scenarios() -> Vec<Scenario> {
         ],
         expect: Some("succeeded"),
         orders: Some(1),
+        identical: None,
     });
     out.push(Scenario {
         name: "two-processes".into(),
@@ -138,7 +161,30 @@ fn scenarios() -> Vec<Scenario> {
         kills: vec![Kill::Contend],
         expect: Some("succeeded"),
         orders: Some(1),
+        identical: None,
     });
+    for (point, statuses, orders) in [
+        (
+            "purchase.after_mark@2",
+            vec!["manual_review", "succeeded"],
+            1,
+        ),
+        (
+            "purchase.after_submit_tap@2",
+            vec!["succeeded", "succeeded"],
+            2,
+        ),
+    ] {
+        let at = point.split('@').next().unwrap_or(point);
+        out.push(Scenario {
+            name: format!("identical-order-of-another-task.{at}"),
+            tasks: vec![hoodie("cg-same-1"), hoodie("cg-same-2")],
+            kills: vec![Kill::Failpoint(point)],
+            expect: None,
+            orders: None,
+            identical: Some(Identical { statuses, orders }),
+        });
+    }
     for i in 0..3 {
         out.push(Scenario {
             name: format!("sigkill-random-{i}"),
@@ -168,6 +214,7 @@ fn scenarios() -> Vec<Scenario> {
             kills: vec![Kill::Random(50, 900); 4],
             expect: None,
             orders: None,
+            identical: None,
         });
     }
     out
@@ -443,6 +490,9 @@ fn drive_scenario(
             attempts.entry(r.0).or_default().push(r.1);
         }
     }
+    // Identical tasks: the numbers they reported, and their final statuses.
+    let mut reported_sns: Vec<String> = Vec::new();
+    let mut statuses: Vec<String> = Vec::new();
     for t in &s.tasks {
         let id = t["id"].as_str().unwrap_or_default();
         let payload = &t["payload"];
@@ -464,16 +514,39 @@ fn drive_scenario(
             .iter()
             .filter(|a| !per_attempt.contains_key(*a))
             .collect();
-        let mine = orders
+        let sns: Vec<String> = results
             .iter()
-            .filter(|o| {
-                o["goods_id"] == payload["goods_id"]
-                    && o["quantity"] == payload["quantity"]
-                    && payload["options"].as_object().is_some_and(|m| {
-                        m.iter().all(|(k, v)| o["options"][k] == *v || k == "size")
-                    })
+            .filter(|r| r["kind"] == "result")
+            .filter_map(|r| {
+                r["body"]["purchase"]["order_sn"]
+                    .as_str()
+                    .map(str::to_string)
             })
-            .count();
+            .collect();
+        let mine = if s.identical.is_some() {
+            // Identical goods: this task's orders are the ones it reported.
+            orders
+                .iter()
+                .filter(|o| {
+                    o["order_sn"]
+                        .as_str()
+                        .is_some_and(|sn| sns.iter().any(|x| x == sn))
+                })
+                .count()
+        } else {
+            orders
+                .iter()
+                .filter(|o| {
+                    o["goods_id"] == payload["goods_id"]
+                        && o["quantity"] == payload["quantity"]
+                        && payload["options"].as_object().is_some_and(|m| {
+                            m.iter().all(|(k, v)| o["options"][k] == *v || k == "size")
+                        })
+                })
+                .count()
+        };
+        reported_sns.extend(sns);
+        statuses.push(status.clone());
         let last = results
             .last()
             .map(|r| {
@@ -519,6 +592,43 @@ fn drive_scenario(
         lines.push(format!(
             "{id}: {status} (last report {last}), attempts {}, orders {mine}{}",
             per_attempt.len(),
+            if bad.is_empty() {
+                String::new()
+            } else {
+                format!("  <-- {}", bad.join("; "))
+            }
+        ));
+    }
+    if let Some(want) = &s.identical {
+        let mut bad = Vec::new();
+        statuses.sort();
+        if statuses != want.statuses {
+            bad.push(format!(
+                "statuses {statuses:?}, expected {:?}",
+                want.statuses
+            ));
+        }
+        if orders.len() != want.orders {
+            bad.push(format!("{} orders, expected {}", orders.len(), want.orders));
+        }
+        let mut unique = reported_sns.clone();
+        unique.sort();
+        unique.dedup();
+        if unique.len() != reported_sns.len() {
+            bad.push(format!("an order number reported twice: {reported_sns:?}"));
+        }
+        if !reported_sns
+            .iter()
+            .all(|sn| orders.iter().any(|o| o["order_sn"].as_str() == Some(sn)))
+        {
+            bad.push(format!("reported {reported_sns:?}, not all in the ledger"));
+        }
+        if !bad.is_empty() {
+            ok = false;
+        }
+        lines.push(format!(
+            "identical tasks: statuses {statuses:?}, orders {}, reported {reported_sns:?}{}",
+            orders.len(),
             if bad.is_empty() {
                 String::new()
             } else {

@@ -8,7 +8,9 @@
 //!   `"最后3件 ¥269"`, `"，仅¥59"` — see [`parse_price`];
 //! - a price split across sibling nodes: `"券后"` / `"¥"` / `"132"` — see
 //!   [`price_from_parts`];
-//! - a bare amount inside a node known to hold one: `"22.6"` — see [`parse_amount`].
+//! - a bare amount inside a node known to hold one: `"22.6"` — see [`parse_amount`];
+//! - an amount with the 元 unit and no sign, as real order details write the paid amount
+//!   (`"实付:,12.50元,"`, field notes §3a): `"12.50元"` — see [`parse_yuan`].
 //!
 //! **Invariant:** a price we cannot read exactly is `None` — never 0, never rounded, never
 //! a float. Digits that are not behind a currency sign (sales counts such as "已拼8500件",
@@ -181,6 +183,22 @@ where
     result
 }
 
+/// Reads an amount written with the 元 unit and no currency sign: `"12.50元"`, or what is
+/// left of the real order detail's `"实付:,12.50元,"` once its 实付 word is taken off
+/// (`":,12.50元,"`). The whole text must be the amount and 元, give or take spaces and
+/// the separators `,，:：` around it; anything else — a discount ("减7.53元"), an
+/// estimate ("约12元"), a lower bound ("12元起"), a sign ("-12元") — is `None`. Integer
+/// fen, like [`parse_amount`]: never a float.
+pub fn parse_yuan(text: &str) -> Option<Fen> {
+    let seps: &[char] = &[',', '，', ':', '：', ' ', '\u{3000}'];
+    let t = text.trim().trim_matches(seps);
+    let amount = t.strip_suffix('元')?;
+    if amount.ends_with(' ') {
+        return None;
+    }
+    parse_amount(amount)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -232,6 +250,35 @@ mod tests {
             "12¥",
         ] {
             assert_eq!(parse_price(text), None, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn yuan_unit_amounts() {
+        for (text, fen) in [
+            ("12.50元", 1250),
+            (":,12.50元,", 1250),
+            ("：12元", 1200),
+            (" 0.5元 ", 50),
+            ("1,299.00元", 129900),
+        ] {
+            assert_eq!(parse_yuan(text), Some(Fen(fen)), "{text:?}");
+        }
+        for text in [
+            "",
+            "元",
+            "12.50",
+            "减7.53元",
+            "用多多支付减7.53元",
+            "约12元",
+            "12元起",
+            "-12元",
+            "12.505元",
+            "12 元",
+            "¥12元",
+            "12.5.0元",
+        ] {
+            assert_eq!(parse_yuan(text), None, "{text:?}");
         }
     }
 

@@ -43,7 +43,7 @@ use serde::Deserialize;
 use cmautobuy_client::flow::collect::{CollectFlow, CollectLimits, CollectTask};
 use cmautobuy_client::flow::purchase::task::{PurchaseLimits, PurchaseTask};
 use cmautobuy_client::flow::purchase::PurchaseFlow;
-use cmautobuy_client::flow::reconcile::{ReconcileFlow, ReconcileLimits};
+use cmautobuy_client::flow::reconcile::{ReconcileContext, ReconcileFlow, ReconcileLimits};
 use cmautobuy_client::flow::{Confirmation, Effect, EffectOutcome, Flow, FlowFailure, FlowOutcome};
 use cmautobuy_client::job::driver::{DriveReport, Effects};
 
@@ -171,6 +171,29 @@ struct PurchaseCase {
     attempt_id: String,
     #[serde(default = "default_task_version")]
     task_version: i64,
+    /// What the reconcile phase knows besides the confirmation.
+    #[serde(flatten)]
+    context: ContextCase,
+}
+
+/// `known_orders` (order numbers reported for other tasks) and `clock_skew_ms` (the
+/// measured host ↔ phone skew), both optional (none, 0).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ContextCase {
+    #[serde(default)]
+    known_orders: Vec<String>,
+    #[serde(default)]
+    clock_skew_ms: u64,
+}
+
+impl ContextCase {
+    fn context(self) -> ReconcileContext {
+        ReconcileContext {
+            known_orders: self.known_orders.into_iter().collect(),
+            clock_skew: std::time::Duration::from_millis(self.clock_skew_ms),
+        }
+    }
 }
 
 fn default_task_id() -> String {
@@ -192,6 +215,8 @@ struct ReconcileCase {
     /// Crash recovery: nothing found is `INTERRUPTED_AFTER_SUBMIT`.
     #[serde(default)]
     recovery: bool,
+    #[serde(flatten)]
+    context: ContextCase,
 }
 
 /// One dump of `dumps`: a path from the repo root, or a path with edits applied when it
@@ -570,26 +595,32 @@ fn build_flow(m: Machine) -> Result<Box<dyn Flow>, Box<FlowFailure>> {
             },
             CollectLimits::default(),
         )?),
-        Machine::Purchase(t) => Box::new(PurchaseFlow::new(
-            PurchaseTask {
-                remote_task_id: t.remote_task_id,
-                attempt_id: t.attempt_id,
-                task_version: t.task_version,
-                goods_id: t.goods_id,
-                expected_title: t.expected_title,
-                options: t.options,
-                quantity: t.quantity,
-                max_price: Fen(t.max_price_cent),
-                live: t.live,
-            },
-            PurchaseLimits::default(),
-        )?),
-        Machine::Reconcile(t) => Box::new(ReconcileFlow::new(
-            t.confirmation,
-            t.submitted_at,
-            t.recovery,
-            ReconcileLimits::default(),
-        )),
+        Machine::Purchase(t) => Box::new(
+            PurchaseFlow::new(
+                PurchaseTask {
+                    remote_task_id: t.remote_task_id,
+                    attempt_id: t.attempt_id,
+                    task_version: t.task_version,
+                    goods_id: t.goods_id,
+                    expected_title: t.expected_title,
+                    options: t.options,
+                    quantity: t.quantity,
+                    max_price: Fen(t.max_price_cent),
+                    live: t.live,
+                },
+                PurchaseLimits::default(),
+            )?
+            .with_reconcile(t.context.context()),
+        ),
+        Machine::Reconcile(t) => Box::new(
+            ReconcileFlow::new(
+                t.confirmation,
+                t.submitted_at,
+                t.recovery,
+                ReconcileLimits::default(),
+            )
+            .with_context(t.context.context()),
+        ),
     })
 }
 

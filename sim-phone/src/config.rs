@@ -32,6 +32,9 @@ pub struct SimConfig {
     pub utc_offset_secs: i32,
     /// Fixed clock start; `None` = the host's clock.
     pub start_time: Option<DateTime<Utc>>,
+    /// Seconds the phone's clock is ahead of (negative: behind) the one above — a phone
+    /// whose clock is not synced. Its 下单时间, status bar and `date` all follow it.
+    pub clock_offset_secs: i64,
     pub dump_format: DumpFormat,
     /// Start with the app on its home page (else the launcher shows).
     pub launch_app: bool,
@@ -39,7 +42,7 @@ pub struct SimConfig {
 
 impl SimConfig {
     /// Defaults: in-memory ledger, zero latency, seed 0, 1080×2400, no popups, no faults,
-    /// +08:00, host clock, pretty dumps, app launched.
+    /// +08:00, host clock (no offset), pretty dumps, app launched.
     pub fn new(catalog: Catalog) -> SimConfig {
         SimConfig {
             catalog,
@@ -53,6 +56,7 @@ impl SimConfig {
             faults: FaultPlan::default(),
             utc_offset_secs: 8 * 3600,
             start_time: None,
+            clock_offset_secs: 0,
             dump_format: DumpFormat::Pretty,
             launch_app: true,
         }
@@ -74,6 +78,7 @@ impl SimConfig {
                 profile: self.profile,
                 utc_offset_secs: self.utc_offset_secs,
                 start_time: self.start_time,
+                clock_offset_secs: self.clock_offset_secs,
                 faults: self.faults.clone(),
                 dump_format: self.dump_format,
                 popups: self.popups.clone(),

@@ -58,6 +58,9 @@ struct Serve {
     /// Start the phone's clock here (RFC 3339) and advance it by simulated time only.
     #[arg(long)]
     fixed_clock: Option<String>,
+    /// Seconds the phone's clock runs ahead of the host's (negative: behind).
+    #[arg(long, default_value_t = 0, allow_hyphen_values = true)]
+    clock_offset: i64,
     /// Chance in percent that a dump fails with "ERROR: could not get idle state."
     #[arg(long, default_value_t = 0)]
     dump_failure_rate: u8,
@@ -101,6 +104,7 @@ fn serve(a: Serve) -> anyhow::Result<()> {
         let t = chrono::DateTime::parse_from_rfc3339(&t).context("--fixed-clock")?;
         cfg.start_time = Some(t.with_timezone(&chrono::Utc));
     }
+    cfg.clock_offset_secs = a.clock_offset;
     cfg.faults.random_idle_failure_percent = a.dump_failure_rate.min(100);
     cfg.show_goods_id = a.show_goods_id;
     if a.compact_dumps {

@@ -4,22 +4,34 @@
 //! reads.
 //!
 //! # Steps
-//! 1. `leave_payment` — payment page → BACK; 确定放弃吗? → 先去逛逛 (never 继续支付).
-//! 2. `reconcile_order` — navigate to 个人中心 → 待付款 (from a goods page, a sheet or
-//!    outside PDD: the home deep link [`HOME_LINK`] — BACK would walk an unknown history;
-//!    then the bottom tab 个人中心 and the profile's 待付款), then walk the 待付款 list top to bottom: every card whose
-//!    title, options, quantity and total fit the confirmation is opened, and its 订单编号,
-//!    下单时间 and status read from the detail page (cards seen twice across scroll
-//!    positions are the same order number, counted once).
-//! 3. The decision: the cards that fit and were ordered within ±5 min of the local
-//!    submit time (the irreversible mark) are the candidates. Exactly one, unpaid → the
-//!    live success result (contract §6); none → `ORDER_NOT_FOUND` (or
-//!    `INTERRUPTED_AFTER_SUBMIT` during crash recovery, nothing can be proven); only
-//!    orders outside the window → `ORDER_TIME_OUT_OF_WINDOW`; several →
-//!    `AMBIGUOUS_ORDER_MATCH`; not unpaid → `ORDER_NOT_UNPAID`. Every failure here is
-//!    `manual_review` (an order may exist), with the candidates in `diagnostics`.
+//! 1. `leave_payment` — payment page → BACK; 确定放弃吗? → 先去逛逛 (never 继续支付). Right
+//!    after the submit tap a sheet still on screen is waited out (bounded) first.
+//! 2. `reconcile_order` — reach the 待付款 list: first by its deep link
+//!    [`UNPAID_ORDERS_LINK`] (field notes §3a; on some phones the profile's order entries
+//!    are drawn on canvas and no label reaches the list). When the link does not land on
+//!    the order list (one bounded re-dump), the label path: the home deep link
+//!    [`HOME_LINK`] from a goods page, a sheet or outside PDD (BACK would walk an unknown
+//!    history), then the bottom tab 个人中心 and the profile's 待付款 — each label tapped
+//!    at most `label_taps` times; a page offering none left ends the flow. Then walk
+//!    the 待付款 list top to bottom: every card whose title, options, quantity and total
+//!    fit the confirmation is opened, and its 订单编号, 下单时间, status and paid amount
+//!    read from the detail page — expanding 查看更多订单信息 (or 查看更多订单和优惠信息) and
+//!    scrolling the detail (bounded) until all of them are read; amounts written
+//!    `实付:,12.50元,` are read too (cards seen twice across scroll positions are the same
+//!    order number, counted once).
+//! 3. The decision: the cards that fit, whose order number this client has **not**
+//!    reported for another task ([`ReconcileContext::known_orders`]), and that were
+//!    ordered inside the window are the candidates. The window is
+//!    `[mark − (before_mark + clock skew), mark + window]`: 60 s plus the measured skew
+//!    between the host's and the phone's clocks before the mark (never more than the
+//!    contract's 5 min), 5 min after it. Exactly one, unpaid → the live success result
+//!    (contract §6); none → `ORDER_NOT_FOUND` (or `INTERRUPTED_AFTER_SUBMIT` during crash
+//!    recovery, nothing can be proven); only orders outside the window →
+//!    `ORDER_TIME_OUT_OF_WINDOW`; several → `AMBIGUOUS_ORDER_MATCH`; not unpaid →
+//!    `ORDER_NOT_UNPAID`. Every failure here is `manual_review` (an order may exist), with
+//!    the candidates in `diagnostics`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use chrono::{DateTime, FixedOffset, Utc};
@@ -31,6 +43,7 @@ use super::confirmation::Confirmation;
 use super::failure::FlowFailure;
 use super::observe::{Dispatch, Policy, Routed};
 use super::sheet::{reveal_swipe, Reveal};
+use crate::money::Fen;
 use crate::screen::goods;
 use crate::screen::names::names_all;
 use crate::screen::{Bounds, ListView, OrderDetail, OrderEntry, OrderList, Point, Screen};
@@ -38,6 +51,22 @@ use crate::screen::{Bounds, ListView, OrderDetail, OrderEntry, OrderList, Point,
 /// Opened when PDD is not in the foreground: the app's home (the simulated phone shows
 /// its "not found" page with 返回首页 for it, which leads home too).
 pub const HOME_LINK: &str = "pinduoduo://com.xunmeng.pinduoduo/index.html";
+
+/// The 待付款 list (field notes §3a: `type=1` unpaid, `type=3` 待收货): the first way to
+/// the orders; the label path is the fallback.
+pub const UNPAID_ORDERS_LINK: &str = "pinduoduo://com.xunmeng.pinduoduo/orders.html?type=1";
+
+/// What the job knows besides the confirmation, read before the flow starts (the flow
+/// itself stays pure).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ReconcileContext {
+    /// Order numbers this client already reported — or stored in its outbox to report —
+    /// for **other** tasks: never adopted, whatever else fits.
+    pub known_orders: BTreeSet<String>,
+    /// The measured (bounded) skew between the host's clock, which stamped the mark, and
+    /// the phone's, which the order time follows; widens the window before the mark.
+    pub clock_skew: Duration,
+}
 
 /// Bounds of the reconciliation.
 #[derive(Clone, Copy, Debug)]
@@ -54,8 +83,20 @@ pub struct ReconcileLimits {
     pub details: u32,
     pub dump_failures: u32,
     pub popups: u32,
-    /// Half-width of the order-time window around the local submit time.
+    /// How long after the local submit time (the mark) an order may be stamped; also
+    /// the most the window ever reaches before the mark (the contract's ±5 min).
     pub window: Duration,
+    /// How long before the mark an order may be stamped, before the clock skew is added
+    /// (an order is created after the tap: only clock differences put it earlier).
+    pub before_mark: Duration,
+    /// Re-dumps after the 待付款 deep link before it counts as not landed.
+    pub link_waits: u32,
+    /// Taps of one navigation label (个人中心, 待付款, 返回首页) on the label path.
+    pub label_taps: u32,
+    /// Taps of an order detail's 查看更多订单信息 fold.
+    pub detail_expands: u32,
+    /// Scrolls of one order detail.
+    pub detail_swipes: u32,
 }
 
 impl Default for ReconcileLimits {
@@ -70,6 +111,11 @@ impl Default for ReconcileLimits {
             dump_failures: 4,
             popups: 6,
             window: Duration::from_secs(5 * 60),
+            before_mark: Duration::from_secs(60),
+            link_waits: 1,
+            label_taps: 2,
+            detail_expands: 2,
+            detail_swipes: 6,
         }
     }
 }
@@ -85,6 +131,8 @@ pub struct OrderSeen {
     /// Title, options, quantity and total fit the confirmation.
     pub fits: bool,
     pub in_window: bool,
+    /// This client reported (or stored to report) this order number for another task.
+    pub other_task: bool,
 }
 
 impl OrderSeen {
@@ -101,6 +149,7 @@ impl OrderSeen {
             "quantity": self.quantity,
             "fits": self.fits,
             "in_window": self.in_window,
+            "reported_for_other_task": self.other_task,
         })
     }
 }
@@ -118,10 +167,78 @@ enum Phase {
 /// list did not move.
 type CardKey = (Option<String>, Option<u32>, Option<i64>, Bounds);
 
+/// The 待付款 deep link's progress.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Link {
+    Untried,
+    /// Opened; `waits` re-dumps so far that did not show the order list.
+    Opened {
+        waits: u32,
+    },
+    /// It opened the order list.
+    Landed,
+    /// It did not: the label path.
+    Failed,
+}
+
+impl Link {
+    fn as_str(self) -> &'static str {
+        match self {
+            Link::Untried => "untried",
+            Link::Opened { .. } => "opened",
+            Link::Landed => "landed",
+            Link::Failed => "failed",
+        }
+    }
+}
+
+/// One order detail read over several dumps (a folded detail: expanded and scrolled).
+#[derive(Clone, Debug, Default)]
+struct DetailRead {
+    order_sn: Option<String>,
+    ordered_at: Option<DateTime<FixedOffset>>,
+    status: Option<String>,
+    total: Option<Fen>,
+    quantity: Option<u32>,
+    goods_title: Option<String>,
+    /// Every label seen on the detail, in every scroll position.
+    labels: Vec<String>,
+    expands: u32,
+    swipes: u32,
+    /// The previous dump's labels: the same again after a gesture means it did nothing.
+    last_view: Option<Vec<String>>,
+    /// Two different order numbers showed up while reading one detail: unreadable.
+    conflict: bool,
+}
+
+impl DetailRead {
+    fn merge(&mut self, d: &OrderDetail) {
+        if let (Some(a), Some(b)) = (&self.order_sn, &d.order_sn) {
+            self.conflict |= a != b;
+        }
+        self.order_sn = self.order_sn.take().or_else(|| d.order_sn.clone());
+        self.ordered_at = self.ordered_at.or(d.ordered_at);
+        self.status = self.status.take().or_else(|| d.status.clone());
+        self.total = self.total.or(d.total);
+        self.quantity = self.quantity.or(d.quantity);
+        self.goods_title = self.goods_title.take().or_else(|| d.goods_title.clone());
+        for l in &d.labels {
+            if !self.labels.contains(l) {
+                self.labels.push(l.clone());
+            }
+        }
+    }
+
+    fn complete(&self) -> bool {
+        self.order_sn.is_some() && self.ordered_at.is_some() && self.total.is_some()
+    }
+}
+
 /// The reconcile state machine.
 pub struct ReconcileFlow {
     conf: Confirmation,
     submitted_at: DateTime<Utc>,
+    ctx: ReconcileContext,
     /// Crash recovery (nothing can be proven → `INTERRUPTED_AFTER_SUBMIT`).
     recovery: bool,
     limits: ReconcileLimits,
@@ -149,17 +266,27 @@ pub struct ReconcileFlow {
     orders: BTreeMap<String, OrderSeen>,
     /// Cards opened whose detail had no readable order number.
     unreadable: u32,
+    link: Link,
+    /// Taps per navigation label on the label path.
+    label_taps: BTreeMap<String, u32>,
+    /// The detail being read (opened from the list).
+    detail: Option<DetailRead>,
 }
 
 fn manual(code: FailureCode, step: FlowStep, m: impl Into<String>) -> FlowFailure {
     FlowFailure::manual(code, step, m)
 }
 
-fn within(a: DateTime<Utc>, b: DateTime<FixedOffset>, w: Duration) -> bool {
-    let d = (b.with_timezone(&Utc) - a)
-        .num_milliseconds()
-        .unsigned_abs();
-    u128::from(d) <= w.as_millis()
+/// Whether `at` lies in `[mark − before, mark + after]`.
+fn within(
+    mark: DateTime<Utc>,
+    at: DateTime<FixedOffset>,
+    before: Duration,
+    after: Duration,
+) -> bool {
+    let d = (at.with_timezone(&Utc) - mark).num_milliseconds();
+    let bound = if d >= 0 { after } else { before };
+    u128::from(d.unsigned_abs()) <= bound.as_millis()
 }
 
 impl ReconcileFlow {
@@ -173,6 +300,7 @@ impl ReconcileFlow {
         ReconcileFlow {
             conf,
             submitted_at,
+            ctx: ReconcileContext::default(),
             recovery,
             limits,
             started: false,
@@ -196,7 +324,23 @@ impl ReconcileFlow {
             last_view: None,
             orders: BTreeMap::new(),
             unreadable: 0,
+            link: Link::Untried,
+            label_taps: BTreeMap::new(),
+            detail: None,
         }
+    }
+
+    /// The same flow with what the job read before it: the order numbers of other tasks
+    /// and the measured clock skew.
+    pub fn with_context(mut self, ctx: ReconcileContext) -> Self {
+        self.ctx = ctx;
+        self
+    }
+
+    /// How far before the mark an order may be stamped: `before_mark` + the clock skew,
+    /// never more than `window` (the contract's ±5 min).
+    pub fn lead(&self) -> Duration {
+        (self.limits.before_mark + self.ctx.clock_skew).min(self.limits.window)
     }
 
     /// Whether the flow has seen its start.
@@ -218,6 +362,15 @@ impl ReconcileFlow {
             cmautobuy_contract::time::format_utc(self.submitted_at),
         )
         .with("window_seconds", self.limits.window.as_secs())
+        .with(
+            "window_before_mark_ms",
+            u64::try_from(self.lead().as_millis()).unwrap_or(u64::MAX),
+        )
+        .with(
+            "clock_skew_ms",
+            u64::try_from(self.ctx.clock_skew.as_millis()).unwrap_or(u64::MAX),
+        )
+        .with("orders_link", self.link.as_str())
         .with(
             "confirmation",
             serde_json::to_value(&self.conf).unwrap_or(Value::Null),
@@ -262,6 +415,8 @@ impl ReconcileFlow {
 
     fn on_list(&mut self, l: OrderList) -> Action {
         self.d.step = FlowStep::ReconcileOrder;
+        // Back on the list with a detail half read (the app closed it): what was read.
+        self.finish_detail();
         if l.tab.as_deref() != Some("待付款") {
             let Some(t) = l.pending_tab.clone() else {
                 return self.poll("the 待付款 tab is not on screen");
@@ -368,46 +523,96 @@ impl ReconcileFlow {
 
     fn on_detail(&mut self, d: OrderDetail) -> Action {
         self.d.step = FlowStep::ReconcileOrder;
-        if self.phase == Phase::Detail {
-            match d.order_sn.clone() {
-                Some(sn) => {
-                    let labels: Vec<&str> = d.labels.iter().map(String::as_str).collect();
-                    let title_ok = match (&self.conf.title, &d.goods_title) {
-                        (Some(want), Some(seen)) => goods::titles_match(want, seen),
-                        _ => true,
-                    };
-                    let fits = title_ok
-                        && d.quantity.is_none_or(|q| q == self.conf.quantity)
-                        && d.total == Some(self.conf.total)
-                        && names_all(labels.iter().copied(), &self.conf.options);
-                    let in_window = d
-                        .ordered_at
-                        .is_some_and(|t| within(self.submitted_at, t, self.limits.window));
-                    self.orders.insert(
-                        sn.clone(),
-                        OrderSeen {
-                            order_sn: sn,
-                            ordered_at: d.ordered_at,
-                            status: d.status.clone(),
-                            total_cent: d.total.map(|t| t.get()),
-                            quantity: d.quantity,
-                            fits,
-                            in_window,
-                        },
-                    );
-                }
-                None => self.unreadable += 1,
-            }
-            self.phase = Phase::List;
-        }
-        Action::Back {
+        let back = Action::Back {
             step: FlowStep::ReconcileOrder,
+        };
+        if self.phase != Phase::Detail {
+            return back;
         }
+        let limits = self.limits;
+        let r = self.detail.get_or_insert_with(DetailRead::default);
+        r.merge(&d);
+        let moved = r.last_view.as_ref() != Some(&d.labels);
+        r.last_view = Some(d.labels.clone());
+        if !r.complete() {
+            // A folded detail: 下单时间 behind the fold, the number below the first screen.
+            if let Some(t) = d.more_info.filter(|_| r.expands < limits.detail_expands) {
+                r.expands += 1;
+                return Action::Tap {
+                    at: t.tap,
+                    label: t.label,
+                    step: FlowStep::ReconcileOrder,
+                };
+            }
+            if let Some(v) = d.scroll.filter(|v| v.more_below && moved) {
+                if r.swipes < limits.detail_swipes {
+                    r.swipes += 1;
+                    let (from, to) = reveal_swipe(v.bounds, Reveal::Down);
+                    return Action::Swipe {
+                        from,
+                        to,
+                        duration_ms: 300,
+                        step: FlowStep::ReconcileOrder,
+                    };
+                }
+            }
+        }
+        self.finish_detail();
+        back
+    }
+
+    /// Records the detail being read (if any) as an order seen, and returns to the list.
+    fn finish_detail(&mut self) {
+        let Some(r) = self.detail.take() else {
+            return;
+        };
+        self.phase = Phase::List;
+        let Some(sn) = r.order_sn.clone().filter(|_| !r.conflict) else {
+            self.unreadable += 1;
+            return;
+        };
+        let labels: Vec<&str> = r.labels.iter().map(String::as_str).collect();
+        let title_ok = match (&self.conf.title, &r.goods_title) {
+            (Some(want), Some(seen)) => goods::titles_match(want, seen),
+            _ => true,
+        };
+        let fits = title_ok
+            && r.quantity.is_none_or(|q| q == self.conf.quantity)
+            && r.total == Some(self.conf.total)
+            && names_all(labels.iter().copied(), &self.conf.options);
+        let lead = self.lead();
+        let in_window = r
+            .ordered_at
+            .is_some_and(|t| within(self.submitted_at, t, lead, self.limits.window));
+        let other_task = self.ctx.known_orders.contains(&sn);
+        self.orders.insert(
+            sn.clone(),
+            OrderSeen {
+                order_sn: sn,
+                ordered_at: r.ordered_at,
+                status: r.status,
+                total_cent: r.total.map(|t| t.get()),
+                quantity: r.quantity,
+                fits,
+                in_window,
+                other_task,
+            },
+        );
     }
 
     fn decide(&self) -> Action {
         let step = FlowStep::ReconcileOrder;
-        let fitting: Vec<&OrderSeen> = self.orders.values().filter(|o| o.fits).collect();
+        // Another task's order is never this one, however well it fits.
+        let others = self
+            .orders
+            .values()
+            .filter(|o| o.fits && o.other_task)
+            .count();
+        let fitting: Vec<&OrderSeen> = self
+            .orders
+            .values()
+            .filter(|o| o.fits && !o.other_task)
+            .collect();
         let candidates: Vec<&OrderSeen> = fitting.iter().copied().filter(|o| o.in_window).collect();
         if self.unreadable > 0 {
             return self.fail(manual(
@@ -445,17 +650,25 @@ impl ReconcileFlow {
             [] if !fitting.is_empty() => self.fail(manual(
                 FailureCode::OrderTimeOutOfWindow,
                 step,
-                "orders fit the purchase but none was placed within ±5 min of the submit",
+                format!(
+                    "orders fit the purchase but none was placed between {} s before and {} s after the submit",
+                    self.lead().as_secs(),
+                    self.limits.window.as_secs()
+                ),
             )),
-            [] => self.fail(manual(
-                self.not_found_code(),
-                step,
-                if self.recovery {
-                    "interrupted after the irreversible mark and no order can be found: nothing can be proven"
+            [] => {
+                let mut m = if self.recovery {
+                    "interrupted after the irreversible mark and no order can be found: nothing can be proven".to_string()
                 } else {
-                    "no unpaid order fits the purchase"
-                },
-            )),
+                    "no unpaid order fits the purchase".to_string()
+                };
+                if others > 0 {
+                    m.push_str(&format!(
+                        " ({others} that fit were reported for other tasks and are never adopted)"
+                    ));
+                }
+                self.fail(manual(self.not_found_code(), step, m))
+            }
             many => self.fail(manual(
                 FailureCode::AmbiguousOrderMatch,
                 step,
@@ -492,8 +705,80 @@ impl ReconcileFlow {
         a
     }
 
+    /// Towards the 待付款 list from a page that is not it: its deep link while it has
+    /// not failed, else `fallback` (the label path).
+    fn towards_orders(&mut self, fallback: Action) -> Action {
+        self.d.step = FlowStep::ReconcileOrder;
+        if matches!(self.link, Link::Untried | Link::Landed) {
+            self.link = Link::Opened { waits: 0 };
+            return self.nav(Action::OpenUrl {
+                url: UNPAID_ORDERS_LINK.into(),
+                step: FlowStep::ReconcileOrder,
+            });
+        }
+        self.nav(fallback)
+    }
+
+    /// After the deep link: the order list (or a detail) means it landed; a page on the
+    /// way (popup, login, payment) is handled as usual; anything else gets `link_waits`
+    /// re-dumps, then the link counts as failed and the label path takes over.
+    fn link_progress(&mut self, screen: &Screen) -> Option<Action> {
+        let Link::Opened { waits } = self.link else {
+            return None;
+        };
+        match screen {
+            Screen::OrderList(_) | Screen::OrderDetail(_) => self.link = Link::Landed,
+            Screen::Popup(_)
+            | Screen::LoginRequired(_)
+            | Screen::RiskVerification(_)
+            | Screen::Payment(_)
+            | Screen::PaymentAbandonDialog(_) => {}
+            _ if waits < self.limits.link_waits => {
+                self.link = Link::Opened { waits: waits + 1 };
+                self.d.step = FlowStep::ReconcileOrder;
+                return Some(self.d.pause_then_observe());
+            }
+            _ => self.link = Link::Failed,
+        }
+        None
+    }
+
+    /// The label path on a PDD page that is not the list: the first way to the orders
+    /// (待付款, 个人中心, 返回首页) not yet tapped `label_taps` times; BACK on a page that
+    /// offers none; the end when every way offered was tried (a profile drawing its
+    /// order entries on canvas offers only 个人中心, again and again).
+    fn by_labels(&mut self, nav: &[crate::screen::Target]) -> Action {
+        if nav.is_empty() {
+            return self.nav(Action::Back {
+                step: FlowStep::ReconcileOrder,
+            });
+        }
+        let limit = self.limits.label_taps;
+        let next = nav
+            .iter()
+            .find(|t| self.label_taps.get(&t.label).copied().unwrap_or(0) < limit)
+            .cloned();
+        let Some(t) = next else {
+            return self.fail(manual(
+                self.not_found_code(),
+                FlowStep::ReconcileOrder,
+                "the 待付款 list could not be reached: its deep link did not open it and the \
+                 pages offer no way left (the profile's order entries may be drawn on canvas)",
+            ));
+        };
+        *self.label_taps.entry(t.label.clone()).or_default() += 1;
+        self.nav(Action::Tap {
+            at: t.tap,
+            label: t.label,
+            step: FlowStep::ReconcileOrder,
+        })
+    }
+
     fn on_screen(&mut self, o: Observed) -> Action {
         let Observed { screen, .. } = o;
+        if let Some(a) = self.link_progress(&screen) {
+            return a;
+        }
         match screen {
             Screen::Payment(_) => {
                 self.payment_seen = true;
@@ -582,29 +867,20 @@ impl ReconcileFlow {
             }
             Screen::SkuSheet(_) | Screen::GoodsDetail(_) => {
                 self.checkpoint = Some("purchase.left_payment");
-                self.nav(Action::OpenUrl {
+                self.towards_orders(Action::OpenUrl {
                     url: HOME_LINK.into(),
                     step: FlowStep::ReconcileOrder,
                 })
             }
             Screen::Unknown(u) => {
                 self.d.step = FlowStep::ReconcileOrder;
-                if u.packages.is_empty() {
-                    return self.nav(Action::OpenUrl {
+                if u.packages.is_empty() || matches!(self.link, Link::Untried | Link::Landed) {
+                    return self.towards_orders(Action::OpenUrl {
                         url: HOME_LINK.into(),
                         step: FlowStep::ReconcileOrder,
                     });
                 }
-                if let Some(t) = u.nav.first() {
-                    return self.nav(Action::Tap {
-                        at: t.tap,
-                        label: t.label.clone(),
-                        step: FlowStep::ReconcileOrder,
-                    });
-                }
-                self.nav(Action::Back {
-                    step: FlowStep::ReconcileOrder,
-                })
+                self.by_labels(&u.nav)
             }
         }
     }
@@ -645,5 +921,45 @@ impl Flow for ReconcileFlow {
             self.d.step.clone(),
             format!("stopped by the driver after the irreversible mark: {reason:?}"),
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    #[test]
+    fn the_window_is_lead_before_and_window_after_the_mark() {
+        let mark = Utc.with_ymd_and_hms(2026, 11, 30, 8, 0, 0).unwrap();
+        let at = |secs: i64| (mark + chrono::Duration::seconds(secs)).fixed_offset();
+        let (before, after) = (Duration::from_secs(90), Duration::from_secs(300));
+        assert!(within(mark, at(-90), before, after));
+        assert!(!within(mark, at(-91), before, after));
+        assert!(within(mark, at(0), before, after));
+        assert!(within(mark, at(300), before, after));
+        assert!(!within(mark, at(301), before, after));
+    }
+
+    #[test]
+    fn the_lead_is_60_s_plus_the_skew_and_never_beyond_the_contract() {
+        let conf: Confirmation = serde_json::from_value(json!({
+            "goods_id": "1", "title": null, "options": {"color": "白色"},
+            "original_options": {"color": "白色"}, "quantity": 1, "total": 1250,
+            "max_price": 1500, "spec_resolution_id": null
+        }))
+        .unwrap();
+        let mark = Utc.with_ymd_and_hms(2026, 11, 30, 8, 0, 0).unwrap();
+        let flow = |skew: u64| {
+            ReconcileFlow::new(conf.clone(), mark, false, ReconcileLimits::default()).with_context(
+                ReconcileContext {
+                    known_orders: BTreeSet::new(),
+                    clock_skew: Duration::from_secs(skew),
+                },
+            )
+        };
+        assert_eq!(flow(0).lead(), Duration::from_secs(60));
+        assert_eq!(flow(30).lead(), Duration::from_secs(90));
+        assert_eq!(flow(3600).lead(), Duration::from_secs(300));
     }
 }

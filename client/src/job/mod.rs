@@ -13,6 +13,7 @@
 //! - [`collect`] — collect jobs.
 //! - [`purchase`] — purchase jobs and crash recovery: the effects (the durable
 //!   irreversible mark, the stored §7.1 resolution) and the store/Admin backend.
+//! - [`skew`] — the host ↔ phone clock skew for the reconcile window (`date +%s`).
 //! - [`exec`] — [`exec::FlowExecutor`]: the claim loop's [`crate::executor::Executor`].
 //!
 //! # Architecture invariants
@@ -31,6 +32,7 @@ pub mod guard;
 pub mod purchase;
 #[cfg(test)]
 pub(crate) mod sim_device;
+pub mod skew;
 pub mod source;
 #[cfg(test)]
 mod tests;

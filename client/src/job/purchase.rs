@@ -13,6 +13,12 @@
 //!    for a live job (none for dry runs and recovery) and never a pay button.
 //! 4. After a crash the runner never runs a marked run again: it asks
 //!    [`recover_run`], which only reconciles (device guard: no submit at all).
+//!
+//! # What reconciliation gets besides the confirmation
+//! Before a live purchase or a recovery runs, the job reads the order numbers this client
+//! reported (or stored to report) for other tasks ([`Store::order_sns_of_other_tasks`]:
+//! never adopted) and measures the host ↔ phone clock skew ([`super::skew`]), and hands
+//! both to the flow ([`ReconcileContext`]).
 
 use std::sync::Arc;
 
@@ -27,6 +33,7 @@ use serde_json::{Map, Value};
 use super::attempt::{artifacts_for, failure_request, label, FlowExecutorConfig, TaskReport};
 use super::driver::{drive, DriveStats, Effects, TraceEntry};
 use super::guard::GuardedDevice;
+use super::skew;
 use super::source::DeviceSource;
 use crate::artifacts::AttemptArtifacts;
 use crate::clock::Clock;
@@ -34,7 +41,7 @@ use crate::clock::SystemClock;
 use crate::executor::{Job, Outcome};
 use crate::flow::purchase::task::{PurchaseLimits, PurchaseTask};
 use crate::flow::purchase::PurchaseFlow;
-use crate::flow::reconcile::ReconcileFlow;
+use crate::flow::reconcile::{ReconcileContext, ReconcileFlow};
 use crate::flow::{Confirmation, Effect, EffectOutcome, FlowFailure, FlowOutcome};
 use crate::gateway::AdminGateway;
 use crate::retry::RetryPolicy;
@@ -273,6 +280,31 @@ pub fn purchase_task(job: &Job, live_enabled: bool) -> Result<PurchaseTask, Box<
     })
 }
 
+/// What reconciliation needs from the store and the phone ([`ReconcileContext`]); `Err`
+/// when the store cannot say which order numbers belong to other tasks.
+fn reconcile_context(
+    backend: &dyn PurchaseBackend,
+    job: &Job,
+    device: &dyn crate::device::Device,
+) -> Result<ReconcileContext, crate::store::StoreError> {
+    let known_orders = backend
+        .store()
+        .order_sns_of_other_tasks(&job.task.remote_task_id)?;
+    let s = skew::measure(device);
+    tracing::info!(
+        run_id = job.run.id,
+        skew_ms = u64::try_from(s.skew.as_millis()).unwrap_or(u64::MAX),
+        offset_ms = ?s.offset_ms,
+        note = s.note.as_deref().unwrap_or(""),
+        known_orders = known_orders.len(),
+        "reconcile context"
+    );
+    Ok(ReconcileContext {
+        known_orders,
+        clock_skew: s.skew,
+    })
+}
+
 /// Runs one purchase job synchronously (on a blocking thread).
 pub fn run_job<S: DeviceSource + ?Sized>(
     source: &S,
@@ -314,6 +346,23 @@ pub fn run_job<S: DeviceSource + ?Sized>(
             return (out, r);
         }
     };
+    if live {
+        // Read before anything is tapped: without it no order could be told apart from
+        // another task's, so the purchase does not start.
+        match reconcile_context(backend, job, &*device) {
+            Ok(c) => flow = flow.with_reconcile(c),
+            Err(e) => {
+                let f = FlowFailure::retry(
+                    FailureCode::Other("LOCAL_STORE_ERROR".into()),
+                    FlowStep::OpenGoods,
+                    format!("the order numbers of other tasks cannot be read: {e}"),
+                );
+                let out = ctx.fail(&f, None);
+                let r = ctx.report(&out, DriveStats::default(), None);
+                return (out, r);
+            }
+        }
+    }
     let device = GuardedDevice::new(device, live);
     let mut effects = JobEffects {
         backend,
@@ -399,9 +448,21 @@ pub fn recover_run<S: DeviceSource + ?Sized>(
             return (out, r);
         }
     };
+    let rctx = match reconcile_context(backend, job, &*device) {
+        Ok(c) => c,
+        Err(e) => {
+            let f = interrupted(format!(
+                "interrupted after the irreversible mark; the order numbers of other tasks cannot be read: {e}"
+            ));
+            let out = ctx.fail(&f, None);
+            let r = ctx.report(&out, DriveStats::default(), None);
+            return (out, r);
+        }
+    };
     // Recovery never submits: the guard lets no 提交订单 through.
     let device = GuardedDevice::new(device, false);
-    let mut flow = ReconcileFlow::new(conf, mark, true, PurchaseLimits::default().reconcile);
+    let mut flow = ReconcileFlow::new(conf, mark, true, PurchaseLimits::default().reconcile)
+        .with_context(rctx);
     let mut effects = JobEffects {
         backend,
         run: &job.run,

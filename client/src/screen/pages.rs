@@ -18,7 +18,7 @@ use super::page::{
 use super::sku_sheet::ListView;
 use super::target::Target;
 use super::tree::{Bounds, NodeRef, Point, Tree};
-use crate::money::{parse_price, price_from_parts, Fen};
+use crate::money::{parse_price, parse_yuan, price_from_parts, Fen};
 
 // ---------------------------------------------------------------------------------------
 // Risk and login
@@ -307,13 +307,51 @@ pub struct OrderDetail {
     pub goods_title: Option<String>,
     pub spec_text: Option<String>,
     pub quantity: Option<u32>,
+    /// The fold hiding 下单时间 and more (查看更多订单信息 / 查看更多订单和优惠信息), when on
+    /// screen: tapping it shows them in its place.
+    pub more_info: Option<Target>,
+    /// The page's scroll container, when it has one (a detail longer than one screen).
+    pub scroll: Option<ListView>,
     /// Every visible label of the page (the option names are matched in them).
     #[serde(skip_serializing)]
     pub labels: Vec<String>,
 }
 
+/// The labels of the fold on an order detail (field notes §3a).
+pub const MORE_ORDER_INFO: &[&str] = &["查看更多订单信息", "查看更多订单和优惠信息"];
+
+/// The words a paid amount follows on order pages, most specific first.
+const PAID_WORDS: &[&str] = &["实付款", "实付", "需付款", "应付款", "订单金额"];
+
+/// An order detail: its 订单编号 line — or, on a detail whose first screen does not reach
+/// it (folded: the number sits below the first screen), the 订单详情 title with an order
+/// status or a paid amount beside it.
 pub fn detect_order_detail(page: &Page<'_>) -> bool {
     page.labels(|l| l.starts_with("订单编号")).next().is_some()
+        || (page.exact(&["订单详情"]).is_some()
+            && (page.exact(ORDER_STATUSES).is_some()
+                || page
+                    .labels(|l| PAID_WORDS.iter().any(|w| l.starts_with(w)))
+                    .next()
+                    .is_some()))
+}
+
+/// The amount in `parts` (a paid-amount label and the labels after it), whose first part
+/// starts with `word`: a sign-written price ("实付款" "¥118", "实付：¥269"), else an amount
+/// with the 元 unit in the same label or the next one ("实付:,12.50元,", "实付:" "12.50元").
+fn paid_amount(parts: &[&str], word: &str) -> Option<Fen> {
+    if let Some(p) = price_from_parts(parts.iter().copied()) {
+        return Some(p);
+    }
+    let rest = parts.first()?.strip_prefix(word)?;
+    if let Some(p) = parse_yuan(rest) {
+        return Some(p);
+    }
+    let bare = rest.trim_matches([',', '，', ':', '：', ' ']);
+    if bare.is_empty() {
+        return parts.get(1).and_then(|n| parse_yuan(n));
+    }
+    None
 }
 
 fn order_sn_re() -> &'static Regex {
@@ -389,21 +427,20 @@ pub fn extract_order_detail(page: &Page<'_>) -> OrderDetail {
     let time = field_value(page, "下单时间");
     let ordered_at = time.as_ref().and_then(|(_, v)| parse_order_time(v));
     let status = find_status(page.labelled.iter().map(Page::label_of));
-    let total = ["实付款", "实付", "需付款", "应付款", "订单金额"]
-        .iter()
-        .find_map(|w| {
-            let pos = page
-                .labelled
-                .iter()
-                .position(|n| trim_name(n.text()).starts_with(w))?;
-            // The amount is in the label ("实付款：¥269") or in the next labels.
-            let parts: Vec<&str> = page.labelled[pos..]
-                .iter()
-                .take(4)
-                .map(|n| trim_name(n.text()))
-                .collect();
-            price_from_parts(parts.iter().copied())
-        });
+    let total = PAID_WORDS.iter().find_map(|w| {
+        let pos = page
+            .labelled
+            .iter()
+            .position(|n| Page::label_of(n).starts_with(w))?;
+        // The amount is in the label ("实付款：¥269", "实付:,12.50元,") or in the next
+        // labels.
+        let parts: Vec<&str> = page.labelled[pos..]
+            .iter()
+            .take(4)
+            .map(Page::label_of)
+            .collect();
+        paid_amount(&parts, w)
+    });
     let quantity = page.labelled.iter().find_map(|n| {
         quantity_re()
             .captures(trim_name(n.text()))
@@ -432,6 +469,8 @@ pub fn extract_order_detail(page: &Page<'_>) -> OrderDetail {
         goods_title,
         spec_text,
         quantity,
+        more_info: MORE_ORDER_INFO.iter().find_map(|l| labelled(page.tree, l)),
+        scroll: scroll_list(page.tree),
         labels: page
             .tree
             .nodes()
@@ -449,6 +488,7 @@ fn longest_text<'t>(nodes: impl Iterator<Item = NodeRef<'t>>) -> Option<String> 
                 && !t.contains(SIGNS)
                 && !t.starts_with("订单编号")
                 && !t.starts_with("下单时间")
+                && !MORE_ORDER_INFO.contains(t)
                 && !t.contains('：')
         })
         .max_by_key(|t| t.chars().count())
@@ -552,7 +592,8 @@ pub fn extract_order_list(page: &Page<'_>) -> OrderList {
         let texts: Vec<&str> = card.texts().collect();
         let total = ["实付", "需付款", "应付", "合计"].iter().find_map(|w| {
             let i = texts.iter().position(|t| t.starts_with(w))?;
-            price_from_parts(texts[i..].iter().take(4).copied())
+            let parts: Vec<&str> = texts[i..].iter().take(4).copied().collect();
+            paid_amount(&parts, w)
         });
         let quantity = texts.iter().find_map(|t| {
             quantity_re()
@@ -719,6 +760,83 @@ pub fn extract_unknown(page: &Page<'_>) -> Unknown {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn paid_amounts_with_a_sign_or_the_yuan_unit() {
+        let p = |parts: &[&str], w| paid_amount(parts, w).map(|f| f.get());
+        assert_eq!(p(&["实付款", "¥118", "订单编号：1"], "实付款"), Some(11800));
+        assert_eq!(p(&["实付：¥269"], "实付"), Some(26900));
+        // The real order detail's desc, and the same split over two labels.
+        assert_eq!(p(&["实付:,12.50元,"], "实付"), Some(1250));
+        assert_eq!(p(&["实付:", "12.50元", "商家服务"], "实付"), Some(1250));
+        assert_eq!(p(&["实付：", "¥12.5"], "实付"), Some(1250));
+        // Not an amount of this label: a later unit amount, a discount, a float.
+        assert_eq!(p(&["实付:", "商家服务", "12.50元"], "实付"), None);
+        assert_eq!(p(&["实付:减7.53元"], "实付"), None);
+        assert_eq!(p(&["实付:", "12.505元"], "实付"), None);
+        assert_eq!(p(&["实付说明", "12元"], "实付"), None);
+    }
+
+    fn page_of(xml: &str, f: impl FnOnce(&Page<'_>)) {
+        let tree = crate::screen::Tree::parse(xml).expect("dump");
+        f(&Page::new(&tree));
+    }
+
+    fn node(text: &str, y: i32, extra: &str) -> String {
+        format!(
+            r#"<node text="{text}" resource-id="" class="android.widget.TextView" package="com.xunmeng.pinduoduo" content-desc="" clickable="false" enabled="true" visible-to-user="true" bounds="[35,{y}][700,{}]" {extra}/>"#,
+            y + 50
+        )
+    }
+
+    fn dump(nodes: &[String]) -> String {
+        format!(
+            r#"<?xml version='1.0' encoding='UTF-8' standalone='yes' ?><hierarchy rotation="0"><node text="" resource-id="" class="android.widget.FrameLayout" package="com.xunmeng.pinduoduo" content-desc="" clickable="false" enabled="true" visible-to-user="true" bounds="[0,0][1080,2400]">{}</node></hierarchy>"#,
+            nodes.concat()
+        )
+    }
+
+    #[test]
+    fn a_folded_detail_is_a_detail_before_its_number_shows() {
+        // The first screen of a folded detail: title, status, the paid amount in 元.
+        let top = dump(&[
+            node("订单详情", 130, ""),
+            node("待付款", 280, ""),
+            node("实付:", 1275, ""),
+            node("12.50元", 1345, ""),
+        ]);
+        page_of(&top, |p| {
+            assert!(detect_order_detail(p));
+            let d = extract_order_detail(p);
+            assert_eq!(d.order_sn, None);
+            assert_eq!(d.total, Some(Fen(1250)));
+            assert_eq!(d.status.as_deref(), Some("待付款"));
+        });
+        // The fold, below the number: a target; the real wording variant too.
+        for fold in MORE_ORDER_INFO {
+            let mid = dump(&[
+                node("订单详情", 130, ""),
+                node("订单编号：260929-041041324390351", 1500, ""),
+                node(fold, 1600, r#"clickable="true""#),
+            ]);
+            page_of(&mid, |p| {
+                let d = extract_order_detail(p);
+                assert_eq!(d.order_sn.as_deref(), Some("260929-041041324390351"));
+                assert_eq!(d.more_info.map(|t| t.label).as_deref(), Some(*fold));
+                assert_eq!(d.ordered_at, None);
+            });
+        }
+        // A title alone, or a page that merely mentions 订单详情, is not a detail.
+        page_of(&dump(&[node("订单详情", 130, "")]), |p| {
+            assert!(!detect_order_detail(p));
+        });
+        page_of(
+            &dump(&[node("订单详情", 130, ""), node("查看物流", 300, "")]),
+            |p| {
+                assert!(!detect_order_detail(p));
+            },
+        );
+    }
 
     #[test]
     fn order_times() {

@@ -10,6 +10,8 @@
 //! and is answered `Refused`, never a second permission to submit. Crash recovery only
 //! reconciles a marked run; it never asks for the mark.
 
+use std::collections::BTreeSet;
+
 use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension};
 
@@ -106,6 +108,28 @@ impl Store {
         })
     }
 
+    /// The order numbers this client reported — or stored in its outbox to report — in
+    /// purchase results of tasks other than `remote_task_id`: reconciliation never adopts
+    /// one of them for this task (issue 11, A.6). Read from the result bodies as they go
+    /// on the wire (`purchase.order_sn`); a body that does not parse is skipped.
+    pub fn order_sns_of_other_tasks(&self, remote_task_id: &str) -> Result<BTreeSet<String>> {
+        let conn = self.lock();
+        let mut st =
+            conn.prepare("SELECT body FROM outbox WHERE kind = 'result' AND remote_task_id <> ?1")?;
+        let rows = st.query_map([remote_task_id], |r| r.get::<_, Vec<u8>>(0))?;
+        let mut out = BTreeSet::new();
+        for body in rows {
+            let body = body?;
+            let sn = serde_json::from_slice::<serde_json::Value>(&body)
+                .ok()
+                .and_then(|v| v["purchase"]["order_sn"].as_str().map(str::to_string));
+            if let Some(sn) = sn.filter(|s| !s.is_empty()) {
+                out.insert(sn);
+            }
+        }
+        Ok(out)
+    }
+
     /// The confirmation snapshot stored with a run's mark, if any.
     pub fn purchase_snapshot(&self, run_id: i64) -> Result<Option<String>> {
         let conn = self.lock();
@@ -191,6 +215,71 @@ mod tests {
             MarkOutcome::Marked { .. }
         ));
         assert_eq!(s.open_runs(a).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn order_numbers_of_other_tasks_come_from_their_stored_results() {
+        use crate::store::outbox::{OutboxDraft, OutboxKind};
+        use crate::store::tasks::TaskState;
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&dir.path().join("c.db")).unwrap();
+        let put = |remote: &str, kind: OutboxKind, body: serde_json::Value| {
+            let id = s.save_claimed_task(&task(remote), "{}", t0()).unwrap();
+            let run = s.start_run(id, t0()).unwrap();
+            s.record_outcome(
+                run.id,
+                &OutboxDraft {
+                    kind,
+                    remote_task_id: remote.into(),
+                    method: "POST".into(),
+                    path: format!("/api/v1/client/tasks/{remote}/result"),
+                    headers: vec![],
+                    body: serde_json::to_vec(&body).unwrap(),
+                    idempotency_key: format!("{remote}:k"),
+                    on_accept: TaskState::Succeeded,
+                    outcome: "x".into(),
+                },
+                t0(),
+            )
+            .unwrap();
+        };
+        put(
+            "a",
+            OutboxKind::Result,
+            serde_json::json!({"purchase": {"order_sn": "261130-1"}}),
+        );
+        put(
+            "b",
+            OutboxKind::Result,
+            serde_json::json!({"purchase": {"order_sn": "261130-2"}}),
+        );
+        // A collect result, a dry run (no number) and a failure naming candidates: none.
+        put(
+            "c",
+            OutboxKind::Result,
+            serde_json::json!({"pdd_data": {"goods_id": "1"}}),
+        );
+        put(
+            "d",
+            OutboxKind::Result,
+            serde_json::json!({"purchase": {"order_sn": null}}),
+        );
+        put(
+            "e",
+            OutboxKind::Failure,
+            serde_json::json!({"diagnostics": {"candidates": [{"order_sn": "261130-3"}]}}),
+        );
+        let of = |t: &str| {
+            s.order_sns_of_other_tasks(t)
+                .unwrap()
+                .into_iter()
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(of("a"), vec!["261130-2".to_string()]);
+        assert_eq!(
+            of("z"),
+            vec!["261130-1".to_string(), "261130-2".to_string()]
+        );
     }
 
     #[test]

@@ -69,6 +69,8 @@ pub struct DeviceConfig {
     pub profile: LatencyProfile,
     pub utc_offset_secs: i32,
     pub start_time: Option<DateTime<Utc>>,
+    /// The phone's clock minus the one above, seconds (an unsynced phone).
+    pub clock_offset_secs: i64,
     pub faults: FaultPlan,
     pub dump_format: DumpFormat,
     pub popups: PopupSchedule,

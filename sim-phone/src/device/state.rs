@@ -83,7 +83,7 @@ impl Device {
             // A fixed start advances by simulated device time only: fully deterministic.
             Some(t) => t + chrono::Duration::milliseconds(self.counters.device_time_ms as i64),
             None => Utc::now(),
-        };
+        } + chrono::Duration::seconds(self.cfg.clock_offset_secs);
         let off = FixedOffset::east_opt(self.cfg.utc_offset_secs)
             .unwrap_or_else(|| FixedOffset::east_opt(8 * 3600).expect("valid offset"));
         utc.with_timezone(&off)

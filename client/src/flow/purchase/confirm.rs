@@ -191,7 +191,10 @@ impl PurchaseFlow {
                 // From here on the reconcile flow owns every observation: no state of it
                 // can tap the sheet again, so 提交订单 is tapped exactly once.
                 self.phase = Phase::Submitted;
-                self.reconcile = Some(ReconcileFlow::new(conf, at, false, self.limits.reconcile));
+                self.reconcile = Some(
+                    ReconcileFlow::new(conf, at, false, self.limits.reconcile)
+                        .with_context(std::mem::take(&mut self.reconcile_ctx)),
+                );
                 let _ = now;
                 Action::Tap {
                     at: tap,

@@ -41,9 +41,9 @@
 //!    leave payment (back, 先去逛逛), find the order, report success or `manual_review`.
 //!
 //! Device calls: one `dumpsys activity top` read when the goods page prints no id.
-//! Dumps on the happy path: goods, sheet, selection, quantity (4 for a dry run), then
-//! payment, abandon dialog, goods, home link page, home, profile, order list, order
-//! detail (12 live; `BENCHMARKS.md`).
+//! Dumps on the happy path: goods, sheet, selection, quantity, two settle dumps (6 for a
+//! dry run), then payment, abandon dialog, goods, order list (by its deep link), order
+//! detail, order list (12 live; `BENCHMARKS.md`).
 //!
 //! # Files
 //! - this file — the [`PurchaseFlow`] state, its observation routing and the screens
@@ -72,7 +72,7 @@ use super::confirmation::Confirmation;
 use super::failure::FlowFailure;
 use super::identity::{IdentityCheck, Verdict};
 use super::observe::{Dispatch, Pending, Policy, Routed};
-use super::reconcile::ReconcileFlow;
+use super::reconcile::{ReconcileContext, ReconcileFlow};
 use super::sheet::SheetModel;
 use crate::screen::{Point, Screen};
 use task::{PurchaseLimits, PurchaseTask};
@@ -146,6 +146,8 @@ pub struct PurchaseFlow {
     settles: u32,
     marked_at: Option<DateTime<Utc>>,
     reconcile: Option<ReconcileFlow>,
+    /// What the reconcile phase gets besides the confirmation ([`Self::with_reconcile`]).
+    reconcile_ctx: ReconcileContext,
 }
 
 fn finish_fail(f: FlowFailure) -> Action {
@@ -210,7 +212,15 @@ impl PurchaseFlow {
             settles: 0,
             marked_at: None,
             reconcile: None,
+            reconcile_ctx: ReconcileContext::default(),
         })
+    }
+
+    /// The same flow whose reconcile phase (after the submit tap) knows the order numbers
+    /// of other tasks and the measured clock skew ([`ReconcileContext`]).
+    pub fn with_reconcile(mut self, ctx: ReconcileContext) -> Self {
+        self.reconcile_ctx = ctx;
+        self
     }
 
     /// The confirmation read before the mark (tests, reports).
