@@ -10,6 +10,8 @@
 //!
 //! - at most one order per task in the phone's ledger (`sim-phone orders --state`);
 //! - zero payment attempts on any order;
+//! - zero orders whose ledger status is `committed_unpaid` (placed under 先用后付) or
+//!   `paid` (免密支付): nothing binding or paid, whatever the account's payment method;
 //! - every attempt the client started (its `task_runs`) reported exactly once at the
 //!   Admin, and no attempt reported twice;
 //! - no task silently dropped: every task ends `succeeded`, `manual_review` or
@@ -18,6 +20,11 @@
 //!   before the tap → `manual_review`, no order; after the tap → the order is found);
 //! - no restarted run is refused (exit 2): the lock files a killed run leaves behind
 //!   never block (issue 11, A.5).
+//!
+//! The random-SIGKILL scenarios run on ordinary goods, on goods that go through the
+//! full-page 确认订单 (`confirm_page`, 811223344506: the kill can land between the sheet's
+//! 确定 and 提交订单) and on goods whose total settles late (`total_lag_dumps`,
+//! 811223344505: the kill can land while the total settles).
 //!
 //! The scenarios "identical-order-of-another-task.*" (issue 11, A.6) seed two live tasks
 //! with the same goods, options and quantity; the second one is killed right after its
@@ -130,6 +137,28 @@ fn scenarios() -> Vec<Scenario> {
             identical: None,
         });
     }
+    // On 确认订单: a crash between the mark and 提交订单 leaves the phone on 确认订单 —
+    // the recovery must leave it without submitting; a crash right after the tap finds
+    // the order.
+    for (p, status, orders) in [
+        ("purchase.after_mark", "manual_review", 0),
+        ("purchase.after_submit_tap", "succeeded", 1),
+    ] {
+        out.push(Scenario {
+            name: format!("confirm-page+{p}"),
+            tasks: vec![task(
+                "cg-1",
+                "811223344506",
+                json!({"color": "樱花粉", "capacity": "500ml"}),
+                2,
+                8000,
+            )],
+            kills: vec![Kill::Failpoint(p)],
+            expect: Some(status),
+            orders: Some(orders),
+            identical: None,
+        });
+    }
     out.push(Scenario {
         name: "spec.before_send".into(),
         tasks: vec![task(
@@ -163,6 +192,54 @@ fn scenarios() -> Vec<Scenario> {
         orders: Some(1),
         identical: None,
     });
+    for i in 0..2 {
+        out.push(Scenario {
+            name: format!("sigkill-confirm-page-{i}"),
+            tasks: vec![
+                task(
+                    "cg-a",
+                    "811223344506",
+                    json!({"color": "樱花粉", "capacity": "500ml"}),
+                    2,
+                    8000,
+                ),
+                task(
+                    "cg-b",
+                    "811223344506",
+                    json!({"color": "天空蓝", "capacity": "350ml"}),
+                    1,
+                    5000,
+                ),
+            ],
+            kills: vec![Kill::Random(50, 1200); 4],
+            expect: None,
+            orders: None,
+            identical: None,
+        });
+        out.push(Scenario {
+            name: format!("sigkill-total-lag-{i}"),
+            tasks: vec![
+                task(
+                    "cg-a",
+                    "811223344505",
+                    json!({"color": "藏青", "size": "XL"}),
+                    1,
+                    4000,
+                ),
+                task(
+                    "cg-b",
+                    "811223344505",
+                    json!({"color": "浅灰", "size": "L"}),
+                    2,
+                    8000,
+                ),
+            ],
+            kills: vec![Kill::Random(50, 1200); 4],
+            expect: None,
+            orders: None,
+            identical: None,
+        });
+    }
     for (point, statuses, orders) in [
         (
             "purchase.after_mark@2",
@@ -474,6 +551,22 @@ fn drive_scenario(
         ok = false;
         lines.push(format!("{paid} order(s) with a payment attempt"));
     }
+    // Nothing binding or paid: the ledger's status of an order placed under 先用后付 is
+    // `committed_unpaid`, of one paid by 免密支付 `paid`.
+    let committed = orders
+        .iter()
+        .filter(|o| matches!(o["status"].as_str(), Some("committed_unpaid" | "paid")))
+        .count();
+    if committed > 0 {
+        ok = false;
+        lines.push(format!(
+            "{committed} order(s) committed_unpaid or paid  <-- binding or paid"
+        ));
+    }
+    lines.push(format!(
+        "ledger: {} order(s), {paid} with a payment attempt, {committed} committed_unpaid/paid",
+        orders.len()
+    ));
     // The client's attempts.
     let db = rusqlite::Connection::open(data.join("client.sqlite3"))
         .or_else(|_| rusqlite::Connection::open(find_db(&data)))

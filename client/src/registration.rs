@@ -4,6 +4,10 @@
 //! the `PUT` runs on a background task; its outcome is recorded as a
 //! [`RegistrationStatus`] that `status` shows. A remote failure never touches the saved
 //! settings.
+//!
+//! §4.1 answers `200 OK`. Any other 2xx is logged as unexpected and then taken by one
+//! rule (`gateway::api::decode_registration`): accepted with a warning when its body is
+//! the §4.1 answer, a malformed answer (registration `failed`, retryable) otherwise.
 
 use std::sync::Arc;
 

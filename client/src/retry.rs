@@ -8,9 +8,23 @@
 //! Policy (`decisions.md` §8): transient failures back off exponentially with full
 //! jitter — attempt `n` waits a uniform time in `[0, min(cap, base · 2^(n-1))]`, base 1 s,
 //! cap 5 min — and never earlier than a `Retry-After` the Admin sent (bounded by
-//! [`RetryPolicy::max_retry_after`]). Permanent failures (400, 401, 403, 404, 409,
-//! 422, any other 4xx, an answer too large to read, `accepted: false`) are parked for
-//! the operator: no 4xx is ever retried automatically.
+//! [`RetryPolicy::max_retry_after`]).
+//!
+//! What is transient is decided in one place, [`GatewayError::is_retryable`], whose HTTP
+//! part is the contract crate's table `cmautobuy_contract::codes::STATUS_RULES` (shared
+//! with the mock Admin's `retryable` flag):
+//!
+//! | status | rule | why |
+//! |---|---|---|
+//! | 400, 401, 403, 404, 409, 422 | park | the same bytes get the same answer (§3; §8: auth, conflicts and business errors are never retried) |
+//! | 408 Request Timeout, 425 Too Early | retry | transport-level "try again": the request was not processed, and every request is safe to repeat (keyed, or an idempotent `PUT`/claim) |
+//! | 429, 500, 503 | retry | §8: bounded backoff, `Retry-After` honoured |
+//! | 502, 504 | retry | a proxy in front of the Admin failed or timed out, like 500/503 |
+//! | any other 4xx or 5xx, 3xx | park | not a known transient answer |
+//!
+//! Also retried: no answer (timeout, connection failure) and an unreadable answer. Also
+//! parked: an answer too large to read, `accepted: false`. Parked items wait for the
+//! operator; nothing is dropped.
 
 use chrono::{DateTime, Utc};
 use std::time::Duration;
@@ -192,6 +206,54 @@ mod tests {
             decide(&p, Err(t), 1, now(), 0.1),
             Decision::RetryAt { .. }
         ));
+    }
+
+    /// One test per status of the table: the rule, and what `decide` does with it.
+    macro_rules! status_tests {
+        ($($name:ident: $status:expr => $retry:expr;)+) => {$(
+            #[test]
+            fn $name() {
+                let p = RetryPolicy::default();
+                assert_eq!(rejected($status).is_retryable(), $retry);
+                assert_eq!(
+                    cmautobuy_contract::codes::status_is_retryable($status),
+                    $retry
+                );
+                match decide(&p, Err(rejected($status)), 1, now(), 0.5) {
+                    Decision::RetryAt { .. } => assert!($retry, "{} must park", $status),
+                    Decision::Park { .. } => assert!(!$retry, "{} must retry", $status),
+                    Decision::Accepted(_) => panic!("an error is never accepted"),
+                }
+            }
+        )+};
+    }
+
+    status_tests! {
+        status_400_invalid_body_parks: 400 => false;
+        status_401_unauthenticated_parks: 401 => false;
+        status_403_never_dispatched_parks: 403 => false;
+        status_404_task_not_found_parks: 404 => false;
+        status_408_request_timeout_is_retried: 408 => true;
+        status_409_idempotency_conflict_parks: 409 => false;
+        status_422_business_rule_parks: 422 => false;
+        status_425_too_early_is_retried: 425 => true;
+        status_429_rate_limited_is_retried: 429 => true;
+        status_500_admin_failure_is_retried: 500 => true;
+        status_502_bad_gateway_is_retried: 502 => true;
+        status_503_unavailable_is_retried: 503 => true;
+        status_504_gateway_timeout_is_retried: 504 => true;
+        status_405_other_4xx_parks: 405 => false;
+        status_418_other_4xx_parks: 418 => false;
+        status_501_other_5xx_parks: 501 => false;
+        status_302_redirect_parks: 302 => false;
+    }
+
+    #[test]
+    fn every_status_the_contract_lists_has_a_row_in_the_one_table() {
+        use cmautobuy_contract::codes::STATUS_RULES;
+        for s in [400, 401, 403, 404, 409, 422, 429, 500, 503, 408, 425] {
+            assert!(STATUS_RULES.iter().any(|r| r.status == s), "{s}");
+        }
     }
 
     #[test]

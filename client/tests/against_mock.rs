@@ -277,6 +277,77 @@ async fn the_gateway_story_holds_over_http_and_in_process() {
     }
 }
 
+/// Data model §4.2 and the price-0 decision (`cmautobuy_contract::money`): the client
+/// reads `¥0` (a free gift option) as `Fen(0)` with its label as `raw_price`; its own
+/// check and the mock agree that this is a price, so the collect is not lost.
+#[tokio::test]
+async fn data_model_4_2_a_free_option_read_as_yuan_0_is_accepted_by_client_and_mock() {
+    use cmautobuy_client::money::{parse_price, Fen};
+    use cmautobuy_contract::{
+        validate, Dimension, PddData, PriceGranularity, ResultRequest, ResultType, Sku,
+    };
+    assert_eq!(parse_price("¥0"), Some(Fen(0)));
+    let a = admin().await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(dir.path(), &a.url, Some("192.168.0.173:5555"));
+    let g = http_gw(&a, &store, Duration::from_secs(5));
+    let settings = store.settings().unwrap();
+    let ready = ScriptedExecutor::new(Script::Result).ready_for_purchase(false);
+    let profile = client_profile(
+        &settings,
+        cmautobuy_client::executor::Executor::readiness(&ready),
+    );
+    let id = create(&a.op, collect_body("737116531267")).await;
+    let task = g.claim_next(&profile).await.unwrap().unwrap();
+    let sku = |color: &str, price: Option<Fen>, raw: Option<&str>| Sku {
+        options: [("color".to_string(), color.to_string())]
+            .into_iter()
+            .collect(),
+        price_cent: price,
+        list_price_cent: None,
+        price_observed_at: [("color".to_string(), color.to_string())]
+            .into_iter()
+            .collect(),
+        available: true,
+        raw_price: raw.map(str::to_string),
+    };
+    let result = ResultRequest {
+        task_version: task.version,
+        attempt_id: "a1".into(),
+        result_type: ResultType::Collect,
+        completed_at: "2026-08-06T08:03:00Z".into(),
+        pdd_data: Some(PddData {
+            schema_version: Some(1),
+            goods_id: "737116531267".into(),
+            title: None,
+            shop_name: None,
+            captured_at: None,
+            price_granularity: PriceGranularity::Color,
+            dimensions: vec![Dimension {
+                key: "color".into(),
+                name: "颜色分类".into(),
+            }],
+            skus: vec![
+                sku("赠品", parse_price("¥0"), Some("¥0")),
+                sku("黑色", parse_price("¥4.7"), Some("¥4.7")),
+            ],
+            extra: Default::default(),
+        }),
+        purchase: None,
+        extra: Default::default(),
+    };
+    validate::check_result(&result).expect("the client's own check takes a read ¥0");
+    let body = serde_json::to_vec(&result).unwrap();
+    let ack = g
+        .submit_result(&id, &format!("{id}:a1:result-v1"), &body)
+        .await
+        .unwrap();
+    assert!(ack.result_id.is_some());
+    let p = a.op.products().await.unwrap();
+    assert_eq!(p["products"][0]["skus_json"]["skus"][0]["price_cent"], 0);
+    assert_eq!(p["products"][0]["collect_status"], "collected");
+}
+
 #[tokio::test]
 async fn a_required_token_is_checked_and_a_wrong_one_is_a_permanent_error() {
     let a = admin_with(MockAdminConfig {

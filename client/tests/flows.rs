@@ -25,8 +25,9 @@
 //! (set by `scripts/test` when the shared material is missing) accepts that: then the
 //! case is reported NOT CHECKED, loudly, as `screens.rs` does for the real dumps.
 //!
-//! The flows run on the driver (`job::driver::drive`) with a scripted phone, scripted
-//! effects and the driver's virtual clock; no artifacts are written. The scripted
+//! The flows run on the driver (`job::driver::drive`) behind the device guard (the one
+//! submit allowed to live purchases only) with a scripted phone, scripted effects and the
+//! driver's virtual clock; no artifacts are written. The scripted
 //! phone's code that knows the device trait is one marked block ([`ScriptedDevice`]).
 
 use std::collections::BTreeMap;
@@ -432,6 +433,7 @@ use std::time::Duration;
 use cmautobuy_client::clock::VirtualClock;
 use cmautobuy_client::device::{Device, DeviceError, KeyCode, Png, ShellOutput, UiDump};
 use cmautobuy_client::job::driver::{drive, DriveLimits};
+use cmautobuy_client::job::guard::GuardedDevice;
 use cmautobuy_client::screen::{Point, Tree};
 
 /// A phone that answers dumps from a [`Script`] and accepts every gesture.
@@ -493,17 +495,19 @@ impl Device for ScriptedDevice<'_> {
     }
 }
 
-/// Drives `flow` on the script with `effects`, the virtual clock from `start`, no
-/// artifacts, the default limits.
+/// Drives `flow` on the script behind the device guard (`submit_allowed` for a live
+/// purchase) with `effects`, the virtual clock from `start`, no artifacts, the default
+/// limits.
 fn run(
     flow: &mut dyn Flow,
     script: &Script,
     effects: &mut dyn Effects,
     start: DateTime<Utc>,
+    submit_allowed: bool,
 ) -> DriveReport {
     drive(
         flow,
-        &ScriptedDevice(script),
+        &GuardedDevice::new(ScriptedDevice(script), submit_allowed),
         effects,
         &VirtualClock::new(start),
         None,
@@ -657,6 +661,8 @@ fn run_case(dir: &Path) -> Result<Ran, String> {
         marked_at: start,
         spec_requests: Vec::new(),
     };
+    // The device guard allows the one submit only to a live purchase.
+    let submit_allowed = matches!(&case.machine, Machine::Purchase(t) if t.live);
     let mut flow = match build_flow(case.machine) {
         Ok(f) => f,
         Err(f) => {
@@ -666,7 +672,7 @@ fn run_case(dir: &Path) -> Result<Ran, String> {
             )))
         }
     };
-    let report = run(flow.as_mut(), &script, &mut effects, start);
+    let report = run(flow.as_mut(), &script, &mut effects, start, submit_allowed);
     let mut out = render(&report, &script.served(), &script.served_tops());
     for line in &effects.spec_requests {
         out.push_str(line);

@@ -500,6 +500,30 @@ async fn an_incomplete_purchase_task_is_never_saved_and_stops_claiming() {
 }
 
 #[tokio::test]
+async fn data_model_1_a_claimed_task_with_4_0_in_max_price_cent_is_refused_integers_only() {
+    let s = server().await;
+    // Written as the Admin sent it: `4200.0`, an integral float.
+    let text = r#"{"task": {"id": "cg9", "type": "purchase", "execution_mode": "dry_run",
+        "version": 1, "payload": {"goods_id": "1", "goods_url": "u",
+        "options": {"color": "黑色"}, "quantity": 1, "max_price_cent": 4200.0}}}"#;
+    Mock::given(path("/api/v1/client/tasks/claim"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(text, "application/json"))
+        .mount(&s)
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let exec = ScriptedExecutor::new(Script::Result).ready_for_purchase(false);
+    let (r, store) = runner(&s, dir.path(), exec.clone(), Some("192.168.0.173:5555"));
+    let step = r.claim_once().await.unwrap();
+    assert!(
+        matches!(&step, ClaimStep::Blocked(m)
+            if m.contains("payload.max_price_cent") && m.contains("integers only")),
+        "{step:?}"
+    );
+    assert_eq!(exec.job_count(), 0);
+    assert!(store.summary().unwrap().tasks.is_empty(), "nothing saved");
+}
+
+#[tokio::test]
 async fn a_live_task_is_never_run_by_a_dry_run_client() {
     let s = server().await;
     Mock::given(path("/api/v1/client/tasks/claim"))
@@ -652,5 +676,50 @@ async fn the_relay_parks_permanent_errors_and_never_loops_on_4xx() {
             .filter(|r| r.url.path().ends_with("/result"))
             .count();
         assert_eq!(results, 1, "{status}: sent once, never retried");
+    }
+}
+
+#[tokio::test]
+async fn s4_1_registration_over_http_takes_200_and_a_2xx_only_with_the_contract_body() {
+    let s = server().await;
+    let answer = json!({"registered": true, "client_id": "CLIENT-1",
+                        "registered_at": "2026-08-06T09:00:00Z"});
+    Mock::given(path("/api/v1/client/registration"))
+        .respond_with(ResponseTemplate::new(201).set_body_json(answer))
+        .up_to_n_times(1)
+        .mount(&s)
+        .await;
+    Mock::given(path("/api/v1/client/registration"))
+        .respond_with(ResponseTemplate::new(204))
+        .mount(&s)
+        .await;
+    let g = gw(&s.uri());
+    // 201 with the §4.1 body: unexpected (logged), accepted.
+    assert!(g.register_client(&profile()).await.unwrap().registered);
+    // 204: no §4.1 body, a malformed answer.
+    let e = g.register_client(&profile()).await.unwrap_err();
+    assert!(
+        matches!(e, GatewayError::Malformed { status: 204, .. }),
+        "{e}"
+    );
+}
+
+#[tokio::test]
+async fn request_timeout_408_and_too_early_425_are_retried_like_5xx() {
+    let s = server().await;
+    for status in [408u16, 425] {
+        Mock::given(path(format!("/api/v1/client/tasks/t{status}/result")))
+            .respond_with(ResponseTemplate::new(status))
+            .mount(&s)
+            .await;
+    }
+    let g = gw(&s.uri());
+    for status in [408u16, 425] {
+        let e = g
+            .submit_result(&format!("t{status}"), "k", b"{}")
+            .await
+            .unwrap_err();
+        assert_eq!(e.status(), Some(status));
+        assert!(e.is_retryable(), "{status}");
     }
 }

@@ -123,6 +123,7 @@ fn every_screen_kind_has_a_fixture() {
     for kind in [
         ScreenKind::GoodsDetail,
         ScreenKind::SkuSheet,
+        ScreenKind::ConfirmOrder,
         ScreenKind::Payment,
         ScreenKind::PaymentAbandonDialog,
         ScreenKind::OrderList,

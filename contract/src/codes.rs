@@ -144,10 +144,82 @@ impl AdminErrorCode {
         }
     }
 
-    /// Whether resending the same request may succeed (the envelope's `retryable`).
+    /// Whether resending the same request may succeed (the envelope's `retryable`):
+    /// [`status_is_retryable`] of its status.
     pub fn is_retryable(&self) -> bool {
-        matches!(self.http_status(), 429 | 500 | 503)
+        status_is_retryable(self.http_status())
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// The retry rule per HTTP status: the one table both sides use
+// ---------------------------------------------------------------------------------------
+
+/// What a client does after an HTTP error status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnStatus {
+    /// Resend the same request (same bytes, same key) after a backoff, honouring
+    /// `Retry-After`.
+    Retry,
+    /// Do not resend: park the request for the operator (outbox) or stop and alert
+    /// (claim). Sending the same bytes again would get the same answer.
+    Park,
+}
+
+/// One row of [`STATUS_RULES`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StatusRule {
+    pub status: u16,
+    pub on: OnStatus,
+    pub why: &'static str,
+}
+
+/// The retry rule for every status the contract lists (§3; §8: "对 429、500 和 503
+/// 使用有上限的指数退避，并遵守 Retry-After"; "对认证、幂等冲突和业务校验错误不得无限重试"),
+/// plus the transport-level "try again" answers 408 and 425 and the proxy answers 502
+/// and 504. Any status not listed here is [`OnStatus::Park`].
+///
+/// Why retrying 408 and 425 is safe: both say the server did **not** process the request
+/// (408: it gave up waiting for the request; 425, RFC 8470: it will not process a
+/// request that might be replayed until the connection is established), so they are
+/// answers about the transport, not about the content. Every request the client sends is
+/// safe to repeat: results, failures and spec resolutions carry an `Idempotency-Key`
+/// (a repeat returns the stored answer, §8), registration is an idempotent `PUT`
+/// upsert (§4.1), and a repeated claim never hands out several tasks (§8).
+///
+/// Used by the client (`GatewayError::is_retryable`, hence the outbox relay, the claim
+/// loop, registration and spec resolution) and by the mock Admin (the §3 envelope's
+/// `retryable`), so both sides of the wire say the same thing.
+#[rustfmt::skip]
+pub const STATUS_RULES: &[StatusRule] = &[
+    StatusRule { status: 400, on: OnStatus::Park, why: "request structure or field invalid (§3): the same bytes are refused again" },
+    StatusRule { status: 401, on: OnStatus::Park, why: "unauthenticated (§3): the operator fixes the token; never retried blindly (§8)" },
+    StatusRule { status: 403, on: OnStatus::Park, why: "task never dispatched to this client (§3, §6.1)" },
+    StatusRule { status: 404, on: OnStatus::Park, why: "task does not exist (§3)" },
+    StatusRule { status: 408, on: OnStatus::Retry, why: "Request Timeout: the server gave up waiting for the request and did not process it; resending the same (keyed or idempotent) request is safe" },
+    StatusRule { status: 409, on: OnStatus::Park, why: "idempotency conflict (§3, §8): never retried" },
+    StatusRule { status: 422, on: OnStatus::Park, why: "business rule not met (§3): never retried (§8)" },
+    StatusRule { status: 425, on: OnStatus::Retry, why: "Too Early (RFC 8470): not processed for fear of a replay; resending the same (keyed or idempotent) request is safe" },
+    StatusRule { status: 429, on: OnStatus::Retry, why: "rate limited (§3): bounded exponential backoff, Retry-After honoured (§8)" },
+    StatusRule { status: 500, on: OnStatus::Retry, why: "Admin failure (§3: 可按策略重试)" },
+    StatusRule { status: 502, on: OnStatus::Retry, why: "Bad Gateway: a proxy in front of the Admin failed, like 500/503" },
+    StatusRule { status: 503, on: OnStatus::Retry, why: "Admin temporarily unavailable (§3, §7.1 SPEC_RESOLUTION_UNAVAILABLE): bounded retries, Retry-After honoured" },
+    StatusRule { status: 504, on: OnStatus::Retry, why: "Gateway Timeout: a proxy got no answer in time, like 503" },
+];
+
+/// The rule for `status`: its row of [`STATUS_RULES`], else [`OnStatus::Park`] (any
+/// other 4xx, any other 5xx, 3xx).
+pub fn on_status(status: u16) -> OnStatus {
+    STATUS_RULES
+        .iter()
+        .find(|r| r.status == status)
+        .map_or(OnStatus::Park, |r| r.on)
+}
+
+/// Whether an HTTP error `status` is worth resending: [`on_status`] is
+/// [`OnStatus::Retry`].
+pub fn status_is_retryable(status: u16) -> bool {
+    on_status(status) == OnStatus::Retry
 }
 
 string_enum! {

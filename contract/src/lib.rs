@@ -7,7 +7,9 @@
 //!
 //! Map of the crate (contract section numbers in brackets):
 //!
-//! - [`money`] — [`Fen`], integer fen (分). Money is never a float anywhere.
+//! - [`money`] — [`Fen`], integer fen (分). Money is never a float anywhere; its module
+//!   documentation holds the decisions on `4.0` (refused) and on a price of 0 (a free
+//!   option, valid only with the `raw_price` it was read from).
 //! - [`time`] — RFC 3339 timestamps with an offset, sent as UTC (§0, data model §1).
 //! - [`codes`] — stable error codes: the Admin's (§3, §4.1, §7.1, data model §4.3) and the
 //!   client's failure codes and flow steps (`decisions.md` §5).

@@ -3,6 +3,30 @@
 //! Every amount in this project is a [`Fen`]: prices, totals and limits are compared as
 //! integers, never as floats (contract §0, data model §1, `decisions.md` §9). On the wire a
 //! `Fen` is a bare JSON integer (`"price_cent": 1256`).
+//!
+//! # Decisions
+//!
+//! **Integers only on the wire (data model §1 "禁止 float").** Every `*_cent` field of a
+//! body — known or unknown, at any depth — is `null` or a JSON integer. `4.0`, `1e3` and
+//! `12.56` are all refused, with the body's §3 validation code (`INVALID_RESULT`,
+//! `INVALID_TASK_PAYLOAD`), `details.field` naming the field and a message saying
+//! integers only ([`crate::validate::money_fields_are_integers`], called first by every
+//! validator of a body that carries money). JSON has one number type, but a peer that
+//! writes `4.0` does money in floats; the refusal is explicit, never a generic parse
+//! error. (`Fen`'s own serde refuses any float too, `4.0` included — it is an `i64`.)
+//! Other integer fields (`task_version`, `quantity`, …) are not money: the mock Admin
+//! reads an integral float there as the integer it is (JSON Schema calls `1.0` an
+//! integer).
+//!
+//! **A price of 0.** "Unknown" is `null`, never 0 (data model §4.2). But a free option
+//! exists on real pages (a gift SKU shows `¥0`), and its price is known: 0. So a
+//! `price_cent` of 0 is valid **only together with the non-empty `raw_price` it was read
+//! from**; a 0 without that text is how "unknown written as 0" bugs look and is refused
+//! (`INVALID_RESULT`). A `list_price_cent` (the struck-through price) is positive or
+//! null. Limits stay strictly positive: `max_price_cent` > 0 (§5; a task cannot be
+//! "spend nothing"), `expected_price_cent` > 0 when present. The client's collect reads
+//! `¥0` as `Fen(0)` with its label as `raw_price`, which this rule accepts; the mock and
+//! the client call the same [`crate::validate::check_pdd_data`], so they agree.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -113,6 +137,14 @@ mod tests {
         assert_eq!(Fen(1256).to_string(), "¥12.56");
         assert_eq!(Fen(5).to_string(), "¥0.05");
         assert_eq!(Fen(-30).to_string(), "-¥0.30");
+    }
+
+    #[test]
+    fn serde_refuses_an_integral_float() {
+        // `4.0` is not an i64 to serde_json, whatever its value: Fen never reads a float.
+        assert!(serde_json::from_str::<Fen>("4.0").is_err());
+        assert!(serde_json::from_value::<Fen>(serde_json::json!(4.0)).is_err());
+        assert!(serde_json::from_str::<Fen>("1e3").is_err());
     }
 
     #[test]

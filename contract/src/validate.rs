@@ -154,6 +154,81 @@ fn require_positive(code: &AdminErrorCode, field: &str, n: i64) -> Result<(), Vi
 }
 
 // ---------------------------------------------------------------------------------------
+// Money: integers only (data model §1 "禁止 float")
+// ---------------------------------------------------------------------------------------
+
+/// The message of a `*_cent` field that is not a JSON integer.
+pub const MONEY_INTEGERS_ONLY: &str =
+    "must be an integer number of fen: integers only, never a float such as 4.0 or 12.56, never a string";
+
+/// Data model §1: money is integer fen, "禁止 float". Walks `value` and refuses every
+/// field whose name ends in `_cent` — known or not, at any depth — that holds anything
+/// but `null` or a JSON integer within `i64`. An integral float (`4.0`, `1e3`) is refused
+/// like `12.56`: how a number is written is part of the contract for money, and a peer
+/// that writes `4.0` computes money in floats. `prefix` is the JSON path of `value`
+/// (`"payload"` for a task payload, empty for a whole body); the violation names the
+/// field's full path (`pdd_data.skus[0].price_cent`).
+///
+/// The validators of bodies that carry money ([`result_request`], [`collect_payload`],
+/// [`purchase_payload`], hence [`claimed_task`]) call this first, on the raw JSON, so the
+/// refusal is this precise one and never a generic type error.
+pub fn money_fields_are_integers(
+    value: &Value,
+    prefix: &str,
+    code: &AdminErrorCode,
+) -> Result<(), Violation> {
+    fn join(prefix: &str, key: &str) -> String {
+        if prefix.is_empty() {
+            key.to_string()
+        } else {
+            format!("{prefix}.{key}")
+        }
+    }
+    /// What the refused value was, without echoing a long text back.
+    fn shown(v: &Value) -> String {
+        match v {
+            Value::Number(n) => n.to_string(),
+            Value::String(_) => "a string".into(),
+            Value::Bool(_) => "a boolean".into(),
+            Value::Array(_) => "an array".into(),
+            Value::Object(_) => "an object".into(),
+            Value::Null => "null".into(),
+        }
+    }
+    match value {
+        Value::Object(m) => {
+            for (k, v) in m {
+                let path = join(prefix, k);
+                if k.ends_with("_cent") {
+                    let integer = match v {
+                        Value::Null => true,
+                        Value::Number(n) => n.is_i64(),
+                        _ => false,
+                    };
+                    if !integer {
+                        return Err(Violation::new(
+                            code.clone(),
+                            path,
+                            format!("{MONEY_INTEGERS_ONLY} (got {})", shown(v)),
+                        ));
+                    }
+                } else {
+                    money_fields_are_integers(v, &path, code)?;
+                }
+            }
+            Ok(())
+        }
+        Value::Array(a) => {
+            for (i, v) in a.iter().enumerate() {
+                money_fields_are_integers(v, &format!("{prefix}[{i}]"), code)?;
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
 // §4.1 / §5 client profile
 // ---------------------------------------------------------------------------------------
 
@@ -221,6 +296,7 @@ fn non_blank(code: &AdminErrorCode, field: &str, s: &str) -> Result<(), Violatio
 /// Checks a collect payload: non-empty `goods_id` and `goods_url`.
 pub fn collect_payload(value: &Value) -> Result<CollectPayload, Violation> {
     let code = AdminErrorCode::InvalidTaskPayload;
+    money_fields_are_integers(value, "payload", &code)?;
     let p: CollectPayload = parse_as(value, code.clone())?;
     non_blank(&code, "payload.goods_id", &p.goods_id)?;
     non_blank(&code, "payload.goods_url", &p.goods_url)?;
@@ -234,6 +310,7 @@ pub fn purchase_payload(value: &Value) -> Result<PurchasePayload, Violation> {
     let code = AdminErrorCode::InvalidTaskPayload;
     // Check the money fields on the raw JSON first: a float or string must be named
     // precisely, not reported as a generic type error.
+    money_fields_are_integers(value, "payload", &code)?;
     for field in ["quantity", "max_price_cent"] {
         match value.get(field) {
             Some(Value::Number(n)) if n.is_i64() => {}
@@ -317,6 +394,7 @@ fn check_attempt(code: &AdminErrorCode, attempt_id: &str) -> Result<(), Violatio
 /// Parses and checks a result body (§6). Shape errors are `INVALID_BODY`; rule
 /// violations `INVALID_RESULT`.
 pub fn result_request(value: &Value) -> Result<ResultRequest, Violation> {
+    money_fields_are_integers(value, "", &AdminErrorCode::InvalidResult)?;
     let r: ResultRequest = parse_as(value, AdminErrorCode::InvalidBody)?;
     check_result(&r)?;
     Ok(r)
@@ -349,8 +427,11 @@ pub fn check_result(r: &ResultRequest) -> Result<(), Violation> {
     }
 }
 
-/// The §6 / data model §4.2 rules on collected data. Null prices are accepted (§6);
-/// a present price must be a positive integer (0 is how "unknown" bugs look).
+/// The §6 / data model §4.2 rules on collected data. Null prices are accepted (§6:
+/// "unknown"). Prices of 0 — see [`crate::money`], "A price of 0": a `price_cent` of 0 is
+/// a real free option (a gift SKU) and valid only with the non-empty `raw_price` it was
+/// read from; 0 without that text is how "unknown written as 0" bugs look and is
+/// refused. `list_price_cent` (a struck-through price) is positive or null.
 pub fn check_pdd_data(d: &PddData) -> Result<(), Violation> {
     let code = AdminErrorCode::InvalidResult;
     non_blank(&code, "pdd_data.goods_id", &d.goods_id)?;
@@ -378,18 +459,35 @@ pub fn check_pdd_data(d: &PddData) -> Result<(), Violation> {
         if sku.options.is_empty() {
             return Err(Violation::new(code, field("options"), "must not be empty"));
         }
-        for (name, value) in [
-            ("price_cent", sku.price_cent),
-            ("list_price_cent", sku.list_price_cent),
-        ] {
-            if let Some(Fen(v)) = value {
-                if v <= 0 {
-                    return Err(Violation::new(
-                        code,
-                        field(name),
-                        "must be a positive integer or null (never 0 for unknown)",
-                    ));
-                }
+        let read_from_page = sku
+            .raw_price
+            .as_deref()
+            .is_some_and(|t| !t.trim().is_empty());
+        match sku.price_cent {
+            Some(Fen(v)) if v < 0 => {
+                return Err(Violation::new(
+                    code,
+                    field("price_cent"),
+                    "must be an integer ≥ 0 or null",
+                ))
+            }
+            Some(Fen(0)) if !read_from_page => {
+                return Err(Violation::new(
+                    code,
+                    field("price_cent"),
+                    "0 is a price only with the raw_price it was read from (a free option); \
+                     an unknown price is null, never 0",
+                ))
+            }
+            _ => {}
+        }
+        if let Some(Fen(v)) = sku.list_price_cent {
+            if v <= 0 {
+                return Err(Violation::new(
+                    code,
+                    field("list_price_cent"),
+                    "must be a positive integer or null",
+                ));
             }
         }
         // price_observed_at may only name options the SKU really has (no invented sizes).

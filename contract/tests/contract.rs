@@ -440,7 +440,8 @@ fn collect_result_rules() {
     zero["pdd_data"]["skus"][0]["price_cent"] = json!(0);
     assert_eq!(
         validate::result_request(&zero).unwrap_err().code,
-        AdminErrorCode::InvalidResult
+        AdminErrorCode::InvalidResult,
+        "0 without the text it was read from is an unknown written as 0"
     );
     let mut invented = base.clone();
     invented["pdd_data"]["skus"][0]["price_observed_at"] = json!({"size": "M"});
@@ -517,4 +518,170 @@ mod no_panic {
             }
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// data model §1 "禁止 float" and §4.2 price 0 (decisions in `cmautobuy_contract::money`)
+// ---------------------------------------------------------------------------------------
+
+fn collect_body() -> Value {
+    json!({
+        "task_version": 1, "attempt_id": "a", "result_type": "collect",
+        "completed_at": "2026-11-30T00:03:00Z",
+        "pdd_data": {
+            "goods_id": "1", "price_granularity": "color",
+            "dimensions": [{"key": "color", "name": "颜色"}],
+            "skus": [{"options": {"color": "黑色"}, "price_cent": 470, "list_price_cent": 1990,
+                      "price_observed_at": {"color": "黑色"}, "available": true,
+                      "raw_price": "¥4.7"}]
+        }
+    })
+}
+
+fn purchase_body() -> Value {
+    json!({
+        "task_version": 1, "attempt_id": "a", "result_type": "purchase",
+        "completed_at": "2026-11-30T00:03:00Z",
+        "purchase": {
+            "schema_version": 1, "mode": "dry_run", "order_submitted": false,
+            "payment_attempted": false, "payment_status": "not_created",
+            "match_status": "not_applicable", "goods_id": "1",
+            "options": {"color": "黑色"}, "quantity": 1,
+            "confirmed_total_cent": 470, "max_price_cent": 500
+        }
+    })
+}
+
+fn money_refusal(v: Violation, code: AdminErrorCode, field: &str) {
+    assert_eq!(v.code, code, "{v:?}");
+    assert_eq!(v.field, field, "{v:?}");
+    assert!(v.message.contains("integers only"), "{v:?}");
+}
+
+#[test]
+fn data_model_1_no_float_for_money_4_0_in_price_cent_is_invalid_result() {
+    validate::result_request(&collect_body()).unwrap();
+    for (field, bad) in [
+        ("price_cent", json!(4.0)),
+        ("price_cent", json!(4.7)),
+        ("price_cent", json!("470")),
+        ("list_price_cent", json!(1990.0)),
+    ] {
+        let mut v = collect_body();
+        v["pdd_data"]["skus"][0][field] = bad.clone();
+        money_refusal(
+            validate::result_request(&v).unwrap_err(),
+            AdminErrorCode::InvalidResult,
+            &format!("pdd_data.skus[0].{field}"),
+        );
+    }
+    // 1e3 is a float to JSON parsers too.
+    let text = serde_json::to_string(&collect_body())
+        .unwrap()
+        .replace("\"price_cent\":470", "\"price_cent\":1e3");
+    let v = validate::json_object(text.as_bytes()).unwrap();
+    money_refusal(
+        validate::result_request(&v).unwrap_err(),
+        AdminErrorCode::InvalidResult,
+        "pdd_data.skus[0].price_cent",
+    );
+}
+
+#[test]
+fn data_model_1_no_float_for_money_in_purchase_results() {
+    validate::result_request(&purchase_body()).unwrap();
+    for field in ["confirmed_total_cent", "max_price_cent"] {
+        let mut v = purchase_body();
+        v["purchase"][field] = json!(470.0);
+        money_refusal(
+            validate::result_request(&v).unwrap_err(),
+            AdminErrorCode::InvalidResult,
+            &format!("purchase.{field}"),
+        );
+    }
+    // Any `*_cent` field, unknown ones included.
+    let mut v = purchase_body();
+    v["purchase"]["shipping_fee_cent"] = json!(0.0);
+    money_refusal(
+        validate::result_request(&v).unwrap_err(),
+        AdminErrorCode::InvalidResult,
+        "purchase.shipping_fee_cent",
+    );
+}
+
+#[test]
+fn data_model_1_no_float_for_money_in_task_payloads() {
+    for field in ["max_price_cent", "expected_price_cent"] {
+        let mut v = purchase_payload();
+        v[field] = json!(2360.0);
+        money_refusal(
+            validate::purchase_payload(&v).unwrap_err(),
+            AdminErrorCode::InvalidTaskPayload,
+            &format!("payload.{field}"),
+        );
+    }
+    // What the client receives: a claimed task goes through the same check.
+    let task: Task = serde_json::from_value(json!({
+        "id": "cg1", "type": "purchase", "version": 1,
+        "payload": {"goods_id": "1", "goods_url": "u", "options": {"color": "黑色"},
+                    "quantity": 1, "max_price_cent": 4200.0}
+    }))
+    .unwrap();
+    money_refusal(
+        validate::claimed_task(&task).unwrap_err(),
+        AdminErrorCode::InvalidTaskPayload,
+        "payload.max_price_cent",
+    );
+    let mut c = json!({"goods_id": "1", "goods_url": "u", "expected_price_cent": 99.0});
+    money_refusal(
+        validate::collect_payload(&c).unwrap_err(),
+        AdminErrorCode::InvalidTaskPayload,
+        "payload.expected_price_cent",
+    );
+    c["expected_price_cent"] = json!(99);
+    validate::collect_payload(&c).unwrap();
+}
+
+#[test]
+fn data_model_1_what_the_client_sends_is_integers_by_construction() {
+    // The client builds results from typed `Fen`s; serialised, they pass the raw check.
+    let r: ResultRequest = serde_json::from_value(collect_body()).unwrap();
+    let sent = serde_json::to_value(&r).unwrap();
+    validate::result_request(&sent).unwrap();
+    let r: ResultRequest = serde_json::from_value(purchase_body()).unwrap();
+    validate::result_request(&serde_json::to_value(&r).unwrap()).unwrap();
+}
+
+#[test]
+fn data_model_4_2_price_0_is_a_free_option_read_from_the_page_never_unknown() {
+    let mut free = collect_body();
+    free["pdd_data"]["skus"][0]["price_cent"] = json!(0);
+    free["pdd_data"]["skus"][0]["raw_price"] = json!("¥0");
+    validate::result_request(&free).unwrap();
+    for raw in [Value::Null, json!(""), json!("  ")] {
+        let mut unknown = free.clone();
+        unknown["pdd_data"]["skus"][0]["raw_price"] = raw.clone();
+        let e = validate::result_request(&unknown).unwrap_err();
+        assert_eq!(e.code, AdminErrorCode::InvalidResult, "{raw}");
+        assert_eq!(e.field, "pdd_data.skus[0].price_cent", "{raw}");
+    }
+    let mut negative = collect_body();
+    negative["pdd_data"]["skus"][0]["price_cent"] = json!(-1);
+    assert_eq!(
+        validate::result_request(&negative).unwrap_err().field,
+        "pdd_data.skus[0].price_cent"
+    );
+    let mut list0 = collect_body();
+    list0["pdd_data"]["skus"][0]["list_price_cent"] = json!(0);
+    assert_eq!(
+        validate::result_request(&list0).unwrap_err().field,
+        "pdd_data.skus[0].list_price_cent"
+    );
+    // Limits stay strictly positive.
+    let mut max0 = purchase_payload();
+    max0["max_price_cent"] = json!(0);
+    assert_eq!(
+        validate::purchase_payload(&max0).unwrap_err().field,
+        "payload.max_price_cent"
+    );
 }

@@ -150,6 +150,16 @@ pub const MIGRATIONS: &[&str] = &[
     )",
     // v13 — finding an earlier decision on the same snapshot (source `reused`).
     "CREATE INDEX idx_spec_resolutions_snapshot ON spec_resolutions(candidate_snapshot_hash)",
+    // v14 — `tasks.result_data` is the complete §6 body as received (data model §4.3
+    // "完整的采集提交原文"), for every task with an accepted result. Earlier versions kept
+    // the re-serialised `pdd_data` of collect results there; the bodies as received are
+    // in `task_results`, so the latest accepted one is copied over (a no-op on a fresh
+    // database).
+    "UPDATE tasks SET result_data = (
+        SELECT r.body FROM task_results r WHERE r.task_id = tasks.task_id AND r.kind = 'result'
+        ORDER BY r.accepted_at DESC, r.rowid DESC LIMIT 1)
+     WHERE EXISTS (SELECT 1 FROM task_results r
+                   WHERE r.task_id = tasks.task_id AND r.kind = 'result')",
 ];
 
 /// Tables the code depends on; start-up refuses to continue when one is missing
@@ -201,16 +211,31 @@ pub fn configure(conn: &Connection, busy_timeout: Duration) -> Result<(), StoreE
 }
 
 /// Runs the migrations past `user_version`, one statement per execute, each version
-/// step in its own transaction.
+/// step in its own transaction. A database of a newer version than this code knows is
+/// refused ([`StoreError::NewerSchema`]), never "downgraded".
 pub fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
+    migrate_to(conn, MIGRATIONS.len() as i64)
+}
+
+/// [`migrate`], stopping at version `target` (clamped to the known versions): version
+/// `k` is exactly what a release with the first `k` migrations created, which is how the
+/// upgrade tests build a database of every earlier version.
+pub fn migrate_to(conn: &mut Connection, target: i64) -> Result<(), StoreError> {
     let current: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
     let known = MIGRATIONS.len() as i64;
     if current > known {
-        return Err(StoreError::Corrupt(format!(
-            "database schema version {current} is newer than this mock-admin ({known})"
-        )));
+        return Err(StoreError::NewerSchema {
+            found: current,
+            known,
+        });
     }
-    for (i, stmt) in MIGRATIONS.iter().enumerate().skip(current as usize) {
+    let target = target.clamp(0, known) as usize;
+    for (i, stmt) in MIGRATIONS
+        .iter()
+        .enumerate()
+        .take(target)
+        .skip(current as usize)
+    {
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         tx.execute(stmt, [])
             .map_err(|e| StoreError::Corrupt(format!("migration {} failed: {e}", i + 1)))?;

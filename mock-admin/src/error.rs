@@ -22,6 +22,10 @@ pub enum StoreError {
     Sqlite(rusqlite::Error),
     #[error("stored data is corrupt: {0}")]
     Corrupt(String),
+    /// The database was written by a newer mock-admin (`user_version` beyond the known
+    /// migrations): refused at start-up, never migrated down.
+    #[error("database schema version {found} is newer than this mock-admin ({known})")]
+    NewerSchema { found: i64, known: i64 },
     /// A business rule refused the request inside a transaction (which was rolled back).
     #[error("{0:?}")]
     Api(Box<ApiError>),
@@ -111,7 +115,9 @@ impl ApiError {
             error: ErrorBody {
                 code: self.code.as_str().to_string(),
                 message: self.message.clone(),
-                retryable: self.code.is_retryable() || matches!(self.status(), 429 | 500 | 503),
+                // One rule for both sides of the wire (the contract's status table).
+                retryable: self.code.is_retryable()
+                    || cmautobuy_contract::codes::status_is_retryable(self.status()),
                 request_id,
                 details: self.details.clone(),
             },

@@ -180,11 +180,15 @@ pub struct DimensionDoc {
 }
 
 /// One SKU as read from the page; prices in integer fen or null (never 0 for unknown).
+/// Every `*_cent` field must be written as a JSON integer: `4.0` is refused like `12.56`
+/// (422 `INVALID_RESULT`, data model §1 "禁止 float"). `price_cent: 0` is a free option
+/// and needs the non-empty `raw_price` it was read from (422 otherwise). Unknown fields
+/// are kept: `skus_json` is stored as submitted.
 #[derive(Serialize, ToSchema)]
 #[schema(as = Sku)]
 pub struct SkuDoc {
     pub options: std::collections::BTreeMap<String, String>,
-    #[schema(minimum = 1, maximum = 9223372036854775807_i64, nullable)]
+    #[schema(minimum = 0, maximum = 9223372036854775807_i64, nullable)]
     pub price_cent: Option<i64>,
     #[schema(minimum = 1, maximum = 9223372036854775807_i64, nullable)]
     pub list_price_cent: Option<i64>,
@@ -472,6 +476,11 @@ pub struct OperatorTaskDoc {
     pub finished_at: Option<String>,
     pub created_at: String,
     pub updated_at: String,
+    /// `tasks.result_data`: the latest accepted §6 result body exactly as the client sent
+    /// it (data model §4.3 "完整的采集提交原文"; its `pdd_data` is the product's
+    /// `skus_json`), or null before any result.
+    #[schema(nullable)]
+    pub result_data: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -512,10 +521,35 @@ pub struct OperatorClientsDoc {
     pub clients: Vec<serde_json::Value>,
 }
 
+/// A `pdd_products` row as the operator sees it.
+#[derive(Serialize, ToSchema)]
+#[schema(as = OperatorProduct)]
+pub struct OperatorProductDoc {
+    pub goods_id: String,
+    pub url: String,
+    #[schema(nullable)]
+    pub title: Option<String>,
+    #[schema(nullable)]
+    pub shop_name: Option<String>,
+    /// The last collect result's `pdd_data` exactly as submitted (data model §4.2
+    /// "原样提交，Admin 不做转换": unknown fields kept, absent fields absent, key order
+    /// kept), or null before any result.
+    #[schema(nullable)]
+    pub skus_json: Option<serde_json::Map<String, serde_json::Value>>,
+    /// pending, collecting, collected, failed
+    pub collect_status: String,
+    #[schema(nullable)]
+    pub collect_msg: Option<String>,
+    #[schema(nullable)]
+    pub collected_at: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
 #[derive(Serialize, ToSchema)]
 #[schema(as = OperatorProducts)]
 pub struct OperatorProductsDoc {
-    pub products: Vec<serde_json::Value>,
+    pub products: Vec<OperatorProductDoc>,
 }
 
 #[derive(Serialize, ToSchema)]

@@ -527,9 +527,16 @@ async fn s6_price_cent_is_integer_fen_never_a_decimal() {
     let id = claimed_collect(&h, "CLIENT-1").await;
     let mut body = collect_result("a1", COLLECT_GOODS, None);
     body["pdd_data"]["skus"][0]["price_cent"] = json!(4.7);
-    let (status, code, _) = error_code(h.submit(&id, "result", "CLIENT-1", "k", &body).await).await;
-    assert_eq!((status, code.as_str()), (400, "INVALID_BODY"));
+    let (status, code, env) =
+        error_code(h.submit(&id, "result", "CLIENT-1", "k", &body).await).await;
+    assert_eq!((status, code.as_str()), (422, "INVALID_RESULT"));
+    assert_eq!(
+        env["error"]["details"]["field"],
+        "pdd_data.skus[0].price_cent"
+    );
+    // 0 without the text it was read from is "unknown written as 0".
     body["pdd_data"]["skus"][0]["price_cent"] = json!(0);
+    body["pdd_data"]["skus"][0]["raw_price"] = Value::Null;
     let (status, code, _) = error_code(h.submit(&id, "result", "CLIENT-1", "k", &body).await).await;
     assert_eq!(
         (status, code.as_str()),
@@ -537,6 +544,180 @@ async fn s6_price_cent_is_integer_fen_never_a_decimal() {
         "0 is never 'unknown'"
     );
     assert!(h.task(&id).await["results"].as_array().unwrap().is_empty());
+}
+
+/// Posts a body exactly as written (no re-serialisation on the way).
+async fn submit_text(h: &Harness, id: &str, key: &str, text: &str) -> reqwest::Response {
+    h.http
+        .post(h.url(&format!("/api/v1/client/tasks/{id}/result")))
+        .header("X-Client-Id", "CLIENT-1")
+        .header("Idempotency-Key", key)
+        .header("Content-Type", "application/json")
+        .body(text.to_string())
+        .send()
+        .await
+        .unwrap()
+}
+
+async fn get_json(h: &Harness, path: &str) -> Value {
+    let r = h.http.get(h.url(path)).send().await.unwrap();
+    assert_eq!(r.status(), 200, "{path}");
+    r.json().await.unwrap()
+}
+
+#[tokio::test]
+async fn data_model_1_no_float_for_money_4_0_in_price_cent_is_422_invalid_result() {
+    let h = Harness::start().await;
+    let id = claimed_collect(&h, "CLIENT-1").await;
+    let body = collect_result("a1", COLLECT_GOODS, None);
+    let text = serde_json::to_string(&body)
+        .unwrap()
+        .replace("\"price_cent\":470", "\"price_cent\":4.0");
+    assert!(text.contains("\"price_cent\":4.0"));
+    let (status, code, env) = error_code(submit_text(&h, &id, "k", &text).await).await;
+    assert_eq!((status, code.as_str()), (422, "INVALID_RESULT"));
+    assert_eq!(
+        env["error"]["details"]["field"],
+        "pdd_data.skus[0].price_cent"
+    );
+    assert!(
+        env["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("integers only"),
+        "{env}"
+    );
+    // every *_cent field, in purchase results too
+    let p = claimed_purchase(&h, "CLIENT-1").await;
+    let float = serde_json::to_string(&dry_purchase_result("a1"))
+        .unwrap()
+        .replace("\"max_price_cent\":4200", "\"max_price_cent\":4200.0");
+    assert!(float.contains("4200.0"));
+    let r = h
+        .http
+        .post(h.url(&format!("/api/v1/client/tasks/{p}/result")))
+        .header("X-Client-Id", "CLIENT-1")
+        .header("Idempotency-Key", "kp")
+        .header("Content-Type", "application/json")
+        .body(float)
+        .send()
+        .await
+        .unwrap();
+    let (status, code, env) = error_code(r).await;
+    assert_eq!((status, code.as_str()), (422, "INVALID_RESULT"));
+    assert_eq!(env["error"]["details"]["field"], "purchase.max_price_cent");
+    // and task payloads: the operator API refuses 4200.0 as INVALID_TASK_PAYLOAD
+    let mut bad = purchase_task("dry_run", None);
+    bad["payload"]["max_price_cent"] = json!(4200.0);
+    let err = h.op.create_task(bad).await.unwrap_err();
+    assert_eq!(err.code.as_str(), "INVALID_TASK_PAYLOAD");
+    assert_eq!(err.status, 422);
+    assert!(err.message.contains("integers only"), "{err}");
+    // other integers are not money: task_version 1.0 is the integer 1
+    let ok = serde_json::to_string(&collect_result("a2", COLLECT_GOODS, None))
+        .unwrap()
+        .replace("\"task_version\":1", "\"task_version\":1.0");
+    assert_eq!(submit_text(&h, &id, "k2", &ok).await.status(), 200);
+}
+
+#[tokio::test]
+async fn data_model_4_2_price_cent_0_with_its_raw_price_is_a_free_option() {
+    let h = Harness::start().await;
+    let id = claimed_collect(&h, "CLIENT-1").await;
+    let mut body = collect_result("a1", COLLECT_GOODS, None);
+    body["pdd_data"]["skus"][0]["price_cent"] = json!(0);
+    body["pdd_data"]["skus"][0]["raw_price"] = json!("¥0");
+    body["pdd_data"]["skus"][0]["list_price_cent"] = Value::Null;
+    assert_eq!(
+        h.submit(&id, "result", "CLIENT-1", "k", &body)
+            .await
+            .status(),
+        200
+    );
+    let p = h.op.products().await.unwrap();
+    assert_eq!(p["products"][0]["skus_json"]["skus"][0]["price_cent"], 0);
+}
+
+/// A result written the way another client might: keys in its own order, fields this
+/// version does not know per SKU, per dimension and at the top, a SKU without
+/// `price_observed_at`, a SKU without `list_price_cent`.
+const AS_WRITTEN: &str = r#"{
+  "result_type": "collect", "attempt_id": "a1", "task_version": 1,
+  "completed_at": "2026-08-06T08:03:00Z",
+  "pdd_data": {
+    "skus": [
+      {"raw_price": "折后¥4.7", "available": true, "price_cent": 470,
+       "options": {"size": "M", "color": "黑色"}, "list_price_cent": 1990,
+       "price_observed_at": {"color": "黑色"}, "sku_hint": {"thumb": "a.jpg", "n": 1.5},
+       "stock_text": "最后3件"},
+      {"options": {"color": "白色", "size": "M"}, "available": false, "price_cent": null,
+       "raw_price": null, "badge": null}
+    ],
+    "dimensions": [{"name": "颜色分类", "key": "color", "values_seen": 2},
+                   {"key": "size", "name": "尺码"}],
+    "price_granularity": "color",
+    "goods_id": "737116531267",
+    "title": "测试商品",
+    "page_variant": "sku-sheet-v2",
+    "schema_version": 1
+  },
+  "client_build": "0.9.1"
+}"#;
+
+#[tokio::test]
+async fn data_model_4_2_skus_json_is_stored_as_submitted() {
+    let h = Harness::start().await;
+    let id = claimed_collect(&h, "CLIENT-1").await;
+    assert_eq!(submit_text(&h, &id, "k", AS_WRITTEN).await.status(), 200);
+    let submitted: Value = serde_json::from_str(AS_WRITTEN).unwrap();
+    let products = get_json(&h, "/api/v1/admin/products").await;
+    let stored = &products["products"][0]["skus_json"];
+    // Same value and same key order: the compact texts are identical.
+    assert_eq!(
+        serde_json::to_string(stored).unwrap(),
+        serde_json::to_string(&submitted["pdd_data"]).unwrap()
+    );
+    // Absent stays absent (no `price_observed_at: {}` or `list_price_cent: null` added).
+    let white = stored["skus"][1].as_object().unwrap();
+    assert!(!white.contains_key("price_observed_at"));
+    assert!(!white.contains_key("list_price_cent"));
+    assert_eq!(stored["skus"][0]["sku_hint"]["thumb"], "a.jpg");
+    assert_eq!(stored["dimensions"][0]["values_seen"], 2);
+    let keys: Vec<&String> = stored["skus"][0].as_object().unwrap().keys().collect();
+    assert_eq!(keys[0], "raw_price");
+    assert_eq!(products["products"][0]["collect_status"], "collected");
+}
+
+#[tokio::test]
+async fn data_model_4_3_result_data_is_the_complete_submission_as_submitted() {
+    let h = Harness::start().await;
+    let id = claimed_collect(&h, "CLIENT-1").await;
+    let detail = get_json(&h, &format!("/api/v1/admin/tasks/{id}")).await;
+    assert_eq!(detail["task"]["result_data"], Value::Null, "no result yet");
+    assert_eq!(submit_text(&h, &id, "k", AS_WRITTEN).await.status(), 200);
+    let submitted: Value = serde_json::from_str(AS_WRITTEN).unwrap();
+    let detail = get_json(&h, &format!("/api/v1/admin/tasks/{id}")).await;
+    let result_data = &detail["task"]["result_data"];
+    assert_eq!(
+        serde_json::to_string(result_data).unwrap(),
+        serde_json::to_string(&submitted).unwrap()
+    );
+    // Its pdd_data is the product's skus_json, and the audit row says the same.
+    let products = get_json(&h, "/api/v1/admin/products").await;
+    assert_eq!(
+        serde_json::to_string(&result_data["pdd_data"]).unwrap(),
+        serde_json::to_string(&products["products"][0]["skus_json"]).unwrap()
+    );
+    assert_eq!(
+        serde_json::to_string(&detail["results"][0]["body"]).unwrap(),
+        serde_json::to_string(&submitted).unwrap()
+    );
+    // Purchase results are kept the same way.
+    let p = claimed_purchase(&h, "CLIENT-1").await;
+    let body = dry_purchase_result("a1");
+    h.submit(&p, "result", "CLIENT-1", "kp", &body).await;
+    let t = h.task(&p).await;
+    assert_eq!(t["task"]["result_data"], body);
 }
 
 #[tokio::test]
@@ -1605,4 +1786,237 @@ fn reopening_a_database_keeps_its_data_and_runs_no_migration_twice() {
         let t = a.operator().list_tasks().await.unwrap();
         assert_eq!(t["tasks"].as_array().unwrap().len(), 1);
     });
+}
+
+// ---------------------------------------------------------------------------------------
+// data model §2.2–§2.4: upgrades from every earlier schema version
+// ---------------------------------------------------------------------------------------
+
+/// Representative rows, one statement per table, in creation order; a database of
+/// version `k` gets the rows of the tables its first `k` migrations created.
+const OLD_ROWS: &[(&str, &str)] = &[
+    (
+        "tasks",
+        r#"INSERT INTO tasks (task_id, task_type, execution_mode, status, version, priority,
+            designated_client, assigned_client, claimed_at, pdd_goods_url, pdd_goods_id,
+            pdd_options, quantity, max_price_cent, payload, result_data, error_code,
+            error_message, finished_at, created_at, updated_at) VALUES
+          ('cj1', 'collect', 'dry_run', 'succeeded', 1, 5, NULL, 'CLIENT-OLD',
+           '2026-01-01T00:01:00.000Z', 'https://mobile.yangkeduo.com/goods.html?goods_id=111',
+           '111', NULL, NULL, NULL,
+           '{"goods_id":"111","goods_url":"https://mobile.yangkeduo.com/goods.html?goods_id=111"}',
+           '{"goods_id":"111","price_granularity":"color","dimensions":[],"skus":[{"options":{"color":"黑"},"price_cent":0,"price_observed_at":{},"available":true,"raw_price":"¥0"}]}',
+           NULL, NULL, '2026-01-01T00:02:00.000Z', '2026-01-01T00:00:00.000Z',
+           '2026-01-01T00:02:00.000Z'),
+          ('cg1', 'purchase', 'live', 'assigned', 2, 0, 'CLIENT-OLD', 'CLIENT-OLD', NULL,
+           'https://mobile.yangkeduo.com/goods.html?goods_id=222', '222',
+           '{"color":"黑色","size":"L"}', 2, 2360,
+           '{"goods_id":"222","goods_url":"https://mobile.yangkeduo.com/goods.html?goods_id=222","options":{"color":"黑色","size":"L"},"quantity":2,"max_price_cent":2360}',
+           NULL, NULL, NULL, NULL, '2026-01-01T00:00:01.000Z', '2026-01-01T00:00:01.000Z')"#,
+    ),
+    (
+        "clients",
+        r#"INSERT INTO clients (client_id, name, device_address, platform, pdd_package,
+            supported_types, capabilities, last_seen_at, created_at, updated_at) VALUES
+          ('CLIENT-OLD', '办公室-01', '192.168.0.173:5555', 'android', 'com.xunmeng.pinduoduo',
+           '["collect","purchase"]', '{"purchase_mode":"live","schema_versions":[1]}',
+           '2026-01-01T00:02:00.000Z', '2026-01-01T00:00:00.000Z', '2026-01-01T00:02:00.000Z')"#,
+    ),
+    (
+        "task_claims",
+        "INSERT INTO task_claims (task_id, client_id, claimed_at, task_version) VALUES
+          ('cj1', 'CLIENT-OLD', '2026-01-01T00:01:00.000Z', 1)",
+    ),
+    (
+        "idempotency_keys",
+        r#"INSERT INTO idempotency_keys (endpoint, task_id, client_id, idem_key, request_hash,
+            response_status, response_body, created_at) VALUES
+          ('result', 'cj1', 'CLIENT-OLD', 'cj1:a1:result-v1', 'ab12', 200,
+           CAST('{"accepted":true,"result_id":"res-old","accepted_at":"2026-01-01T00:02:00.000Z"}' AS BLOB),
+           '2026-01-01T00:02:00.000Z')"#,
+    ),
+    (
+        "task_results",
+        r#"INSERT INTO task_results (result_id, task_id, kind, client_id, idempotency_key, body,
+            accepted_at) VALUES
+          ('res-old', 'cj1', 'result', 'CLIENT-OLD', 'cj1:a1:result-v1',
+           '{"task_version":1,"attempt_id":"a1","result_type":"collect","completed_at":"2026-01-01T00:02:00Z","pdd_data":{"goods_id":"111","price_granularity":"color","dimensions":[],"skus":[{"options":{"color":"黑"},"price_cent":0,"raw_price":"¥0","available":true,"gift":true}]}}',
+           '2026-01-01T00:02:00.000Z')"#,
+    ),
+    (
+        "pdd_products",
+        r#"INSERT INTO pdd_products (goods_id, url, title, shop_name, skus_json, collect_status,
+            collect_msg, artifact_ref, collected_at, deleted_at, created_at, updated_at) VALUES
+          ('111', 'https://mobile.yangkeduo.com/goods.html?goods_id=111', '旧标题', 'XX旗舰店',
+           '{"goods_id":"111","price_granularity":"color","dimensions":[],"skus":[{"options":{"color":"黑"},"price_cent":0,"raw_price":"¥0","available":true,"gift":true}]}',
+           'collected', NULL, 'CLIENT-OLD:artifacts/cj1/a1/', '2026-01-01T00:02:00.000Z', NULL,
+           '2026-01-01T00:00:00.000Z', '2026-01-01T00:02:00.000Z')"#,
+    ),
+    (
+        "spec_resolutions",
+        r#"INSERT INTO spec_resolutions (resolution_id, task_id, attempt_id,
+            candidate_snapshot_hash, client_id, idempotency_key, request_hash, task_version,
+            pdd_goods_id, selected_color, target_size, original_options, candidates,
+            observed_at, received_at, outcome, source, match_candidate_id, confidence_bps,
+            reason, resolved_at, response_body) VALUES
+          ('psr-old', 'cg1', 'a9', 'ffff', 'CLIENT-OLD', 'spec-resolution-v1:ffff', 'cd34', 2,
+           '222', '黑色', '60公斤', '{"color":"黑色","size":"60公斤"}',
+           '[{"candidate_id":"c1","raw_text":"120斤","options":{"color":"黑色","size":"120斤"}}]',
+           '2026-01-01T00:03:00Z', '2026-01-01T00:03:00.000Z', 'matched', 'rule', 'c1', 8500,
+           '目标重量与候选范围唯一对应', '2026-01-01T00:03:01.000Z',
+           CAST('{"schema_version":1}' AS BLOB))"#,
+    ),
+];
+
+/// Every row of every table, for before/after comparison.
+fn dump_tables(conn: &rusqlite::Connection) -> Vec<(String, Vec<Vec<rusqlite::types::Value>>)> {
+    let mut names: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    names.sort();
+    names
+        .into_iter()
+        .map(|t| {
+            let mut stmt = conn
+                .prepare(&format!("SELECT * FROM {t} ORDER BY rowid"))
+                .unwrap();
+            let n = stmt.column_count();
+            let rows = stmt
+                .query_map([], |r| {
+                    (0..n)
+                        .map(|i| r.get::<_, rusqlite::types::Value>(i))
+                        .collect::<Result<Vec<_>, _>>()
+                })
+                .unwrap()
+                .collect::<Result<Vec<_>, _>>()
+                .unwrap();
+            (t, rows)
+        })
+        .collect()
+}
+
+/// Builds a database at `version` from the migration list itself (the first `version`
+/// migrations, as the release that had them ran them) and fills what exists then.
+fn database_at_version(path: &std::path::Path, version: i64) {
+    let mut conn = cmautobuy_mock_admin::db::open_connection(
+        &path.to_string_lossy(),
+        std::time::Duration::from_secs(5),
+    )
+    .unwrap();
+    cmautobuy_mock_admin::db::migrate_to(&mut conn, version).unwrap();
+    let uv: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(uv, version);
+    let tables: Vec<String> = dump_tables(&conn).into_iter().map(|(t, _)| t).collect();
+    for (table, insert) in OLD_ROWS {
+        if tables.iter().any(|t| t == table) {
+            conn.execute(insert, []).unwrap();
+        }
+    }
+}
+
+#[test]
+fn data_model_2_2_every_earlier_schema_version_upgrades_and_keeps_its_data() {
+    let known = cmautobuy_mock_admin::db::MIGRATIONS.len() as i64;
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    for version in 0..known {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("admin.db");
+        database_at_version(&path, version);
+        let mut before = dump_tables(&rusqlite::Connection::open(&path).unwrap());
+        // v14 gives `tasks.result_data` its one meaning (the complete §6 body as
+        // received): where the accepted body is on record, it replaces the old
+        // re-serialised `pdd_data`. Every other column of every row stays as it was.
+        let has_results = before.iter().any(|(t, _)| t == "task_results");
+        if has_results && version < 14 {
+            let body = before.iter().find(|(t, _)| t == "task_results").unwrap().1[0][5].clone();
+            let tasks = &mut before.iter_mut().find(|(t, _)| t == "tasks").unwrap().1;
+            // tasks: result_data is the 16th column (index 15) of the v1 table.
+            tasks[0][15] = body;
+        }
+        // Open it with the current code: migrations, then the schema self-check (§2.4).
+        let admin = cmautobuy_mock_admin::MockAdmin::open(
+            cmautobuy_mock_admin::MockAdminConfig::file(path.to_string_lossy().to_string()),
+        )
+        .unwrap_or_else(|e| panic!("version {version}: {e:#}"));
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        let uv: i64 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(uv, known, "version {version}");
+        cmautobuy_mock_admin::db::check_schema(&conn).unwrap();
+        // Every row that existed is still there, column for column.
+        let after = dump_tables(&conn);
+        for (table, rows) in &before {
+            let now = &after.iter().find(|(t, _)| t == table).unwrap().1;
+            assert_eq!(now, rows, "version {version}, table {table}");
+        }
+        // And the current code reads them.
+        rt.block_on(async {
+            let op = admin.operator();
+            let tasks = op.list_tasks().await.unwrap();
+            let n = tasks["tasks"].as_array().unwrap().len();
+            assert_eq!(n, if version >= 1 { 2 } else { 0 }, "version {version}");
+            if version >= 1 {
+                let t = op.get_task("cj1").await.unwrap();
+                assert_eq!(t["task"]["status"], "succeeded");
+                if has_results {
+                    assert_eq!(t["task"]["result_data"]["attempt_id"], "a1");
+                    assert_eq!(
+                        t["task"]["result_data"]["pdd_data"]["skus"][0]["gift"],
+                        true
+                    );
+                    assert_eq!(t["results"][0]["body"], t["task"]["result_data"]);
+                } else {
+                    // No body on record to give it the new meaning: kept as it was.
+                    assert_eq!(t["task"]["result_data"]["goods_id"], "111");
+                }
+            }
+            let products = op.products().await.unwrap();
+            if before.iter().any(|(t, _)| t == "pdd_products") {
+                assert_eq!(
+                    products["products"][0]["skus_json"]["skus"][0]["gift"],
+                    true
+                );
+                assert_eq!(products["products"][0]["shop_name"], "XX旗舰店");
+            }
+            if before.iter().any(|(t, _)| t == "clients") {
+                let c = op.clients().await.unwrap();
+                assert_eq!(c["clients"][0]["name"], "办公室-01");
+            }
+            if before.iter().any(|(t, _)| t == "spec_resolutions") {
+                let s = op.spec_resolutions().await.unwrap();
+                assert_eq!(s["spec_resolutions"].as_array().unwrap().len(), 1);
+            }
+        });
+        drop(admin);
+    }
+}
+
+#[test]
+fn data_model_2_2_a_newer_schema_version_is_refused_with_its_typed_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("admin.db");
+    let known = cmautobuy_mock_admin::db::MIGRATIONS.len() as i64;
+    database_at_version(&path, known);
+    let mut conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(&format!("PRAGMA user_version = {}", known + 1))
+        .unwrap();
+    let err = cmautobuy_mock_admin::db::migrate(&mut conn).unwrap_err();
+    assert!(
+        matches!(err, cmautobuy_mock_admin::StoreError::NewerSchema { found, known: k } if found == known + 1 && k == known),
+        "{err}"
+    );
+    drop(conn);
+    let err = cmautobuy_mock_admin::MockAdmin::open(cmautobuy_mock_admin::MockAdminConfig::file(
+        path.to_string_lossy().to_string(),
+    ))
+    .err()
+    .expect("a newer database must be refused");
+    assert!(format!("{err:#}").contains("newer"), "{err:#}");
 }

@@ -25,11 +25,13 @@ pub enum Action {
     Screenshot { step: FlowStep },
     /// Open a deep link (the device quotes it for the shell).
     OpenUrl { url: String, step: FlowStep },
-    /// Tap a point; `label` is what the user would read there (trace and logs only).
+    /// Tap a point; `label` is what the user would read there (trace and logs only);
+    /// `kind` says what the tap may do to the screen ([`TapKind`]).
     Tap {
         at: Point,
         label: String,
         step: FlowStep,
+        kind: TapKind,
     },
     Swipe {
         from: Point,
@@ -71,6 +73,31 @@ impl Action {
     }
 }
 
+/// What a tap may do to the screen — how a flow declares it (issue 11 A.4). The driver
+/// hands it to the device guard (`job::guard`), and the observation dispatch ends a queue
+/// of taps at the first one that can change the screen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TapKind {
+    /// Changes state inside the page on screen and opens or closes nothing: an option
+    /// chip, a stepper. More taps planned on the same dump may follow it without a new
+    /// dump (each is still checked against that dump).
+    InPage,
+    /// Can open or close a sheet, page or dialog: a buy button, a popup's close, 确定, a
+    /// tab, a list row, 先去逛逛. It ends any queue: the next tap needs a fresh dump.
+    ChangesScreen,
+    /// The one submit (提交订单 / 确认下单), asked for only after the store answered
+    /// [`EffectOutcome::Marked`]. The guard lets exactly one through, on a submit control
+    /// of the freshest dump, and only after it saw the mark.
+    Submit,
+}
+
+impl TapKind {
+    /// Whether the next tap needs a fresh dump after this one.
+    pub fn changes_screen(self) -> bool {
+        !matches!(self, TapKind::InPage)
+    }
+}
+
 /// Side effects outside the phone, performed by the executor (the shell's `Effects`).
 /// Collect needs none; purchase uses both. Typed: the flow and the executor exchange the
 /// contract's own types, never JSON values or message strings.
@@ -108,8 +135,15 @@ pub enum Observation {
     },
     /// The last gesture / deep link / screenshot was performed.
     Done,
-    /// The device did not perform the last action (offline, timed out, refused).
+    /// The device did not perform the last action (offline, timed out).
     DeviceError { message: String, retryable: bool },
+    /// The device guard refused the last tap (a submit control, a pay action, or no
+    /// fresh dump to judge it on): nothing reached the phone. Flows fail closed.
+    TapRefused { reason: String },
+    /// The dump right after a gesture was byte-identical to the one before it: the
+    /// screen may not have caught up yet. The flow pauses and dumps again; the driver
+    /// bounds how often (then the identical dump is handed over as a screen).
+    StaleDump,
     /// A [`Action::Wait`] is over.
     Waited,
     /// The answer to an [`Action::Effect`].

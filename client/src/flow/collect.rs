@@ -44,10 +44,10 @@ use cmautobuy_contract::{
 };
 use serde_json::{Map, Value};
 
-use super::action::{AbortReason, Action, Flow, FlowOutcome, Observation, Observed};
+use super::action::{AbortReason, Action, Flow, FlowOutcome, Observation, Observed, TapKind};
 use super::failure::FlowFailure;
 use super::identity::{GoodsProof, IdentityCheck, Verdict};
-use super::observe::{Dispatch, Pending, Policy, Routed};
+use super::observe::{Dispatch, Pending, Policy, QueuedTap, Routed};
 use super::sheet::{self, grid_more, tappable, Reveal, SheetModel};
 use crate::money::Fen;
 use crate::screen::goods;
@@ -296,6 +296,7 @@ impl CollectFlow {
                     at,
                     label,
                     step: FlowStep::OpenSkuSheet,
+                    kind: TapKind::ChangesScreen,
                 };
             }
         }
@@ -571,19 +572,11 @@ impl CollectFlow {
             },
         };
         self.target = Some(t);
-        let mut taps = available;
-        let (at, label) = taps.remove(0);
-        self.d.pending = if taps.is_empty() {
-            Pending::Observe(FlowStep::SelectColor)
-        } else {
-            Pending::Taps(taps, FlowStep::SelectColor)
-        };
-        self.d.step = FlowStep::SelectColor;
-        Some(Action::Tap {
-            at,
-            label,
-            step: FlowStep::SelectColor,
-        })
+        let taps = available
+            .into_iter()
+            .map(|(at, label)| QueuedTap::in_page(at, label))
+            .collect();
+        self.d.tap_all(taps, FlowStep::SelectColor)
     }
 
     /// Scrolls toward the first option of `combo` that cannot be tapped now.
@@ -828,6 +821,7 @@ impl Flow for CollectFlow {
                         at,
                         label,
                         step: FlowStep::OpenSkuSheet,
+                        kind: TapKind::ChangesScreen,
                     }
                 }
                 None => self.observe_now(FlowStep::CheckGoods),

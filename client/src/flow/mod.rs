@@ -62,7 +62,7 @@ pub mod sheet;
 
 pub use action::{
     AbortReason, Action, Effect, EffectOutcome, Flow, FlowOutcome, GoodsIdRead, Observation,
-    Observed,
+    Observed, TapKind,
 };
 pub use confirmation::Confirmation;
 pub use failure::FlowFailure;

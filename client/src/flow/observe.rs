@@ -8,24 +8,66 @@
 //! the machine can judge: the start, a screen, an effect's answer, a goods-id read, or a
 //! [`Pending::Resume`] that the machine itself queued. A retry rule changed here changes
 //! for all three machines at once.
+//!
+//! **Queue discipline** (issue 11 A.4): taps planned on one dump ([`QueuedTap`]) go out
+//! one per round trip only while they stay inside the page ([`TapKind::InPage`]: options,
+//! steppers). The first tap that can change the screen ([`TapKind::ChangesScreen`]: a
+//! buy button, a popup's close, 确定, back-like taps) ends the queue: whatever was queued
+//! after it is dropped and a fresh dump follows, from which the machine plans again. The
+//! device guard refuses a tap with no fresh dump to judge it on, so the rule holds even
+//! if a machine broke it. A refused tap ([`Observation::TapRefused`]) ends the flow
+//! (`manual_review`, nothing reached the phone); a stale dump
+//! ([`Observation::StaleDump`]) is answered with the poll pause and a new dump.
 
 use std::time::Duration;
 
 use cmautobuy_contract::{FailureCode, FailureStatus, FlowStep};
 
-use super::action::{Action, EffectOutcome, FlowOutcome, GoodsIdRead, Observation, Observed};
+use super::action::{
+    Action, EffectOutcome, FlowOutcome, GoodsIdRead, Observation, Observed, TapKind,
+};
 use super::failure::FlowFailure;
 use super::sheet::{reveal_swipe, Reveal};
 use crate::screen::goods;
 use crate::screen::{Bounds, Point, Screen};
+
+/// A tap planned on a dump and queued: where, what the user reads there, what it may do
+/// to the screen.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QueuedTap {
+    pub at: Point,
+    pub label: String,
+    pub kind: TapKind,
+}
+
+impl QueuedTap {
+    /// An option or stepper tap: the page stays, more taps may follow on the same dump.
+    pub fn in_page(at: Point, label: impl Into<String>) -> QueuedTap {
+        QueuedTap {
+            at,
+            label: label.into(),
+            kind: TapKind::InPage,
+        }
+    }
+
+    /// A tap that can open or close a sheet or page: nothing queued after it is sent.
+    pub fn changes_screen(at: Point, label: impl Into<String>) -> QueuedTap {
+        QueuedTap {
+            at,
+            label: label.into(),
+            kind: TapKind::ChangesScreen,
+        }
+    }
+}
 
 /// What a machine has queued for the next `Done` / `Waited`.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Pending {
     /// Dump the screen for this step.
     Observe(FlowStep),
-    /// Send these taps one per round trip (queued from one dump), then dump for `step`.
-    Taps(Vec<(Point, String)>, FlowStep),
+    /// Send these taps one per round trip (planned on one dump, every one but possibly
+    /// the last [`TapKind::InPage`]), then dump for `step`.
+    Taps(Vec<QueuedTap>, FlowStep),
     /// Dump for whatever step is current then (the default after every round trip).
     Current,
     /// Ask the machine ([`Routed::Resume`]).
@@ -130,20 +172,29 @@ impl Dispatch {
         }
     }
 
-    /// Send the first of `taps` now and queue the rest, then a dump for `step`.
-    /// `None` when `taps` is empty.
-    pub fn tap_all(&mut self, mut taps: Vec<(Point, String)>, step: FlowStep) -> Option<Action> {
-        if taps.is_empty() {
-            return None;
-        }
-        let (at, label) = taps.remove(0);
-        self.pending = if taps.is_empty() {
+    /// Send the first of `taps` now and queue the rest, then a dump for `step`. A tap
+    /// that can change the screen ends the queue: what follows it is dropped (the
+    /// machine plans again on the fresh dump). `None` when `taps` is empty.
+    pub fn tap_all(&mut self, taps: Vec<QueuedTap>, step: FlowStep) -> Option<Action> {
+        let mut taps = taps.into_iter();
+        let QueuedTap { at, label, kind } = taps.next()?;
+        let rest: Vec<QueuedTap> = if kind.changes_screen() {
+            Vec::new()
+        } else {
+            taps.collect()
+        };
+        self.pending = if rest.is_empty() {
             Pending::Observe(step.clone())
         } else {
-            Pending::Taps(taps, step.clone())
+            Pending::Taps(rest, step.clone())
         };
         self.step = step.clone();
-        Some(Action::Tap { at, label, step })
+        Some(Action::Tap {
+            at,
+            label,
+            step,
+            kind,
+        })
     }
 
     /// Routes `obs`: queued continuations and trouble counting here, everything else to
@@ -212,6 +263,18 @@ impl Dispatch {
                 }
                 Routed::GoodsId(read)
             }
+            // Nothing reached the phone, but the flow's picture of the screen was wrong
+            // enough to aim at a money control (or at nothing fresh): a human looks.
+            Observation::TapRefused { reason } => Routed::Fail(
+                FlowFailure::manual(
+                    FailureCode::PageNotRecognized,
+                    self.step.clone(),
+                    format!("the device guard refused a tap ({reason}); nothing was tapped"),
+                )
+                .with("device_error", "TAP_REFUSED"),
+            ),
+            // The screen may not have caught up with the gesture: pause, dump again.
+            Observation::StaleDump => Routed::Act(self.pause_then_observe()),
         }
     }
 
@@ -258,6 +321,7 @@ impl Dispatch {
                         at: t.tap,
                         label: t.label.clone(),
                         step: FlowStep::DismissPopup,
+                        kind: TapKind::ChangesScreen,
                     },
                     None => Action::Back {
                         step: FlowStep::DismissPopup,
@@ -328,7 +392,7 @@ mod tests {
         let mut d = dispatch(Policy::before_mark(Duration::from_millis(300), 4));
         let p = |x| Point { x, y: 1 };
         let first = d.tap_all(
-            vec![(p(1), "a".into()), (p(2), "b".into())],
+            vec![QueuedTap::in_page(p(1), "a"), QueuedTap::in_page(p(2), "b")],
             FlowStep::SelectColor,
         );
         assert!(matches!(first, Some(Action::Tap { at, .. }) if at == p(1)));
@@ -339,6 +403,74 @@ mod tests {
             d.route(Observation::Done),
             Routed::Act(Action::Observe {
                 step: FlowStep::SelectColor
+            })
+        ));
+    }
+
+    #[test]
+    fn a_tap_that_changes_the_screen_ends_the_queue() {
+        let mut d = dispatch(Policy::before_mark(Duration::from_millis(300), 4));
+        let p = |x| Point { x, y: 1 };
+        // A popup's close, then an option planned on the same dump: the close goes out,
+        // the option does not — a fresh dump comes first.
+        let first = d.tap_all(
+            vec![
+                QueuedTap::changes_screen(p(1), "关闭"),
+                QueuedTap::in_page(p(2), "黑色"),
+            ],
+            FlowStep::SelectColor,
+        );
+        assert!(matches!(
+            first,
+            Some(Action::Tap { at, kind: TapKind::ChangesScreen, .. }) if at == p(1)
+        ));
+        assert!(matches!(
+            d.route(Observation::Done),
+            Routed::Act(Action::Observe {
+                step: FlowStep::SelectColor
+            })
+        ));
+        // In-page taps stay queued up to a screen-changing one, which is the last.
+        let first = d.tap_all(
+            vec![
+                QueuedTap::in_page(p(1), "黑色"),
+                QueuedTap::changes_screen(p(2), "确定"),
+                QueuedTap::in_page(p(3), "L"),
+            ],
+            FlowStep::SelectColor,
+        );
+        assert!(matches!(first, Some(Action::Tap { at, kind: TapKind::InPage, .. }) if at == p(1)));
+        assert!(matches!(
+            d.route(Observation::Done),
+            Routed::Act(Action::Tap { at, kind: TapKind::ChangesScreen, .. }) if at == p(2)
+        ));
+        assert!(matches!(
+            d.route(Observation::Done),
+            Routed::Act(Action::Observe { .. })
+        ));
+    }
+
+    #[test]
+    fn a_refused_tap_fails_closed_and_a_stale_dump_waits_then_dumps() {
+        let mut d = dispatch(Policy::before_mark(Duration::from_millis(300), 4));
+        let Routed::Fail(f) = d.route(Observation::TapRefused {
+            reason: "`去付款` is a pay action".into(),
+        }) else {
+            panic!("a refused tap ends the flow")
+        };
+        assert_eq!(f.status, FailureStatus::ManualReview);
+        assert_eq!(f.code, FailureCode::PageNotRecognized);
+        assert!(f.message.contains("去付款"), "{}", f.message);
+        let mut d = dispatch(Policy::before_mark(Duration::from_millis(300), 4));
+        d.step = FlowStep::SelectSize;
+        assert!(matches!(
+            d.route(Observation::StaleDump),
+            Routed::Act(Action::Wait { duration }) if duration == Duration::from_millis(300)
+        ));
+        assert!(matches!(
+            d.route(Observation::Waited),
+            Routed::Act(Action::Observe {
+                step: FlowStep::SelectSize
             })
         ));
     }

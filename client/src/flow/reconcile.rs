@@ -38,7 +38,7 @@ use chrono::{DateTime, FixedOffset, Utc};
 use cmautobuy_contract::{ExecutionMode, FailureCode, FlowStep};
 use serde_json::{json, Value};
 
-use super::action::{AbortReason, Action, Flow, FlowOutcome, Observation, Observed};
+use super::action::{AbortReason, Action, Flow, FlowOutcome, Observation, Observed, TapKind};
 use super::confirmation::Confirmation;
 use super::failure::FlowFailure;
 use super::observe::{Dispatch, Policy, Routed};
@@ -426,6 +426,7 @@ impl ReconcileFlow {
                 at: t.tap,
                 label: t.label,
                 step: FlowStep::ReconcileOrder,
+                kind: TapKind::ChangesScreen,
             });
         }
         self.phase = Phase::List;
@@ -479,6 +480,7 @@ impl ReconcileFlow {
                 at,
                 label: "order card".into(),
                 step: FlowStep::ReconcileOrder,
+                kind: TapKind::ChangesScreen,
             };
         }
         // This view is done: scroll while the list shows something new.
@@ -542,6 +544,7 @@ impl ReconcileFlow {
                     at: t.tap,
                     label: t.label,
                     step: FlowStep::ReconcileOrder,
+                    kind: TapKind::ChangesScreen,
                 };
             }
             if let Some(v) = d.scroll.filter(|v| v.more_below && moved) {
@@ -771,6 +774,7 @@ impl ReconcileFlow {
             at: t.tap,
             label: t.label,
             step: FlowStep::ReconcileOrder,
+            kind: TapKind::ChangesScreen,
         })
     }
 
@@ -795,6 +799,7 @@ impl ReconcileFlow {
                         at: t.tap,
                         label: t.label,
                         step: FlowStep::LeavePayment,
+                        kind: TapKind::ChangesScreen,
                     }),
                     // No leave button: BACK (closes the dialog on most builds); never
                     // the 继续支付 button.
@@ -817,6 +822,7 @@ impl ReconcileFlow {
                         at: t.tap,
                         label: t.label,
                         step: FlowStep::DismissPopup,
+                        kind: TapKind::ChangesScreen,
                     },
                     None => Action::Back {
                         step: FlowStep::DismissPopup,
@@ -857,15 +863,17 @@ impl ReconcileFlow {
             // Right after the submit tap the sheet may still be on screen while the app
             // creates the order: navigating away now could cut that short. Wait for it
             // to leave (bounded) before anything else; after the payment page was seen,
-            // or in crash recovery, the sheet is just a page to leave.
-            Screen::SkuSheet(_)
+            // or in crash recovery, the sheet is just a page to leave. 确认订单 (whose
+            // 提交订单 was the tap) alike; it is left by the home link, never by BACK or a
+            // tap on it: nothing here can submit again.
+            Screen::SkuSheet(_) | Screen::ConfirmOrder(_)
                 if !self.recovery && !self.payment_seen && self.sheet_waits < self.limits.polls =>
             {
                 self.sheet_waits += 1;
                 self.d.step = FlowStep::LeavePayment;
                 self.d.pause_then_observe()
             }
-            Screen::SkuSheet(_) | Screen::GoodsDetail(_) => {
+            Screen::SkuSheet(_) | Screen::ConfirmOrder(_) | Screen::GoodsDetail(_) => {
                 self.checkpoint = Some("purchase.left_payment");
                 self.towards_orders(Action::OpenUrl {
                     url: HOME_LINK.into(),

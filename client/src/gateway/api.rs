@@ -110,17 +110,20 @@ fn describe_rejection(code: &Option<AdminErrorCode>, message: &Option<String>) -
 }
 
 impl GatewayError {
-    /// Whether resending the same request may succeed. Network trouble, timeouts,
-    /// 408/429/5xx and unreadable answers are retryable (every retried request is
-    /// idempotent by key, so a resend returns the stored answer); 4xx rejections,
-    /// oversized answers and configuration errors are not (decisions §8).
+    /// Whether resending the same request may succeed. Network trouble, timeouts and
+    /// unreadable answers are retryable (every request is safe to repeat: keyed or
+    /// idempotent); an HTTP error status follows the one table of the contract crate,
+    /// `cmautobuy_contract::codes::STATUS_RULES` (retried: 408, 425, 429, 500, 502, 503,
+    /// 504; everything else parked — the other 4xx, the other 5xx); oversized answers,
+    /// `accepted: false` and configuration errors are not retryable (decisions §8). The
+    /// retry module's policy ([`crate::retry`]) is built on this.
     pub fn is_retryable(&self) -> bool {
         match self {
             GatewayError::Timeout { .. }
             | GatewayError::Transport { .. }
             | GatewayError::Malformed { .. } => true,
             GatewayError::Rejected { status, .. } => {
-                matches!(status, 408 | 429 | 500 | 502 | 503 | 504)
+                cmautobuy_contract::codes::status_is_retryable(*status)
             }
             GatewayError::TooLarge { .. }
             | GatewayError::NotAccepted { .. }
@@ -424,8 +427,15 @@ impl<T: Transport> AdminGateway for Gateway<T> {
     ) -> Result<RegistrationResponse, GatewayError> {
         let req = PreparedRequest::registration(&self.client_id, profile_body(profile)?);
         let raw = self.transport.send(&req).await?;
-        expect_ok(Op::Register, &raw, &[200, 201])?;
-        parse_json(Op::Register, &raw)
+        let (answer, unexpected) = decode_registration(&raw)?;
+        if let Some(status) = unexpected {
+            tracing::warn!(
+                status,
+                "registration answered HTTP {status}, not the 200 of contract §4.1; \
+                 its body is the §4.1 answer, so it is taken (accepted with a warning)"
+            );
+        }
+        Ok(answer)
     }
 
     async fn claim_next(&self, profile: &ClientProfile) -> Result<Option<Task>, GatewayError> {
@@ -525,6 +535,43 @@ fn expect_ok(op: Op, raw: &RawResponse, ok: &[u16]) -> Result<(), GatewayError> 
         request_id,
         retry_after: raw.retry_after.as_deref().and_then(RetryAfter::parse),
     })
+}
+
+/// Decodes a §4.1 registration answer. The contract says success is `200 OK`. The one
+/// rule for any other 2xx (201, 202, …): it is unexpected and reported as such (the
+/// second value, which the gateway logs as a warning), and it is **accepted when its body
+/// parses as the §4.1 answer** — a 2xx says the Admin took the upsert, and the upsert is
+/// idempotent, so refusing a well-formed answer would only make us repeat it; a 2xx
+/// whose body is not the §4.1 answer (a 204, an empty or foreign body) is
+/// [`GatewayError::Malformed`]. Non-2xx statuses are [`GatewayError::Rejected`].
+pub(crate) fn decode_registration(
+    raw: &RawResponse,
+) -> Result<(RegistrationResponse, Option<u16>), GatewayError> {
+    let unexpected = if raw.status == 200 {
+        None
+    } else if (200..300).contains(&raw.status) {
+        Some(raw.status)
+    } else {
+        // Not a success: the §3 envelope, typed.
+        expect_ok(Op::Register, raw, &[200])?;
+        None
+    };
+    let answer = parse_json(Op::Register, raw).map_err(|e| match (e, unexpected) {
+        (
+            GatewayError::Malformed {
+                op,
+                status,
+                message,
+            },
+            Some(s),
+        ) => GatewayError::Malformed {
+            op,
+            status,
+            message: format!("unexpected success status {s} (contract §4.1: 200) and {message}"),
+        },
+        (e, _) => e,
+    })?;
+    Ok((answer, unexpected))
 }
 
 fn parse_json<T: DeserializeOwned>(op: Op, raw: &RawResponse) -> Result<T, GatewayError> {
@@ -641,6 +688,78 @@ mod tests {
         )
         .unwrap_err();
         assert!(matches!(err, GatewayError::Malformed { .. }));
+    }
+
+    const REGISTERED: &str =
+        r#"{"registered":true,"client_id":"CLIENT-1","registered_at":"2026-08-06T09:00:00Z"}"#;
+
+    #[test]
+    fn s4_1_registration_200_is_the_contract_answer() {
+        let (a, unexpected) = decode_registration(&raw(200, REGISTERED)).unwrap();
+        assert!(a.registered);
+        assert_eq!(a.client_id, "CLIENT-1");
+        assert_eq!(unexpected, None);
+    }
+
+    #[test]
+    fn s4_1_registration_other_2xx_with_the_contract_body_is_accepted_with_a_warning() {
+        for status in [201, 202, 203] {
+            let (a, unexpected) = decode_registration(&raw(status, REGISTERED)).unwrap();
+            assert!(a.registered, "{status}");
+            assert_eq!(unexpected, Some(status), "reported as unexpected");
+        }
+    }
+
+    #[test]
+    fn s4_1_registration_other_2xx_without_the_contract_body_is_malformed() {
+        for (status, body) in [(204, ""), (201, "{}"), (202, "<html>ok</html>")] {
+            let e = decode_registration(&raw(status, body)).unwrap_err();
+            match &e {
+                GatewayError::Malformed {
+                    status: s, message, ..
+                } => {
+                    assert_eq!(*s, status);
+                    assert!(message.contains("unexpected success status"), "{message}");
+                }
+                other => panic!("{status}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn s4_1_registration_errors_are_typed_rejections() {
+        let e = decode_registration(&raw(
+            400,
+            r#"{"error":{"code":"INVALID_CLIENT_PROFILE","message":"m","retryable":false}}"#,
+        ))
+        .unwrap_err();
+        assert_eq!(e.code(), Some(&AdminErrorCode::InvalidClientProfile));
+        assert!(!e.is_retryable());
+    }
+
+    /// A transport that answers one fixed response.
+    struct Fixed(u16, &'static str);
+
+    impl Transport for Fixed {
+        async fn send(&self, _req: &PreparedRequest) -> Result<RawResponse, GatewayError> {
+            Ok(raw(self.0, self.1))
+        }
+    }
+
+    #[tokio::test]
+    async fn s4_1_register_client_takes_a_201_with_the_contract_body() {
+        let profile: ClientProfile = serde_json::from_value(serde_json::json!({
+            "supported_types": ["collect"],
+            "capabilities": {"purchase_mode": "dry_run", "schema_versions": [1]}
+        }))
+        .unwrap();
+        let g = Gateway::with_transport(Fixed(201, REGISTERED), "CLIENT-1");
+        assert!(g.register_client(&profile).await.unwrap().registered);
+        let g = Gateway::with_transport(Fixed(204, ""), "CLIENT-1");
+        assert!(matches!(
+            g.register_client(&profile).await,
+            Err(GatewayError::Malformed { status: 204, .. })
+        ));
     }
 
     #[test]

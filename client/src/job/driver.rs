@@ -8,6 +8,17 @@
 //! fails, counts device round trips, records the action trace tests assert on, and
 //! stops a flow that exceeds its action budget.
 //!
+//! Every gesture goes through the [`GuardedDevice`]: a tap with the kind the flow
+//! declared ([`TapKind`]), and the driver arms the one submit when the store answers
+//! `Marked` to the irreversible mark. A refused tap reaches the flow as
+//! [`Observation::TapRefused`].
+//!
+//! **Stale dumps.** A dump byte-identical to the previous one right after a gesture (tap,
+//! swipe, back, deep link) may show a screen that has not caught up yet: the flow is told
+//! [`Observation::StaleDump`] (it pauses its poll pause and dumps again), at most
+//! [`STALE_REDUMPS`] times in a row; then the identical dump is handed over as it is — a
+//! screen that truly did not change (a tap on an option already selected) is legitimate.
+//!
 //! The driver is synchronous: the ADB client is blocking and every device call carries
 //! its own deadline. Async callers run it on a blocking thread.
 
@@ -16,15 +27,20 @@ use std::time::{Duration, Instant};
 use cmautobuy_contract::FlowStep;
 use serde::Serialize;
 
+use super::guard::GuardedDevice;
 use crate::artifacts::AttemptArtifacts;
 use crate::clock::Clock;
 use crate::device::{Device, DeviceError};
 use crate::flow::{
     AbortReason, Action, Effect, EffectOutcome, Flow, FlowOutcome, GoodsIdRead, Observation,
-    Observed,
+    Observed, TapKind,
 };
 use crate::screen::activity::{displayed_goods_id, ACTIVITY_TOP_ARGV};
 use crate::screen::{classify, TopGoods};
+
+/// Dumps asked again, in a row, when a dump right after a gesture is byte-identical to
+/// the one before it.
+pub const STALE_REDUMPS: u32 = 2;
 
 /// Effects outside the phone (store, Admin). Collect asks for none.
 pub trait Effects {
@@ -67,6 +83,9 @@ impl Default for DriveLimits {
 pub struct DriveStats {
     pub dumps: u32,
     pub dump_failures: u32,
+    /// Dumps (counted in `dumps`) that were byte-identical to the previous one right
+    /// after a gesture, and were asked again.
+    pub stale_dumps: u32,
     pub taps: u32,
     pub swipes: u32,
     pub backs: u32,
@@ -110,10 +129,10 @@ pub struct DriveReport {
     pub trace: Vec<TraceEntry>,
 }
 
-/// Runs `flow` to its end on `device`.
+/// Runs `flow` to its end on `device` (every tap judged by its guard).
 pub fn drive<F, D, E, C>(
     flow: &mut F,
-    device: &D,
+    device: &GuardedDevice<D>,
     effects: &mut E,
     clock: &C,
     artifacts: Option<&mut AttemptArtifacts>,
@@ -121,7 +140,7 @@ pub fn drive<F, D, E, C>(
 ) -> DriveReport
 where
     F: Flow + ?Sized,
-    D: Device + ?Sized,
+    D: Device,
     E: Effects + ?Sized,
     C: Clock + ?Sized,
 {
@@ -131,6 +150,7 @@ where
     let mut trace: Vec<TraceEntry> = Vec::new();
     let mut obs = Observation::Start;
     let mut actions: u32 = 0;
+    let mut stale = Staleness::default();
     let outcome = loop {
         let now = clock.now();
         let action = flow.observe(now, obs);
@@ -158,10 +178,16 @@ where
                             .and_then(|a| a.save(step.as_str(), "xml", dump.xml.as_bytes(), at));
                         let screen = classify(&dump.tree);
                         detail = screen.kind().as_str().to_string();
-                        Observation::Screen(Box::new(Observed {
-                            screen,
-                            artifact_id,
-                        }))
+                        if stale.is_stale(dump.xml) {
+                            stats.stale_dumps += 1;
+                            detail.push_str(" (stale: identical to the dump before the gesture)");
+                            Observation::StaleDump
+                        } else {
+                            Observation::Screen(Box::new(Observed {
+                                screen,
+                                artifact_id,
+                            }))
+                        }
                     }
                     Err(e) if is_dump_failure(&e) => {
                         stats.dump_failures += 1;
@@ -208,12 +234,28 @@ where
             Action::OpenUrl { url, .. } => {
                 stats.open_urls += 1;
                 detail = url.clone();
+                stale.gesture();
                 done(device.open_url(url), &mut stats, &mut detail)
             }
-            Action::Tap { at, label, .. } => {
-                stats.taps += 1;
+            Action::Tap {
+                at, label, kind, ..
+            } => {
                 detail = format!("{label} @{},{}", at.x, at.y);
-                done(device.tap(*at), &mut stats, &mut detail)
+                if *kind == TapKind::Submit {
+                    detail.push_str(" (submit)");
+                }
+                match device.tap_as(*at, *kind) {
+                    // Refused: nothing was sent to the phone (not a round trip).
+                    Err(DeviceError::TapRefused(reason)) => {
+                        detail.push_str(&format!(" (refused: {reason})"));
+                        Observation::TapRefused { reason }
+                    }
+                    r => {
+                        stats.taps += 1;
+                        stale.gesture();
+                        done(r, &mut stats, &mut detail)
+                    }
+                }
             }
             Action::Swipe {
                 from,
@@ -223,6 +265,7 @@ where
             } => {
                 stats.swipes += 1;
                 detail = format!("{},{} -> {},{}", from.x, from.y, to.x, to.y);
+                stale.gesture();
                 done(
                     device.swipe(*from, *to, Duration::from_millis(u64::from(*duration_ms))),
                     &mut stats,
@@ -231,6 +274,7 @@ where
             }
             Action::Back { .. } => {
                 stats.backs += 1;
+                stale.gesture();
                 done(device.back(), &mut stats, &mut detail)
             }
             Action::ReadGoodsId { step } => {
@@ -277,7 +321,14 @@ where
             }
             Action::Effect(effect) => {
                 detail = effect_detail(effect);
-                Observation::Effect(effects.perform(effect))
+                let out = effects.perform(effect);
+                if matches!(effect, Effect::MarkIrreversible { .. })
+                    && matches!(out, EffectOutcome::Marked { .. })
+                {
+                    // The store committed the mark: the guard arms the one submit.
+                    device.marked();
+                }
+                Observation::Effect(out)
             }
             Action::Finish(_) => unreachable!("handled above"),
         };
@@ -320,6 +371,38 @@ where
         outcome,
         stats,
         trace,
+    }
+}
+
+/// Tells a stale dump from a fresh one: the previous dump's bytes, whether a gesture
+/// went out since, and how many identical dumps were asked again in a row.
+#[derive(Default)]
+struct Staleness {
+    last: Option<String>,
+    after_gesture: bool,
+    redumps: u32,
+}
+
+impl Staleness {
+    /// A gesture went out (or may have).
+    fn gesture(&mut self) {
+        self.after_gesture = true;
+        self.redumps = 0;
+    }
+
+    /// Whether `xml` is to be dumped again rather than handed over.
+    fn is_stale(&mut self, xml: String) -> bool {
+        if self.after_gesture
+            && self.redumps < STALE_REDUMPS
+            && self.last.as_deref() == Some(xml.as_str())
+        {
+            self.redumps += 1;
+            return true;
+        }
+        self.after_gesture = false;
+        self.redumps = 0;
+        self.last = Some(xml);
+        false
     }
 }
 

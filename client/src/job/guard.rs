@@ -1,102 +1,134 @@
-//! [`GuardedDevice`]: defence in depth at the device port.
+//! [`GuardedDevice`]: defence in depth at the device port (issue 11 A.4).
 //!
-//! The flows already never ask for a pay button and tap 提交订单 at most once. This
-//! wrapper makes both true even if a flow had a bug: it keeps the last dump, and before
-//! every tap it looks at what is at the tap point (the deepest visible node there, and
-//! everything inside the clickable node that would take the tap).
+//! The flows already never ask for a pay action and tap 提交订单 at most once. This
+//! wrapper makes both true even if a flow had a bug. It keeps the **freshest** parsed
+//! dump (every window of it, another app's cashier included) for as long as nothing can
+//! have changed the screen, and judges every tap on it with
+//! [`crate::screen::controls::controls_at`] (which nodes are submit controls and pay
+//! actions, whole-label rule, and whether the point is inside one or its clickable
+//! ancestor):
 //!
-//! - A tap on anything labelled like a pay button (立即支付, 继续支付, 去支付, 确认支付,
-//!   确认付款, 立即付款, 免密支付, 支付) is **refused** — the phone never sees it.
-//! - A tap on 提交订单 is refused when submitting is not allowed (dry runs, collect,
-//!   crash recovery) and after the first one was let through.
+//! - **No fresh dump → every tap refused.** None yet, the last one failed, or a gesture
+//!   since may have changed the screen: a tap of kind [`TapKind::ChangesScreen`] or
+//!   [`TapKind::Submit`], a swipe, a key, a deep link. Only in-page taps
+//!   ([`TapKind::InPage`]: options, steppers) leave the dump they were planned on in
+//!   force. Deep links and the BACK / HOME / APP_SWITCH / WAKEUP keys — the navigation
+//!   flows declare — need no dump; any other key (ENTER would press a focused button) is
+//!   refused, and so is `input` through the shell.
+//! - **A pay action → refused**, always.
+//! - **A submit control (提交订单 / 确认下单) → refused**, except the single submit: a tap
+//!   the flow declared [`TapKind::Submit`], on a guard built for a live purchase, after
+//!   the driver reported the irreversible mark ([`GuardedDevice::marked`]), the first
+//!   time. A `Submit` tap that lands on no submit control is refused too.
 //!
-//! A refused tap is a non-retryable [`DeviceError::TapRefused`] (code `TAP_REFUSED`).
+//! A refused tap never reaches the phone: it is a non-retryable
+//! [`DeviceError::TapRefused`] (code `TAP_REFUSED`), which the driver hands the flow as
+//! `Observation::TapRefused`; the flow fails closed (`manual_review`).
 
 use std::sync::Mutex;
 use std::time::Duration;
 
 use crate::device::{Device, DeviceError, KeyCode, Png, ShellOutput, UiDump};
-use crate::screen::page::trim_name;
-use crate::screen::{Point, Tree};
+use crate::flow::TapKind;
+use crate::screen::controls::{controls_at, ControlKind};
+use crate::screen::{Point, Tree, WindowFilter};
 
-/// Labels of buttons that move money. Compared after trimming, as a prefix.
-pub const PAY_LABELS: &[&str] = &[
-    "立即支付",
-    "继续支付",
-    "去支付",
-    "确认支付",
-    "确认付款",
-    "立即付款",
-    "免密支付",
-    "免密支付并",
+/// Keys that navigate without pressing anything on screen.
+pub const SAFE_KEYS: &[KeyCode] = &[
+    KeyCode::BACK,
+    KeyCode::HOME,
+    KeyCode::APP_SWITCH,
+    KeyCode::WAKEUP,
 ];
 
-/// The label of the button that creates an order.
-pub const SUBMIT_LABEL: &str = "提交订单";
-
-/// Is this label a pay button?
-pub fn is_pay_label(label: &str) -> bool {
-    let l = trim_name(label);
-    l == "支付" || l == "付款" || PAY_LABELS.iter().any(|p| l.starts_with(p))
+/// Where the one submit stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SubmitState {
+    /// Dry runs, collect, recovery: never.
+    NotAllowed,
+    /// A live purchase before the irreversible mark.
+    AwaitingMark,
+    /// Marked: the next [`TapKind::Submit`] on a submit control goes through.
+    Armed,
+    /// The one submit went out.
+    Spent,
 }
 
-/// What is at `at`: the labels of the node that would take the tap (the nearest
-/// clickable ancestor of the deepest visible node there) and of everything inside it.
-pub fn labels_at(tree: &Tree, at: Point) -> Vec<String> {
-    let deepest = tree
-        .nodes()
-        .filter(|n| n.is_visible() && n.visible_bounds().contains_point(at))
-        .min_by_key(|n| n.visible_bounds().area());
-    let Some(node) = deepest else {
-        return Vec::new();
+/// Judges a tap at `at` of `kind` on the freshest dump (`None`: no fresh dump). `Ok(true)`
+/// when it is the single submit (the caller spends it), `Ok(false)` for any other allowed
+/// tap, `Err(reason)` when refused.
+pub fn judge(
+    fresh: Option<&Tree>,
+    submit: SubmitState,
+    at: Point,
+    kind: TapKind,
+) -> Result<bool, String> {
+    let Some(tree) = fresh else {
+        return Err(
+            "no fresh dump to judge the tap on (none yet, or a gesture since may have changed the screen)"
+                .into(),
+        );
     };
-    let target = node.nearest_clickable().unwrap_or(node);
-    let mut out: Vec<String> = Vec::new();
-    for n in std::iter::once(target).chain(target.descendants()) {
-        // A clickable inside the target (a card's 去支付 button) takes its own taps: it
-        // is not what this tap presses, unless the tap lands on it (then it is `node`'s
-        // own clickable and the target itself).
-        let own = n.id() == target.id()
-            || !std::iter::once(n)
-                .chain(n.ancestors().take_while(|a| a.id() != target.id()))
-                .any(|x| x.is_clickable());
-        if !own {
-            continue;
-        }
-        for l in [n.text(), n.desc()] {
-            let l = trim_name(l);
-            if !l.is_empty() {
-                out.push(l.to_string());
-            }
-        }
+    let hits = controls_at(tree, at);
+    if let Some(pay) = hits.iter().find(|h| h.kind == ControlKind::Pay) {
+        return Err(format!(
+            "`{}` is a pay action: this client never pays",
+            pay.label
+        ));
     }
-    out
+    let submit_hit = hits.iter().find(|h| h.kind == ControlKind::Submit);
+    match (submit_hit, kind) {
+        (Some(_), TapKind::Submit) if submit == SubmitState::Armed => Ok(true),
+        (Some(h), TapKind::Submit) => Err(format!(
+            "`{}` may not be pressed: {}",
+            h.label,
+            match submit {
+                SubmitState::NotAllowed => "no submit is allowed here (dry run, collect, recovery)",
+                SubmitState::AwaitingMark => "the irreversible mark is not confirmed",
+                SubmitState::Spent => "the one submit was already tapped",
+                SubmitState::Armed => "unreachable",
+            }
+        )),
+        (Some(h), _) => Err(format!(
+            "`{}` is a submit control: only the flow's one submit after the irreversible mark may press it",
+            h.label
+        )),
+        (None, TapKind::Submit) => {
+            Err("the submit tap does not land on a 提交订单 / 确认下单 control".into())
+        }
+        (None, _) => Ok(false),
+    }
 }
 
 /// What the guard remembers between calls.
-#[derive(Default)]
 struct GuardState {
-    last: Option<Tree>,
-    /// Submits still allowed (1 for a live purchase, 0 otherwise).
-    submits_left: u32,
+    /// The freshest dump, every window, while nothing since can have changed the screen.
+    fresh: Option<Tree>,
+    submit: SubmitState,
     /// Taps refused so far.
     refused: u32,
 }
 
-/// A [`Device`] that refuses pay buttons and a second (or unwanted) submit.
+/// A [`Device`] that refuses pay actions, unwanted submits and blind taps.
 pub struct GuardedDevice<D: Device> {
     inner: D,
     state: Mutex<GuardState>,
 }
 
 impl<D: Device> GuardedDevice<D> {
-    /// `submit_allowed`: a live purchase may tap 提交订单 once; everything else never.
+    /// `submit_allowed`: a live purchase may tap 提交订单 once, after the mark; everything
+    /// else never.
     pub fn new(inner: D, submit_allowed: bool) -> Self {
         GuardedDevice {
             inner,
             state: Mutex::new(GuardState {
-                submits_left: u32::from(submit_allowed),
-                ..GuardState::default()
+                fresh: None,
+                submit: if submit_allowed {
+                    SubmitState::AwaitingMark
+                } else {
+                    SubmitState::NotAllowed
+                },
+                refused: 0,
             }),
         }
     }
@@ -111,61 +143,95 @@ impl<D: Device> GuardedDevice<D> {
         self.state().refused
     }
 
-    fn state(&self) -> std::sync::MutexGuard<'_, GuardState> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-fn refuse(state: &mut GuardState, why: String) -> Result<(), DeviceError> {
-    state.refused += 1;
-    tracing::error!(reason = %why, "tap refused by the device guard");
-    Err(DeviceError::TapRefused(why))
-}
-
-impl<D: Device> Device for GuardedDevice<D> {
-    fn dump_ui(&self) -> Result<UiDump, DeviceError> {
-        let out = self.inner.dump_ui();
-        // A failed dump clears the page: the next tap is judged on nothing rather than on
-        // a stale page.
-        self.state().last = out.as_ref().ok().map(|d| d.tree.clone());
-        out
+    /// Where the one submit stands.
+    pub fn submit_state(&self) -> SubmitState {
+        self.state().submit
     }
 
-    fn tap(&self, at: Point) -> Result<(), DeviceError> {
+    /// The driver saw the store answer `Marked` to the irreversible mark: a live
+    /// purchase's one submit is armed (a guard that allows no submit stays so).
+    pub fn marked(&self) {
+        let mut st = self.state();
+        if st.submit == SubmitState::AwaitingMark {
+            st.submit = SubmitState::Armed;
+        }
+    }
+
+    /// A tap the flow declared as `kind`, judged on the freshest dump ([`judge`]).
+    pub fn tap_as(&self, at: Point, kind: TapKind) -> Result<(), DeviceError> {
         {
             let mut st = self.state();
-            let labels = st
-                .last
-                .as_ref()
-                .map(|t| labels_at(t, at))
-                .unwrap_or_default();
-            if let Some(pay) = labels.iter().find(|l| is_pay_label(l)) {
-                let why = format!("`{pay}` is a pay button: this client never pays");
-                return refuse(&mut st, why);
+            match judge(st.fresh.as_ref(), st.submit, at, kind) {
+                Err(why) => return Err(refuse(&mut st, why)),
+                Ok(true) => st.submit = SubmitState::Spent,
+                Ok(false) => {}
             }
-            if labels.iter().any(|l| l.starts_with(SUBMIT_LABEL)) {
-                if st.submits_left == 0 {
-                    return refuse(
-                        &mut st,
-                        "提交订单 is not allowed here (dry run, recovery, or already tapped once)"
-                            .into(),
-                    );
-                }
-                st.submits_left -= 1;
+            // The tap may change the screen even if the call fails: the next tap needs a
+            // fresh dump.
+            if kind.changes_screen() {
+                st.fresh = None;
             }
         }
         self.inner.tap(at)
     }
 
+    fn state(&self) -> std::sync::MutexGuard<'_, GuardState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A gesture that may change the screen: the dump in hand is no longer fresh.
+    fn screen_may_change(&self) {
+        self.state().fresh = None;
+    }
+}
+
+fn refuse(state: &mut GuardState, why: String) -> DeviceError {
+    state.refused += 1;
+    tracing::error!(reason = %why, "tap refused by the device guard");
+    DeviceError::TapRefused(why)
+}
+
+impl<D: Device> Device for GuardedDevice<D> {
+    fn dump_ui(&self) -> Result<UiDump, DeviceError> {
+        let out = self.inner.dump_ui();
+        // Every window counts (a cashier in another app); a failed dump leaves nothing to
+        // judge on.
+        self.state().fresh = out.as_ref().ok().map(|d| {
+            if d.tree.dropped_packages().next().is_none() {
+                return d.tree.clone();
+            }
+            Tree::parse_with(&d.xml, WindowFilter::All).unwrap_or_else(|_| d.tree.clone())
+        });
+        out
+    }
+
+    /// A tap with no declared kind: judged as one that changes the screen.
+    fn tap(&self, at: Point) -> Result<(), DeviceError> {
+        self.tap_as(at, TapKind::ChangesScreen)
+    }
+
     fn swipe(&self, from: Point, to: Point, duration: Duration) -> Result<(), DeviceError> {
+        self.screen_may_change();
         self.inner.swipe(from, to, duration)
     }
 
     fn key(&self, code: KeyCode) -> Result<(), DeviceError> {
+        if !SAFE_KEYS.contains(&code) {
+            let mut st = self.state();
+            return Err(refuse(
+                &mut st,
+                format!(
+                    "key {} is not declared safe navigation (it could press a focused button)",
+                    code.0
+                ),
+            ));
+        }
+        self.screen_may_change();
         self.inner.key(code)
     }
 
     fn open_url(&self, url: &str) -> Result<(), DeviceError> {
+        self.screen_may_change();
         self.inner.open_url(url)
     }
 
@@ -174,6 +240,18 @@ impl<D: Device> Device for GuardedDevice<D> {
     }
 
     fn shell(&self, argv: &[&str]) -> Result<ShellOutput, DeviceError> {
+        match argv.first().copied() {
+            // Gestures go through tap / swipe / key, where they are judged.
+            Some("input") => {
+                let mut st = self.state();
+                return Err(refuse(
+                    &mut st,
+                    "`input` through the shell bypasses the tap checks".into(),
+                ));
+            }
+            Some("dumpsys" | "getprop" | "wm" | "pm") => {}
+            _ => self.screen_may_change(),
+        }
         self.inner.shell(argv)
     }
 }
@@ -182,19 +260,266 @@ impl<D: Device> Device for GuardedDevice<D> {
 mod tests {
     use super::*;
 
+    fn tree(body: &str) -> Tree {
+        Tree::parse(&format!(
+            r#"<hierarchy rotation="0"><node index="0" package="com.xunmeng.pinduoduo" class="android.widget.FrameLayout" bounds="[0,0][1080,2400]">{body}</node></hierarchy>"#
+        ))
+        .expect("tree")
+    }
+
+    /// A sheet: an option chip, the stepper, the 提交订单 footer.
+    fn sheet(submit: &str) -> Tree {
+        tree(&format!(
+            r#"<node text="黑色" clickable="true" bounds="[50,1500][250,1600]"/><node content-desc="增加数量" clickable="true" bounds="[950,1200][1030,1280]"/><node class="android.widget.FrameLayout" clickable="true" bounds="[334,2213][1080,2354]"><node text="{submit}" bounds="[548,2251][865,2316]"/></node>"#
+        ))
+    }
+
+    const OPTION: Point = Point { x: 150, y: 1550 };
+    const FOOTER: Point = Point { x: 700, y: 2280 };
+
     #[test]
-    fn pay_labels() {
-        for l in ["立即支付 ¥59", "继续支付", "  去支付", "支付", "确认付款"] {
-            assert!(is_pay_label(l), "{l}");
+    fn a_tap_on_submit_before_the_mark_is_refused() {
+        let t = sheet("提交订单 ¥269");
+        for state in [SubmitState::AwaitingMark, SubmitState::NotAllowed] {
+            let e = judge(Some(&t), state, FOOTER, TapKind::Submit).unwrap_err();
+            assert!(e.contains("提交订单"), "{e}");
         }
-        for l in [
-            "提交订单 ¥269",
-            "先去逛逛",
-            "微信支付",
-            "使用#微信支付，更换支付方式",
-            "支付宝",
+        // An ordinary tap on it, even after the mark.
+        for state in [SubmitState::AwaitingMark, SubmitState::Armed] {
+            assert!(judge(Some(&t), state, FOOTER, TapKind::ChangesScreen).is_err());
+            assert!(judge(Some(&t), state, FOOTER, TapKind::InPage).is_err());
+        }
+    }
+
+    #[test]
+    fn the_single_allowed_submit_passes_once() {
+        for label in ["提交订单 ¥269", "确认下单 ¥88"] {
+            let t = sheet(label);
+            assert_eq!(
+                judge(Some(&t), SubmitState::Armed, FOOTER, TapKind::Submit),
+                Ok(true),
+                "{label}"
+            );
+            assert!(judge(Some(&t), SubmitState::Spent, FOOTER, TapKind::Submit).is_err());
+            // A submit aimed off the control.
+            assert!(judge(Some(&t), SubmitState::Armed, OPTION, TapKind::Submit).is_err());
+            // Options and steppers pass.
+            assert_eq!(
+                judge(Some(&t), SubmitState::Armed, OPTION, TapKind::InPage),
+                Ok(false)
+            );
+        }
+    }
+
+    #[test]
+    fn confirm_order_is_treated_like_submit() {
+        let t = sheet("确认下单");
+        assert!(judge(
+            Some(&t),
+            SubmitState::AwaitingMark,
+            FOOTER,
+            TapKind::ChangesScreen
+        )
+        .unwrap_err()
+        .contains("确认下单"));
+    }
+
+    #[test]
+    fn pay_actions_are_refused_and_a_pay_tab_is_not() {
+        for label in [
+            "去付款",
+            "继续付款",
+            "支付 ¥59",
+            "去支付",
+            "立即支付 ¥59.00",
         ] {
-            assert!(!is_pay_label(l), "{l}");
+            let t = tree(&format!(
+                r#"<node class="android.widget.FrameLayout" clickable="true" bounds="[700,800][1000,900]"><node text="{label}" bounds="[720,810][980,890]"/></node>"#
+            ));
+            let p = Point { x: 710, y: 850 };
+            for state in [SubmitState::Armed, SubmitState::NotAllowed] {
+                for kind in [TapKind::InPage, TapKind::ChangesScreen, TapKind::Submit] {
+                    let e = judge(Some(&t), state, p, kind).unwrap_err();
+                    assert!(e.contains("pay action"), "{label}: {e}");
+                }
+            }
         }
+        let tabs = tree(
+            r#"<node text="全部" clickable="true" bounds="[0,200][200,300]"/><node text="待付款" clickable="true" bounds="[200,200][400,300]"/><node text="支付方式" clickable="true" bounds="[0,400][1080,500]"/>"#,
+        );
+        for p in [Point { x: 300, y: 250 }, Point { x: 500, y: 450 }] {
+            assert_eq!(
+                judge(
+                    Some(&tabs),
+                    SubmitState::NotAllowed,
+                    p,
+                    TapKind::ChangesScreen
+                ),
+                Ok(false)
+            );
+        }
+    }
+
+    #[test]
+    fn no_dump_yet_refuses_every_tap() {
+        for kind in [TapKind::InPage, TapKind::ChangesScreen, TapKind::Submit] {
+            assert!(judge(None, SubmitState::Armed, OPTION, kind)
+                .unwrap_err()
+                .contains("no fresh dump"));
+        }
+    }
+
+    /// A phone that answers every dump with `xml` and logs what reached it.
+    struct Fake {
+        xml: Mutex<String>,
+        log: Mutex<Vec<String>>,
+    }
+
+    impl Fake {
+        fn new(xml: &str) -> Fake {
+            Fake {
+                xml: Mutex::new(xml.into()),
+                log: Mutex::new(Vec::new()),
+            }
+        }
+        fn log(&self) -> Vec<String> {
+            self.log.lock().unwrap().clone()
+        }
+        fn push(&self, s: String) -> Result<(), DeviceError> {
+            self.log.lock().unwrap().push(s);
+            Ok(())
+        }
+    }
+
+    impl Device for Fake {
+        fn dump_ui(&self) -> Result<UiDump, DeviceError> {
+            let xml = self.xml.lock().unwrap().clone();
+            let tree = Tree::parse(&xml)?;
+            Ok(UiDump { xml, tree })
+        }
+        fn tap(&self, at: Point) -> Result<(), DeviceError> {
+            self.push(format!("tap {},{}", at.x, at.y))
+        }
+        fn swipe(&self, _: Point, _: Point, _: Duration) -> Result<(), DeviceError> {
+            self.push("swipe".into())
+        }
+        fn key(&self, code: KeyCode) -> Result<(), DeviceError> {
+            self.push(format!("key {}", code.0))
+        }
+        fn open_url(&self, url: &str) -> Result<(), DeviceError> {
+            self.push(format!("open {url}"))
+        }
+        fn screenshot(&self) -> Result<Png, DeviceError> {
+            Err(DeviceError::Io("no screenshots here".into()))
+        }
+        fn shell(&self, argv: &[&str]) -> Result<ShellOutput, DeviceError> {
+            self.push(format!("shell {}", argv.join(" ")))?;
+            Ok(ShellOutput::default())
+        }
+    }
+
+    fn sheet_xml(submit: &str) -> String {
+        format!(
+            r#"<hierarchy rotation="0"><node index="0" package="com.xunmeng.pinduoduo" class="android.widget.FrameLayout" bounds="[0,0][1080,2400]"><node text="黑色" clickable="true" bounds="[50,1500][250,1600]"/><node content-desc="增加数量" clickable="true" bounds="[950,1200][1030,1280]"/><node class="android.widget.FrameLayout" clickable="true" bounds="[334,2213][1080,2354]"><node text="{submit}" bounds="[548,2251][865,2316]"/></node></node></hierarchy>"#
+        )
+    }
+
+    #[test]
+    fn with_no_dump_yet_a_tap_is_refused_and_a_deep_link_or_back_is_not() {
+        let fake = Fake::new(&sheet_xml("提交订单 ¥59"));
+        let g = GuardedDevice::new(&fake, true);
+        let e = g.tap_as(OPTION, TapKind::InPage).unwrap_err();
+        assert_eq!(e.code(), "TAP_REFUSED");
+        g.open_url("pinduoduo://com.xunmeng.pinduoduo/goods.html?goods_id=1")
+            .unwrap();
+        g.back().unwrap();
+        g.key(KeyCode::HOME).unwrap();
+        assert_eq!(g.key(KeyCode::ENTER).unwrap_err().code(), "TAP_REFUSED");
+        assert_eq!(
+            g.shell(&["input", "tap", "700", "2280"])
+                .unwrap_err()
+                .code(),
+            "TAP_REFUSED"
+        );
+        assert_eq!(g.refused(), 3);
+        assert_eq!(
+            fake.log(),
+            [
+                "open pinduoduo://com.xunmeng.pinduoduo/goods.html?goods_id=1",
+                "key 4",
+                "key 3"
+            ]
+        );
+    }
+
+    #[test]
+    fn queued_taps_are_rechecked_and_a_screen_change_needs_a_fresh_dump() {
+        let fake = Fake::new(&sheet_xml("提交订单 ¥59"));
+        let g = GuardedDevice::new(&fake, false);
+        g.dump_ui().unwrap();
+        // In-page taps planned on one dump: each judged on it.
+        g.tap_as(OPTION, TapKind::InPage).unwrap();
+        g.tap_as(Point { x: 990, y: 1240 }, TapKind::InPage)
+            .unwrap();
+        // A queued tap that would land on the footer is refused even mid-queue.
+        assert!(g.tap_as(FOOTER, TapKind::InPage).is_err());
+        // A tap that changes the screen (a popup's close) ends what the dump vouches for.
+        g.tap_as(Point { x: 10, y: 10 }, TapKind::ChangesScreen)
+            .unwrap();
+        assert!(g
+            .tap_as(OPTION, TapKind::InPage)
+            .unwrap_err()
+            .to_string()
+            .contains("no fresh dump"));
+        g.dump_ui().unwrap();
+        g.tap_as(OPTION, TapKind::InPage).unwrap();
+        // A swipe too.
+        g.swipe(OPTION, FOOTER, Duration::from_millis(300)).unwrap();
+        assert!(g.tap_as(OPTION, TapKind::InPage).is_err());
+        assert_eq!(g.refused(), 3);
+        assert_eq!(
+            fake.log().iter().filter(|l| l.starts_with("tap")).count(),
+            4
+        );
+    }
+
+    #[test]
+    fn the_one_submit_needs_a_live_guard_the_mark_and_a_submit_control() {
+        let fake = Fake::new(&sheet_xml("确认下单 ¥59"));
+        // Live, before the mark: refused.
+        let g = GuardedDevice::new(&fake, true);
+        g.dump_ui().unwrap();
+        assert!(g.tap_as(FOOTER, TapKind::Submit).is_err());
+        g.marked();
+        assert_eq!(g.submit_state(), SubmitState::Armed);
+        g.tap_as(FOOTER, TapKind::Submit).unwrap();
+        assert_eq!(g.submit_state(), SubmitState::Spent);
+        // Never a second one, even on a fresh dump.
+        g.dump_ui().unwrap();
+        assert!(g.tap_as(FOOTER, TapKind::Submit).is_err());
+        // A guard built for a dry run or recovery never arms.
+        let dry = GuardedDevice::new(&fake, false);
+        dry.marked();
+        dry.dump_ui().unwrap();
+        assert!(dry.tap_as(FOOTER, TapKind::Submit).is_err());
+        assert_eq!(
+            fake.log().iter().filter(|l| l.starts_with("tap")).count(),
+            1
+        );
+    }
+
+    #[test]
+    fn another_apps_cashier_counts() {
+        // PDD handed WeChat Pay to com.tencent.mm: the tree the flows see has no PDD
+        // window, the guard still sees the pay button.
+        let xml = r#"<hierarchy rotation="0"><node index="0" package="com.tencent.mm" class="android.widget.FrameLayout" bounds="[0,0][1080,2400]"><node text="立即支付" clickable="true" bounds="[100,2000][980,2150]"/></node></hierarchy>"#;
+        let fake = Fake::new(xml);
+        let g = GuardedDevice::new(&fake, true);
+        g.dump_ui().unwrap();
+        assert!(g
+            .tap_as(Point { x: 500, y: 2050 }, TapKind::ChangesScreen)
+            .unwrap_err()
+            .to_string()
+            .contains("pay action"));
     }
 }

@@ -4,8 +4,9 @@
 //! # Code map (every file sits above what it imports)
 //! - [`driver`] — [`driver::drive`]: performs a flow's actions on a device, parses and
 //!   classifies every dump, saves artifacts, records the action trace, bounds the run.
-//! - [`guard`] — [`guard::GuardedDevice`]: refuses pay buttons and any 提交订单 beyond
-//!   the single one a live job may tap, whatever a flow asks.
+//! - [`guard`] — [`guard::GuardedDevice`]: judges every tap on the freshest dump; refuses
+//!   pay actions, blind taps (no dump since the screen may have changed) and any
+//!   提交订单 / 确认下单 but the single submit a live job may tap after the mark.
 //! - [`source`] — [`source::DeviceSource`]: where a job gets its phone.
 //! - [`adb`] — the device port over ADB ([`adb::AdbSource`]).
 //! - [`attempt`] — what every job shares: settings, artifacts, the task report, the §7

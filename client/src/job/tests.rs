@@ -9,6 +9,7 @@ use cmautobuy_sim_phone::{Catalog, DumpFault, Goods, PopupKind, PopupSchedule, S
 use std::time::Duration;
 
 use super::driver::{drive, DriveLimits, DriveReport, NoEffects};
+use super::guard::GuardedDevice;
 use super::sim_device::SimFlowDevice;
 use crate::artifacts::AttemptArtifacts;
 use crate::clock::VirtualClock;
@@ -49,7 +50,7 @@ fn collect_with(
     let clock = VirtualClock::new(Utc.with_ymd_and_hms(2026, 11, 30, 0, 0, 0).unwrap());
     drive(
         &mut flow,
-        dev,
+        &GuardedDevice::new(dev, false),
         &mut NoEffects,
         &clock,
         artifacts,
@@ -453,7 +454,7 @@ fn collect_on<D: Device>(dev: &D, goods_id: &str, title: Option<&str>) -> DriveR
     let clock = VirtualClock::new(Utc.with_ymd_and_hms(2026, 11, 30, 0, 0, 0).unwrap());
     drive(
         &mut flow,
-        dev,
+        &GuardedDevice::new(dev, false),
         &mut NoEffects,
         &clock,
         None,

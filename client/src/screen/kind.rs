@@ -8,6 +8,7 @@ use serde::Serialize;
 pub enum ScreenKind {
     GoodsDetail,
     SkuSheet,
+    ConfirmOrder,
     Payment,
     PaymentAbandonDialog,
     OrderList,
@@ -23,6 +24,7 @@ impl ScreenKind {
         match self {
             ScreenKind::GoodsDetail => "goods_detail",
             ScreenKind::SkuSheet => "sku_sheet",
+            ScreenKind::ConfirmOrder => "confirm_order",
             ScreenKind::Payment => "payment",
             ScreenKind::PaymentAbandonDialog => "payment_abandon_dialog",
             ScreenKind::OrderList => "order_list",

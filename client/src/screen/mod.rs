@@ -16,6 +16,10 @@
 //!   keyword lists (PDD wordings from the field notes) in one place.
 //! - [`recognize`] — [`classify`]: the order in which page kinds are tried, and why.
 //! - [`sku_sheet`] — the checkout/SKU bottom sheet: groups, options, quantity, total.
+//! - [`confirm_order`] — the full-page 确认订单 some goods go through after the sheet's
+//!   确定: address, spec, quantity, payment row, total, 提交订单.
+//! - [`controls`] — the controls a tap must not press by accident: submit controls
+//!   (提交订单 / 确认下单) and pay actions, by a whole-label rule (the device guard asks).
 //! - [`pages`] — every other page kind: goods detail, payment, the payment-abandon
 //!   dialog, order list and detail, popups, login and risk pages.
 //! - [`activity`] — not a dump: the goods id the phone shows, from the text of
@@ -48,6 +52,8 @@
 
 pub mod activity;
 mod arena;
+pub mod confirm_order;
+pub mod controls;
 pub mod error;
 mod geometry;
 pub mod goods;
@@ -65,6 +71,7 @@ pub mod target;
 pub mod tree;
 
 pub use activity::TopGoods;
+pub use confirm_order::ConfirmOrder;
 pub use error::DumpError;
 pub use goods::{BuyButton, GoodsDetail};
 pub use pages::{

@@ -35,6 +35,9 @@ pub enum PaymentVerdict {
     Interactive { method: String },
     /// Submitting here could pay or bind the order: never tap.
     NotAllowed { reason: String },
+    /// This screen places no order (a sheet whose 确定 / 立即购买 opens 确认订单) and
+    /// shows no committing wording: the payment is judged on the next page.
+    OnNextPage,
 }
 
 impl PaymentVerdict {
@@ -51,21 +54,8 @@ pub fn assess<'a>(
     labels: impl IntoIterator<Item = &'a str>,
 ) -> PaymentVerdict {
     let not_allowed = |reason: String| PaymentVerdict::NotAllowed { reason };
-    let committing = labels
-        .into_iter()
-        .chain(payment_row)
-        .chain(submit_label)
-        .find_map(|l| {
-            COMMITTING_WORDS
-                .iter()
-                .find(|w| l.contains(*w))
-                .map(|w| (l, *w))
-        });
-    if let Some((label, word)) = committing {
-        return not_allowed(format!(
-            "the screen says `{word}` (`{}`): submitting could pay or bind the order",
-            label.chars().take(40).collect::<String>()
-        ));
+    if let Some(reason) = committing(labels.into_iter().chain(payment_row).chain(submit_label)) {
+        return not_allowed(reason);
     }
     let Some(row) = payment_row else {
         return not_allowed("no payment method is shown".into());
@@ -86,6 +76,19 @@ pub fn assess<'a>(
         )),
         None => not_allowed("no 提交订单 control is shown".into()),
     }
+}
+
+/// The first label with wording that places a binding or paid order (先用后付, 免密, …),
+/// as the reason a submit is not allowed.
+pub fn committing<'a>(labels: impl IntoIterator<Item = &'a str>) -> Option<String> {
+    labels.into_iter().find_map(|l| {
+        COMMITTING_WORDS.iter().find(|w| l.contains(*w)).map(|w| {
+            format!(
+                "the screen says `{w}` (`{}`): submitting could pay or bind the order",
+                l.chars().take(40).collect::<String>()
+            )
+        })
+    })
 }
 
 #[cfg(test)]

@@ -8,15 +8,17 @@
 //!    继续支付); checked before generic popups because it also has a close icon.
 //! 4. `popup` — anything dismissable drawn over a page; the page under it is classified
 //!    too (cheaply, same tree) and reported as `underlying`.
-//! 5. `sku_sheet`, 6. `payment`, 7. `order_detail`, 8. `order_list`, 9. `goods_detail` —
-//!    the pages; the sheet first because it shows "微信支付" (payment wording) and sits
-//!    over the goods page's buy buttons.
-//! 10. `risk_verification` (weak wordings such as 实名认证, which cross-border checkouts
+//! 5. `confirm_order`, 6. `sku_sheet`, 7. `payment`, 8. `order_detail`, 9. `order_list`,
+//!    10. `goods_detail` — the pages; 确认订单 first (its title, and no 已选: it may carry a
+//!    quantity stepper and lists payment methods), then the sheet because it shows
+//!    "微信支付" (payment wording) and sits over the goods page's buy buttons.
+//! 11. `risk_verification` (weak wordings such as 实名认证, which cross-border checkouts
 //!     also print) — only when no page matched.
-//! 11. `unknown` — a value with diagnostics, never an error.
+//! 12. `unknown` — a value with diagnostics, never an error.
 
 use serde::Serialize;
 
+use super::confirm_order::{self, ConfirmOrder};
 use super::goods::{self, GoodsDetail};
 pub use super::kind::ScreenKind;
 use super::page::Page;
@@ -34,6 +36,7 @@ use super::tree::Tree;
 pub enum Screen {
     GoodsDetail(GoodsDetail),
     SkuSheet(SkuSheet),
+    ConfirmOrder(ConfirmOrder),
     Payment(Payment),
     PaymentAbandonDialog(AbandonDialog),
     OrderList(OrderList),
@@ -49,6 +52,7 @@ impl Screen {
         match self {
             Screen::GoodsDetail(_) => ScreenKind::GoodsDetail,
             Screen::SkuSheet(_) => ScreenKind::SkuSheet,
+            Screen::ConfirmOrder(_) => ScreenKind::ConfirmOrder,
             Screen::Payment(_) => ScreenKind::Payment,
             Screen::PaymentAbandonDialog(_) => ScreenKind::PaymentAbandonDialog,
             Screen::OrderList(_) => ScreenKind::OrderList,
@@ -79,6 +83,7 @@ pub fn classify(tree: &Tree) -> Screen {
     if let Some(kind) = page_kind(&page) {
         return match kind {
             ScreenKind::SkuSheet => Screen::SkuSheet(sku_sheet::extract(&page)),
+            ScreenKind::ConfirmOrder => Screen::ConfirmOrder(confirm_order::extract(&page)),
             ScreenKind::Payment => Screen::Payment(pages::extract_payment(&page)),
             ScreenKind::OrderDetail => Screen::OrderDetail(pages::extract_order_detail(&page)),
             ScreenKind::OrderList => Screen::OrderList(pages::extract_order_list(&page)),
@@ -93,7 +98,9 @@ pub fn classify(tree: &Tree) -> Screen {
 
 /// The ordinary page kind of a tree (no dialogs), by detection only.
 fn page_kind(page: &Page<'_>) -> Option<ScreenKind> {
-    if sku_sheet::looks_like(page) {
+    if confirm_order::looks_like(page) {
+        Some(ScreenKind::ConfirmOrder)
+    } else if sku_sheet::looks_like(page) {
         Some(ScreenKind::SkuSheet)
     } else if pages::detect_payment(page) {
         Some(ScreenKind::Payment)

@@ -52,6 +52,11 @@ pub struct SkuSheet {
     pub quantity_stepper: Option<QuantityStepper>,
     /// The footer button ("提交订单 ¥269"). Tapping it creates an order.
     pub submit: Option<Target>,
+    /// The footer button of a sheet that goes on to the full-page 确认订单 instead of
+    /// ordering (确定 / 立即购买; field notes §3a): only when there is no [`Self::submit`].
+    /// Tapping it places nothing; the order is placed on 确认订单
+    /// ([`super::confirm_order`]), where the total and the payment method are judged.
+    pub proceed: Option<Target>,
     /// The sheet's close icon.
     pub close: Option<Target>,
     /// "使用#微信支付，更换支付方式".
@@ -234,6 +239,19 @@ pub fn payment_row(page: &Page<'_>) -> Option<String> {
     .map(|n| Page::label_of(&n).to_string())
 }
 
+/// The footer labels of a sheet that opens 确认订单 instead of ordering.
+pub const PROCEED_LABELS: &[&str] = &["确定", "立即购买"];
+
+/// The footer's 确定 / 立即购买 (exact label, clickable, in the bottom quarter of the
+/// screen: the footer, not a dialog's 确定), when no 提交订单 is shown.
+fn proceed_node<'t>(page: &Page<'t>) -> Option<NodeRef<'t>> {
+    let screen = page.tree.screen();
+    let footer_top = screen.top + (screen.bottom - screen.top) * 3 / 4;
+    page.labels(|l| PROCEED_LABELS.contains(&l))
+        .filter(|n| n.nearest_clickable().is_some() && n.visible_bounds().top >= footer_top)
+        .last()
+}
+
 /// Cheap check used by the classifier.
 pub fn looks_like(page: &Page<'_>) -> bool {
     let selected = select_node(page.tree).is_some();
@@ -249,6 +267,11 @@ pub fn extract(page: &Page<'_>) -> SkuSheet {
     // The header block: the parent of "已选" holds image, price and stepper.
     let header = select.and_then(|s| s.parent());
     let submit = submit_node(page);
+    let proceed = if submit.is_none() {
+        proceed_node(page)
+    } else {
+        None
+    };
 
     let (unit_price_text, unit_price, stock_text) = header
         .map(|h| header_price(h))
@@ -274,11 +297,20 @@ pub fn extract(page: &Page<'_>) -> SkuSheet {
         .and_then(Target::of);
 
     let payment_method_text = payment_row(page);
-    let payment = payment::assess(
-        payment_method_text.as_deref(),
-        submit.map(|n| Page::label_of(&n)),
-        page.labelled.iter().map(Page::label_of),
-    );
+    let labels = || page.labelled.iter().map(Page::label_of);
+    let payment = match proceed {
+        // 确定 / 立即购买 orders nothing: the payment is judged on 确认订单 — unless this
+        // sheet already says the account commits or pays without a human.
+        Some(_) => match payment::committing(labels().chain(payment_method_text.as_deref())) {
+            Some(reason) => PaymentVerdict::NotAllowed { reason },
+            None => PaymentVerdict::OnNextPage,
+        },
+        None => payment::assess(
+            payment_method_text.as_deref(),
+            submit.map(|n| Page::label_of(&n)),
+            labels(),
+        ),
+    };
 
     let mut sheet = SkuSheet {
         address_present,
@@ -291,6 +323,7 @@ pub fn extract(page: &Page<'_>) -> SkuSheet {
         groups,
         quantity_stepper: stepper,
         submit: submit.and_then(Target::of),
+        proceed: proceed.and_then(Target::of),
         close,
         payment_method_text,
         payment,
@@ -403,15 +436,25 @@ fn address_present(page: &Page<'_>, select: Option<NodeRef<'_>>) -> Option<bool>
     // Only the part of the sheet above the header counts: a goods title further down
     // may well mention 地址.
     let limit = select.map(|s| s.id().index()).unwrap_or(usize::MAX);
-    let above = || page.labelled.iter().filter(|n| n.id().index() < limit);
-    if above().any(|n| {
-        let l = Page::label_of(n);
-        NO_ADDRESS.iter().any(|w| l.contains(w))
-    }) {
+    address_in(
+        page.labelled
+            .iter()
+            .filter(|n| n.id().index() < limit)
+            .map(Page::label_of),
+    )
+}
+
+/// Whether these labels (the address block of a sheet or of 确认订单) ask for an address
+/// (`Some(false)`: 手动添加地址, 手动添加收货地址, …), show one (`Some(true)`: a masked phone
+/// number, 收货人, a street address), or neither (`None`).
+pub fn address_in<'a>(labels: impl Iterator<Item = &'a str> + Clone) -> Option<bool> {
+    if labels
+        .clone()
+        .any(|l| NO_ADDRESS.iter().any(|w| l.contains(w)))
+    {
         return Some(false);
     }
-    if above().any(|n| {
-        let l = Page::label_of(n);
+    if labels.into_iter().any(|l| {
         phone_mask_re().is_match(l)
             || l.contains("收货人")
             || ((l.contains('省') || l.contains('市'))
@@ -683,6 +726,28 @@ mod tests {
         );
         assert_eq!(normalize_name("  ＸＬ "), "xl");
         assert_ne!(normalize_name("L"), normalize_name("XL"));
+    }
+
+    #[test]
+    fn a_footer_reading_confirm_goes_on_to_confirm_order() {
+        use crate::screen::{classify, Screen, Tree};
+        let xml = include_str!("../../../fixtures/screens/sku_sheet_confirm_button.xml");
+        let sheet = |xml: &str| match classify(&Tree::parse(xml).expect("parses")) {
+            Screen::SkuSheet(s) => s,
+            other => panic!("not a sheet: {other:?}"),
+        };
+        for label in ["确定", "立即购买"] {
+            let s = sheet(&xml.replace("text=\"确定\"", &format!("text=\"{label}\"")));
+            assert_eq!(s.proceed.map(|t| t.label), Some(label.to_string()));
+            assert!(s.submit.is_none() && s.total.is_none());
+            assert_eq!(s.payment, PaymentVerdict::OnNextPage);
+        }
+        // Committing wording on such a sheet is refused right there.
+        let s = sheet(&xml.replace("text=\"添加\"", "text=\"先用后付\""));
+        assert!(matches!(s.payment, PaymentVerdict::NotAllowed { .. }));
+        // A sheet with 提交订单 has no proceed control.
+        let s = sheet(&xml.replace("text=\"确定\"", "text=\"提交订单 ¥47.2\""));
+        assert!(s.proceed.is_none() && s.submit.is_some());
     }
 
     #[test]

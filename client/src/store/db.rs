@@ -55,6 +55,14 @@ fn configure(conn: &Connection) -> Result<()> {
 }
 
 fn migrate(conn: &mut Connection) -> Result<()> {
+    migrate_to(conn, schema::MIGRATIONS.len() as i64)
+}
+
+/// Applies the migrations past `user_version` up to version `target` (clamped to the
+/// known ones), in one transaction. Version `k` is exactly what a client with the first
+/// `k` migrations created: the upgrade tests build every earlier version with it. A
+/// database newer than this code is refused ([`StoreError::NewerSchema`]).
+fn migrate_to(conn: &mut Connection, target: i64) -> Result<()> {
     let known = schema::MIGRATIONS.len() as i64;
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let current: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
@@ -64,7 +72,13 @@ fn migrate(conn: &mut Connection) -> Result<()> {
             known,
         });
     }
-    for (i, migration) in schema::MIGRATIONS.iter().enumerate().skip(current as usize) {
+    let target = target.clamp(0, known) as usize;
+    for (i, migration) in schema::MIGRATIONS
+        .iter()
+        .enumerate()
+        .take(target)
+        .skip(current as usize)
+    {
         for stmt in migration.iter() {
             tx.execute(stmt, [])?;
         }
@@ -273,6 +287,173 @@ mod tests {
             matches!(err, StoreError::Schema(ref m) if m.contains("artifacts")),
             "{err}"
         );
+    }
+
+    /// Representative rows for the tables of schema version 1 (every table the first
+    /// release had), written with the columns that version had.
+    const V1_ROWS: &[&str] = &[
+        "INSERT INTO settings (key, value, updated_at) VALUES
+            ('client_id', 'CLIENT-00000000000000AB', '2026-01-01T00:00:00.000Z'),
+            ('name', '办公室-01', '2026-01-01T00:00:00.000Z'),
+            ('admin_url', 'http://admin.example', '2026-01-01T00:00:00.000Z'),
+            ('device', '192.168.0.173:5555', '2026-01-01T00:00:00.000Z'),
+            ('registration', '{\"state\":\"ok\",\"at\":\"2026-01-01T00:00:01Z\",\"error\":null,\"rejected\":false}', '2026-01-01T00:00:01.000Z')",
+        "INSERT INTO tasks (id, remote_task_id, task_type, execution_mode, version, priority,
+            payload, raw_task, state, claimed_at, updated_at) VALUES
+            (1, 'cg1', 'purchase', 'live', 3, 10,
+             '{\"goods_id\":\"222\",\"goods_url\":\"u\",\"options\":{\"color\":\"黑色\"},\"quantity\":2,\"max_price_cent\":2360}',
+             '{\"id\":\"cg1\",\"type\":\"purchase\",\"execution_mode\":\"live\",\"version\":3,\"priority\":10,\"payload\":{}}',
+             'reporting', '2026-01-01T00:01:00.000Z', '2026-01-01T00:05:00.000Z')",
+        "INSERT INTO task_runs (id, task_id, attempt_id, started_at, irreversible_action_at,
+            finished_at, outcome) VALUES
+            (1, 1, 'attempt-1', '2026-01-01T00:01:01.000Z', '2026-01-01T00:03:00.000Z',
+             '2026-01-01T00:05:00.000Z', 'succeeded')",
+        "INSERT INTO outbox (id, task_id, run_id, kind, remote_task_id, method, path, headers,
+            body, idempotency_key, on_accept_state, state, attempts, next_attempt_at,
+            last_error, result_id, response, created_at, updated_at, accepted_at) VALUES
+            (1, 1, 1, 'result', 'cg1', 'POST', '/api/v1/client/tasks/cg1/result',
+             '[[\"X-Client-Id\",\"CLIENT-00000000000000AB\"],[\"Idempotency-Key\",\"cg1:attempt-1:result-v1\"]]',
+             CAST('{\"task_version\":3}' AS BLOB), 'cg1:attempt-1:result-v1', 'succeeded',
+             'pending', 2, 1767225900000, 'result submission: HTTP 503', NULL, NULL,
+             '2026-01-01T00:05:00.000Z', '2026-01-01T00:05:00.000Z', NULL)",
+        "INSERT INTO artifacts (id, run_id, artifact_id, file, sha256, step, taken_at) VALUES
+            (1, 1, 'art-1', 'cg1/attempt-1/01-open.xml', 'ab12', 'open_goods',
+             '2026-01-01T00:01:02.000Z')",
+        "INSERT INTO spec_resolutions (id, run_id, remote_task_id, idempotency_key,
+            candidate_snapshot_hash, request_body, state, attempts, last_error, resolution_id,
+            outcome, response, created_at, updated_at) VALUES
+            (1, 1, 'cg1', 'spec-resolution-v1:ffff', 'ffff', CAST('{}' AS BLOB), 'resolved', 1,
+             NULL, 'psr-1', 'matched', CAST('{}' AS BLOB), '2026-01-01T00:02:00.000Z',
+             '2026-01-01T00:02:01.000Z')",
+        "INSERT INTO operator_alerts (id, kind, remote_task_id, message, raised_at, acked_at)
+            VALUES (1, 'protocol', 'cg9', '任务不完整', '2026-01-01T00:00:30.000Z', NULL)",
+    ];
+
+    /// Every row of every table (as `(table, rows)`), for before/after comparison.
+    fn dump(conn: &Connection) -> Vec<(String, Vec<Vec<rusqlite::types::Value>>)> {
+        let tables: Vec<String> = conn
+            .prepare(
+                "SELECT name FROM sqlite_master WHERE type = 'table'
+                 AND name NOT LIKE 'sqlite_%' ORDER BY name",
+            )
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<std::result::Result<_, _>>()
+            .unwrap();
+        tables
+            .into_iter()
+            .map(|t| {
+                let mut stmt = conn
+                    .prepare(&format!("SELECT * FROM {t} ORDER BY rowid"))
+                    .unwrap();
+                let n = stmt.column_count();
+                let rows = stmt
+                    .query_map([], |r| {
+                        (0..n)
+                            .map(|i| r.get::<_, rusqlite::types::Value>(i))
+                            .collect::<std::result::Result<Vec<_>, _>>()
+                    })
+                    .unwrap()
+                    .collect::<std::result::Result<Vec<_>, _>>()
+                    .unwrap();
+                (t, rows)
+            })
+            .collect()
+    }
+
+    /// A database at `version`, built from the migration list itself, with the rows of
+    /// the tables that exist then.
+    fn database_at_version(path: &Path, version: i64) {
+        let mut c = Connection::open(path).unwrap();
+        configure(&c).unwrap();
+        migrate_to(&mut c, version).unwrap();
+        let uv: i64 = c
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(uv, version);
+        if version >= 1 {
+            for row in V1_ROWS {
+                c.execute(row, []).unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn data_model_2_2_every_earlier_schema_version_upgrades_and_keeps_its_data() {
+        let known = schema::MIGRATIONS.len() as i64;
+        for version in 0..known {
+            let dir = tempfile::tempdir().unwrap();
+            let path = Store::path_in(dir.path());
+            database_at_version(&path, version);
+            let before = dump(&Connection::open(&path).unwrap());
+            // Open with the current code: migrations, then the schema self-check.
+            let s = Store::open(&path).unwrap_or_else(|e| panic!("version {version}: {e}"));
+            let after = {
+                let c = s.lock();
+                let uv: i64 = c
+                    .query_row("PRAGMA user_version", [], |r| r.get(0))
+                    .unwrap();
+                assert_eq!(uv, known, "version {version}");
+                self_check(&c).unwrap();
+                dump(&c)
+            };
+            // Every old row is still there, column for column; columns added since are
+            // NULL (appended at the end of their table).
+            for (table, rows) in &before {
+                let now = &after.iter().find(|(t, _)| t == table).unwrap().1;
+                assert_eq!(now.len(), rows.len(), "version {version}, {table}");
+                for (old, new) in rows.iter().zip(now) {
+                    assert_eq!(&new[..old.len()], &old[..], "version {version}, {table}");
+                    assert!(
+                        new[old.len()..]
+                            .iter()
+                            .all(|v| *v == rusqlite::types::Value::Null),
+                        "version {version}, {table}"
+                    );
+                }
+            }
+            // And the current code reads them.
+            if version >= 1 {
+                assert_eq!(s.client_id().unwrap(), "CLIENT-00000000000000AB");
+                let st = s.settings().unwrap();
+                assert_eq!(st.name.as_deref(), Some("办公室-01"));
+                assert_eq!(st.registration.unwrap().state, "ok");
+                let t = s.task(1).unwrap();
+                assert_eq!(t.remote_task_id, "cg1");
+                let run = s.run(1).unwrap();
+                assert_eq!(run.attempt_id, "attempt-1");
+                assert_eq!(s.purchase_snapshot(1).unwrap(), None);
+                let item = s.outbox_item(1).unwrap();
+                assert_eq!(item.idempotency_key, "cg1:attempt-1:result-v1");
+                assert_eq!(s.outbox_undelivered_count().unwrap(), 1);
+                assert_eq!(s.artifacts(1).unwrap().len(), 1);
+                let spec = s.spec_resolution("spec-resolution-v1:ffff").unwrap();
+                assert!(spec.is_some());
+                assert_eq!(s.open_alerts().unwrap().len(), 1);
+            } else {
+                // A version-0 file is a fresh store: it gets its own client id.
+                assert!(s.client_id().unwrap().starts_with("CLIENT-"));
+            }
+        }
+    }
+
+    #[test]
+    fn data_model_2_2_a_newer_schema_version_is_refused_with_its_typed_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = Store::path_in(dir.path());
+        let known = schema::MIGRATIONS.len() as i64;
+        database_at_version(&path, known);
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch(&format!("PRAGMA user_version = {}", known + 1))
+            .unwrap();
+        match Store::open(&path) {
+            Err(StoreError::NewerSchema { found, known: k }) => {
+                assert_eq!((found, k), (known + 1, known));
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -102,7 +102,12 @@ pub(crate) fn json_body(
 /// One JSON object, with integral numbers written as floats (`3995.0`, `1e3`) read as the
 /// integers they are: JSON has one number type and JSON Schema calls `1.0` an integer, so
 /// the representation must not decide validity. Non-integral values stay floats and are
-/// refused wherever an integer is required ("禁止 float" is about such values).
+/// refused wherever an integer is required.
+///
+/// **Except money.** A `*_cent` field is left exactly as written, so the contract's
+/// validators refuse `4.0` there like `12.56` (data model §1 "禁止 float";
+/// `cmautobuy_contract::validate::money_fields_are_integers`, 422 with the body's
+/// validation code and `details.field`).
 pub(crate) fn parse_object(bytes: &[u8]) -> Result<Value, ApiError> {
     let mut v = validate::json_object(bytes)?;
     integral_numbers(&mut v);
@@ -124,7 +129,10 @@ fn integral_numbers(v: &mut Value) {
             }
         }
         Value::Array(a) => a.iter_mut().for_each(integral_numbers),
-        Value::Object(m) => m.values_mut().for_each(integral_numbers),
+        Value::Object(m) => m
+            .iter_mut()
+            .filter(|(k, _)| !k.ends_with("_cent"))
+            .for_each(|(_, v)| integral_numbers(v)),
         _ => {}
     }
 }
@@ -158,5 +166,20 @@ mod tests {
         assert_eq!(v["d"].as_i64(), Some(3_780_336_783_387_706));
         assert_eq!(v["e"], "7.0");
         assert!(v["f"].is_u64());
+    }
+
+    #[test]
+    fn money_fields_are_left_as_written_for_the_validators_to_refuse() {
+        let mut v: Value = serde_json::from_str(
+            r#"{"quantity": 2.0, "max_price_cent": 4200.0,
+                "skus": [{"price_cent": 4.0, "list_price_cent": 1e3, "n": 3.0}]}"#,
+        )
+        .unwrap();
+        integral_numbers(&mut v);
+        assert_eq!(v["quantity"].as_i64(), Some(2));
+        assert!(v["max_price_cent"].is_f64());
+        assert!(v["skus"][0]["price_cent"].is_f64());
+        assert!(v["skus"][0]["list_price_cent"].is_f64());
+        assert_eq!(v["skus"][0]["n"].as_i64(), Some(3));
     }
 }

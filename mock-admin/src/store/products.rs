@@ -4,9 +4,12 @@
 use crate::error::StoreError;
 use cmautobuy_contract::PddData;
 use rusqlite::{params, Connection, Transaction};
+use serde_json::Value;
 
-/// One `pdd_products` row. `skus_json` is the JSON text of the last collect result's
-/// `pdd_data`.
+/// One `pdd_products` row. `skus_json` is the last collect result's `pdd_data` object
+/// **as submitted** (data model §4.2 "原样提交，Admin 不做转换"): every field the client
+/// sent — unknown per-SKU and per-dimension fields included — in the client's key order,
+/// and no field it did not send.
 #[derive(Debug, Clone)]
 pub struct ProductRow {
     pub goods_id: String,
@@ -40,14 +43,17 @@ pub(super) fn insert_pending(
 
 /// Stores a collect result's data (data model §4.3): zero SKUs is useless to the
 /// business, so the product becomes `failed`, not `collected`; an empty or missing
-/// `shop_name` (or a missing title) never overwrites a saved one. Returns the `skus_json` stored.
+/// `shop_name` (or a missing title) never overwrites a saved one. `data` is the validated
+/// typed form (what the rules read); `submitted` is the same `pdd_data` as the client
+/// wrote it, stored as `skus_json` (data model §4.2: the Admin does not transform it).
 pub(super) fn save_collected(
     tx: &Transaction<'_>,
     url: &str,
     data: &PddData,
+    submitted: &Value,
     ts: &str,
-) -> Result<String, StoreError> {
-    let skus_json = serde_json::to_string(data)?;
+) -> Result<(), StoreError> {
+    let skus_json = serde_json::to_string(submitted)?;
     let (status, msg) = if data.skus.is_empty() {
         ("failed", Some("collect result has no skus"))
     } else {
@@ -82,7 +88,7 @@ pub(super) fn save_collected(
             ts
         ],
     )?;
-    Ok(skus_json)
+    Ok(())
 }
 
 /// A collect task failed for good: its product becomes `failed` unless already collected.

@@ -25,7 +25,7 @@ use cmautobuy_contract::{
     TaskType,
 };
 use rusqlite::{params, Connection, Transaction};
-use serde_json::Map;
+use serde_json::{Map, Value};
 
 enum Settle<'a> {
     Result,
@@ -143,6 +143,9 @@ pub fn submit_result(
             .into());
         }
         let ts = now();
+        // The submission as the client wrote it (key order kept: serde_json preserves
+        // order here); the typed `req` is what the rules were checked on.
+        let submitted: Value = serde_json::from_str(&ctx.raw_body)?;
         if let Some(data) = req
             .pdd_data
             .as_ref()
@@ -159,12 +162,17 @@ pub fn submit_result(
                 .with_detail("expected", task.pdd_goods_id.clone().unwrap_or_default())
                 .into());
             }
-            let skus_json = save_collected(tx, &task.pdd_goods_url, data, &ts)?;
-            tx.execute(
-                "UPDATE tasks SET result_data = ?2 WHERE task_id = ?1",
-                params![ctx.task_id, skus_json],
-            )?;
+            let pdd_data = submitted.get("pdd_data").unwrap_or(&Value::Null);
+            save_collected(tx, &task.pdd_goods_url, data, pdd_data, &ts)?;
         }
+        // `tasks.result_data` is the complete §6 submission as received (data model §4.3
+        // "完整的采集提交原文", the audit chain): the body text byte for byte, whose
+        // `pdd_data` is the `skus_json` just stored. The latest accepted result wins, as
+        // for `skus_json`; every submission stays in `task_results` besides.
+        tx.execute(
+            "UPDATE tasks SET result_data = ?2 WHERE task_id = ?1",
+            params![ctx.task_id, ctx.raw_body],
+        )?;
         let result_id = record_result(tx, "result", ctx, &ts)?;
         settle(tx, task, &ctx.client_id, Settle::Result, &ts)?;
         Ok(accepted(result_id, None, ts))

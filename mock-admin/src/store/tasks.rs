@@ -34,11 +34,14 @@ pub struct TaskRow {
     pub finished_at: Option<String>,
     pub created_at: String,
     pub updated_at: String,
+    /// The latest accepted §6 result body exactly as the client sent it (data model §4.3
+    /// "完整的采集提交原文"); `None` until a result arrives.
+    pub result_data: Option<String>,
 }
 
 pub(super) const TASK_COLUMNS: &str = "task_id, task_type, execution_mode, status, version, \
      priority, designated_client, assigned_client, claimed_at, pdd_goods_id, pdd_goods_url, \
-     payload, error_code, error_message, finished_at, created_at, updated_at";
+     payload, error_code, error_message, finished_at, created_at, updated_at, result_data";
 
 /// Reads a text column that must be one of an enum's snake_case names.
 fn enum_column<T: serde::de::DeserializeOwned>(
@@ -69,6 +72,7 @@ pub(super) fn task_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<TaskRow> 
         finished_at: r.get(14)?,
         created_at: r.get(15)?,
         updated_at: r.get(16)?,
+        result_data: r.get(17)?,
     })
 }
 

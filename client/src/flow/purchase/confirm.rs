@@ -3,8 +3,15 @@
 //! (提交订单 ¥TOTAL) are read from **one** dump; the payment method must be interactive
 //! (`screen::payment`), the total > 0 and at most `max_price_cent`, and settled (the same
 //! state on two consecutive quiet dumps).
+//! When the sheet's button reads 确定 / 立即购买 instead of 提交订单 (goods that go through
+//! the full-page 确认订单), it is tapped once the options and quantity are confirmed on
+//! the sheet (it orders nothing), and the address, the payment method, what the page
+//! shows of the goods, options and quantity, and the settled total are judged on
+//! 确认订单 by the same rules ([`PurchaseFlow::confirm_settled`]); its 提交订单 is the one
+//! submit. The flow never goes back from 确认订单.
 //! A dry run finishes there. A live run needs a goods-identity proof (else `manual_review
-//! GOODS_IDENTITY_UNVERIFIED`, normally refused at the goods page already) and asks for [`Effect::MarkIrreversible`] with the
+//! GOODS_IDENTITY_UNVERIFIED`, normally refused at the goods page already) and asks for
+//! [`Effect::MarkIrreversible`] with the
 //! [`Confirmation`]; only on [`EffectOutcome::Marked`] does it tap 提交订单 — once: the
 //! flow moves to its reconcile phase before the tap leaves, and no state of that phase
 //! can tap the sheet again. [`EffectOutcome::Refused`] ends it without a tap.
@@ -13,42 +20,146 @@ use chrono::{DateTime, Utc};
 use cmautobuy_contract::{ExecutionMode, FailureCode, FlowStep, OptionMap};
 
 use super::{finish_fail, Phase, PurchaseFlow, Settle};
-use crate::flow::action::{Action, Effect, EffectOutcome, FlowOutcome};
+use crate::flow::action::{Action, Effect, EffectOutcome, FlowOutcome, TapKind};
 use crate::flow::confirmation::Confirmation;
 use crate::flow::failure::FlowFailure;
 use crate::flow::observe::Pending;
 use crate::flow::reconcile::ReconcileFlow;
-use crate::screen::goods::GoodsProof;
-use crate::screen::{PaymentVerdict, SkuSheet};
+use crate::money::Fen;
+use crate::screen::goods::{self, GoodsProof};
+use crate::screen::names::names_all;
+use crate::screen::{ConfirmOrder, PaymentVerdict, SkuSheet, Target};
+
+/// `manual_review PAYMENT_METHOD_NOT_ALLOWED`: the operator must change the account's
+/// setting; nothing is tapped.
+fn payment_refused(step: FlowStep, reason: &str, row: Option<&str>) -> Action {
+    finish_fail(
+        FlowFailure::manual(
+            FailureCode::PaymentMethodNotAllowed,
+            step,
+            format!("{reason}; change the account's payment setting to an interactive method (微信支付)"),
+        )
+        .with("payment_method_text", row.unwrap_or_default().to_string()),
+    )
+}
 
 impl PurchaseFlow {
-    /// The quantity, then the final confirmation on the same dump.
+    /// The quantity, then the final confirmation on the same dump — or, on a sheet whose
+    /// button reads 确定 / 立即购买, the tap that opens 确认订单.
     pub(super) fn set_quantity_or_confirm(&mut self, s: SkuSheet, chosen: OptionMap) -> Action {
         if let Some(a) = self.set_quantity(&s) {
             return a;
         }
-        let want = self.task.quantity;
         // The final confirmation: everything above was read from this very dump.
         let step = FlowStep::ConfirmTotal;
         // Fail closed on the payment method before anything else is judged: an account
         // on 先用后付 or 免密支付 must never see a submit tap (nor pass a dry run).
         if let PaymentVerdict::NotAllowed { reason } = &s.payment {
-            return finish_fail(
-                FlowFailure::manual(
-                    FailureCode::PaymentMethodNotAllowed,
-                    step,
-                    format!("{reason}; change the account's payment setting to an interactive method (微信支付)"),
-                )
-                .with(
-                    "payment_method_text",
-                    s.payment_method_text.clone().unwrap_or_default(),
-                ),
-            );
+            return payment_refused(step, reason, s.payment_method_text.as_deref());
         }
-        let Some(total) = s.total else {
+        if s.submit.is_none() {
+            if let Some(proceed) = s.proceed.clone() {
+                return self.proceed(proceed, chosen);
+            }
+        }
+        let state = Settle {
+            options: chosen.clone(),
+            selected_text: s.selected_text.clone(),
+            quantity: self.task.quantity,
+            total: Fen(0),
+        };
+        self.confirm_settled(step, state, s.total, s.submit.clone())
+    }
+
+    /// The sheet's options and quantity are confirmed and its button reads 确定 / 立即购买:
+    /// tap it (it orders nothing) and go on on 确认订单.
+    fn proceed(&mut self, proceed: Target, chosen: OptionMap) -> Action {
+        self.proceeds += 1;
+        if self.proceeds > 2 {
+            return finish_fail(FlowFailure::retry(
+                FailureCode::PageNotRecognized,
+                FlowStep::ConfirmTotal,
+                "确认订单 did not stay open after the sheet's 确定",
+            ));
+        }
+        self.chosen = Some(chosen);
+        self.phase = Phase::Confirming;
+        self.polls = 0;
+        self.d.step = FlowStep::ConfirmTotal;
+        self.d.pending = Pending::Observe(FlowStep::ConfirmTotal);
+        // It opens 确认订单: nothing may follow it without a fresh dump.
+        Action::Tap {
+            at: proceed.tap,
+            label: proceed.label,
+            step: FlowStep::ConfirmTotal,
+            kind: TapKind::ChangesScreen,
+        }
+    }
+
+    /// The full-page 确认订单 (the contract's 最终订单确认页): the address, the payment
+    /// method, the goods, options and quantity when the page shows them, then the
+    /// settled total — as on the sheet.
+    pub(super) fn on_confirm_page(&mut self, c: ConfirmOrder) -> Action {
+        let step = FlowStep::ConfirmTotal;
+        if c.address_present == Some(false) {
+            return finish_fail(FlowFailure::manual(
+                FailureCode::AddressMissing,
+                FlowStep::CheckAddress,
+                "the account has no delivery address (手动添加收货地址)",
+            ));
+        }
+        if let PaymentVerdict::NotAllowed { reason } = &c.payment {
+            return payment_refused(step, reason, c.payment_method_text.as_deref());
+        }
+        let Some(chosen) = self.chosen.clone() else {
+            return finish_fail(FlowFailure::retry(
+                FailureCode::PageNotRecognized,
+                step,
+                "确认订单 without options confirmed on the sheet",
+            ));
+        };
+        // The page must show what the sheet confirmed (whatever of it it shows).
+        let title_ok = match (&self.title, &c.goods_title) {
+            (Some(want), Some(seen)) => goods::titles_match(want, seen),
+            _ => true,
+        };
+        let spec_ok = c
+            .spec_text
+            .as_deref()
+            .is_none_or(|t| names_all(std::iter::once(t), &chosen));
+        let qty_ok = c.quantity.is_none_or(|q| q == self.task.quantity);
+        if !(title_ok && spec_ok && qty_ok) {
             return self.poll(
                 step,
-                "the order total (提交订单 ¥…) is not readable",
+                "确认订单 does not show the goods, options and quantity confirmed on the sheet",
+                FailureCode::PageNotRecognized,
+            );
+        }
+        let state = Settle {
+            options: chosen,
+            selected_text: c.spec_text.clone(),
+            quantity: self.task.quantity,
+            total: Fen(0),
+        };
+        self.confirm_settled(step, state, c.total, c.submit.clone())
+    }
+
+    /// The total and the submit control of the confirming screen (the sheet's footer or
+    /// 确认订单): the total must be > 0, settled (the same selection, quantity and total
+    /// on two consecutive dumps separated by a bounded wait, the first of them not right
+    /// after a gesture) and at most `max_price_cent`. Then a dry run finishes; a live run
+    /// asks for the mark, right after the dump that re-confirmed exactly that state.
+    fn confirm_settled(
+        &mut self,
+        step: FlowStep,
+        mut state: Settle,
+        total: Option<Fen>,
+        submit: Option<Target>,
+    ) -> Action {
+        let Some(total) = total else {
+            return self.poll(
+                step,
+                "the order total (提交订单 ¥… / 合计 ¥…) is not readable",
                 FailureCode::PriceUnreadable,
             );
         };
@@ -62,22 +173,15 @@ impl PurchaseFlow {
                 .with("confirmed_total_cent", total.get()),
             );
         }
-        let Some(submit) = s.submit.clone() else {
+        let Some(submit) = submit else {
             return self.poll(
                 step,
                 "the submit button is not on screen",
                 FailureCode::PageNotRecognized,
             );
         };
-        // A settled total: the same selection, quantity and total on two consecutive
-        // dumps separated by a bounded wait, the first of them not right after a gesture
-        // (the app re-prices after taps: coupons, stock, the network).
-        let state = Settle {
-            options: chosen.clone(),
-            selected_text: s.selected_text.clone(),
-            quantity: want,
-            total,
-        };
+        // A settled total: the app re-prices after taps (coupons, stock, the network).
+        state.total = total;
         let settled = self.quiet_dumps >= 3 && self.prev_settle.as_ref() == Some(&state);
         if !settled {
             self.settles += 1;
@@ -94,8 +198,8 @@ impl PurchaseFlow {
             // The first dump after a gesture only waits; from the second on, each one is
             // the candidate the next must repeat.
             self.settling = (self.quiet_dumps >= 2).then_some(state);
-            self.d.pending = Pending::Observe(step);
-            self.d.step = FlowStep::ConfirmTotal;
+            self.d.pending = Pending::Observe(step.clone());
+            self.d.step = step;
             return Action::Wait {
                 duration: self.limits.poll_pause,
             };
@@ -123,16 +227,16 @@ impl PurchaseFlow {
             goods_id: self.identity.reported_goods_id(),
             goods_identity: Some(proof),
             title: self.title.clone(),
-            options: chosen,
+            options: state.options,
             original_options: self.task.options.clone(),
-            quantity: want,
+            quantity: state.quantity,
             total,
             max_price: self.task.max_price,
             spec_resolution_id: self.resolution.as_ref().map(|r| r.resolution_id.clone()),
         };
         self.confirmation = Some(conf.clone());
         if !self.task.live {
-            // Dry run: stop before the submit tap.
+            // Dry run: stop before the mark and the submit tap.
             return Action::Finish(FlowOutcome::Purchased(Box::new(conf.result(
                 ExecutionMode::DryRun,
                 None,
@@ -200,6 +304,7 @@ impl PurchaseFlow {
                     at: tap,
                     label,
                     step: FlowStep::SubmitOrder,
+                    kind: TapKind::Submit,
                 }
             }
             // Another run of this task is marked, or this run already has an outcome:

@@ -33,6 +33,13 @@
 //!    `max_price_cent` (`failed PRICE_LIMIT_EXCEEDED`), and **settled**: the same
 //!    selection, quantity and total on two consecutive dumps a bounded wait apart, the
 //!    first of them not right after a gesture (the app re-prices after taps).
+//!    Goods whose sheet button reads 确定 / 立即购买 (no 提交订单, no total) go on to the
+//!    full-page 确认订单 (the contract's 最终订单确认页): the button is tapped once the
+//!    options and quantity are confirmed on the sheet (it orders nothing; never tapped
+//!    again blind), and on 确认订单 the address (手动添加收货地址 → `ADDRESS_MISSING`), the
+//!    payment method, what the page shows of the goods, options and quantity, and the
+//!    settled total are judged by the same rules; its 提交订单 is the one submit. The
+//!    flow never goes back from 确认订单.
 //! 7. dry run: finish with the dry-run purchase result (`decisions.md` §6).
 //! 8. live: [`Effect::MarkIrreversible`] (durable, with the confirmation snapshot); only
 //!    after the store answers `Marked` the flow taps 提交订单 — once: the flow moves to
@@ -65,7 +72,7 @@ pub mod task;
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use cmautobuy_contract::{FailureCode, FlowStep, SpecResolutionRequest};
+use cmautobuy_contract::{FailureCode, FlowStep, OptionMap, SpecResolutionRequest};
 
 use super::action::{AbortReason, Action, Flow, FlowOutcome, Observation, Observed};
 use super::confirmation::Confirmation;
@@ -84,6 +91,9 @@ enum Phase {
     Sheet,
     /// Waiting for the spec resolution's answer.
     Resolving,
+    /// The sheet's 确定 / 立即购买 is tapped: the order is confirmed on the full-page
+    /// 确认订单.
+    Confirming,
     /// Waiting for the store to confirm the mark.
     Marking,
     /// The submit tap is out: everything is the reconcile flow's.
@@ -94,7 +104,7 @@ enum Phase {
 /// dumps.
 #[derive(Clone, Debug, PartialEq)]
 struct Settle {
-    options: cmautobuy_contract::OptionMap,
+    options: OptionMap,
     selected_text: Option<String>,
     quantity: u32,
     total: crate::money::Fen,
@@ -132,6 +142,10 @@ pub struct PurchaseFlow {
     sheet_seen: bool,
     bottom_seen: bool,
     option_taps: BTreeMap<String, u32>,
+    /// The options confirmed on the sheet before its 确定 / 立即购买 was tapped.
+    chosen: Option<OptionMap>,
+    /// Taps of the sheet's 确定 / 立即购买 (bounded).
+    proceeds: u32,
     /// The request sent (at most one per attempt).
     spec_request: Option<SpecResolutionRequest>,
     resolution: Option<Resolution>,
@@ -203,6 +217,8 @@ impl PurchaseFlow {
             sheet_seen: false,
             bottom_seen: false,
             option_taps: BTreeMap::new(),
+            chosen: None,
+            proceeds: 0,
             spec_request: None,
             resolution: None,
             confirmation: None,
@@ -263,6 +279,14 @@ impl PurchaseFlow {
         match screen {
             Screen::GoodsDetail(g) => self.on_goods(g),
             Screen::SkuSheet(s) if self.phase == Phase::Sheet => self.on_sheet(now, s),
+            Screen::ConfirmOrder(c) if self.phase == Phase::Confirming => self.on_confirm_page(c),
+            // 确定 was tapped and the sheet is still there: wait (bounded), never tap it
+            // again blind — 确认订单 may open right under a second tap.
+            Screen::SkuSheet(_) if self.phase == Phase::Confirming => self.poll(
+                FlowStep::ConfirmTotal,
+                "确认订单 did not open after the sheet's 确定",
+                FailureCode::PageNotRecognized,
+            ),
             other => {
                 let kind = other.kind().as_str();
                 let step = self.d.step.clone();
@@ -287,7 +311,20 @@ impl Flow for PurchaseFlow {
                 ));
             };
             // The submit tap's own answer starts the reconciliation (a device error
-            // included: the tap may still have reached the phone).
+            // included: the tap may still have reached the phone) — unless the device
+            // guard refused it: then it never left, and a human looks.
+            if let Observation::TapRefused { reason } = &obs {
+                if !r.started() {
+                    return finish_fail(
+                        FlowFailure::manual(
+                            FailureCode::PageNotRecognized,
+                            FlowStep::SubmitOrder,
+                            format!("the device guard refused the submit tap ({reason}); nothing was tapped"),
+                        )
+                        .with("device_error", "TAP_REFUSED"),
+                    );
+                }
+            }
             let obs = match obs {
                 Observation::Done | Observation::DeviceError { .. } if !r.started() => {
                     Observation::Start

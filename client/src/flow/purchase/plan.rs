@@ -10,15 +10,15 @@ use cmautobuy_contract::{FailureCode, FlowStep, OptionMap};
 use serde_json::Value;
 
 use super::{finish_fail, Phase, PurchaseFlow};
-use crate::flow::action::Action;
+use crate::flow::action::{Action, TapKind};
 use crate::flow::failure::FlowFailure;
 use crate::flow::identity::Verdict;
-use crate::flow::observe::Pending;
+use crate::flow::observe::{Pending, QueuedTap};
 use crate::flow::sheet::{self, tappable, Reveal};
 use crate::screen::goods::{self, GoodsProof};
 use crate::screen::names::selection_names;
 use crate::screen::sku_sheet::normalize_name;
-use crate::screen::{Bounds, GoodsDetail, OptionForm, Point, SkuSheet};
+use crate::screen::{Bounds, GoodsDetail, OptionForm, SkuSheet};
 
 impl PurchaseFlow {
     pub(super) fn on_goods(&mut self, g: GoodsDetail) -> Action {
@@ -47,6 +47,7 @@ impl PurchaseFlow {
                     at,
                     label,
                     step: FlowStep::OpenSkuSheet,
+                    kind: TapKind::ChangesScreen,
                 };
             }
         }
@@ -103,6 +104,7 @@ impl PurchaseFlow {
             at: button.target.tap,
             label: button.label.clone(),
             step: FlowStep::OpenSkuSheet,
+            kind: TapKind::ChangesScreen,
         }
     }
 
@@ -213,7 +215,7 @@ impl PurchaseFlow {
             desired.push((di, d.key.clone(), name));
         }
         // Walk the dimensions in page order: queue taps for what differs.
-        let mut taps: Vec<(Point, String)> = Vec::new();
+        let mut taps: Vec<QueuedTap> = Vec::new();
         let mut first_step: Option<FlowStep> = None;
         for (di, key, name) in &desired {
             let di = *di;
@@ -352,18 +354,11 @@ impl PurchaseFlow {
             }
             let Some(at) = o.tap else { break };
             first_step.get_or_insert(step);
-            taps.push((at, name.clone()));
+            taps.push(QueuedTap::in_page(at, name.clone()));
         }
-        if !taps.is_empty() {
-            let step = first_step.unwrap_or(FlowStep::SelectColor);
-            let (at, label) = taps.remove(0);
-            self.d.pending = if taps.is_empty() {
-                Pending::Observe(step.clone())
-            } else {
-                Pending::Taps(taps, step.clone())
-            };
-            self.d.step = step.clone();
-            return Action::Tap { at, label, step };
+        let step = first_step.unwrap_or(FlowStep::SelectColor);
+        if let Some(tap) = self.d.tap_all(taps, step) {
+            return tap;
         }
         // Everything selected as wanted: the 已选 text must say so too.
         let chosen: OptionMap = desired

@@ -7,7 +7,8 @@ use cmautobuy_contract::{FailureCode, FlowStep};
 use super::{finish_fail, PurchaseFlow};
 use crate::flow::action::Action;
 use crate::flow::failure::FlowFailure;
-use crate::screen::{Point, SkuSheet};
+use crate::flow::observe::QueuedTap;
+use crate::screen::SkuSheet;
 
 impl PurchaseFlow {
     /// `Some` while the quantity field does not show the task's quantity yet (the taps,
@@ -62,7 +63,9 @@ impl PurchaseFlow {
                     "{n} stepper taps is more than this flow makes"
                 )));
             }
-            let taps: Vec<(Point, String)> = (0..n).map(|_| (t.tap, t.label.clone())).collect();
+            let taps: Vec<QueuedTap> = (0..n)
+                .map(|_| QueuedTap::in_page(t.tap, t.label.clone()))
+                .collect();
             return self.d.tap_all(taps, step);
         }
         None

@@ -14,7 +14,7 @@ use cmautobuy_contract::{
 };
 
 use super::{finish_fail, Phase, PurchaseFlow, Resolution};
-use crate::flow::action::{Action, Effect};
+use crate::flow::action::{Action, Effect, TapKind};
 use crate::flow::failure::FlowFailure;
 use crate::flow::observe::Pending;
 use crate::flow::sheet::tappable;
@@ -138,6 +138,7 @@ impl PurchaseFlow {
                 at,
                 label: raw,
                 step: FlowStep::SelectSize,
+                kind: TapKind::InPage,
             };
         }
         if self.spec_request.is_some() {

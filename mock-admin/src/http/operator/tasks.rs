@@ -5,7 +5,7 @@
 
 use crate::error::ApiError;
 use crate::http::extract::{json_body, path_id, visible_ascii};
-use crate::http::respond::{json_response, stored_json};
+use crate::http::respond::{json_response, stored_json, stored_json_opt};
 use crate::openapi as doc;
 use crate::state::{AppState, Inner};
 use crate::store::{self, NewTask, PurchaseTerms, TaskDetail, TaskRow};
@@ -172,6 +172,7 @@ fn operator_task(t: &TaskRow) -> Result<Value, ApiError> {
         "finished_at": t.finished_at,
         "created_at": t.created_at,
         "updated_at": t.updated_at,
+        "result_data": stored_json_opt(t.result_data.as_deref())?,
     }))
 }
 
