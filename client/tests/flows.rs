@@ -6,10 +6,12 @@
 //! A case directory holds:
 //! - `case.json` — which machine (`collect`, `purchase`, `reconcile`), its task, the
 //!   dumps the phone answers in order (paths from the repo root; the last one repeats
-//!   when the flow asks for more), optional scripted device errors, the answers to
-//!   effects, and `why`: what the case proves. Fields: `fixtures/flows/README.md`.
+//!   when the flow asks for more), what `dumpsys activity top` prints (the same way),
+//!   optional scripted device errors, the answers to effects, and `why`: what the case
+//!   proves. Fields: `fixtures/flows/README.md`.
 //! - `expected.txt` — the rendered result: one line per trace entry
-//!   (`kind step detail`, observe lines with the dump that answered them), then
+//!   (`kind step detail`, observe and read_goods_id lines with the file that answered
+//!   them), then
 //!   `outcome: …`, then `stats: …`.
 //!
 //! **Updating the expectations** (rust-analyzer's expect-test habit): run
@@ -107,6 +109,7 @@ const CASE_KEYS: &[&str] = &[
     "machine",
     "task",
     "dumps",
+    "activity_top",
     "device_errors",
     "effects",
 ];
@@ -125,6 +128,10 @@ struct Case {
     machine: Machine,
     /// The dumps the phone answers, in order (paths from the repo root).
     dumps: Vec<DumpSpec>,
+    /// What `dumpsys activity top` prints, in order (paths from the repo root; the last
+    /// one repeats); none: it prints nothing (no goods id observable).
+    #[serde(default)]
+    activity_top: Vec<String>,
     #[serde(default)]
     device_errors: Vec<ScriptedError>,
     #[serde(default)]
@@ -300,6 +307,8 @@ struct Dump {
 
 struct Script {
     dumps: Vec<Dump>,
+    /// The `dumpsys activity top` outputs (name, text).
+    tops: Vec<Dump>,
     errors: BTreeMap<usize, ScriptedError>,
     log: Mutex<Served>,
 }
@@ -309,6 +318,8 @@ struct Script {
 struct Served {
     names: Vec<String>,
     next: usize,
+    /// What answered each `dumpsys activity top` call so far.
+    tops: Vec<String>,
 }
 
 impl Script {
@@ -346,6 +357,15 @@ impl Script {
             }
             dumps.push(Dump { name, text });
         }
+        let mut tops = Vec::new();
+        for p in &case.activity_top {
+            let text = std::fs::read_to_string(repo_root().join(p))
+                .map_err(|e| format!("activity_top {p}: {e}"))?;
+            let name = Path::new(p)
+                .file_name()
+                .map_or(p.to_string(), |n| n.to_string_lossy().into_owned());
+            tops.push(Dump { name, text });
+        }
         let mut errors = BTreeMap::new();
         for e in &case.device_errors {
             if errors.insert(e.at, e.clone()).is_some() {
@@ -354,6 +374,7 @@ impl Script {
         }
         Ok(Script {
             dumps,
+            tops,
             errors,
             log: Mutex::new(Served::default()),
         })
@@ -374,9 +395,31 @@ impl Script {
         Ok(self.dumps[i].text.clone())
     }
 
+    /// The answer to the next `dumpsys activity top` (the last one repeats; nothing
+    /// when the case names none).
+    fn next_top(&self) -> String {
+        let mut log = self.log.lock().expect("script lock");
+        let i = log.tops.len();
+        match self.tops.get(i.min(self.tops.len().saturating_sub(1))) {
+            Some(t) => {
+                log.tops.push(t.name.clone());
+                t.text.clone()
+            }
+            None => {
+                log.tops.push("empty output".into());
+                String::new()
+            }
+        }
+    }
+
     /// What answered each dump call, in order.
     fn served(&self) -> Vec<String> {
         self.log.lock().expect("script lock").names.clone()
+    }
+
+    /// What answered each `dumpsys activity top`, in order.
+    fn served_tops(&self) -> Vec<String> {
+        self.log.lock().expect("script lock").tops.clone()
     }
 }
 
@@ -441,7 +484,13 @@ impl Device for ScriptedDevice<'_> {
             height: 0,
         })
     }
-    fn shell(&self, _: &[&str]) -> Result<ShellOutput, DeviceError> {
+    fn shell(&self, argv: &[&str]) -> Result<ShellOutput, DeviceError> {
+        if argv == ["dumpsys", "activity", "top"] {
+            return Ok(ShellOutput {
+                stdout: self.0.next_top().into_bytes(),
+                ..ShellOutput::default()
+            });
+        }
         Ok(ShellOutput::default())
     }
 }
@@ -624,7 +673,7 @@ fn run_case(dir: &Path) -> Result<Ran, String> {
         }
     };
     let report = run(flow.as_mut(), &script, &mut effects, start, submit_allowed);
-    let mut out = render(&report, &script.served());
+    let mut out = render(&report, &script.served(), &script.served_tops());
     for line in &effects.spec_requests {
         out.push_str(line);
         out.push('\n');
@@ -654,16 +703,21 @@ fn or_dash(s: Option<&str>) -> &str {
     s.unwrap_or("-")
 }
 
-/// The trace (observe lines name the dump that answered), the outcome, the stats.
-fn render(r: &DriveReport, served: &[String]) -> String {
+/// The trace (observe and read lines name the file that answered), the outcome, the
+/// stats.
+fn render(r: &DriveReport, served: &[String], tops: &[String]) -> String {
     let mut out = String::new();
     let mut dumps = served.iter();
+    let mut tops = tops.iter();
     for t in &r.trace {
         let mut line = format!("{} {} {}", t.kind, or_dash(t.step.as_deref()), t.detail);
-        if t.kind == "observe" {
-            if let Some(name) = dumps.next() {
-                let _ = write!(line, " [{name}]");
-            }
+        let answered = match t.kind {
+            "observe" => dumps.next(),
+            "read_goods_id" => tops.next(),
+            _ => None,
+        };
+        if let Some(name) = answered {
+            let _ = write!(line, " [{name}]");
         }
         out.push_str(line.trim_end());
         out.push('\n');
@@ -694,6 +748,11 @@ fn render(r: &DriveReport, served: &[String]) -> String {
         s.waits,
         s.device_errors
     );
+    if s.goods_id_reads > 0 {
+        // Only when there were any: older cases keep their line.
+        out.pop();
+        let _ = writeln!(out, " goods_id_reads={}", s.goods_id_reads);
+    }
     out
 }
 
@@ -709,6 +768,9 @@ fn render_collected(out: &mut String, d: &PddData) {
     );
     let _ = writeln!(out, "  title: {}", or_dash(d.title.as_deref()));
     let _ = writeln!(out, "  shop: {}", or_dash(d.shop_name.as_deref()));
+    for (k, v) in &d.extra {
+        let _ = writeln!(out, "  {k}: {v}");
+    }
     for dim in &d.dimensions {
         let _ = writeln!(out, "  dimension {} {}", dim.key, dim.name);
     }

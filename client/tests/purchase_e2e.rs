@@ -149,6 +149,8 @@ fn dry_run_and_live_purchases_end_to_end() {
         assert!(line.dumps <= 16, "{}: {} dumps", line.id, line.dumps);
         let p = purchase_of(&a, &line.id);
         assert_eq!(p["mode"], "live");
+        // Real pages print no goods id: `dumpsys activity top` proved it (issue 11 A.2).
+        assert_eq!(p["goods_identity"], "activity_top");
         assert_eq!(p["order_submitted"], true);
         assert_eq!(p["payment_attempted"], false);
         assert_eq!(p["payment_status"], "unpaid");

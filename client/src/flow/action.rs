@@ -12,7 +12,7 @@ use cmautobuy_contract::{
 
 use super::confirmation::Confirmation;
 use super::failure::FlowFailure;
-use crate::screen::{Point, Screen};
+use crate::screen::{Point, Screen, TopGoods};
 
 /// What a flow asks the driver to do next.
 #[derive(Clone, Debug, PartialEq)]
@@ -41,6 +41,11 @@ pub enum Action {
     },
     /// The BACK key.
     Back { step: FlowStep },
+    /// Read the goods id the phone shows from `dumpsys activity top` (real goods pages
+    /// print none in the dump); answered by [`Observation::GoodsId`] (the parsed id,
+    /// `crate::screen::activity`) or [`Observation::DeviceError`]. The raw output is
+    /// saved as an artifact (evidence); the flow sees the parsed id only.
+    ReadGoodsId { step: FlowStep },
     /// Pause before polling again; answered by [`Observation::Waited`]. Flows bound how
     /// often they wait.
     Wait { duration: Duration },
@@ -60,6 +65,7 @@ impl Action {
             Action::Tap { .. } => "tap",
             Action::Swipe { .. } => "swipe",
             Action::Back { .. } => "back",
+            Action::ReadGoodsId { .. } => "read_goods_id",
             Action::Wait { .. } => "wait",
             Action::Effect(_) => "effect",
             Action::Finish(_) => "finish",
@@ -142,6 +148,16 @@ pub enum Observation {
     Waited,
     /// The answer to an [`Action::Effect`].
     Effect(EffectOutcome),
+    /// The answer to an [`Action::ReadGoodsId`].
+    GoodsId(GoodsIdRead),
+}
+
+/// What `dumpsys activity top` said the phone shows (parsed by the driver), and the
+/// artifact that holds the raw output.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GoodsIdRead {
+    pub shown: TopGoods,
+    pub artifact_id: Option<String>,
 }
 
 /// The answer to an [`Effect`].

@@ -5,9 +5,12 @@
 //! 1. `open_goods` — open the deep link built from the task's goods id; dismiss popups;
 //!    login → `manual_review LOGIN_REQUIRED`, risk page → `manual_review
 //!    RISK_VERIFICATION`, "goods gone" pages → `failed GOODS_UNAVAILABLE`.
-//! 2. `check_goods` — the page must be the task's goods (goods id if shown, else the
-//!    expected title): a redirect is `failed GOODS_MISMATCH` (confirmed by a second,
-//!    fresh dump so a stale dump is never taken for a redirect); a screenshot is taken.
+//! 2. `check_goods` — the page must be the task's goods ([`super::identity`]: the goods
+//!    id the phone shows — on the page, else one `dumpsys activity top` read — else the
+//!    expected title): another goods id (a redirect) is `failed GOODS_MISMATCH` naming
+//!    it (confirmed by a second, fresh dump and read so a stale page is never taken for
+//!    a redirect); with no proof at all the result says `goods_identity: "unverified"`;
+//!    a screenshot is taken.
 //! 3. `open_sku_sheet` — tap the preferred buy button ([`crate::screen::goods::PREFERRED_BUY_BUTTONS`]).
 //! 4. `read_sku_sheet` — scroll the option list to its end once when it hides groups
 //!    (the set of dimensions must be known before anything is selected).
@@ -19,14 +22,18 @@
 //!    every size under it.
 //!
 //! # The report
-//! `price_granularity: "color"`; one sku per combination × size in page order;
+//! `goods_id` is the goods id the phone showed (never copied from the task; when no id
+//! was observable — title proof, or unverified — the deep link's id, and
+//! `goods_identity` says which proof holds: `goods_id_on_page`, `activity_top`,
+//! `title` or `unverified`); `price_granularity: "color"`; one sku per combination × size in page order;
 //! `price_observed_at` names exactly the options that were selected when the price was
 //! read (never a size), and is empty when no price was read; a price that cannot be read
 //! exactly (a range, no header) is `null`, never 0; an option that cannot be selected
 //! (sold out) yields `available: false` and `null` prices.
 //!
 //! Dumps: 2 + one per combination without popups or clipped options (C + 2 for C
-//! colours), + 1 per scroll.
+//! colours), + 1 per scroll; plus one `dumpsys activity top` read when the page prints
+//! no goods id (two on a redirect).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -39,10 +46,11 @@ use serde_json::{Map, Value};
 
 use super::action::{AbortReason, Action, Flow, FlowOutcome, Observation, Observed, TapKind};
 use super::failure::FlowFailure;
+use super::identity::{GoodsProof, IdentityCheck, Verdict};
 use super::observe::{Dispatch, Pending, Policy, QueuedTap, Routed};
 use super::sheet::{self, grid_more, tappable, Reveal, SheetModel};
 use crate::money::Fen;
-use crate::screen::goods::{self, Identity};
+use crate::screen::goods;
 use crate::screen::{OptionForm, Point, Screen, SkuSheet};
 
 /// What a collect task asks for.
@@ -132,14 +140,14 @@ pub struct CollectFlow {
     d: Dispatch,
     polls: u32,
     popups: u32,
-    mismatches: u32,
+    /// Whether the page is the task's goods, and what proves it.
+    identity: IdentityCheck,
     reopens: u32,
     swipes: u32,
     buy_at: Option<(Point, String)>,
     title: Option<String>,
     shop: Option<String>,
     list_price: Option<Fen>,
-    identity_unverified: bool,
     model: SheetModel,
     sheet_seen: bool,
     bottom_seen: bool,
@@ -160,6 +168,11 @@ impl CollectFlow {
                 "goods_id must be 1–24 digits",
             )));
         }
+        let identity = IdentityCheck::new(
+            &task.goods_id,
+            task.expected_title.as_deref(),
+            limits.poll_pause,
+        );
         Ok(CollectFlow {
             task,
             limits,
@@ -170,14 +183,13 @@ impl CollectFlow {
             ),
             polls: 0,
             popups: 0,
-            mismatches: 0,
+            identity,
             reopens: 0,
             swipes: 0,
             buy_at: None,
             title: None,
             shop: None,
             list_price: None,
-            identity_unverified: false,
             model: SheetModel::default(),
             sheet_seen: false,
             bottom_seen: false,
@@ -288,44 +300,20 @@ impl CollectFlow {
                 };
             }
         }
-        let title = g.full_title.clone();
-        match goods::identity(
-            &self.task.goods_id,
-            self.task.expected_title.as_deref(),
-            &g,
-            title.as_deref(),
-        ) {
-            Identity::Mismatch { seen } => {
-                // A stale dump can show the previous task's page: only a second, fresh
-                // dump that still disagrees proves a redirect.
-                self.mismatches += 1;
-                if self.mismatches < 2 {
-                    self.d.pending = Pending::Observe(FlowStep::CheckGoods);
-                    return Action::Wait {
-                        duration: self.limits.poll_pause,
-                    };
-                }
-                return finish_fail(
-                    FlowFailure::failed(
-                        FailureCode::GoodsMismatch,
-                        FlowStep::CheckGoods,
-                        "the link opened another goods (redirect or wrong link)",
-                    )
-                    .with("expected_goods_id", self.task.goods_id.clone())
-                    .with(
-                        "expected_title",
-                        self.task
-                            .expected_title
-                            .clone()
-                            .map(Value::String)
-                            .unwrap_or(Value::Null),
-                    )
-                    .with("seen", seen),
-                );
-            }
-            Identity::Unverified => self.identity_unverified = true,
-            Identity::Confirmed => {}
+        if self.identity.proof().is_some() {
+            // Settled already (this is a poll for the buy button).
+            return self.after_identity(g);
         }
+        match self.identity.on_goods(g, &mut self.d) {
+            Verdict::Proceed(g) => self.after_identity(*g),
+            Verdict::Act(a) => a,
+            Verdict::Fail(f) => finish_fail(f),
+        }
+    }
+
+    /// The goods page once its identity is settled: the buy button, a screenshot.
+    fn after_identity(&mut self, g: crate::screen::GoodsDetail) -> Action {
+        let title = g.full_title.clone();
         let Some(button) = goods::buy_button(&g) else {
             if g.sold_out {
                 return finish_fail(FlowFailure::failed(
@@ -775,13 +763,18 @@ impl CollectFlow {
                 .collect::<Vec<usize>>()
         });
         let mut extra = Map::new();
-        if self.identity_unverified {
-            // Nothing on the page proved the goods id (no id shown, no expected title).
-            extra.insert("goods_identity".into(), Value::String("unverified".into()));
-        }
+        // What proved the goods: the id on the page, `dumpsys activity top`, the title,
+        // or nothing ("unverified").
+        let proof = self.identity.proof().unwrap_or(GoodsProof::Unverified);
+        extra.insert(
+            "goods_identity".into(),
+            Value::String(proof.as_str().into()),
+        );
         PddData {
             schema_version: Some(1),
-            goods_id: self.task.goods_id.clone(),
+            // The goods id the phone showed (equal to the task's, or the flow failed
+            // GOODS_MISMATCH); without one, the deep link's, `goods_identity` says so.
+            goods_id: self.identity.reported_goods_id(),
             title: self.title.clone(),
             shop_name: self.shop.clone().filter(|s| !s.trim().is_empty()),
             captured_at: Some(cmautobuy_contract::time::format_utc(now)),
@@ -834,6 +827,11 @@ impl Flow for CollectFlow {
                 None => self.observe_now(FlowStep::CheckGoods),
             },
             Routed::Screen(o) => self.on_screen(now, *o),
+            Routed::GoodsId(read) => match self.identity.on_read(read, &mut self.d) {
+                Verdict::Proceed(g) => self.after_identity(*g),
+                Verdict::Act(a) => a,
+                Verdict::Fail(f) => finish_fail(f),
+            },
             Routed::Effect(_) => finish_fail(FlowFailure::retry(
                 FailureCode::PageNotRecognized,
                 self.d.step.clone(),

@@ -8,12 +8,19 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::money::Fen;
+use crate::screen::goods::GoodsProof;
 
 /// What the final confirmation showed, right before the mark; stored with the mark so a
 /// restarted client can reconcile without the page (crash recovery).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Confirmation {
+    /// The goods id the phone showed (the task's; without an observable id, the deep
+    /// link's — `goods_identity` says which).
     pub goods_id: String,
+    /// What proved the goods (reported as `goods_identity`); absent in snapshots stored
+    /// before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goods_identity: Option<GoodsProof>,
     /// The goods title as the page showed it (order cards are matched on it).
     pub title: Option<String>,
     /// Key → the option as the page names it (what was ordered).
@@ -36,6 +43,9 @@ impl Confirmation {
     ) -> PurchaseResult {
         let live = mode == ExecutionMode::Live;
         let mut extra = Map::new();
+        if let Some(p) = self.goods_identity {
+            extra.insert("goods_identity".into(), Value::String(p.as_str().into()));
+        }
         if self.original_options != self.options {
             extra.insert(
                 "original_options".into(),

@@ -28,6 +28,9 @@
 //!   failed-dump and device-error counting, the bounded poll pause.
 //! - [`confirmation`] — [`Confirmation`]: what the final confirmation showed, carried by
 //!   the irreversible mark and stored with it.
+//! - [`identity`] — whether the goods page shown is the task's goods (the goods id on
+//!   the page, else `dumpsys activity top`, else the expected title), shared by collect
+//!   and purchase, and the proof reported as `goods_identity`.
 //! - [`collect`] — the collect flow (contract §6 `pdd_data`).
 //! - [`sheet`] — merging the SKU sheet across scroll positions, reveal gestures.
 //! - [`purchase`] — the purchase flow: option plan, §7.1 spec resolution, quantity,
@@ -51,13 +54,15 @@ pub mod action;
 pub mod collect;
 pub mod confirmation;
 pub mod failure;
+pub mod identity;
 pub mod observe;
 pub mod purchase;
 pub mod reconcile;
 pub mod sheet;
 
 pub use action::{
-    AbortReason, Action, Effect, EffectOutcome, Flow, FlowOutcome, Observation, Observed, TapKind,
+    AbortReason, Action, Effect, EffectOutcome, Flow, FlowOutcome, GoodsIdRead, Observation,
+    Observed, TapKind,
 };
 pub use confirmation::Confirmation;
 pub use failure::FlowFailure;

@@ -5,7 +5,7 @@
 //! Collect, purchase and reconcile each own a [`Dispatch`] and hand it every
 //! [`Observation`] first ([`Dispatch::route`]); it answers with the action to take
 //! ([`Routed::Act`]), the failure to finish with ([`Routed::Fail`]), or passes on what only
-//! the machine can judge: the start, a screen, an effect's answer, or a
+//! the machine can judge: the start, a screen, an effect's answer, a goods-id read, or a
 //! [`Pending::Resume`] that the machine itself queued. A retry rule changed here changes
 //! for all three machines at once.
 //!
@@ -23,7 +23,9 @@ use std::time::Duration;
 
 use cmautobuy_contract::{FailureCode, FailureStatus, FlowStep};
 
-use super::action::{Action, EffectOutcome, FlowOutcome, Observation, Observed, TapKind};
+use super::action::{
+    Action, EffectOutcome, FlowOutcome, GoodsIdRead, Observation, Observed, TapKind,
+};
 use super::failure::FlowFailure;
 use super::sheet::{reveal_swipe, Reveal};
 use crate::screen::goods;
@@ -123,6 +125,8 @@ pub enum Routed {
     Screen(Box<Observed>),
     /// The answer to an effect.
     Effect(EffectOutcome),
+    /// The answer to a goods-id read (`dumpsys activity top`).
+    GoodsId(GoodsIdRead),
     /// The machine's own queued continuation ([`Pending::Resume`]).
     Resume,
     /// Do this next.
@@ -252,6 +256,13 @@ impl Dispatch {
                 Routed::Act(self.pause_then_observe())
             }
             Observation::Effect(out) => Routed::Effect(out),
+            Observation::GoodsId(read) => {
+                // The phone answered: the device is there.
+                if self.policy.device_errors.is_some() {
+                    self.device_errors = 0;
+                }
+                Routed::GoodsId(read)
+            }
             // Nothing reached the phone, but the flow's picture of the screen was wrong
             // enough to aim at a money control (or at nothing fresh): a human looks.
             Observation::TapRefused { reason } => Routed::Fail(

@@ -909,6 +909,8 @@ impl Flow for ReconcileFlow {
             Routed::Fail(f) => self.fail(f),
             Routed::Resume => self.observe_now(self.d.step.clone()),
             Routed::Screen(o) => self.on_screen(*o),
+            // Reconciliation reads no goods id: look at the screen again.
+            Routed::GoodsId(_) => self.observe_now(self.d.step.clone()),
             Routed::Effect(_) => self.fail(manual(
                 FailureCode::InterruptedAfterSubmit,
                 self.d.step.clone(),

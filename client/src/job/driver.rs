@@ -1,7 +1,8 @@
 //! The driver: runs a [`Flow`] on a phone.
 //!
 //! [`drive`] is the only place where a flow's actions meet I/O: it performs each
-//! [`Action`] on a [`Device`] (gestures, deep links, dumps, screenshots) or on the
+//! [`Action`] on a [`Device`] (gestures, deep links, dumps, screenshots, the goods-id
+//! read through `dumpsys activity top`, parsed here so flows see only the id) or on the
 //! executor's [`Effects`] (durable marks, Admin calls), parses and classifies every
 //! dump, saves every dump and screenshot as an artifact, takes a screenshot when a flow
 //! fails, counts device round trips, records the action trace tests assert on, and
@@ -31,9 +32,11 @@ use crate::artifacts::AttemptArtifacts;
 use crate::clock::Clock;
 use crate::device::{Device, DeviceError};
 use crate::flow::{
-    AbortReason, Action, Effect, EffectOutcome, Flow, FlowOutcome, Observation, Observed, TapKind,
+    AbortReason, Action, Effect, EffectOutcome, Flow, FlowOutcome, GoodsIdRead, Observation,
+    Observed, TapKind,
 };
-use crate::screen::classify;
+use crate::screen::activity::{displayed_goods_id, ACTIVITY_TOP_ARGV};
+use crate::screen::{classify, TopGoods};
 
 /// Dumps asked again, in a row, when a dump right after a gesture is byte-identical to
 /// the one before it.
@@ -88,6 +91,8 @@ pub struct DriveStats {
     pub backs: u32,
     pub open_urls: u32,
     pub screenshots: u32,
+    /// `dumpsys activity top` reads of the goods id.
+    pub goods_id_reads: u32,
     pub waits: u32,
     pub device_errors: u32,
     /// Wall time of the whole drive, ms.
@@ -97,7 +102,13 @@ pub struct DriveStats {
 impl DriveStats {
     /// Every command sent to the phone.
     pub fn round_trips(&self) -> u32 {
-        self.dumps + self.taps + self.swipes + self.backs + self.open_urls + self.screenshots
+        self.dumps
+            + self.taps
+            + self.swipes
+            + self.backs
+            + self.open_urls
+            + self.screenshots
+            + self.goods_id_reads
     }
 }
 
@@ -266,6 +277,42 @@ where
                 stale.gesture();
                 done(device.back(), &mut stats, &mut detail)
             }
+            Action::ReadGoodsId { step } => {
+                stats.goods_id_reads += 1;
+                match device.shell(ACTIVITY_TOP_ARGV) {
+                    Ok(out) => {
+                        let at = clock.now();
+                        // The raw output is evidence (it names pages, not people): saved,
+                        // never logged.
+                        let artifact_id = artifacts.as_deref_mut().and_then(|a| {
+                            a.save(
+                                &format!("{}-activity-top", step.as_str()),
+                                "txt",
+                                &out.stdout,
+                                at,
+                            )
+                        });
+                        let shown = if out.success() {
+                            displayed_goods_id(&out.stdout_text())
+                        } else {
+                            // A phone that cannot print it shows no goods id: identity
+                            // falls back to the title (or stays unverified).
+                            tracing::warn!(
+                                exit_code = out.exit_code,
+                                "dumpsys activity top failed"
+                            );
+                            detail = format!("dumpsys exit {}: ", out.exit_code);
+                            TopGoods::NotShown
+                        };
+                        detail.push_str(&shown.describe());
+                        Observation::GoodsId(GoodsIdRead { shown, artifact_id })
+                    }
+                    Err(e) => {
+                        stats.device_errors += 1;
+                        device_error(e, &mut detail)
+                    }
+                }
+            }
             Action::Wait { duration } => {
                 stats.waits += 1;
                 detail = format!("{} ms", duration.as_millis());
@@ -366,7 +413,8 @@ fn step_of(a: &Action) -> Option<FlowStep> {
         | Action::OpenUrl { step, .. }
         | Action::Tap { step, .. }
         | Action::Swipe { step, .. }
-        | Action::Back { step } => Some(step.clone()),
+        | Action::Back { step }
+        | Action::ReadGoodsId { step } => Some(step.clone()),
         Action::Effect(e @ Effect::MarkIrreversible { .. }) => Some(e.step()),
         _ => None,
     }

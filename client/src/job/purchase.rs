@@ -739,6 +739,154 @@ mod tests {
         assert_eq!(dev.phone().app().ledger().orders().len(), 1);
     }
 
+    /// Issue 11 A.2: 811223344509's deep link fails and leaves the previous task's page
+    /// (811223344510, the same option names) on screen; no title in the tasks. The
+    /// goods id `dumpsys activity top` shows tells them apart: one order, the first.
+    #[test]
+    fn a_deep_link_that_fails_never_buys_the_previous_goods() {
+        let dev = phone();
+        let opts = || json!({"color": "白色", "size": "M"});
+        let s = setup(
+            "cg-510",
+            "live",
+            payload("811223344510", opts(), 1, 10000),
+            Answer::Other(SpecOutcome::Failed),
+        );
+        let (rep, marked) = purchase(&dev, &s);
+        let p = purchased(&rep);
+        assert!(marked);
+        assert_eq!(p.goods_id, "811223344510");
+        assert_eq!(p.extra["goods_identity"], "activity_top");
+        assert_eq!(rep.stats.goods_id_reads, 1, "one read per goods page");
+        // The previous task's goods page is on screen again (as after a collect of it).
+        dev.open_url("pinduoduo://com.xunmeng.pinduoduo/goods.html?goods_id=811223344510")
+            .unwrap();
+        let s = setup(
+            "cg-509",
+            "live",
+            payload("811223344509", opts(), 1, 10000),
+            Answer::Other(SpecOutcome::Failed),
+        );
+        let (rep, marked) = purchase(&dev, &s);
+        let f = failure(&rep);
+        assert_eq!(
+            (f.status, f.code.clone()),
+            (FailureStatus::Failed, FailureCode::GoodsMismatch)
+        );
+        assert_eq!(f.diagnostics["observed_goods_id"], "811223344510");
+        assert!(!marked);
+        let orders = dev.phone().app().ledger().orders().to_vec();
+        assert_eq!(orders.len(), 1, "{orders:?}");
+        assert_eq!(orders[0].goods_id, "811223344510");
+    }
+
+    /// With no goods id observable (a phone whose `dumpsys` prints none) and no
+    /// expected title, a live purchase is refused before any tap on the sheet; a dry run
+    /// goes on and says `unverified`; an expected title is a proof.
+    #[test]
+    fn no_observable_goods_id_refuses_a_live_submit_and_a_title_proves_it() {
+        /// The simulated phone whose `dumpsys activity top` names no goods.
+        struct Blind(SimFlowDevice);
+        impl Device for Blind {
+            fn dump_ui(&self) -> Result<crate::device::UiDump, crate::device::DeviceError> {
+                self.0.dump_ui()
+            }
+            fn tap(&self, at: crate::screen::Point) -> Result<(), crate::device::DeviceError> {
+                self.0.tap(at)
+            }
+            fn swipe(
+                &self,
+                a: crate::screen::Point,
+                b: crate::screen::Point,
+                d: std::time::Duration,
+            ) -> Result<(), crate::device::DeviceError> {
+                self.0.swipe(a, b, d)
+            }
+            fn key(&self, k: crate::device::KeyCode) -> Result<(), crate::device::DeviceError> {
+                self.0.key(k)
+            }
+            fn open_url(&self, u: &str) -> Result<(), crate::device::DeviceError> {
+                self.0.open_url(u)
+            }
+            fn screenshot(&self) -> Result<crate::device::Png, crate::device::DeviceError> {
+                self.0.screenshot()
+            }
+            fn shell(
+                &self,
+                argv: &[&str],
+            ) -> Result<crate::device::ShellOutput, crate::device::DeviceError> {
+                if argv.first() == Some(&"dumpsys") {
+                    return Ok(crate::device::ShellOutput::default());
+                }
+                self.0.shell(argv)
+            }
+        }
+        let run = |dev: &Blind, s: &Setup| {
+            let task = purchase_task(&s.job, true).expect("task");
+            let live = task.live;
+            let mut flow = PurchaseFlow::new(task, PurchaseLimits::default()).expect("flow");
+            let guarded = GuardedDevice::new(dev, live);
+            let mut effects = JobEffects {
+                backend: &s.backend,
+                run: &s.job.run,
+                remote_task_id: &s.job.task.remote_task_id,
+            };
+            let rep = drive(
+                &mut flow,
+                &guarded,
+                &mut effects,
+                &SystemClock,
+                None,
+                DriveLimits::default(),
+            );
+            (rep, flow.marked())
+        };
+        let opts = || json!({"color": "黑色", "size": "L"});
+        let dev = Blind(phone());
+        let s = setup(
+            "cg-blind-live",
+            "live",
+            payload(HOODIE, opts(), 1, 10000),
+            Answer::Other(SpecOutcome::Failed),
+        );
+        let (rep, marked) = run(&dev, &s);
+        let f = failure(&rep);
+        assert_eq!(
+            (f.status, f.code.clone(), f.step.clone()),
+            (
+                FailureStatus::ManualReview,
+                FailureCode::GoodsIdentityUnverified,
+                FlowStep::CheckGoods
+            )
+        );
+        assert!(!marked);
+        assert_eq!(rep.stats.taps, 0, "no tap at all: {:#?}", rep.trace);
+        assert!(dev.0.phone().app().ledger().orders().is_empty());
+
+        let s = setup(
+            "cg-blind-dry",
+            "dry_run",
+            payload(HOODIE, opts(), 1, 10000),
+            Answer::Other(SpecOutcome::Failed),
+        );
+        let (rep, _) = run(&dev, &s);
+        assert_eq!(purchased(&rep).extra["goods_identity"], "unverified");
+
+        let mut titled = payload(HOODIE, opts(), 1, 10000);
+        titled["expected_title"] = json!("加厚连帽卫衣女秋冬款");
+        let s = setup(
+            "cg-blind-title",
+            "live",
+            titled,
+            Answer::Other(SpecOutcome::Failed),
+        );
+        let (rep, marked) = run(&dev, &s);
+        let p = purchased(&rep);
+        assert!(marked);
+        assert_eq!(p.extra["goods_identity"], "title");
+        assert_eq!(dev.0.phone().app().ledger().orders().len(), 1);
+    }
+
     #[test]
     fn a_total_above_the_limit_places_no_order() {
         let dev = phone();

@@ -127,8 +127,9 @@ fn collectable(g: &Goods) -> bool {
         && !g.risk_verification
         && !g.delisted
         && !g.dimensions.is_empty()
-        // Its deep link leaves the previous page on screen: only an observed goods id
-        // (issue 11 A.2) can tell, and a collect of it must fail, not read that page.
+        // Its deep link leaves the previous page on screen: a collect of it must fail,
+        // not read that page (the goods id `dumpsys activity top` shows tells:
+        // `a_deep_link_that_fails_leaves_the_previous_goods_and_the_collect_fails`).
         && !g.deep_link_fails
 }
 
@@ -206,6 +207,7 @@ fn two_dimension_goods_take_c_plus_two_dumps_and_the_trace_shows_why() {
         [
             "open_url:open_goods",
             "observe:open_goods",
+            "read_goods_id:check_goods",
             "screenshot:check_goods",
             "tap:open_sku_sheet",
             "observe:open_sku_sheet",
@@ -222,14 +224,80 @@ fn a_redirect_is_goods_mismatch_never_success() {
     let cat = catalog();
     let g = cat.goods("671122334455").expect("redirecting goods");
     let dev = phone(|_| {});
-    let r = collect(&dev, &g.goods_id, Some(&g.title));
+    // With the task's title and without: the goods id `dumpsys activity top` shows (the
+    // redirect's target) decides, and is named.
+    for title in [Some(g.title.as_str()), None] {
+        let r = collect(&dev, &g.goods_id, title);
+        assert_eq!(
+            failure(&r),
+            (
+                FailureStatus::Failed,
+                "GOODS_MISMATCH".into(),
+                "check_goods".into()
+            )
+        );
+        let FlowOutcome::Failed(f) = &r.outcome else {
+            unreachable!()
+        };
+        assert_eq!(f.diagnostics["observed_goods_id"], "737116531267");
+        assert_eq!(f.diagnostics["observed_by"], "activity_top");
+        assert!(f.message.contains("737116531267"), "{}", f.message);
+        // Two looks (dump + read each) before the verdict.
+        assert_eq!(r.stats.goods_id_reads, 2, "{:#?}", r.trace);
+    }
+}
+
+#[test]
+fn the_simulated_phone_prints_the_displayed_goods_id_in_activity_top() {
+    use crate::screen::activity::{displayed_goods_id, ACTIVITY_TOP_ARGV};
+    use crate::screen::TopGoods;
+    let dev = phone(|_| {});
+    let top = || displayed_goods_id(&dev.shell(ACTIVITY_TOP_ARGV).unwrap().stdout_text());
+    assert_eq!(top(), TopGoods::NotShown, "the home page shows no goods");
+    for (open, shown) in [
+        ("602938475610", "602938475610"),
+        ("671122334455", "737116531267"), // a redirect: the target's id
+        ("811223344509", "737116531267"), // its deep link fails: the page stays
+    ] {
+        dev.open_url(&format!(
+            "pinduoduo://com.xunmeng.pinduoduo/goods.html?goods_id={open}"
+        ))
+        .unwrap();
+        assert_eq!(top(), TopGoods::Shown(shown.into()), "{open}");
+    }
+}
+
+#[test]
+fn a_collect_reports_the_observed_goods_id_and_its_proof() {
+    let dev = phone(|_| {});
+    let r = collect(&dev, "602938475610", None);
+    let d = collected(&r);
+    assert_eq!(d.goods_id, "602938475610");
+    assert_eq!(d.extra["goods_identity"], "activity_top");
+    assert_eq!(r.stats.goods_id_reads, 1);
+    // A page that prints the id needs no read.
+    let dev = phone(|c| c.show_goods_id = true);
+    let r = collect(&dev, "602938475610", None);
+    assert_eq!(collected(&r).extra["goods_identity"], "goods_id_on_page");
+    assert_eq!(r.stats.goods_id_reads, 0);
+}
+
+#[test]
+fn a_deep_link_that_fails_leaves_the_previous_goods_and_the_collect_fails() {
+    let dev = phone(|_| {});
+    collected(&collect(&dev, "811223344510", None));
+    // The collect left 510's sheet open: close it, 510's goods page stays on screen.
+    dev.back().unwrap();
+    let r = collect(&dev, "811223344509", None);
     assert_eq!(
         failure(&r),
         (
             FailureStatus::Failed,
             "GOODS_MISMATCH".into(),
             "check_goods".into()
-        )
+        ),
+        "{:#?}",
+        r.trace
     );
 }
 

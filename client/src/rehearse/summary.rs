@@ -25,6 +25,8 @@ pub struct TaskLine {
     pub taps: u32,
     pub swipes: u32,
     pub screenshots: u32,
+    /// `dumpsys activity top` reads of the goods id (in `round_trips`).
+    pub goods_id_reads: u32,
     pub round_trips: u32,
     /// Collect: the option combinations read (colours, × styles …): the C of the
     /// "≤ C + 4 dumps" goal.
@@ -95,6 +97,7 @@ impl TaskLine {
             taps: stats.taps,
             swipes: stats.swipes,
             screenshots: stats.screenshots,
+            goods_id_reads: stats.goods_id_reads,
             round_trips: stats.round_trips(),
             combinations,
             wall_ms: stats.wall_ms,

@@ -4,7 +4,7 @@
 //! task, and "this goods does not exist" pages.
 
 use regex::Regex;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::sync::OnceLock;
 
 use super::page::{first_price, starts_short, trim_name, Page, BUY_BUTTONS, SIGNS};
@@ -237,6 +237,37 @@ pub enum Identity {
     /// Nothing on the page can prove it either way (no goods id shown, no expected
     /// title in the task).
     Unverified,
+}
+
+/// What proved that the page shown is the task's goods (`goods_identity` in the result).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GoodsProof {
+    /// The page printed the task's goods id.
+    GoodsIdOnPage,
+    /// `dumpsys activity top` showed exactly the task's goods id.
+    ActivityTop,
+    /// No goods id was observable; the page's title matched the task's expected title.
+    Title,
+    /// Nothing proved it: no observable goods id and no expected title.
+    Unverified,
+}
+
+impl GoodsProof {
+    /// The value reported as `goods_identity`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GoodsProof::GoodsIdOnPage => "goods_id_on_page",
+            GoodsProof::ActivityTop => "activity_top",
+            GoodsProof::Title => "title",
+            GoodsProof::Unverified => "unverified",
+        }
+    }
+
+    /// Whether anything proved the identity.
+    pub fn proven(self) -> bool {
+        self != GoodsProof::Unverified
+    }
 }
 
 /// Checks the page against the task: the goods id when the page shows one, else the

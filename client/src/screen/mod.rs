@@ -22,6 +22,8 @@
 //!   (提交订单 / 确认下单) and pay actions, by a whole-label rule (the device guard asks).
 //! - [`pages`] — every other page kind: goods detail, payment, the payment-abandon
 //!   dialog, order list and detail, popups, login and risk pages.
+//! - [`activity`] — not a dump: the goods id the phone shows, from the text of
+//!   `dumpsys activity top` ([`activity::displayed_goods_id`]).
 //!
 //! # How the flows use it
 //! Dump → `Tree::parse(&output)` (a [`DumpError`] says whether to dump again) →
@@ -48,6 +50,7 @@
 //! - **Unknown money is `None`.** Prices come only from nodes that hold a currency sign
 //!   or are split price parts (see [`crate::money`]).
 
+pub mod activity;
 mod arena;
 pub mod confirm_order;
 pub mod controls;
@@ -67,6 +70,7 @@ pub mod sku_sheet;
 pub mod target;
 pub mod tree;
 
+pub use activity::TopGoods;
 pub use confirm_order::ConfirmOrder;
 pub use error::DumpError;
 pub use goods::{BuyButton, GoodsDetail};

@@ -9,7 +9,9 @@
 //! shows of the goods, options and quantity, and the settled total are judged on
 //! 确认订单 by the same rules ([`PurchaseFlow::confirm_settled`]); its 提交订单 is the one
 //! submit. The flow never goes back from 确认订单.
-//! A dry run finishes there. A live run asks for [`Effect::MarkIrreversible`] with the
+//! A dry run finishes there. A live run needs a goods-identity proof (else `manual_review
+//! GOODS_IDENTITY_UNVERIFIED`, normally refused at the goods page already) and asks for
+//! [`Effect::MarkIrreversible`] with the
 //! [`Confirmation`]; only on [`EffectOutcome::Marked`] does it tap 提交订单 — once: the
 //! flow moves to its reconcile phase before the tap leaves, and no state of that phase
 //! can tap the sheet again. [`EffectOutcome::Refused`] ends it without a tap.
@@ -24,7 +26,7 @@ use crate::flow::failure::FlowFailure;
 use crate::flow::observe::Pending;
 use crate::flow::reconcile::ReconcileFlow;
 use crate::money::Fen;
-use crate::screen::goods;
+use crate::screen::goods::{self, GoodsProof};
 use crate::screen::names::names_all;
 use crate::screen::{ConfirmOrder, PaymentVerdict, SkuSheet, Target};
 
@@ -218,8 +220,12 @@ impl PurchaseFlow {
                 .with("max_price_cent", self.task.max_price.get()),
             );
         }
+        let proof = self.identity.proof().unwrap_or(GoodsProof::Unverified);
         let conf = Confirmation {
-            goods_id: self.task.goods_id.clone(),
+            // The goods id the phone showed (never copied from the task when one was
+            // observable); `goods_identity` names the proof.
+            goods_id: self.identity.reported_goods_id(),
+            goods_identity: Some(proof),
             title: self.title.clone(),
             options: state.options,
             original_options: self.task.options.clone(),
@@ -236,6 +242,17 @@ impl PurchaseFlow {
                 None,
                 None,
             ))));
+        }
+        if !proof.proven() {
+            // Refused at the goods page already; never marked without a proof.
+            return finish_fail(
+                FlowFailure::manual(
+                    FailureCode::GoodsIdentityUnverified,
+                    FlowStep::SubmitOrder,
+                    "nothing proves that the page is the task's goods: a live order is not submitted",
+                )
+                .with("goods_identity", proof.as_str()),
+            );
         }
         self.phase = Phase::Marking;
         self.d.step = FlowStep::SubmitOrder;

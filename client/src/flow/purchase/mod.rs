@@ -5,8 +5,14 @@
 //! # Steps
 //! 1. `open_goods` / `check_goods` — the deep link built from the goods id; popups
 //!    dismissed; login → `manual_review LOGIN_REQUIRED`; risk page → `manual_review
-//!    RISK_VERIFICATION`; "goods gone" → `failed GOODS_UNAVAILABLE`; another goods →
-//!    `failed GOODS_MISMATCH` (confirmed by a second dump).
+//!    RISK_VERIFICATION`; "goods gone" → `failed GOODS_UNAVAILABLE`. Identity
+//!    ([`super::identity`]): the goods id the phone shows (on the page, else one
+//!    `dumpsys activity top` read), else the expected title; another goods id →
+//!    `failed GOODS_MISMATCH` naming it (confirmed by a second dump and read); nothing
+//!    proving it → a **live** task ends `manual_review GOODS_IDENTITY_UNVERIFIED` right
+//!    there, before any tap on the sheet (a dry run goes on and reports
+//!    `goods_identity: "unverified"`). The result's `goods_id` is the observed id and
+//!    `goods_identity` names the proof.
 //! 2. `open_sku_sheet` — the preferred buy button (the same one collect uses).
 //! 3. `check_address` — 手动添加地址 → `manual_review ADDRESS_MISSING`.
 //! 4. `select_color` / `select_size` — every dimension of the sheet must be named by the
@@ -41,6 +47,7 @@
 //!    sheet again. Everything after the mark is [`super::reconcile::ReconcileFlow`]:
 //!    leave payment (back, 先去逛逛), find the order, report success or `manual_review`.
 //!
+//! Device calls: one `dumpsys activity top` read when the goods page prints no id.
 //! Dumps on the happy path: goods, sheet, selection, quantity, two settle dumps (6 for a
 //! dry run), then payment, abandon dialog, goods, order list (by its deep link), order
 //! detail, order list (12 live; `BENCHMARKS.md`).
@@ -70,6 +77,7 @@ use cmautobuy_contract::{FailureCode, FlowStep, OptionMap, SpecResolutionRequest
 use super::action::{AbortReason, Action, Flow, FlowOutcome, Observation, Observed};
 use super::confirmation::Confirmation;
 use super::failure::FlowFailure;
+use super::identity::{IdentityCheck, Verdict};
 use super::observe::{Dispatch, Pending, Policy, Routed};
 use super::reconcile::{ReconcileContext, ReconcileFlow};
 use super::sheet::SheetModel;
@@ -122,7 +130,8 @@ pub struct PurchaseFlow {
     d: Dispatch,
     polls: u32,
     popups: u32,
-    mismatches: u32,
+    /// Whether the page is the task's goods, and what proves it.
+    identity: IdentityCheck,
     reopens: u32,
     swipes: u32,
     quantity_rounds: u32,
@@ -182,6 +191,11 @@ impl PurchaseFlow {
         if task.options.is_empty() {
             return bad("a purchase names its options");
         }
+        let identity = IdentityCheck::new(
+            &task.goods_id,
+            task.expected_title.as_deref(),
+            limits.poll_pause,
+        );
         Ok(PurchaseFlow {
             task,
             limits,
@@ -192,7 +206,7 @@ impl PurchaseFlow {
             ),
             polls: 0,
             popups: 0,
-            mismatches: 0,
+            identity,
             reopens: 0,
             swipes: 0,
             quantity_rounds: 0,
@@ -338,6 +352,11 @@ impl Flow for PurchaseFlow {
             Routed::Fail(f) => finish_fail(f),
             Routed::Resume => self.observe_now(self.d.step.clone()),
             Routed::Screen(o) => self.on_screen(now, *o),
+            Routed::GoodsId(read) => match self.identity.on_read(read, &mut self.d) {
+                Verdict::Proceed(g) => self.after_identity(*g),
+                Verdict::Act(a) => a,
+                Verdict::Fail(f) => finish_fail(f),
+            },
             Routed::Effect(out) => self.on_effect(now, out),
         };
         // A gesture may change the page: the dumps after it start a new quiet stretch,

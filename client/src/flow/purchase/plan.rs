@@ -12,9 +12,10 @@ use serde_json::Value;
 use super::{finish_fail, Phase, PurchaseFlow};
 use crate::flow::action::{Action, TapKind};
 use crate::flow::failure::FlowFailure;
+use crate::flow::identity::Verdict;
 use crate::flow::observe::{Pending, QueuedTap};
 use crate::flow::sheet::{self, tappable, Reveal};
-use crate::screen::goods::{self, Identity};
+use crate::screen::goods::{self, GoodsProof};
 use crate::screen::names::selection_names;
 use crate::screen::sku_sheet::normalize_name;
 use crate::screen::{Bounds, GoodsDetail, OptionForm, SkuSheet};
@@ -50,31 +51,35 @@ impl PurchaseFlow {
                 };
             }
         }
-        let title = g.full_title.clone();
-        if let Identity::Mismatch { seen } = goods::identity(
-            &self.task.goods_id,
-            self.task.expected_title.as_deref(),
-            &g,
-            title.as_deref(),
-        ) {
-            // Only a second, fresh dump that still disagrees proves a redirect.
-            self.mismatches += 1;
-            if self.mismatches < 2 {
-                self.d.pending = Pending::Observe(FlowStep::CheckGoods);
-                return Action::Wait {
-                    duration: self.limits.poll_pause,
-                };
-            }
+        if self.identity.proof().is_some() {
+            // Settled already (this is a poll for the buy button).
+            return self.after_identity(g);
+        }
+        match self.identity.on_goods(g, &mut self.d) {
+            Verdict::Proceed(g) => self.after_identity(*g),
+            Verdict::Act(a) => a,
+            Verdict::Fail(f) => finish_fail(f),
+        }
+    }
+
+    /// The goods page once its identity is settled: a live task needs a proof; then the
+    /// buy button.
+    pub(super) fn after_identity(&mut self, g: GoodsDetail) -> Action {
+        let proof = self.identity.proof().unwrap_or(GoodsProof::Unverified);
+        if self.task.live && !proof.proven() {
+            // No goods id observable and no expected title: the page may be another
+            // goods with the same option names (a redirect, the previous task's page).
             return finish_fail(
-                FlowFailure::failed(
-                    FailureCode::GoodsMismatch,
+                FlowFailure::manual(
+                    FailureCode::GoodsIdentityUnverified,
                     FlowStep::CheckGoods,
-                    "the link opened another goods (redirect or wrong link)",
+                    "nothing proves that the page shown is the task's goods (no goods id on the page or in dumpsys activity top, no expected title): a live order is not submitted",
                 )
                 .with("expected_goods_id", self.task.goods_id.clone())
-                .with("seen", seen),
+                .with("goods_identity", proof.as_str()),
             );
         }
+        let title = g.full_title.clone();
         let Some(button) = goods::buy_button(&g) else {
             if g.sold_out {
                 return finish_fail(FlowFailure::failed(
