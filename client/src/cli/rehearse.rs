@@ -53,7 +53,7 @@ pub struct RehearseArgs {
     /// show a risk page or are delisted, and purchases refused for the price limit,
     /// a missing address or a sold-out option — each must end with its code; with
     /// purchases also the real app's variants (先用后付/免密 accounts, a lagging total,
-    /// 确认订单, canvas 待付款, a folded order detail, an icon option, a dead deep link).
+    /// 确认订单, canvas 待付款, a folded order detail, an icon option).
     #[arg(long)]
     failure_paths: bool,
 }

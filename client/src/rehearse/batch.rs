@@ -231,8 +231,13 @@ pub fn purchase_demo(run_tag: &str, live: bool, failure_paths: bool) -> Vec<Batc
 /// - a full-page 确认订单 → `succeeded`, the total checked there;
 /// - 待付款 reachable only by its deep link, and a folded order detail → `succeeded`
 ///   (live: reconciled to the order number);
-/// - a deep link that does not open, right after a purchase of another goods with the
-///   same option names → `failed:GOODS_MISMATCH` (the phone still shows the other goods).
+///
+/// Not here: `deep_link_fails` (811223344509). Our flows never leave a goods page on
+/// screen (a purchase ends on the order list, a collect on the sheet), so a dead link
+/// leaves a page that is not a goods page: `retry_wait:PAGE_NOT_RECOGNIZED`, which the
+/// mock hands straight back — a loop issue 12 (claim only when the phone can work) is
+/// about. Its safety (never the goods left on screen, `GOODS_MISMATCH`, no order) is
+/// proven by `client/tests/goods_identity.rs` and the job tests.
 pub fn variant_demo(run_tag: &str, live: bool) -> Vec<BatchTask> {
     let mode = if live { "live" } else { "dry_run" };
     let t = |name: &str, goods: &str, options: Value, max: i64, expect: &str| BatchTask {
@@ -305,18 +310,11 @@ pub fn variant_demo(run_tag: &str, live: bool) -> Vec<BatchTask> {
             "succeeded",
         ),
         t(
-            "samenames",
+            "tee",
             "811223344510",
             json!({"color": "白色", "size": "M"}),
             10000,
             "succeeded",
-        ),
-        t(
-            "nolink",
-            "811223344509",
-            json!({"color": "白色", "size": "M"}),
-            10000,
-            "failed:GOODS_MISMATCH",
         ),
     ]
 }
@@ -389,16 +387,14 @@ mod tests {
             .iter()
             .map(|t| t.payload["goods_id"].as_str().unwrap_or_default())
             .collect();
-        for g in &variants.goods {
+        // Every variant but the dead deep link (see `variant_demo`).
+        for g in variants.goods.iter().filter(|g| !g.deep_link_fails) {
             assert!(
                 ids.contains(&g.goods_id.as_str()),
                 "{} not rehearsed",
                 g.goods_id
             );
         }
-        // The dead deep link comes right after the goods whose page it leaves on screen.
-        let dead = ids.iter().position(|i| *i == "811223344509").expect("509");
-        assert_eq!(ids[dead - 1], "811223344510");
         // The demo catalog itself holds no variant goods: the default rehearsal is unchanged.
         let demo_cat = embedded_catalog().expect("catalog");
         assert!(demo_cat
