@@ -17,6 +17,7 @@ use tokio::task::JoinHandle;
 use crate::artifacts::Retention;
 use crate::clock::TokioClock;
 use crate::executor::{Executor, NoDeviceExecutor, StubExecutor};
+use crate::gate::GateConfig;
 use crate::gateway::AdminGateway;
 use crate::job::adb::AdbSource;
 use crate::job::attempt::{FlowExecutorConfig, ReportHook};
@@ -52,6 +53,8 @@ pub struct ClientConfig {
     pub retention: Retention,
     /// Called with every task the flow executor finished (progress lines, summaries).
     pub on_report: Option<ReportHook>,
+    /// When the worker may claim: device checks, pauses, spacing after `retry_wait`s.
+    pub gate: GateConfig,
 }
 
 /// A running client: [`Client::wait`] for it to end, [`Client::stop`] to end it.
@@ -123,6 +126,7 @@ impl Client {
                 poll_interval: config.poll_interval,
                 exit_when_idle: config.exit_when_idle,
                 policy: Default::default(),
+                gate: config.gate,
             },
             relay.waker(),
         );
@@ -216,6 +220,7 @@ mod tests {
             artifacts_root: dir.join("artifacts"),
             retention: Retention::default(),
             on_report: None,
+            gate: GateConfig::default(),
         };
         (mock, store, gw, config)
     }

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::artifacts::Retention;
+use crate::gate::GateConfig;
 use crate::secret::Secret;
 
 #[derive(Debug, thiserror::Error)]
@@ -58,6 +59,16 @@ pub struct FileConfig {
     /// The directory of the per-phone lock files shared by every client on the machine
     /// (default `/tmp/cmautobuy-locks`; see [`crate::lock`]).
     pub lock_dir: Option<PathBuf>,
+    /// A claim needs a passing device check younger than this (default 30 s).
+    pub device_check_max_age_secs: Option<f64>,
+    /// While paused for the phone, probes back off from 1 s, doubling, to this cap
+    /// (default 60 s).
+    pub device_probe_max_secs: Option<f64>,
+    /// After k `retry_wait` outcomes in a row the next claim waits this · 2^(k-1)
+    /// (default 5 s) …
+    pub retry_wait_gap_secs: Option<f64>,
+    /// … capped at this (default 300 s).
+    pub retry_wait_gap_max_secs: Option<f64>,
 }
 
 /// What the user typed on the command line (all optional).
@@ -93,6 +104,9 @@ pub struct Config {
     pub lock_dir: PathBuf,
     /// A tracing filter (`info`, `cmautobuy_client=debug`, …).
     pub log: String,
+    /// When the worker may claim (`device_check_max_age_secs`, `device_probe_max_secs`,
+    /// `retry_wait_gap_secs`, `retry_wait_gap_max_secs`; see [`crate::gate`]).
+    pub gate: GateConfig,
     /// The config file actually read, if any.
     pub file: Option<PathBuf>,
 }
@@ -162,6 +176,10 @@ fn env_config(env: &dyn Fn(&str) -> Option<String>) -> Result<FileConfig, Config
             })
             .transpose()?,
         lock_dir: get("LOCK_DIR").map(PathBuf::from),
+        device_check_max_age_secs: num("DEVICE_CHECK_MAX_AGE_SECS")?,
+        device_probe_max_secs: num("DEVICE_PROBE_MAX_SECS")?,
+        retry_wait_gap_secs: num("RETRY_WAIT_GAP_SECS")?,
+        retry_wait_gap_max_secs: num("RETRY_WAIT_GAP_MAX_SECS")?,
     })
 }
 
@@ -196,6 +214,14 @@ fn merge(base: FileConfig, over: FileConfig) -> FileConfig {
         artifacts_max_age_days: over.artifacts_max_age_days.or(base.artifacts_max_age_days),
         allow_live: over.allow_live.or(base.allow_live),
         lock_dir: over.lock_dir.or(base.lock_dir),
+        device_check_max_age_secs: over
+            .device_check_max_age_secs
+            .or(base.device_check_max_age_secs),
+        device_probe_max_secs: over.device_probe_max_secs.or(base.device_probe_max_secs),
+        retry_wait_gap_secs: over.retry_wait_gap_secs.or(base.retry_wait_gap_secs),
+        retry_wait_gap_max_secs: over
+            .retry_wait_gap_max_secs
+            .or(base.retry_wait_gap_max_secs),
     }
 }
 
@@ -235,6 +261,7 @@ pub fn load(flags: Overrides, env: &dyn Fn(&str) -> Option<String>) -> Result<Co
         }
     };
     let c = merge(merge(file, from_env), from_flags);
+    let gate = gate(&c)?;
     Ok(Config {
         data_dir: c.data_dir.unwrap_or_else(|| default_data_dir(env)),
         admin_url: c.admin_url.filter(|s| !s.is_empty()),
@@ -260,7 +287,41 @@ pub fn load(flags: Overrides, env: &dyn Fn(&str) -> Option<String>) -> Result<Co
             .lock_dir
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or_else(crate::lock::default_lock_dir),
+        gate,
         file: file_path,
+    })
+}
+
+/// The device gate's timings from their keys; unset keys keep [`GateConfig::default`].
+fn gate(c: &FileConfig) -> Result<GateConfig, ConfigError> {
+    let d = GateConfig::default();
+    let key = |name: &str, v: Option<f64>, default: Duration| match v {
+        None => Ok(default),
+        Some(v) => secs(name, v),
+    };
+    let g = GateConfig {
+        check_max_age: key(
+            "device_check_max_age_secs",
+            c.device_check_max_age_secs,
+            d.check_max_age,
+        )?,
+        probe_min: d.probe_min,
+        probe_max: key(
+            "device_probe_max_secs",
+            c.device_probe_max_secs,
+            d.probe_max,
+        )?,
+        retry_gap: key("retry_wait_gap_secs", c.retry_wait_gap_secs, d.retry_gap)?,
+        retry_gap_max: key(
+            "retry_wait_gap_max_secs",
+            c.retry_wait_gap_max_secs,
+            d.retry_gap_max,
+        )?,
+    };
+    Ok(GateConfig {
+        probe_max: g.probe_max.max(g.probe_min),
+        retry_gap_max: g.retry_gap_max.max(g.retry_gap),
+        ..g
     })
 }
 

@@ -28,6 +28,16 @@ pub struct Readiness {
     pub live_adapter_ready: bool,
 }
 
+/// The result of a device check (issue 12): may the worker claim now?
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DeviceCheck {
+    /// Listed, authorised, answering a shell probe, PDD installed.
+    Ready,
+    /// Not usable now: a stable code (`DEVICE_OFFLINE`, `DEVICE_UNAUTHORIZED`,
+    /// `PDD_NOT_INSTALLED`, …) and a message for the operator.
+    NotReady { code: String, message: String },
+}
+
 /// A claimed task handed to the executor.
 #[derive(Clone, Debug)]
 pub struct Job {
@@ -53,6 +63,13 @@ pub enum Outcome {
 pub trait Executor: Send + Sync + 'static {
     fn readiness(&self) -> Readiness;
     fn execute(&self, job: Job) -> impl Future<Output = Outcome> + Send;
+
+    /// A cheap check that the phone can work now (the runner asks before a claim when its
+    /// last check is older than `device_check_max_age`, and while paused). Default: ready
+    /// (executors without a phone).
+    fn check_device(&self) -> impl Future<Output = DeviceCheck> + Send {
+        async { DeviceCheck::Ready }
+    }
 
     /// A purchase run a crash left with an irreversible mark and no outcome:
     /// reconcile it on the phone — never submit again — and answer its outcome (success

@@ -44,6 +44,7 @@ pub mod config;
 pub mod executor;
 pub mod failpoint;
 pub mod flow;
+pub mod gate;
 pub mod gateway;
 pub mod job;
 pub mod lock;

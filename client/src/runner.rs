@@ -16,6 +16,11 @@
 //! - a claimed task that cannot be saved (§5.2) raises an alert naming its id and claiming
 //!   stops until the operator acknowledges it (`ack`); if even the alert cannot be saved
 //!   the process keeps it in memory and repeats it in the log every poll interval;
+//! - a claim needs a passing device check younger than `device_check_max_age`; a
+//!   failing check — or a `retry_wait` with a device failure code — pauses the worker
+//!   (no claims; the pause is logged and saved for `status`) until a probe passes, probes
+//!   backing off 1 s → 60 s; consecutive `retry_wait`s of any code space the claims
+//!   (5 s doubling to 5 min) — the rules live in [`crate::gate`];
 //! - transient claim errors back off like the outbox (1 s doubling to 5 min, full jitter,
 //!   `Retry-After` honoured); permanent ones (4xx) raise an alert and stop claiming.
 
@@ -32,9 +37,10 @@ use cmautobuy_contract::{
 
 use crate::clock::Clock;
 use crate::executor::{failure, Executor, Job, Outcome, Readiness};
+use crate::gate::{DeviceGate, GateConfig, GateStep, Transition};
 use crate::gateway::{AdminGateway, GatewayError, PreparedRequest};
 use crate::retry::{poll_delay, random_unit, RetryPolicy};
-use crate::store::{OutboxDraft, OutboxKind, Settings, Store, StoreError, TaskState};
+use crate::store::{DevicePause, OutboxDraft, OutboxKind, Settings, Store, StoreError, TaskState};
 
 /// Alert kinds (stored in `operator_alerts.kind`).
 pub const ALERT_PROTOCOL: &str = "protocol_error";
@@ -54,6 +60,8 @@ pub struct RunConfig {
     /// Exit after a 204 once nothing is left to deliver in the outbox.
     pub exit_when_idle: bool,
     pub policy: RetryPolicy,
+    /// When the worker may claim (device checks, pauses, spacing after `retry_wait`).
+    pub gate: GateConfig,
 }
 
 impl Default for RunConfig {
@@ -62,6 +70,7 @@ impl Default for RunConfig {
             poll_interval: Duration::from_secs(10),
             exit_when_idle: false,
             policy: RetryPolicy::default(),
+            gate: GateConfig::default(),
         }
     }
 }
@@ -93,6 +102,9 @@ pub enum ClaimStep {
     Backoff(Duration),
     /// Claiming is stopped until the operator acts.
     Blocked(String),
+    /// The device gate said wait (paused for the phone, or spacing after `retry_wait`s):
+    /// no claim was made.
+    Waiting { reason: String, wait: Duration },
 }
 
 /// Whether the identity is valid for declaring `live` (§5): a well-formed client id, an
@@ -155,6 +167,7 @@ pub struct Runner<G, E, C> {
     /// stays stopped and the operator keeps seeing it.
     unsaved_alert: Mutex<Option<String>>,
     consecutive_failures: AtomicU32,
+    gate: Mutex<DeviceGate>,
 }
 
 impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
@@ -171,10 +184,11 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
             gateway,
             executor,
             clock,
-            cfg,
             relay_wake,
             unsaved_alert: Mutex::new(None),
             consecutive_failures: AtomicU32::new(0),
+            gate: Mutex::new(DeviceGate::new(cfg.gate)),
+            cfg,
         }
     }
 
@@ -294,10 +308,81 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
         self.record(&job, outcome)
     }
 
+    fn gate(&self) -> std::sync::MutexGuard<'_, DeviceGate> {
+        self.gate.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The device pause, if the worker is paused for its phone.
+    pub fn device_pause(&self) -> Option<crate::gate::Pause> {
+        self.gate().pause().cloned()
+    }
+
+    /// Logs a pause or a resume and records it for `status` (a store failure is logged;
+    /// the pause holds in memory either way).
+    fn transition(&self, t: Option<Transition>) {
+        let saved = match t {
+            None => return,
+            Some(Transition::Paused(p)) => {
+                tracing::warn!(code = %p.code, reason = %p.message, since = %p.since, "device not ready: worker paused, no claims until the phone answers");
+                self.store.set_device_pause(Some(&DevicePause {
+                    since: cmautobuy_contract::time::format_utc(p.since),
+                    code: p.code.clone(),
+                    message: p.message.clone(),
+                }))
+            }
+            Some(Transition::Resumed { since, probes }) => {
+                let away = (self.clock.now() - since).num_seconds();
+                tracing::info!(%since, away_secs = away, probes, "device ready again: worker resumed");
+                self.store.set_device_pause(None)
+            }
+        };
+        if let Err(e) = saved {
+            tracing::warn!(error = %e, "cannot record the device pause in the store");
+        }
+    }
+
+    /// Asks the device gate; probes the device when it says so. `Some(step)`: do not
+    /// claim now.
+    async fn gate_step(&self) -> Option<ClaimStep> {
+        // At most: probe, then claim or wait (a passing probe makes the check fresh).
+        for _ in 0..2 {
+            let step = self.gate().next(self.clock.now());
+            match step {
+                GateStep::Claim => return None,
+                GateStep::Wait(wait) => {
+                    let g = self.gate();
+                    let reason = match g.pause() {
+                        Some(p) => format!(
+                            "paused since {}: [{}] {} (probe {} failed)",
+                            cmautobuy_contract::time::format_utc(p.since),
+                            p.code,
+                            p.message,
+                            p.probes
+                        ),
+                        None => format!(
+                            "{} retry_wait outcome(s) in a row: next claim spaced",
+                            g.retry_waits()
+                        ),
+                    };
+                    return Some(ClaimStep::Waiting { reason, wait });
+                }
+                GateStep::Probe => {
+                    let check = self.executor.check_device().await;
+                    let t = self.gate().on_check(self.clock.now(), &check);
+                    self.transition(t);
+                }
+            }
+        }
+        None
+    }
+
     /// One claim cycle.
     pub async fn claim_once(&self) -> Result<ClaimStep, RunError> {
         if let Some(reason) = self.blocked_reason() {
             return Ok(ClaimStep::Blocked(reason));
+        }
+        if let Some(step) = self.gate_step().await {
+            return Ok(step);
         }
         let profile = self.profile()?;
         let declared = profile.capabilities.purchase_mode;
@@ -459,6 +544,14 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
         let id = self
             .store
             .record_outcome(job.run.id, &draft, self.clock.now())?;
+        let retry_wait = match &outcome {
+            Outcome::Failure(f) if f.status == FailureStatus::RetryWait => {
+                Some((f.error.code.as_str(), f.error.message.as_str()))
+            }
+            _ => None,
+        };
+        let t = self.gate().on_outcome(self.clock.now(), retry_wait);
+        self.transition(t);
         tracing::info!(task_id = %remote, outbox_id = id, kind = kind.as_str(), "outcome written to the outbox");
         self.relay_wake.notify_one();
         Ok(())
@@ -466,6 +559,10 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
 
     /// Claims until shutdown (or idle with `exit_when_idle`).
     pub async fn run(&self, mut shutdown: watch::Receiver<bool>) -> Result<RunExit, RunError> {
+        // A pause saved by an earlier process is stale: this one checks afresh.
+        if let Err(e) = self.store.set_device_pause(None) {
+            tracing::warn!(error = %e, "cannot clear a saved device pause");
+        }
         self.recover().await?;
         loop {
             if *shutdown.borrow() {
@@ -490,6 +587,10 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
                     d
                 }
                 ClaimStep::Backoff(d) => d,
+                ClaimStep::Waiting { reason, wait } => {
+                    tracing::debug!(%reason, ?wait, "not claiming yet");
+                    wait
+                }
                 ClaimStep::Blocked(reason) => {
                     tracing::error!(%reason, "claiming stopped until the operator acts (cmautobuy-client status / ack)");
                     if self.cfg.exit_when_idle && self.store.outbox_undelivered_count()? == 0 {

@@ -70,6 +70,7 @@ pub fn run(g: &Globals, a: RunArgs) -> Result<(), Failure> {
         artifacts_root: cfg.data_dir.join("artifacts"),
         retention: cfg.retention,
         on_report: None,
+        gate: cfg.gate,
     };
     let exit = rt
         .block_on(async {

@@ -19,6 +19,7 @@ pub fn run(g: &Globals, a: StatusArgs) -> Result<(), Failure> {
     let store = setup::open_store(&cfg)?;
     let s = store.settings()?;
     let alerts = store.open_alerts()?;
+    let pause = store.device_pause()?;
     let summary = store.summary()?;
     let undelivered: Vec<_> = store.outbox_list(false)?;
     if json {
@@ -29,6 +30,7 @@ pub fn run(g: &Globals, a: StatusArgs) -> Result<(), Failure> {
             "token_set": s.token.is_some(),
             "device": s.device,
             "registration": s.registration,
+            "device_pause": pause,
             "alerts": alerts.iter().map(|a| serde_json::json!({
                 "id": a.id, "kind": a.kind, "task_id": a.remote_task_id,
                 "message": a.message, "raised_at": a.raised_at,
@@ -47,6 +49,12 @@ pub fn run(g: &Globals, a: StatusArgs) -> Result<(), Failure> {
         if s.token.is_some() { "set" } else { "not set" }
     );
     println!("device:       {}", s.device.as_deref().unwrap_or("-"));
+    if let Some(p) = &pause {
+        println!(
+            "PAUSED for the phone since {}: [{}] {} (no claims; resumes by itself when the phone answers)",
+            p.since, p.code, p.message
+        );
+    }
     match &s.registration {
         Some(r) if r.state == "ok" => println!("registration: ok ({})", r.at),
         Some(r) => println!(

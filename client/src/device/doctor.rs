@@ -210,6 +210,28 @@ pub fn check(dev: &AdbDevice) -> DoctorReport {
     r
 }
 
+/// The claim loop's cheap device check (issue 12): one shell round trip,
+/// `pm list packages com.xunmeng.pinduoduo`. Answering proves the phone is listed, online
+/// and authorised (otherwise the call fails with that error's code); the answer says
+/// whether PDD is installed. Bounded by the device's deadlines.
+pub fn probe(dev: &dyn Device) -> Result<(), Problem> {
+    match dev.shell(&["pm", "list", "packages", PDD_PACKAGE]) {
+        Ok(o) if lists_package(&o.stdout_text(), PDD_PACKAGE) => Ok(()),
+        Ok(o) if !o.success() => Err(Problem {
+            code: "DEVICE_COMMAND_FAILED".into(),
+            message: format!("`pm list packages` failed: {}", o.stderr_text().trim()),
+        }),
+        Ok(_) => Err(Problem {
+            code: "PDD_NOT_INSTALLED".into(),
+            message: format!("{PDD_PACKAGE} is not installed on the phone"),
+        }),
+        Err(e) => Err(Problem {
+            code: e.code().into(),
+            message: e.to_string(),
+        }),
+    }
+}
+
 fn getprop(dev: &AdbDevice, name: &str) -> Result<Option<String>, DeviceError> {
     let o = dev.shell(&["getprop", name])?;
     let v = o.stdout_text().trim().to_string();

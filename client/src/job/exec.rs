@@ -14,7 +14,7 @@ use super::attempt::{failure_request, label, FlowExecutorConfig, ReportHook, Tas
 use super::driver::DriveStats;
 use super::purchase::PurchaseBackend;
 use super::source::DeviceSource;
-use crate::executor::{Executor, Job, Outcome, Readiness};
+use crate::executor::{DeviceCheck, Executor, Job, Outcome, Readiness};
 use crate::flow::FlowFailure;
 
 /// Runs collect and purchase tasks on a device.
@@ -63,6 +63,21 @@ impl<S: DeviceSource> Executor for FlowExecutor<S> {
             device_ready: self.source.configured(),
             purchase_adapter_ready: self.purchase.is_some(),
             live_adapter_ready: self.purchase.as_ref().is_some_and(|b| b.live_enabled()),
+        }
+    }
+
+    async fn check_device(&self) -> DeviceCheck {
+        let source = self.source.clone();
+        match tokio::task::spawn_blocking(move || source.check()).await {
+            Ok(Ok(())) => DeviceCheck::Ready,
+            Ok(Err(p)) => DeviceCheck::NotReady {
+                code: p.code,
+                message: p.message,
+            },
+            Err(e) => DeviceCheck::NotReady {
+                code: "DEVICE_CHECK_FAILED".into(),
+                message: format!("the device check panicked: {e}"),
+            },
         }
     }
 

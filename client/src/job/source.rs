@@ -12,6 +12,17 @@ pub trait DeviceSource: Send + Sync + 'static {
     fn configured(&self) -> bool {
         true
     }
+    /// The claim loop's device check ([`crate::device::doctor::probe`] on
+    /// [`DeviceSource::device`]); blocking, bounded by the device's deadlines.
+    fn check(&self) -> Result<(), crate::device::doctor::Problem> {
+        match self.device() {
+            Ok(d) => crate::device::doctor::probe(&*d),
+            Err(e) => Err(crate::device::doctor::Problem {
+                code: e.code().into(),
+                message: e.to_string(),
+            }),
+        }
+    }
     /// Simulated device time so far, ms, when the device can tell (the simulated phone).
     fn device_time_ms(&self) -> Option<u64> {
         None

@@ -241,6 +241,7 @@ pub fn rehearse(opts: RehearseOptions) -> anyhow::Result<Summary> {
             max_age: None,
         },
         on_report: Some(progress(ids.len(), opts.json, reports.clone())),
+        gate: Default::default(),
     };
     let exit = rt.block_on(async {
         let client = Client::start(

@@ -13,6 +13,20 @@ const SETTING_ADMIN_URL: &str = "admin_url";
 const SETTING_TOKEN: &str = "token";
 const SETTING_DEVICE: &str = "device";
 const SETTING_REGISTRATION: &str = "registration";
+const SETTING_DEVICE_PAUSE: &str = "device_pause";
+
+/// Why the claim loop is paused for the phone (issue 12): written when the worker pauses,
+/// removed when it resumes; `status` shows it. Not an operator alert — the worker resumes
+/// by itself when a device check passes.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct DevicePause {
+    /// RFC 3339 UTC.
+    pub since: String,
+    /// The failing check's code (`DEVICE_OFFLINE`, `PDD_NOT_INSTALLED`, …) or the device
+    /// failure code of the `retry_wait` outcome that paused it.
+    pub code: String,
+    pub message: String,
+}
 
 /// Settings as stored. `client_id` always exists once the store is open.
 #[derive(Clone, Debug, Default)]
@@ -102,6 +116,38 @@ impl Store {
             .map_err(|e| StoreError::Corrupt(format!("registration status: {e}")))?;
         let conn = self.lock();
         put_setting(&conn, SETTING_REGISTRATION, &json, Utc::now())
+    }
+}
+
+impl Store {
+    /// Records (`Some`) or clears (`None`) the device pause.
+    pub fn set_device_pause(&self, pause: Option<&DevicePause>) -> Result<()> {
+        let conn = self.lock();
+        match pause {
+            Some(p) => {
+                let json = serde_json::to_string(p)
+                    .map_err(|e| StoreError::Corrupt(format!("device pause: {e}")))?;
+                put_setting(&conn, SETTING_DEVICE_PAUSE, &json, Utc::now())
+            }
+            None => {
+                conn.execute(
+                    "DELETE FROM settings WHERE key = ?1",
+                    [SETTING_DEVICE_PAUSE],
+                )?;
+                Ok(())
+            }
+        }
+    }
+
+    /// The device pause last recorded by a running client, if any.
+    pub fn device_pause(&self) -> Result<Option<DevicePause>> {
+        let conn = self.lock();
+        match get_setting(&conn, SETTING_DEVICE_PAUSE)? {
+            Some(s) => serde_json::from_str(&s)
+                .map(Some)
+                .map_err(|e| StoreError::Corrupt(format!("device pause: {e}"))),
+            None => Ok(None),
+        }
     }
 }
 

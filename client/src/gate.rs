@@ -1,0 +1,351 @@
+//! The device gate (issue 12): whether the claim loop may claim now. Sans-IO — a pure
+//! function of `now`, the last device check and the last outcomes; the runner does the
+//! checks and the waits.
+//!
+//! Rules:
+//! - **A fresh check before each claim.** A claim needs a passing device check younger
+//!   than [`GateConfig::check_max_age`]; otherwise the runner checks first
+//!   ([`GateStep::Probe`]).
+//! - **Pause and resume.** A failing check pauses the worker: no claims; the next probe
+//!   waits `probe_min · 2^(n-1)`, capped at `probe_max`, after the n-th failing probe
+//!   (1 s, 2 s, 4 s … 60 s by default). The first passing probe resumes it.
+//! - **`retry_wait` after a device failure** ([`is_device_failure`]: the failure codes a
+//!   device error maps to) pauses the same way (first probe after `probe_min`), never an
+//!   immediate new claim.
+//! - **Consecutive `retry_wait`s of any code** space the claims: after the k-th in a row the
+//!   next claim waits `retry_gap · 2^(k-1)`, capped at `retry_gap_max` (5 s, 10 s, 20 s …
+//!   5 min by default). Any other outcome (a result, `failed`, `manual_review`,
+//!   `cancelled`) resets the count; a 204 does not.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use crate::executor::DeviceCheck;
+
+/// The failure codes (`decisions.md` §5 and [`crate::device::DeviceError::failure_code`])
+/// that mean the phone, not the page, failed: a `retry_wait` with one of them pauses the
+/// worker until a device check passes.
+pub const DEVICE_FAILURE_CODES: &[&str] = &[
+    "DEVICE_OFFLINE",
+    "DEVICE_UNAUTHORIZED",
+    "DEVICE_COMMAND_FAILED",
+    "DEVICE_CONFIG_INVALID",
+    "UI_DUMP_FAILED",
+    "SCREENSHOT_FAILED",
+];
+
+/// Whether a failure code is a device failure (see [`DEVICE_FAILURE_CODES`]).
+pub fn is_device_failure(code: &str) -> bool {
+    DEVICE_FAILURE_CODES.contains(&code)
+}
+
+/// The gate's timings (config keys `device_check_max_age_secs`, `device_probe_max_secs`,
+/// `retry_wait_gap_secs`, `retry_wait_gap_max_secs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GateConfig {
+    pub check_max_age: Duration,
+    pub probe_min: Duration,
+    pub probe_max: Duration,
+    pub retry_gap: Duration,
+    pub retry_gap_max: Duration,
+}
+
+impl Default for GateConfig {
+    fn default() -> Self {
+        GateConfig {
+            check_max_age: Duration::from_secs(30),
+            probe_min: Duration::from_secs(1),
+            probe_max: Duration::from_secs(60),
+            retry_gap: Duration::from_secs(5),
+            retry_gap_max: Duration::from_secs(300),
+        }
+    }
+}
+
+/// `base · 2^(n-1)` capped at `max` (n ≥ 1; n = 0 counts as 1).
+pub fn doubling(base: Duration, n: u32, max: Duration) -> Duration {
+    let shift = n.saturating_sub(1).min(30);
+    base.checked_mul(1u32 << shift).unwrap_or(max).min(max)
+}
+
+/// Why and since when the worker is paused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pause {
+    pub since: DateTime<Utc>,
+    pub code: String,
+    pub message: String,
+    /// Failing probes since the pause began.
+    pub probes: u32,
+    pub next_probe: DateTime<Utc>,
+}
+
+/// What the runner does next.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GateStep {
+    /// Claim now.
+    Claim,
+    /// Check the device now, then ask again.
+    Probe,
+    /// Neither: wait this long (paused, or spacing after `retry_wait`s).
+    Wait(Duration),
+}
+
+/// A change the runner logs and records.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Transition {
+    Paused(Pause),
+    Resumed { since: DateTime<Utc>, probes: u32 },
+}
+
+/// The gate's state.
+#[derive(Clone, Debug)]
+pub struct DeviceGate {
+    cfg: GateConfig,
+    last_ready: Option<DateTime<Utc>>,
+    pause: Option<Pause>,
+    retry_waits: u32,
+    not_before: Option<DateTime<Utc>>,
+}
+
+fn until(now: DateTime<Utc>, t: DateTime<Utc>) -> Duration {
+    (t - now).to_std().unwrap_or(Duration::ZERO)
+}
+
+fn after(now: DateTime<Utc>, d: Duration) -> DateTime<Utc> {
+    now + chrono::Duration::from_std(d).unwrap_or(chrono::Duration::zero())
+}
+
+impl DeviceGate {
+    pub fn new(cfg: GateConfig) -> Self {
+        DeviceGate {
+            cfg,
+            last_ready: None,
+            pause: None,
+            retry_waits: 0,
+            not_before: None,
+        }
+    }
+
+    pub fn config(&self) -> GateConfig {
+        self.cfg
+    }
+
+    /// The current pause, if the worker is paused.
+    pub fn pause(&self) -> Option<&Pause> {
+        self.pause.as_ref()
+    }
+
+    /// `retry_wait` outcomes in a row.
+    pub fn retry_waits(&self) -> u32 {
+        self.retry_waits
+    }
+
+    /// What to do at `now`.
+    pub fn next(&self, now: DateTime<Utc>) -> GateStep {
+        if let Some(p) = &self.pause {
+            return if now < p.next_probe {
+                GateStep::Wait(until(now, p.next_probe))
+            } else {
+                GateStep::Probe
+            };
+        }
+        if let Some(nb) = self.not_before {
+            if now < nb {
+                return GateStep::Wait(until(now, nb));
+            }
+        }
+        match self.last_ready {
+            Some(t) if until(t, now) < self.cfg.check_max_age && t <= now => GateStep::Claim,
+            _ => GateStep::Probe,
+        }
+    }
+
+    /// A device check finished at `now`.
+    pub fn on_check(&mut self, now: DateTime<Utc>, check: &DeviceCheck) -> Option<Transition> {
+        match check {
+            DeviceCheck::Ready => {
+                self.last_ready = Some(now);
+                self.pause.take().map(|p| Transition::Resumed {
+                    since: p.since,
+                    probes: p.probes,
+                })
+            }
+            DeviceCheck::NotReady { code, message } => {
+                self.last_ready = None;
+                match &mut self.pause {
+                    Some(p) => {
+                        p.probes = p.probes.saturating_add(1);
+                        p.next_probe = after(
+                            now,
+                            doubling(self.cfg.probe_min, p.probes, self.cfg.probe_max),
+                        );
+                        let changed = p.code != *code;
+                        p.code = code.clone();
+                        p.message = message.clone();
+                        changed.then(|| Transition::Paused(p.clone()))
+                    }
+                    None => {
+                        let p = Pause {
+                            since: now,
+                            code: code.clone(),
+                            message: message.clone(),
+                            probes: 1,
+                            next_probe: after(now, self.cfg.probe_min),
+                        };
+                        self.pause = Some(p.clone());
+                        Some(Transition::Paused(p))
+                    }
+                }
+            }
+        }
+    }
+
+    /// A task's outcome was recorded at `now`: `Some((code))` for a `retry_wait` failure,
+    /// `None` for any other outcome.
+    pub fn on_outcome(
+        &mut self,
+        now: DateTime<Utc>,
+        retry_wait: Option<(&str, &str)>,
+    ) -> Option<Transition> {
+        let Some((code, message)) = retry_wait else {
+            self.retry_waits = 0;
+            self.not_before = None;
+            return None;
+        };
+        self.retry_waits = self.retry_waits.saturating_add(1);
+        self.not_before = Some(after(
+            now,
+            doubling(self.cfg.retry_gap, self.retry_waits, self.cfg.retry_gap_max),
+        ));
+        if !is_device_failure(code) || self.pause.is_some() {
+            return None;
+        }
+        self.last_ready = None;
+        let p = Pause {
+            since: now,
+            code: code.to_string(),
+            message: message.to_string(),
+            probes: 0,
+            next_probe: after(now, self.cfg.probe_min),
+        };
+        self.pause = Some(p.clone());
+        Some(Transition::Paused(p))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    fn t0() -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 12, 1, 8, 0, 0).unwrap()
+    }
+    fn s(n: u64) -> Duration {
+        Duration::from_secs(n)
+    }
+    fn at(n: u64) -> DateTime<Utc> {
+        after(t0(), s(n))
+    }
+    fn offline() -> DeviceCheck {
+        DeviceCheck::NotReady {
+            code: "DEVICE_OFFLINE".into(),
+            message: "device 127.0.0.1:1 is offline".into(),
+        }
+    }
+
+    #[test]
+    fn a_claim_needs_a_fresh_check() {
+        let mut g = DeviceGate::new(GateConfig::default());
+        assert_eq!(g.next(t0()), GateStep::Probe);
+        assert_eq!(g.on_check(t0(), &DeviceCheck::Ready), None);
+        assert_eq!(g.next(at(29)), GateStep::Claim);
+        assert_eq!(g.next(at(30)), GateStep::Probe);
+    }
+
+    #[test]
+    fn offline_pauses_with_a_doubling_capped_probe_schedule_and_resumes() {
+        let mut g = DeviceGate::new(GateConfig::default());
+        let mut now = t0();
+        let mut gaps = Vec::new();
+        for i in 0..9 {
+            assert_eq!(g.next(now), GateStep::Probe);
+            let tr = g.on_check(now, &offline());
+            assert_eq!(matches!(tr, Some(Transition::Paused(_))), i == 0, "{tr:?}");
+            let GateStep::Wait(d) = g.next(now) else {
+                panic!("paused: no claim, no probe before the next probe time")
+            };
+            gaps.push(d.as_secs());
+            now = after(now, d);
+        }
+        assert_eq!(gaps, vec![1, 2, 4, 8, 16, 32, 60, 60, 60]);
+        let p = g.pause().unwrap();
+        assert_eq!(
+            (p.since, p.code.as_str(), p.probes),
+            (t0(), "DEVICE_OFFLINE", 9)
+        );
+        assert_eq!(
+            g.on_check(now, &DeviceCheck::Ready),
+            Some(Transition::Resumed {
+                since: t0(),
+                probes: 9
+            })
+        );
+        assert_eq!(g.next(now), GateStep::Claim);
+    }
+
+    #[test]
+    fn retry_wait_after_a_device_failure_pauses() {
+        let mut g = DeviceGate::new(GateConfig::default());
+        g.on_check(t0(), &DeviceCheck::Ready);
+        let tr = g.on_outcome(at(1), Some(("DEVICE_OFFLINE", "connection refused")));
+        assert!(
+            matches!(tr, Some(Transition::Paused(ref p)) if p.since == at(1)),
+            "{tr:?}"
+        );
+        // Never an immediate claim: the probe comes first, even with a fresh check.
+        assert_eq!(g.next(at(1)), GateStep::Wait(s(1)));
+        assert_eq!(g.next(at(2)), GateStep::Probe);
+        g.on_check(at(2), &offline());
+        assert_eq!(g.next(at(2)), GateStep::Wait(s(1)));
+        assert!(matches!(
+            g.on_check(at(3), &DeviceCheck::Ready),
+            Some(Transition::Resumed { .. })
+        ));
+        // Resumed, but the retry_wait spacing (5 s after the outcome) still holds.
+        assert_eq!(g.next(at(3)), GateStep::Wait(s(3)));
+        assert_eq!(g.next(at(6)), GateStep::Claim);
+    }
+
+    #[test]
+    fn consecutive_retry_waits_space_the_claims_and_a_result_resets() {
+        let mut g = DeviceGate::new(GateConfig::default());
+        let mut now = t0();
+        let mut gaps = Vec::new();
+        for _ in 0..8 {
+            g.on_check(now, &DeviceCheck::Ready);
+            assert_eq!(g.next(now), GateStep::Claim);
+            assert_eq!(g.on_outcome(now, Some(("PAGE_NOT_RECOGNIZED", "?"))), None);
+            let GateStep::Wait(d) = g.next(now) else {
+                panic!("a retry_wait is never followed by an immediate claim")
+            };
+            gaps.push(d.as_secs());
+            now = after(now, d);
+        }
+        assert_eq!(gaps, vec![5, 10, 20, 40, 80, 160, 300, 300]);
+        assert!(g.pause().is_none());
+        g.on_check(now, &DeviceCheck::Ready);
+        g.on_outcome(now, None);
+        assert_eq!(g.retry_waits(), 0);
+        assert_eq!(g.next(now), GateStep::Claim);
+    }
+
+    #[test]
+    fn device_failure_codes() {
+        assert!(is_device_failure("DEVICE_OFFLINE"));
+        assert!(is_device_failure("UI_DUMP_FAILED"));
+        assert!(!is_device_failure("PAGE_NOT_RECOGNIZED"));
+        assert!(!is_device_failure("LOGIN_REQUIRED"));
+    }
+}
