@@ -69,7 +69,14 @@ pub fn run(g: &Globals, a: StatusArgs) -> Result<(), Failure> {
         None => println!("registration: never attempted"),
     }
     if alerts.is_empty() {
-        println!("alerts:       none (claiming allowed)");
+        println!(
+            "alerts:       none{}",
+            if pause.is_some() {
+                ""
+            } else {
+                " (claiming allowed)"
+            }
+        );
     } else {
         println!("ALERTS — claiming is stopped until acknowledged (`cmautobuy-client ack`):");
         for a in &alerts {
