@@ -543,6 +543,23 @@ fn doctor_through_the_server_and_directly() {
     assert_eq!(r.problems[0].code, "DEVICE_NOT_FOUND");
 }
 
+/// Issue 12: the claim loop's cheap check — ready on an online phone, the offline
+/// error's code on an offline one, ready again when it comes back.
+#[test]
+fn the_claim_loops_probe_follows_the_phone() {
+    let phone = phone();
+    let dev = direct(&phone, options());
+    assert_eq!(doctor::probe(&dev), Ok(()));
+    phone.set_offline(true);
+    let p = doctor::probe(&dev).expect_err("offline");
+    assert!(
+        ["DEVICE_OFFLINE", "DEVICE_IO_ERROR", "DEVICE_PROTOCOL_ERROR"].contains(&p.code.as_str()),
+        "{p:?}"
+    );
+    phone.set_offline(false);
+    assert_eq!(doctor::probe(&dev), Ok(()));
+}
+
 #[test]
 fn doctor_command_line() {
     let phone = phone();
