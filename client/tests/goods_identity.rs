@@ -10,102 +10,18 @@
 //! - a live purchase whose deep link fails (811223344509) while another goods with the
 //!   same option names (811223344510) is on screen, with no expected title, never
 //!   orders: one order in the ledger, the first task's.
+//!
+//! The phone has the bundled catalog: apparel, general, special (the redirect) and
+//! variants (811223344509 `deep_link_fails`, 811223344510 the same option names). Real
+//! pages print no goods id (`show_goods_id` is off by default).
 
-use std::process::Command;
-use std::time::Duration;
+mod support;
 
-use cmautobuy_mock_admin::{MockAdmin, MockAdminConfig, Operator};
-use cmautobuy_sim_phone::{Catalog, SimConfig, SimPhone, SimPhoneHandle};
 use serde_json::{json, Value};
-
-/// The bundled mock Admin on loopback HTTP and the simulated phone on loopback TCP.
-struct World {
-    rt: tokio::runtime::Runtime,
-    op: Operator,
-    url: String,
-    phone: SimPhoneHandle,
-}
-
-impl World {
-    fn start() -> World {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
-        let admin = MockAdmin::open(MockAdminConfig::in_memory()).unwrap();
-        let op = admin.operator();
-        let listener = rt
-            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-            .unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        rt.spawn(admin.serve(listener, std::future::pending()));
-        // The bundled catalog: apparel, general, special (the redirect) and variants
-        // (811223344509 `deep_link_fails`, 811223344510 the same option names). Real
-        // pages print no goods id (`show_goods_id` is off by default).
-        let catalog = Catalog::load(&Catalog::bundled_dir()).unwrap();
-        let phone =
-            SimPhone::bind("127.0.0.1:0".parse().unwrap(), SimConfig::new(catalog)).unwrap();
-        World { rt, op, url, phone }
-    }
-
-    fn create(&self, task: Value) {
-        self.rt.block_on(self.op.create_task(task)).unwrap();
-    }
-
-    /// The last report of task `id`: (kind, body).
-    fn report(&self, id: &str) -> (String, Value) {
-        let t = self.rt.block_on(self.op.get_task(id)).unwrap();
-        let r = t["results"]
-            .as_array()
-            .and_then(|a| a.last())
-            .cloned()
-            .unwrap_or_else(|| panic!("{id}: no report: {t}"));
-        (
-            r["kind"].as_str().unwrap_or("").to_string(),
-            r["body"].clone(),
-        )
-    }
-
-    /// `cmautobuy-client run --exit-when-idle --allow-live` on this phone, exit 0.
-    fn run(&self, data: &std::path::Path) {
-        let out = Command::new(env!("CARGO_BIN_EXE_cmautobuy-client"))
-            .arg("--data-dir")
-            .arg(data)
-            .args(["run", "--admin", &self.url, "--token", "tok-ident"])
-            .args(["--exit-when-idle", "--allow-live", "--poll-interval", "0.2"])
-            .arg("--device")
-            .arg(format!("tcp:{}", self.phone.addr()))
-            .env_remove("CMAUTOBUY_CONFIG")
-            .env_remove("CMAUTOBUY_ALLOW_LIVE")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "run failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-
-    fn stop(self) {
-        drop(self.phone);
-        self.rt.shutdown_timeout(Duration::from_secs(1));
-    }
-}
-
-fn url_of(goods: &str) -> String {
-    format!("https://mobile.yangkeduo.com/goods.html?goods_id={goods}")
-}
+use support::world::{goods_url as url_of, World};
 
 fn live_purchase(id: &str, goods: &str) -> Value {
-    json!({
-        "id": id, "type": "purchase", "execution_mode": "live",
-        "payload": {
-            "goods_id": goods, "goods_url": url_of(goods),
-            "options": {"color": "白色", "size": "M"},
-            "quantity": 1, "max_price_cent": 10000,
-        },
-    })
+    support::world::live_purchase(id, goods, json!({"color": "白色", "size": "M"}), 1, 10000)
 }
 
 /// The files of the attempt a failure's `artifact_ref` names.
@@ -119,7 +35,7 @@ fn artifact_files(data: &std::path::Path, body: &Value) -> Vec<std::path::PathBu
 
 #[test]
 fn a_collect_of_a_redirecting_link_fails_naming_the_goods_id_activity_top_shows() {
-    let w = World::start();
+    let w = World::start("tok-ident");
     // 671122334455 redirects to 737116531267; no expected title: only the goods id the
     // phone shows can tell.
     w.create(json!({
@@ -127,7 +43,7 @@ fn a_collect_of_a_redirecting_link_fails_naming_the_goods_id_activity_top_shows(
         "payload": {"goods_id": "671122334455", "goods_url": url_of("671122334455")},
     }));
     let data = tempfile::tempdir().unwrap();
-    w.run(data.path());
+    w.run_live(data.path());
     let (kind, body) = w.report("ident-redirect");
     assert_eq!(kind, "failure", "{body}");
     assert_eq!(body["status"], "failed");
@@ -153,13 +69,13 @@ fn a_collect_of_a_redirecting_link_fails_naming_the_goods_id_activity_top_shows(
 
 #[test]
 fn a_failed_deep_link_never_buys_the_goods_left_on_screen() {
-    let w = World::start();
+    let w = World::start("tok-ident");
     let data = tempfile::tempdir().unwrap();
 
     // An ordinary live purchase: its goods page prints no id; `dumpsys activity top`
     // proves it, one read.
     w.create(live_purchase("ident-510", "811223344510"));
-    w.run(data.path());
+    w.run_live(data.path());
     let (kind, body) = w.report("ident-510");
     assert_eq!(kind, "result", "{body}");
     let p = &body["purchase"];
@@ -179,7 +95,7 @@ fn a_failed_deep_link_never_buys_the_goods_left_on_screen() {
     assert_eq!(e.code, 0);
     assert_eq!(w.phone.current_page(), "goods");
     w.create(live_purchase("ident-509", "811223344509"));
-    w.run(data.path());
+    w.run_live(data.path());
     let (kind, body) = w.report("ident-509");
     assert_eq!(kind, "failure", "{body}");
     assert_ne!(body["status"], "succeeded");

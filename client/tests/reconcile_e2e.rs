@@ -12,96 +12,30 @@
 //! - A phone whose clock runs 150 s behind the host's: its orders look placed 150 s
 //!   before the mark, outside the bare 60 s; the measured skew widens the window.
 
-use std::process::Command;
-use std::time::Duration;
+mod support;
 
-use cmautobuy_mock_admin::{MockAdmin, MockAdminConfig, Operator};
-use cmautobuy_sim_phone::{Catalog, SimConfig, SimPhone, SimPhoneHandle};
 use serde_json::{json, Value};
+use support::world::World;
 
-/// The bundled mock Admin on loopback HTTP and the simulated phone on loopback TCP.
-struct World {
-    rt: tokio::runtime::Runtime,
-    op: Operator,
-    url: String,
-    phone: SimPhoneHandle,
-}
+const TOKEN: &str = "tok-recon";
 
-impl World {
-    fn start() -> World {
-        World::with_clock_offset(0)
-    }
-
-    /// A phone whose clock is `offset_secs` ahead of the host's (behind when negative).
-    fn with_clock_offset(offset_secs: i64) -> World {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
-        let admin = MockAdmin::open(MockAdminConfig::in_memory()).unwrap();
-        let op = admin.operator();
-        let listener = rt
-            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-            .unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        rt.spawn(admin.serve(listener, std::future::pending()));
-        let catalog = Catalog::load(&Catalog::bundled_dir()).unwrap();
-        let mut cfg = SimConfig::new(catalog);
-        cfg.clock_offset_secs = offset_secs;
-        let phone = SimPhone::bind("127.0.0.1:0".parse().unwrap(), cfg).unwrap();
-        World { rt, op, url, phone }
-    }
-
-    /// One `run --allow-live --exit-when-idle` of the real binary; it must exit 0.
-    fn run_live(&self, data: &std::path::Path) {
-        let out = Command::new(env!("CARGO_BIN_EXE_cmautobuy-client"))
-            .arg("--data-dir")
-            .arg(data)
-            .args(["run", "--admin", &self.url, "--token", "tok-recon"])
-            .args(["--exit-when-idle", "--allow-live", "--poll-interval", "0.2"])
-            .arg("--device")
-            .arg(format!("tcp:{}", self.phone.addr()))
-            .env_remove("CMAUTOBUY_CONFIG")
-            .env_remove("CMAUTOBUY_ALLOW_LIVE")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "run failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-
-    /// The one report of task `id`: it must be a result; its `purchase` object.
-    fn purchase(&self, id: &str) -> Value {
-        let t = self.rt.block_on(self.op.get_task(id)).unwrap();
-        assert_eq!(t["task"]["status"], "succeeded", "{id}: {t}");
-        let results = t["results"].as_array().cloned().unwrap_or_default();
-        assert_eq!(results.len(), 1, "{id}: exactly one report: {t}");
-        assert_eq!(results[0]["kind"], "result", "{id}: {t}");
-        results[0]["body"]["purchase"].clone()
-    }
+/// The one report of task `id`: it must be a result; its `purchase` object.
+fn purchase(w: &World, id: &str) -> Value {
+    let t = w.task(id);
+    assert_eq!(t["task"]["status"], "succeeded", "{id}: {t}");
+    let results = t["results"].as_array().cloned().unwrap_or_default();
+    assert_eq!(results.len(), 1, "{id}: exactly one report: {t}");
+    assert_eq!(results[0]["kind"], "result", "{id}: {t}");
+    results[0]["body"]["purchase"].clone()
 }
 
 fn live_task(id: &str, goods: &str, options: Value, max: i64) -> Value {
-    json!({
-        "id": id,
-        "type": "purchase",
-        "execution_mode": "live",
-        "payload": {
-            "goods_id": goods,
-            "goods_url": format!("https://mobile.yangkeduo.com/goods.html?goods_id={goods}"),
-            "options": options,
-            "quantity": 1,
-            "max_price_cent": max,
-        },
-    })
+    support::world::live_purchase(id, goods, options, 1, max)
 }
 
 #[test]
 fn canvas_and_folded_goods_are_reconciled_to_the_ledgers_order() {
-    let w = World::start();
+    let w = World::start(TOKEN);
     let cases = [
         (
             "recon-canvas",
@@ -117,8 +51,7 @@ fn canvas_and_folded_goods_are_reconciled_to_the_ledgers_order() {
         ),
     ];
     for (id, goods, options, _) in &cases {
-        w.rt.block_on(w.op.create_task(live_task(id, goods, options.clone(), 1500)))
-            .unwrap();
+        w.create(live_task(id, goods, options.clone(), 1500));
     }
     let data = tempfile::tempdir().unwrap();
     w.run_live(data.path());
@@ -133,7 +66,7 @@ fn canvas_and_folded_goods_are_reconciled_to_the_ledgers_order() {
             .find(|o| o.goods_id == *goods)
             .unwrap_or_else(|| panic!("{id}: no order of {goods} in the ledger"));
         assert_eq!(o.total_cent, *total, "{id}");
-        let p = w.purchase(id);
+        let p = purchase(&w, id);
         assert_eq!(p["mode"], "live", "{id}");
         assert_eq!(p["order_submitted"], true, "{id}");
         assert_eq!(p["payment_attempted"], false, "{id}");
@@ -147,8 +80,7 @@ fn canvas_and_folded_goods_are_reconciled_to_the_ledgers_order() {
         let created = chrono::DateTime::parse_from_rfc3339(&o.created_at).unwrap();
         assert_eq!(shown, created, "{id}");
     }
-    drop(w.phone);
-    w.rt.shutdown_timeout(Duration::from_secs(1));
+    w.stop();
 }
 
 /// Two identical live tasks, one after the other: when the second one reconciles, the
@@ -157,22 +89,21 @@ fn canvas_and_folded_goods_are_reconciled_to_the_ledgers_order() {
 /// the second would end `AMBIGUOUS_ORDER_MATCH`, or adopt the wrong one).
 #[test]
 fn an_identical_order_of_another_task_is_never_adopted() {
-    let w = World::start();
+    let w = World::start(TOKEN);
     for id in ["recon-same-1", "recon-same-2"] {
-        w.rt.block_on(w.op.create_task(live_task(
+        w.create(live_task(
             id,
             "811223344508",
             json!({"color": "黑色"}),
             1500,
-        )))
-        .unwrap();
+        ));
     }
     let data = tempfile::tempdir().unwrap();
     w.run_live(data.path());
     let orders = w.phone.orders();
     assert_eq!(orders.len(), 2, "one order per task: {orders:?}");
-    let a = w.purchase("recon-same-1");
-    let b = w.purchase("recon-same-2");
+    let a = purchase(&w, "recon-same-1");
+    let b = purchase(&w, "recon-same-2");
     assert_ne!(a["order_sn"], b["order_sn"]);
     let mut reported = vec![
         a["order_sn"].as_str().unwrap().to_string(),
@@ -182,8 +113,7 @@ fn an_identical_order_of_another_task_is_never_adopted() {
     reported.sort();
     ledger.sort();
     assert_eq!(reported, ledger);
-    drop(w.phone);
-    w.rt.shutdown_timeout(Duration::from_secs(1));
+    w.stop();
 }
 
 /// The phone's clock runs 150 s behind the host's, which stamps the mark: the order's
@@ -191,19 +121,18 @@ fn an_identical_order_of_another_task_is_never_adopted() {
 /// and accepts it — the bare 60 s would have ended `ORDER_TIME_OUT_OF_WINDOW`.
 #[test]
 fn a_phone_clock_behind_the_host_is_measured_and_its_order_adopted() {
-    let w = World::with_clock_offset(-150);
-    w.rt.block_on(w.op.create_task(live_task(
+    let w = World::builder(TOKEN).clock_offset(-150).start();
+    w.create(live_task(
         "recon-skew",
         "811223344508",
         json!({"color": "白色"}),
         1500,
-    )))
-    .unwrap();
+    ));
     let data = tempfile::tempdir().unwrap();
     w.run_live(data.path());
     let orders = w.phone.orders();
     assert_eq!(orders.len(), 1, "{orders:?}");
-    let p = w.purchase("recon-skew");
+    let p = purchase(&w, "recon-skew");
     assert_eq!(p["order_sn"], orders[0].order_sn.as_str());
     let mark = chrono::DateTime::parse_from_rfc3339(p["irreversible_action_at"].as_str().unwrap())
         .unwrap();
@@ -213,6 +142,5 @@ fn a_phone_clock_behind_the_host_is_measured_and_its_order_adopted() {
         (140..=160).contains(&before),
         "the order reads {before} s before the mark"
     );
-    drop(w.phone);
-    w.rt.shutdown_timeout(Duration::from_secs(1));
+    w.stop();
 }

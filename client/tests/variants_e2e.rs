@@ -19,58 +19,31 @@
 //! One mock Admin and one phone serve every test; the tests take turns (one client on the
 //! phone at a time, as the process lock demands) and compare the ledger before and after.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod support;
+
+use std::path::Path;
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
-use cmautobuy_mock_admin::{MockAdmin, MockAdminConfig, Operator};
 use cmautobuy_sim_phone::ledger::Order;
-use cmautobuy_sim_phone::{Catalog, SimConfig, SimPhone, SimPhoneHandle};
+use cmautobuy_sim_phone::Catalog;
 use serde_json::{json, Value};
+use support::world::World;
 
 /// The bundled mock Admin on loopback HTTP and the simulated phone on loopback TCP,
-/// shared by every test of this file.
-struct World {
-    rt: tokio::runtime::Runtime,
-    op: Operator,
-    url: String,
-    phone: SimPhoneHandle,
-    /// The client processes' lock directory (not the machine-wide default).
-    locks: PathBuf,
-    _tmp: tempfile::TempDir,
-}
-
+/// shared by every test of this file; the client processes take their locks in the
+/// world's own directory (not the machine-wide default).
 fn world() -> &'static World {
     static WORLD: OnceLock<World> = OnceLock::new();
     WORLD.get_or_init(|| {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
-        let admin = MockAdmin::open(MockAdminConfig::in_memory()).unwrap();
-        let op = admin.operator();
-        let listener = rt
-            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-            .unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        rt.spawn(admin.serve(listener, std::future::pending()));
         let catalog = Catalog::load(&Catalog::bundled_dir()).unwrap();
         assert!(
             catalog.goods("811223344506").is_some(),
             "the variants catalog is loaded"
         );
-        let phone =
-            SimPhone::bind("127.0.0.1:0".parse().unwrap(), SimConfig::new(catalog)).unwrap();
-        let tmp = tempfile::tempdir().unwrap();
-        World {
-            rt,
-            op,
-            url,
-            phone,
-            locks: tmp.path().join("locks"),
-            _tmp: tmp,
-        }
+        World::builder("tok-variants")
+            .catalog(catalog)
+            .private_locks()
+            .start()
     })
 }
 
@@ -82,18 +55,7 @@ fn turn() -> MutexGuard<'static, ()> {
 
 /// A live purchase task.
 fn purchase(id: &str, goods: &str, options: Value, quantity: u32, max_price_cent: i64) -> Value {
-    json!({
-        "id": id,
-        "type": "purchase",
-        "execution_mode": "live",
-        "payload": {
-            "goods_id": goods,
-            "goods_url": format!("https://mobile.yangkeduo.com/goods.html?goods_id={goods}"),
-            "options": options,
-            "quantity": quantity,
-            "max_price_cent": max_price_cent,
-        },
-    })
+    support::world::live_purchase(id, goods, options, quantity, max_price_cent)
 }
 
 /// What a test run left behind: the orders it added to the ledger and the client's data
@@ -109,33 +71,17 @@ struct Ran {
 fn run_live(w: &World, tasks: &[Value]) -> Ran {
     let before = w.phone.orders().len();
     for t in tasks {
-        w.rt.block_on(w.op.create_task(t.clone())).unwrap();
+        w.create(t.clone());
     }
     let data = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_cmautobuy-client"))
-        .arg("--data-dir")
-        .arg(data.path())
-        .args(["run", "--admin", &w.url, "--token", "tok-variants"])
-        .args(["--exit-when-idle", "--allow-live", "--poll-interval", "0.2"])
-        .arg("--device")
-        .arg(format!("tcp:{}", w.phone.addr()))
-        .env("CMAUTOBUY_LOCK_DIR", &w.locks)
-        .env_remove("CMAUTOBUY_CONFIG")
-        .env_remove("CMAUTOBUY_ALLOW_LIVE")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "run failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    w.run_live(data.path());
     let orders = w.phone.orders()[before..].to_vec();
     Ran { orders, data }
 }
 
 /// The task's one report at the Admin: (kind, body).
 fn report(w: &World, id: &str) -> (String, Value) {
-    let t = w.rt.block_on(w.op.get_task(id)).unwrap();
+    let t = w.task(id);
     let results = t["results"].as_array().cloned().unwrap_or_default();
     assert_eq!(results.len(), 1, "{id}: exactly one report: {t}");
     (

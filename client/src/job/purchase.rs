@@ -601,7 +601,7 @@ mod tests {
     }
 
     /// Runs the purchase of `s.job` on `dev`, like [`run_job`] does.
-    fn purchase(dev: &SimFlowDevice, s: &Setup) -> (DriveReport, bool) {
+    fn purchase<D: Device>(dev: &D, s: &Setup) -> (DriveReport, bool) {
         let task = purchase_task(&s.job, true).expect("task");
         let live = task.live;
         let mut flow = PurchaseFlow::new(task, PurchaseLimits::default()).expect("flow");
@@ -821,26 +821,6 @@ mod tests {
                 self.0.shell(argv)
             }
         }
-        let run = |dev: &Blind, s: &Setup| {
-            let task = purchase_task(&s.job, true).expect("task");
-            let live = task.live;
-            let mut flow = PurchaseFlow::new(task, PurchaseLimits::default()).expect("flow");
-            let guarded = GuardedDevice::new(dev, live);
-            let mut effects = JobEffects {
-                backend: &s.backend,
-                run: &s.job.run,
-                remote_task_id: &s.job.task.remote_task_id,
-            };
-            let rep = drive(
-                &mut flow,
-                &guarded,
-                &mut effects,
-                &SystemClock,
-                None,
-                DriveLimits::default(),
-            );
-            (rep, flow.marked())
-        };
         let opts = || json!({"color": "黑色", "size": "L"});
         let dev = Blind(phone());
         let s = setup(
@@ -849,7 +829,7 @@ mod tests {
             payload(HOODIE, opts(), 1, 10000),
             Answer::Other(SpecOutcome::Failed),
         );
-        let (rep, marked) = run(&dev, &s);
+        let (rep, marked) = purchase(&dev, &s);
         let f = failure(&rep);
         assert_eq!(
             (f.status, f.code.clone(), f.step.clone()),
@@ -869,7 +849,7 @@ mod tests {
             payload(HOODIE, opts(), 1, 10000),
             Answer::Other(SpecOutcome::Failed),
         );
-        let (rep, _) = run(&dev, &s);
+        let (rep, _) = purchase(&dev, &s);
         assert_eq!(purchased(&rep).extra["goods_identity"], "unverified");
 
         let mut titled = payload(HOODIE, opts(), 1, 10000);
@@ -880,7 +860,7 @@ mod tests {
             titled,
             Answer::Other(SpecOutcome::Failed),
         );
-        let (rep, marked) = run(&dev, &s);
+        let (rep, marked) = purchase(&dev, &s);
         let p = purchased(&rep);
         assert!(marked);
         assert_eq!(p.extra["goods_identity"], "title");

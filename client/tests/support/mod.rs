@@ -1,5 +1,8 @@
-//! Shared test support: a virtual clock, scripted executors, store helpers.
+//! Shared test support: a virtual clock, scripted executors, store helpers, and the
+//! end-to-end [`world`] (mock Admin + simulated phone + the real client binary).
 #![allow(dead_code)]
+
+pub mod world;
 
 use chrono::{DateTime, TimeZone, Utc};
 use std::sync::{Arc, Mutex};

@@ -1,0 +1,202 @@
+//! One end-to-end world: the bundled mock Admin on loopback HTTP and the simulated phone
+//! over the real ADB protocol (direct TCP), with the helpers the end-to-end tests share
+//! to create tasks, read their reports back and run the real `cmautobuy-client` binary
+//! against them.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use cmautobuy_mock_admin::{MockAdmin, MockAdminConfig, Operator};
+use cmautobuy_sim_phone::{Catalog, SimConfig, SimPhone, SimPhoneHandle};
+use serde_json::{json, Value};
+
+/// The bundled mock Admin on loopback HTTP and the simulated phone on loopback TCP.
+pub struct World {
+    pub rt: tokio::runtime::Runtime,
+    pub op: Operator,
+    pub url: String,
+    pub phone: SimPhoneHandle,
+    /// The token every client run of this world presents.
+    token: String,
+    /// The client processes' lock directory when not the machine-wide default.
+    locks: Option<PathBuf>,
+    _tmp: Option<tempfile::TempDir>,
+}
+
+/// What differs between worlds; [`WorldBuilder::start`] brings one up.
+pub struct WorldBuilder {
+    token: String,
+    catalog: Option<Catalog>,
+    clock_offset_secs: i64,
+    private_locks: bool,
+}
+
+impl WorldBuilder {
+    /// The phone's catalog (default: the repository's bundled catalogs).
+    pub fn catalog(mut self, catalog: Catalog) -> Self {
+        self.catalog = Some(catalog);
+        self
+    }
+
+    /// A phone whose clock is `offset_secs` ahead of the host's (behind when negative).
+    pub fn clock_offset(mut self, offset_secs: i64) -> Self {
+        self.clock_offset_secs = offset_secs;
+        self
+    }
+
+    /// The client runs take their process locks in a directory of this world's own
+    /// (`CMAUTOBUY_LOCK_DIR`), not the machine-wide default.
+    pub fn private_locks(mut self) -> Self {
+        self.private_locks = true;
+        self
+    }
+
+    pub fn start(self) -> World {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let admin = MockAdmin::open(MockAdminConfig::in_memory()).unwrap();
+        let op = admin.operator();
+        let listener = rt
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        rt.spawn(admin.serve(listener, std::future::pending()));
+        let catalog = match self.catalog {
+            Some(c) => c,
+            None => Catalog::load(&Catalog::bundled_dir()).unwrap(),
+        };
+        let mut cfg = SimConfig::new(catalog);
+        cfg.clock_offset_secs = self.clock_offset_secs;
+        let phone = SimPhone::bind("127.0.0.1:0".parse().unwrap(), cfg).unwrap();
+        let (locks, tmp) = if self.private_locks {
+            let tmp = tempfile::tempdir().unwrap();
+            (Some(tmp.path().join("locks")), Some(tmp))
+        } else {
+            (None, None)
+        };
+        World {
+            rt,
+            op,
+            url,
+            phone,
+            token: self.token,
+            locks,
+            _tmp: tmp,
+        }
+    }
+}
+
+impl World {
+    /// A world whose client runs present `token`; see [`WorldBuilder`] for the options.
+    pub fn builder(token: &str) -> WorldBuilder {
+        WorldBuilder {
+            token: token.to_string(),
+            catalog: None,
+            clock_offset_secs: 0,
+            private_locks: false,
+        }
+    }
+
+    /// The default world: bundled catalog, the phone's clock the host's.
+    pub fn start(token: &str) -> World {
+        World::builder(token).start()
+    }
+
+    pub fn create(&self, task: Value) {
+        self.rt.block_on(self.op.create_task(task)).unwrap();
+    }
+
+    /// Task `id` as the Admin's operator sees it (`task`, `results`, …).
+    pub fn task(&self, id: &str) -> Value {
+        self.rt.block_on(self.op.get_task(id)).unwrap()
+    }
+
+    /// The last report of task `id`: (kind, body).
+    pub fn report(&self, id: &str) -> (String, Value) {
+        let t = self.task(id);
+        let r = t["results"]
+            .as_array()
+            .and_then(|a| a.last())
+            .cloned()
+            .unwrap_or_else(|| panic!("{id}: no report: {t}"));
+        (
+            r["kind"].as_str().unwrap_or("").to_string(),
+            r["body"].clone(),
+        )
+    }
+
+    /// `cmautobuy-client run --exit-when-idle` against this Admin on this phone, with its
+    /// own data directory `data`, no config file and no `CMAUTOBUY_ALLOW_LIVE` from the
+    /// environment. Add arguments or environment for what a test needs.
+    pub fn command(&self, data: &Path) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_cmautobuy-client"));
+        c.arg("--data-dir")
+            .arg(data)
+            .args(["run", "--admin", &self.url, "--token", &self.token])
+            .args(["--exit-when-idle", "--poll-interval", "0.2"])
+            .arg("--device")
+            .arg(format!("tcp:{}", self.phone.addr()))
+            .env_remove("CMAUTOBUY_CONFIG")
+            .env_remove("CMAUTOBUY_ALLOW_LIVE");
+        if let Some(locks) = &self.locks {
+            c.env("CMAUTOBUY_LOCK_DIR", locks);
+        }
+        c
+    }
+
+    /// One [`command`](World::command) run; it must exit 0.
+    pub fn run(&self, data: &Path) {
+        run_ok(&mut self.command(data));
+    }
+
+    /// One [`command`](World::command) run with `--allow-live`; it must exit 0.
+    pub fn run_live(&self, data: &Path) {
+        run_ok(self.command(data).arg("--allow-live"));
+    }
+
+    pub fn stop(self) {
+        drop(self.phone);
+        self.rt.shutdown_timeout(Duration::from_secs(1));
+    }
+}
+
+/// Runs a client command and asserts it exited 0.
+pub fn run_ok(c: &mut Command) {
+    let out = c.output().unwrap();
+    assert!(
+        out.status.success(),
+        "run failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The goods page link of `goods`.
+pub fn goods_url(goods: &str) -> String {
+    format!("https://mobile.yangkeduo.com/goods.html?goods_id={goods}")
+}
+
+/// A live purchase task of `quantity` × `goods` with `options`, limit `max_price_cent`.
+pub fn live_purchase(
+    id: &str,
+    goods: &str,
+    options: Value,
+    quantity: u32,
+    max_price_cent: i64,
+) -> Value {
+    json!({
+        "id": id,
+        "type": "purchase",
+        "execution_mode": "live",
+        "payload": {
+            "goods_id": goods,
+            "goods_url": goods_url(goods),
+            "options": options,
+            "quantity": quantity,
+            "max_price_cent": max_price_cent,
+        },
+    })
+}
