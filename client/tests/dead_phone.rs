@@ -14,9 +14,11 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use cmautobuy_mock_admin::{Endpoint, MockAdmin, MockAdminConfig, Operator};
-use cmautobuy_sim_phone::{Catalog, SimConfig, SimPhone};
+use cmautobuy_mock_admin::{Endpoint, Operator};
 use serde_json::{json, Value};
+
+mod support;
+use support::world::{goods_url, World};
 
 const BIN: &str = env!("CARGO_BIN_EXE_cmautobuy-client");
 const TASKS: usize = 20;
@@ -68,52 +70,24 @@ fn status(data: &Path) -> Value {
 
 #[test]
 fn a_phone_that_goes_away_pauses_the_worker_and_the_batch_completes_when_it_returns() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let admin = MockAdmin::open(MockAdminConfig::in_memory()).unwrap();
-    let op = admin.operator();
-    let listener = rt
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    rt.spawn(admin.serve(listener, std::future::pending()));
-    let catalog = Catalog::load(&Catalog::bundled_dir()).unwrap();
-    let phone = SimPhone::bind("127.0.0.1:0".parse().unwrap(), SimConfig::new(catalog)).unwrap();
+    let w = World::start("tok-dead");
+    let (op, phone) = (&w.op, &w.phone);
     let goods = "602938475610";
     for i in 0..TASKS {
-        rt.block_on(op.create_task(json!({
+        w.create(json!({
             "id": format!("dead-{i:02}"),
             "type": "collect",
-            "payload": {"goods_id": goods,
-                "goods_url": format!("https://mobile.yangkeduo.com/goods.html?goods_id={goods}")},
-        })))
-        .unwrap();
+            "payload": {"goods_id": goods, "goods_url": goods_url(goods)},
+        }));
     }
 
     let data = tempfile::tempdir().unwrap();
     // The log goes beside the data directory, not into it (its size is measured).
     let logs = tempfile::tempdir().unwrap();
     let log_path = logs.path().join("run.log");
-    let mut child = Command::new(BIN)
-        .arg("--data-dir")
-        .arg(data.path())
-        .args([
-            "run",
-            "--admin",
-            &url,
-            "--token",
-            "tok-dead",
-            "--exit-when-idle",
-        ])
-        .args(["--poll-interval", "0.2"])
-        .arg("--device")
-        .arg(format!("tcp:{}", phone.addr()))
+    let mut child = w
+        .command(data.path())
         .env("CMAUTOBUY_LOCK_DIR", data.path().join("locks"))
-        .env_remove("CMAUTOBUY_CONFIG")
-        .env_remove("CMAUTOBUY_ALLOW_LIVE")
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log_path).unwrap())
         .spawn()
@@ -124,11 +98,11 @@ fn a_phone_that_goes_away_pauses_the_worker_and_the_batch_completes_when_it_retu
         "a first result",
         Duration::from_secs(120),
         &mut child,
-        || count(&op, Endpoint::Result) >= 1,
+        || count(op, Endpoint::Result) >= 1,
     );
     phone.set_offline(true);
-    let claims_at_offline = count(&op, Endpoint::Claim);
-    let results_at_offline = count(&op, Endpoint::Result);
+    let claims_at_offline = count(op, Endpoint::Claim);
+    let results_at_offline = count(op, Endpoint::Result);
 
     // It pauses, and says so.
     let mut paused = Value::Null;
@@ -147,7 +121,7 @@ fn a_phone_that_goes_away_pauses_the_worker_and_the_batch_completes_when_it_retu
         "{paused}"
     );
     let bytes_paused = dir_bytes(data.path());
-    let claims_paused = count(&op, Endpoint::Claim);
+    let claims_paused = count(op, Endpoint::Claim);
 
     // Away: nothing is claimed, nothing grows.
     std::thread::sleep(AWAY);
@@ -155,8 +129,8 @@ fn a_phone_that_goes_away_pauses_the_worker_and_the_batch_completes_when_it_retu
         child.try_wait().unwrap().is_none(),
         "the client waits for the phone"
     );
-    let claims_away = count(&op, Endpoint::Claim);
-    let failures_away = count(&op, Endpoint::Failure);
+    let claims_away = count(op, Endpoint::Claim);
+    let failures_away = count(op, Endpoint::Failure);
     let grown = dir_bytes(data.path()).saturating_sub(bytes_paused);
     assert_eq!(claims_away, claims_paused, "no claim while paused");
     assert!(
@@ -199,7 +173,7 @@ fn a_phone_that_goes_away_pauses_the_worker_and_the_batch_completes_when_it_retu
         "the log says it resumed: {err}"
     );
     for i in 0..TASKS {
-        let t = rt.block_on(op.get_task(&format!("dead-{i:02}"))).unwrap();
+        let t = w.task(&format!("dead-{i:02}"));
         let last = t["results"].as_array().and_then(|a| a.last()).cloned();
         assert_eq!(
             last.as_ref().map(|r| r["kind"].clone()),
@@ -208,6 +182,5 @@ fn a_phone_that_goes_away_pauses_the_worker_and_the_batch_completes_when_it_retu
         );
     }
     assert!(status(data.path())["device_pause"].is_null());
-    drop(phone);
-    rt.shutdown_timeout(Duration::from_secs(1));
+    w.stop();
 }
