@@ -69,6 +69,9 @@ pub struct FileConfig {
     pub retry_wait_gap_secs: Option<f64>,
     /// … capped at this (default 300 s).
     pub retry_wait_gap_max_secs: Option<f64>,
+    /// `PAGE_NOT_RECOGNIZED` outcomes in a row that pause the worker until an operator
+    /// acknowledges (default 3; 0 = never). See [`crate::gate`].
+    pub unrecognized_pages_pause_after: Option<u32>,
 }
 
 /// What the user typed on the command line (all optional).
@@ -180,6 +183,14 @@ fn env_config(env: &dyn Fn(&str) -> Option<String>) -> Result<FileConfig, Config
         device_probe_max_secs: num("DEVICE_PROBE_MAX_SECS")?,
         retry_wait_gap_secs: num("RETRY_WAIT_GAP_SECS")?,
         retry_wait_gap_max_secs: num("RETRY_WAIT_GAP_MAX_SECS")?,
+        unrecognized_pages_pause_after: get("UNRECOGNIZED_PAGES_PAUSE_AFTER")
+            .map(|v| {
+                v.trim().parse::<u32>().map_err(|_| ConfigError::Value {
+                    name: "CMAUTOBUY_UNRECOGNIZED_PAGES_PAUSE_AFTER".into(),
+                    message: format!("{v:?} is not a whole number"),
+                })
+            })
+            .transpose()?,
     })
 }
 
@@ -222,6 +233,9 @@ fn merge(base: FileConfig, over: FileConfig) -> FileConfig {
         retry_wait_gap_max_secs: over
             .retry_wait_gap_max_secs
             .or(base.retry_wait_gap_max_secs),
+        unrecognized_pages_pause_after: over
+            .unrecognized_pages_pause_after
+            .or(base.unrecognized_pages_pause_after),
     }
 }
 
@@ -317,6 +331,10 @@ fn gate(c: &FileConfig) -> Result<GateConfig, ConfigError> {
             c.retry_wait_gap_max_secs,
             d.retry_gap_max,
         )?,
+        account_pause: d.account_pause,
+        unrecognized_pause_after: c
+            .unrecognized_pages_pause_after
+            .unwrap_or(d.unrecognized_pause_after),
     };
     Ok(GateConfig {
         probe_max: g.probe_max.max(g.probe_min),

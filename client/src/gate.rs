@@ -16,6 +16,12 @@
 //!   next claim waits `retry_gap · 2^(k-1)`, capped at `retry_gap_max` (5 s, 10 s, 20 s …
 //!   5 min by default). Any other outcome (a result, `failed`, `manual_review`,
 //!   `cancelled`) resets the count; a 204 does not.
+//! - **Account trouble** ([`DeviceGate::on_account`], issue 12 item 2): an outcome with
+//!   one of [`ACCOUNT_TROUBLE_CODES`] (a login page, a risk/verification page — 操作过于频繁
+//!   included — or a refused payment method), or [`GateConfig::unrecognized_pause_after`]
+//!   `PAGE_NOT_RECOGNIZED` outcomes in a row (default 3; 0 = never), is account trouble:
+//!   the runner raises an `account_paused` operator alert and claims nothing until it is
+//!   acknowledged (`ack`). Any other outcome resets the unrecognised count.
 
 use std::time::Duration;
 
@@ -40,8 +46,29 @@ pub fn is_device_failure(code: &str) -> bool {
     DEVICE_FAILURE_CODES.contains(&code)
 }
 
+/// The failure codes that mean the account needs a human: the worker pauses until an
+/// operator acknowledges the alert (issue 12 item 2).
+pub const ACCOUNT_TROUBLE_CODES: &[&str] = &[
+    "LOGIN_REQUIRED",
+    "RISK_VERIFICATION",
+    "PAYMENT_METHOD_NOT_ALLOWED",
+];
+
+/// The code counted towards [`GateConfig::unrecognized_pause_after`].
+pub const PAGE_NOT_RECOGNIZED: &str = "PAGE_NOT_RECOGNIZED";
+
+/// Account trouble: pause until an operator acknowledges.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AccountTrouble {
+    /// The failure code of the outcome that tipped it.
+    pub code: String,
+    /// `PAGE_NOT_RECOGNIZED` outcomes in a row (0 for the other codes).
+    pub unrecognized_in_a_row: u32,
+}
+
 /// The gate's timings (config keys `device_check_max_age_secs`, `device_probe_max_secs`,
-/// `retry_wait_gap_secs`, `retry_wait_gap_max_secs`).
+/// `retry_wait_gap_secs`, `retry_wait_gap_max_secs`) and the account rule
+/// (`unrecognized_pages_pause_after`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GateConfig {
     pub check_max_age: Duration,
@@ -49,6 +76,11 @@ pub struct GateConfig {
     pub probe_max: Duration,
     pub retry_gap: Duration,
     pub retry_gap_max: Duration,
+    /// Whether account trouble pauses the worker (off only for `rehearse`, whose batch
+    /// includes risk and login pages on purpose and must run to the end).
+    pub account_pause: bool,
+    /// `PAGE_NOT_RECOGNIZED` outcomes in a row that pause the worker (0 = never).
+    pub unrecognized_pause_after: u32,
 }
 
 impl Default for GateConfig {
@@ -59,6 +91,8 @@ impl Default for GateConfig {
             probe_max: Duration::from_secs(60),
             retry_gap: Duration::from_secs(5),
             retry_gap_max: Duration::from_secs(300),
+            account_pause: true,
+            unrecognized_pause_after: 3,
         }
     }
 }
@@ -106,6 +140,7 @@ pub struct DeviceGate {
     pause: Option<Pause>,
     retry_waits: u32,
     not_before: Option<DateTime<Utc>>,
+    unrecognized: u32,
 }
 
 fn until(now: DateTime<Utc>, t: DateTime<Utc>) -> Duration {
@@ -124,6 +159,7 @@ impl DeviceGate {
             pause: None,
             retry_waits: 0,
             not_before: None,
+            unrecognized: 0,
         }
     }
 
@@ -199,6 +235,40 @@ impl DeviceGate {
                 }
             }
         }
+    }
+
+    /// A task's outcome was recorded: `Some(code)` for a failure of any status, `None` for
+    /// a result. `Some(trouble)`: the account needs a human — pause until acknowledged.
+    pub fn on_account(&mut self, failure_code: Option<&str>) -> Option<AccountTrouble> {
+        let code = match failure_code {
+            Some(c) if c == PAGE_NOT_RECOGNIZED => {
+                self.unrecognized = self.unrecognized.saturating_add(1);
+                let k = self.cfg.unrecognized_pause_after;
+                if !self.cfg.account_pause || k == 0 || self.unrecognized < k {
+                    return None;
+                }
+                let n = std::mem::take(&mut self.unrecognized);
+                return Some(AccountTrouble {
+                    code: c.to_string(),
+                    unrecognized_in_a_row: n,
+                });
+            }
+            Some(c) => c,
+            None => {
+                self.unrecognized = 0;
+                return None;
+            }
+        };
+        self.unrecognized = 0;
+        (self.cfg.account_pause && ACCOUNT_TROUBLE_CODES.contains(&code)).then(|| AccountTrouble {
+            code: code.to_string(),
+            unrecognized_in_a_row: 0,
+        })
+    }
+
+    /// `PAGE_NOT_RECOGNIZED` outcomes in a row.
+    pub fn unrecognized(&self) -> u32 {
+        self.unrecognized
     }
 
     /// A task's outcome was recorded at `now`: `Some((code))` for a `retry_wait` failure,
@@ -339,6 +409,78 @@ mod tests {
         g.on_outcome(now, None);
         assert_eq!(g.retry_waits(), 0);
         assert_eq!(g.next(now), GateStep::Claim);
+    }
+
+    #[test]
+    fn login_risk_and_payment_method_pause_the_account() {
+        for code in [
+            "LOGIN_REQUIRED",
+            "RISK_VERIFICATION",
+            "PAYMENT_METHOD_NOT_ALLOWED",
+        ] {
+            let mut g = DeviceGate::new(GateConfig::default());
+            assert_eq!(
+                g.on_account(Some(code)),
+                Some(AccountTrouble {
+                    code: code.into(),
+                    unrecognized_in_a_row: 0
+                })
+            );
+        }
+        let mut g = DeviceGate::new(GateConfig::default());
+        for other in ["GOODS_UNAVAILABLE", "DEVICE_OFFLINE", "PRICE_CHANGED"] {
+            assert_eq!(g.on_account(Some(other)), None);
+        }
+        assert_eq!(g.on_account(None), None);
+    }
+
+    #[test]
+    fn k_unrecognised_pages_in_a_row_pause_and_anything_else_resets() {
+        let mut g = DeviceGate::new(GateConfig::default());
+        let u = Some(PAGE_NOT_RECOGNIZED);
+        assert_eq!(g.on_account(u), None);
+        assert_eq!(g.on_account(u), None);
+        assert_eq!(g.unrecognized(), 2);
+        // A result resets; so does another failure.
+        assert_eq!(g.on_account(None), None);
+        assert_eq!(g.on_account(u), None);
+        assert_eq!(g.on_account(u), None);
+        assert_eq!(g.on_account(Some("GOODS_UNAVAILABLE")), None);
+        assert_eq!(g.unrecognized(), 0);
+        assert_eq!(g.on_account(u), None);
+        assert_eq!(g.on_account(u), None);
+        assert_eq!(
+            g.on_account(u),
+            Some(AccountTrouble {
+                code: PAGE_NOT_RECOGNIZED.into(),
+                unrecognized_in_a_row: 3
+            })
+        );
+        // Counting starts again after the pause.
+        assert_eq!(g.unrecognized(), 0);
+        assert_eq!(g.on_account(u), None);
+    }
+
+    #[test]
+    fn the_account_pause_can_be_switched_off() {
+        let never = GateConfig {
+            unrecognized_pause_after: 0,
+            ..GateConfig::default()
+        };
+        let mut g = DeviceGate::new(never);
+        for _ in 0..10 {
+            assert_eq!(g.on_account(Some(PAGE_NOT_RECOGNIZED)), None);
+        }
+        assert!(g.on_account(Some("LOGIN_REQUIRED")).is_some());
+        let off = GateConfig {
+            account_pause: false,
+            ..GateConfig::default()
+        };
+        let mut g = DeviceGate::new(off);
+        assert_eq!(g.on_account(Some("RISK_VERIFICATION")), None);
+        for _ in 0..5 {
+            assert_eq!(g.on_account(Some(PAGE_NOT_RECOGNIZED)), None);
+        }
     }
 
     #[test]

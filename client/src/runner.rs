@@ -21,6 +21,10 @@
 //!   (no claims; the pause is logged and saved for `status`) until a probe passes, probes
 //!   backing off 1 s → 60 s; consecutive `retry_wait`s of any code space the claims
 //!   (5 s doubling to 5 min) — the rules live in [`crate::gate`];
+//! - account trouble (a login page, a risk/verification page, `PAYMENT_METHOD_NOT_ALLOWED`,
+//!   or `unrecognized_pages_pause_after` `PAGE_NOT_RECOGNIZED` outcomes in a row) raises
+//!   an `account_paused` alert naming the task, the code and the attempt's artifacts;
+//!   like every open alert it stops claiming until `ack` (and survives a restart);
 //! - transient claim errors back off like the outbox (1 s doubling to 5 min, full jitter,
 //!   `Retry-After` honoured); permanent ones (4xx) raise an alert and stop claiming.
 
@@ -46,6 +50,9 @@ use crate::store::{DevicePause, OutboxDraft, OutboxKind, Settings, Store, StoreE
 pub const ALERT_PROTOCOL: &str = "protocol_error";
 pub const ALERT_NOT_SAVED: &str = "claim_not_saved";
 pub const ALERT_REJECTED: &str = "claim_rejected";
+/// Account trouble (issue 12 item 2): a login page, a risk page, a refused payment
+/// method or K unrecognised pages in a row; no claims until acknowledged.
+pub const ALERT_ACCOUNT: &str = "account_paused";
 
 /// Length of an attempt id (`Store::start_run` makes hyphenated UUIDs), for the key check
 /// of a claimed task's id.
@@ -552,6 +559,14 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
         };
         let t = self.gate().on_outcome(self.clock.now(), retry_wait);
         self.transition(t);
+        let failure_code = match &outcome {
+            Outcome::Failure(f) => Some(f.error.code.as_str()),
+            Outcome::Result(_) => None,
+        };
+        let trouble = self.gate().on_account(failure_code);
+        if let (Some(trouble), Outcome::Failure(f)) = (trouble, &outcome) {
+            self.alert(ALERT_ACCOUNT, Some(remote), &account_message(&trouble, f));
+        }
         tracing::info!(task_id = %remote, outbox_id = id, kind = kind.as_str(), "outcome written to the outbox");
         self.relay_wake.notify_one();
         Ok(())
@@ -609,6 +624,38 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
             }
         }
     }
+}
+
+/// The `account_paused` alert's message: the code, what the page said and where the
+/// attempt's evidence (dumps, screenshot) is.
+fn account_message(
+    trouble: &crate::gate::AccountTrouble,
+    f: &cmautobuy_contract::FailureRequest,
+) -> String {
+    let what = if trouble.unrecognized_in_a_row > 0 {
+        format!(
+            "{} 次连续无法识别页面 / {} unrecognised pages in a row",
+            trouble.unrecognized_in_a_row, trouble.unrecognized_in_a_row
+        )
+    } else {
+        match trouble.code.as_str() {
+            "LOGIN_REQUIRED" => "账号需要登录 / the account is logged out".to_string(),
+            "PAYMENT_METHOD_NOT_ALLOWED" => {
+                "支付方式不允许 / the payment method is not allowed".to_string()
+            }
+            _ => "风控/验证页面 / a risk or verification page".to_string(),
+        }
+    };
+    // `{client_id}:artifacts/{task}/{attempt}/` under the data directory: the attempt's
+    // screenshots (`NN-{step}.png`), dumps and manifest.
+    let evidence = match f.diagnostics.get("artifact_ref").and_then(|v| v.as_str()) {
+        Some(r) => format!("screenshot and dumps in {r}"),
+        None => "no artifacts saved".to_string(),
+    };
+    format!(
+        "账号暂停，请人工处理手机后确认 / account paused, a human must look at the phone: {what} [{}] {}; attempt {}, {evidence}",
+        trouble.code, f.error.message, f.attempt_id
+    )
 }
 
 fn failure_state(s: FailureStatus) -> TaskState {

@@ -55,6 +55,17 @@ pub fn run(g: &Globals, a: StatusArgs) -> Result<(), Failure> {
             p.since, p.code, p.message
         );
     }
+    for a in alerts
+        .iter()
+        .filter(|a| a.kind == cmautobuy_client::runner::ALERT_ACCOUNT)
+    {
+        println!(
+            "PAUSED for the account (task {}) since {}, run `cmautobuy-client ack --id {}` once a human has dealt with the phone",
+            a.remote_task_id.as_deref().unwrap_or("-"),
+            a.raised_at,
+            a.id
+        );
+    }
     match &s.registration {
         Some(r) if r.state == "ok" => println!("registration: ok ({})", r.at),
         Some(r) => println!(

@@ -241,7 +241,12 @@ pub fn rehearse(opts: RehearseOptions) -> anyhow::Result<Summary> {
             max_age: None,
         },
         on_report: Some(progress(ids.len(), opts.json, reports.clone())),
-        gate: Default::default(),
+        // The batch includes risk and login pages on purpose (`--failure-paths`): a rehearsal
+        // runs to the end, so account trouble does not pause it (issue 12).
+        gate: crate::gate::GateConfig {
+            account_pause: false,
+            ..Default::default()
+        },
     };
     let exit = rt.block_on(async {
         let client = Client::start(

@@ -29,6 +29,8 @@ pub const RISK_STRONG: &[&str] = &[
     "账号异常",
     "身份验证",
     "请完成验证",
+    // Field notes §3a: PDD's rate-limit wording; the account is flagged (issue 12).
+    "操作过于频繁",
 ];
 /// Risk wording that also appears on ordinary pages (cross-border checkouts ask for
 /// 实名认证): only counts when no ordinary page is recognised.

@@ -797,6 +797,16 @@ mod tests {
     }
 
     #[test]
+    fn too_frequent_is_a_risk_page() {
+        let xml = dump(&[node("操作过于频繁，请稍后再试", 900, "")]);
+        let tree = crate::screen::Tree::parse(&xml).expect("dump");
+        assert!(matches!(
+            crate::screen::classify(&tree),
+            crate::screen::Screen::RiskVerification(_)
+        ));
+    }
+
+    #[test]
     fn a_folded_detail_is_a_detail_before_its_number_shows() {
         // The first screen of a folded detail: title, status, the paid amount in 元.
         let top = dump(&[
