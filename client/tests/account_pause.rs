@@ -23,10 +23,13 @@ use cmautobuy_contract::FailureStatus;
 use cmautobuy_mock_admin::{Endpoint, MockAdmin, MockAdminConfig, Operator};
 use support::*;
 
+/// One scripted answer: a failure (status, code), or `None` for a result.
+type Answer = Option<(FailureStatus, &'static str)>;
+
 /// A phone that answers jobs from a script (`None`: a result), then with results.
 #[derive(Clone)]
 struct Phone {
-    script: Arc<Mutex<VecDeque<Option<(FailureStatus, &'static str)>>>>,
+    script: Arc<Mutex<VecDeque<Answer>>>,
     jobs: Arc<Mutex<Vec<String>>>,
 }
 
@@ -91,7 +94,7 @@ fn runner(
     )
 }
 
-async fn world(script: Vec<Option<(FailureStatus, &'static str)>>, tasks: usize) -> World {
+async fn world(script: Vec<Answer>, tasks: usize) -> World {
     let dir = tempfile::tempdir().unwrap();
     let mock = MockAdmin::open(MockAdminConfig::in_memory()).unwrap();
     let op = mock.operator();
