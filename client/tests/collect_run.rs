@@ -1,6 +1,8 @@
 //! `cmautobuy-client run` executes collect tasks from an Admin over HTTP on a phone:
 //! the real binary, the bundled mock Admin on loopback HTTP, the simulated phone over
-//! the real ADB protocol (direct TCP), and the stored `pdd_data` read back; the
+//! the real ADB protocol (direct TCP), and the stored `pdd_data` read back; a risk page
+//! pausing the worker for the account until `ack` (issue 12: exit 5, no further claim,
+//! across a restart, `status` naming it); the
 //! `allow_live` config key gating live purchases; and a live purchase whose task id is not
 //! ASCII (issue 11 A.7).
 
@@ -25,7 +27,13 @@ fn live_purchase(id: &str) -> Value {
 #[test]
 fn run_collects_on_the_configured_device_and_the_admin_stores_pdd_data() {
     let w = World::start("tok-SECRET-42");
-    for (id, goods) in [("run-1", "602938475610"), ("run-2", "693344556677")] {
+    // run-2's goods shows a risk page: the worker pauses for the account (issue 12), so
+    // run-3 is not claimed until the operator acknowledges.
+    for (id, goods) in [
+        ("run-1", "602938475610"),
+        ("run-2", "693344556677"),
+        ("run-3", "602938475610"),
+    ] {
         w.create(json!({
             "id": id,
             "type": "collect",
@@ -36,7 +44,10 @@ fn run_collects_on_the_configured_device_and_the_admin_stores_pdd_data() {
         }));
     }
     let data = tempfile::tempdir().unwrap();
-    w.run(data.path());
+    let out = w.command(data.path()).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(5), "blocked: {stderr}");
+    assert!(stderr.contains("account_paused"), "{stderr}");
     let (kind, body) = w.report("run-1");
     assert_eq!(kind, "result");
     let skus = body["pdd_data"]["skus"].as_array().unwrap();
@@ -64,6 +75,35 @@ fn run_collects_on_the_configured_device_and_the_admin_stores_pdd_data() {
             .windows(b"tok-SECRET-42".len())
             .any(|w| w == b"tok-SECRET-42"));
     }
+    // Paused: run-3 was never claimed; `status` says so and names the alert.
+    assert!(w.task("run-3")["results"]
+        .as_array()
+        .is_none_or(|a| a.is_empty()));
+    let client = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_cmautobuy-client"))
+            .arg("--data-dir")
+            .arg(data.path())
+            .args(args)
+            .env_remove("CMAUTOBUY_CONFIG")
+            .output()
+            .unwrap()
+    };
+    let status = String::from_utf8_lossy(&client(&["status"]).stdout).to_string();
+    assert!(
+        status.contains("PAUSED for the account (task run-2)")
+            && status.contains("cmautobuy-client ack "),
+        "{status}"
+    );
+    assert!(status.contains(rel.trim_end_matches('/')), "{status}");
+    let again = w.command(data.path()).output().unwrap();
+    assert_eq!(again.status.code(), Some(5), "still paused after a restart");
+    assert!(w.task("run-3")["results"]
+        .as_array()
+        .is_none_or(|a| a.is_empty()));
+    // The operator acknowledges: claiming resumes.
+    assert!(client(&["ack"]).status.success());
+    w.run(data.path());
+    assert_eq!(w.report("run-3").0, "result");
     w.stop();
 }
 

@@ -249,7 +249,7 @@ async fn retry_wait_after_a_device_failure_pauses_instead_of_claiming_again() {
 #[tokio::test]
 async fn consecutive_retry_waits_of_any_code_space_the_claims() {
     // The mock hands a retry_wait task straight back: the same task again and again.
-    let w = world(true, Some("PAGE_NOT_RECOGNIZED"), 1).await;
+    let w = world(true, Some("INTERRUPTED_BEFORE_SUBMIT"), 1).await;
     let start = w.clock.now();
     let mut processed = 0;
     while w.clock.now() - start < chrono::Duration::minutes(30) {

@@ -69,12 +69,24 @@ struct Ran {
 /// --exit-when-idle` on the phone until it is idle (no config file, its own data
 /// directory). The caller holds the [`turn`].
 fn run_live(w: &World, tasks: &[Value]) -> Ran {
+    run_live_exiting(w, tasks, 0)
+}
+
+/// [`run_live`], expecting exit code `code` (5: claiming stopped by an operator alert,
+/// e.g. the account pause after `PAYMENT_METHOD_NOT_ALLOWED`, issue 12).
+fn run_live_exiting(w: &World, tasks: &[Value], code: i32) -> Ran {
     let before = w.phone.orders().len();
     for t in tasks {
         w.create(t.clone());
     }
     let data = tempfile::tempdir().unwrap();
-    w.run_live(data.path());
+    let out = w.command(data.path()).arg("--allow-live").output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let orders = w.phone.orders()[before..].to_vec();
     Ran { orders, data }
 }
@@ -149,7 +161,8 @@ fn dumps(data: &Path) -> Vec<String> {
 fn refused_for_the_payment_method(id: &str, goods: &str, options: Value, row: &str) {
     let w = world();
     let _turn = turn();
-    let ran = run_live(w, &[purchase(id, goods, options, 1, 100_000)]);
+    // The refused payment method pauses the worker for the account: exit 5 (blocked).
+    let ran = run_live_exiting(w, &[purchase(id, goods, options, 1, 100_000)], 5);
     let (outcome, step, body) = failure(w, id);
     assert_eq!(
         outcome, "manual_review:PAYMENT_METHOD_NOT_ALLOWED",

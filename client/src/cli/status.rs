@@ -60,7 +60,7 @@ pub fn run(g: &Globals, a: StatusArgs) -> Result<(), Failure> {
         .filter(|a| a.kind == cmautobuy_client::runner::ALERT_ACCOUNT)
     {
         println!(
-            "PAUSED for the account (task {}) since {}, run `cmautobuy-client ack --id {}` once a human has dealt with the phone",
+            "PAUSED for the account (task {}) since {}, run `cmautobuy-client ack {}` once a human has dealt with the phone",
             a.remote_task_id.as_deref().unwrap_or("-"),
             a.raised_at,
             a.id
