@@ -96,8 +96,13 @@ impl IdentityCheck {
             .unwrap_or_else(|| self.goods_id.clone())
     }
 
-    /// A goods page has loaded.
+    /// A goods page has loaded. Once the identity is settled, every later dump of the
+    /// page proceeds as it is (callers need not ask [`IdentityCheck::proof`] first).
     pub fn on_goods(&mut self, g: GoodsDetail, d: &mut Dispatch) -> Verdict {
+        if self.proof().is_some() {
+            // Settled already: a later dump of the same page (a poll for the buy button).
+            return Verdict::Proceed(Box::new(g));
+        }
         if let Some(seen) = g.goods_id.clone() {
             return self.judge_id(g, seen, GoodsProof::GoodsIdOnPage, d);
         }

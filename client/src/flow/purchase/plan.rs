@@ -51,10 +51,6 @@ impl PurchaseFlow {
                 };
             }
         }
-        if self.identity.proof().is_some() {
-            // Settled already (this is a poll for the buy button).
-            return self.after_identity(g);
-        }
         match self.identity.on_goods(g, &mut self.d) {
             Verdict::Proceed(g) => self.after_identity(*g),
             Verdict::Act(a) => a,
