@@ -13,15 +13,9 @@ use serde_json::json;
 
 use cmautobuy_client::clock::Clock;
 use cmautobuy_client::executor::{failure, DeviceCheck, Executor, Job, Outcome, Readiness};
-use cmautobuy_client::gateway::{GatewaySettings, MockAdminGateway};
-use cmautobuy_client::outbox::{Relay, Step};
-use cmautobuy_client::retry::RetryPolicy;
-use cmautobuy_client::runner::{ClaimStep, RunConfig, Runner, ALERT_ACCOUNT};
-use cmautobuy_client::secret::Secret;
-use cmautobuy_client::store::Store;
+use cmautobuy_client::runner::{ClaimStep, ALERT_ACCOUNT};
 use cmautobuy_contract::FailureStatus;
-use cmautobuy_mock_admin::{Endpoint, MockAdmin, MockAdminConfig, Operator};
-use support::*;
+use support::claim_loop::{loop_world, LoopRunner, LoopWorld};
 
 /// One scripted answer: a failure (status, code), or `None` for a result.
 type Answer = Option<(FailureStatus, &'static str)>;
@@ -66,100 +60,20 @@ impl Executor for Phone {
     }
 }
 
-struct World {
-    _mock: MockAdmin,
-    op: Operator,
-    store: Store,
-    clock: TestClock,
-    phone: Phone,
-    gw: Arc<MockAdminGateway>,
-    runner: Runner<MockAdminGateway, Phone, TestClock>,
-    relay: Relay<MockAdminGateway, TestClock>,
-    _dir: tempfile::TempDir,
-}
-
-fn runner(
-    w_store: &Store,
-    gw: &Arc<MockAdminGateway>,
-    phone: &Phone,
-    clock: &TestClock,
-) -> Runner<MockAdminGateway, Phone, TestClock> {
-    Runner::new(
-        w_store.clone(),
-        gw.clone(),
-        Arc::new(phone.clone()),
-        clock.clone(),
-        RunConfig::default(),
-        Arc::new(tokio::sync::Notify::new()),
-    )
-}
+type World = LoopWorld<Phone>;
 
 async fn world(script: Vec<Answer>, tasks: usize) -> World {
-    let dir = tempfile::tempdir().unwrap();
-    let mock = MockAdmin::open(MockAdminConfig::in_memory()).unwrap();
-    let op = mock.operator();
-    let store = store(dir.path(), "http://in-process", Some("127.0.0.1:5555"));
-    let gw = Arc::new(MockAdminGateway::new(
-        mock.router(),
-        GatewaySettings::new(store.client_id().unwrap(), Some(Secret::new(TOKEN))),
-    ));
-    for i in 0..tasks {
-        let goods = format!("60293847{:04}", 5610 + i);
-        op.create_task(json!({"type": "collect", "payload": {"goods_id": goods,
-            "goods_url": format!("https://mobile.yangkeduo.com/goods.html?goods_id={goods}")}}))
-            .await
-            .unwrap();
-    }
-    let clock = TestClock::new();
-    let phone = Phone {
+    loop_world("127.0.0.1:5555", tasks, |_| Phone {
         script: Arc::new(Mutex::new(script.into())),
         jobs: Arc::default(),
-    };
-    let relay = Relay::new(
-        store.clone(),
-        gw.clone(),
-        clock.clone(),
-        RetryPolicy::default(),
-    );
-    let runner = runner(&store, &gw, &phone, &clock);
-    World {
-        _mock: mock,
-        op,
-        store,
-        clock,
-        phone,
-        gw,
-        runner,
-        relay,
-        _dir: dir,
-    }
-}
-
-fn claims(op: &Operator) -> usize {
-    op.journal()
-        .iter()
-        .filter(|e| e.endpoint == Endpoint::Claim)
-        .count()
+    })
+    .await
 }
 
 /// One claim cycle of `r`; a wait is taken on the virtual clock, an outcome delivered.
-async fn cycle(w: &World, r: &Runner<MockAdminGateway, Phone, TestClock>) -> ClaimStep {
-    let step = r.claim_once().await.unwrap();
-    match &step {
-        ClaimStep::Waiting { wait, .. } | ClaimStep::NoWork(wait) | ClaimStep::Backoff(wait) => {
-            w.clock.sleep(*wait).await
-        }
-        ClaimStep::Processed { .. } => loop {
-            match w.relay.step().await.unwrap() {
-                Step::Accepted { .. } => {}
-                Step::Idle(_) => break,
-                other => panic!("not delivered: {other:?}"),
-            }
-        },
-        // The operator has not acknowledged yet: an hour passes.
-        ClaimStep::Blocked(_) => w.clock.sleep(std::time::Duration::from_secs(600)).await,
-    }
-    step
+/// While the operator has not acknowledged, ten minutes pass.
+async fn cycle(w: &World, r: &LoopRunner<Phone>) -> ClaimStep {
+    w.cycle(r, Some(std::time::Duration::from_secs(600))).await
 }
 
 fn processed(s: &ClaimStep) -> bool {
@@ -174,7 +88,7 @@ async fn a_risk_page_pauses_until_ack_and_the_pause_survives_a_restart() {
     )
     .await;
     assert!(processed(&cycle(&w, &w.runner).await));
-    assert_eq!(claims(&w.op), 1, "exactly one claim");
+    assert_eq!(w.claims(), 1, "exactly one claim");
     for _ in 0..6 {
         let step = cycle(&w, &w.runner).await;
         match step {
@@ -185,7 +99,7 @@ async fn a_risk_page_pauses_until_ack_and_the_pause_survives_a_restart() {
             other => panic!("paused: {other:?}"),
         }
     }
-    assert_eq!(claims(&w.op), 1, "no claim while the alert is open");
+    assert_eq!(w.claims(), 1, "no claim while the alert is open");
     let alerts = w.store.open_alerts().unwrap();
     assert_eq!(alerts.len(), 1);
     let a = &alerts[0];
@@ -200,16 +114,16 @@ async fn a_risk_page_pauses_until_ack_and_the_pause_survives_a_restart() {
     );
 
     // A restart: a new runner on the same store is paused as well.
-    let again = runner(&w.store, &w.gw, &w.phone, &w.clock);
+    let again = w.restart();
     assert!(matches!(cycle(&w, &again).await, ClaimStep::Blocked(_)));
-    assert_eq!(claims(&w.op), 1);
+    assert_eq!(w.claims(), 1);
 
     // `ack --id N`: claims resume.
     assert_eq!(w.store.ack_alerts(Some(a.id), w.clock.now()).unwrap(), 1);
     for _ in 0..3 {
         assert!(processed(&cycle(&w, &again).await));
     }
-    assert_eq!(claims(&w.op), 4);
+    assert_eq!(w.claims(), 4);
 }
 
 #[tokio::test]
@@ -222,7 +136,7 @@ async fn login_and_payment_method_pause_too() {
             matches!(&step, ClaimStep::Blocked(r) if r.contains(code)),
             "{code}: {step:?}"
         );
-        assert_eq!(claims(&w.op), 1, "{code}");
+        assert_eq!(w.claims(), 1, "{code}");
         w.store.ack_alerts(None, w.clock.now()).unwrap();
         assert!(processed(&cycle(&w, &w.runner).await), "{code}");
     }
@@ -252,12 +166,12 @@ async fn three_unrecognised_pages_in_a_row_pause_two_do_not() {
     }
     assert!(w.store.open_alerts().unwrap().is_empty());
     assert!(next_claim(&w).await.is_some(), "the third in a row is run");
-    assert_eq!(claims(&w.op), 6);
+    assert_eq!(w.claims(), 6);
     assert!(next_claim(&w).await.is_none(), "then paused");
     for _ in 0..5 {
         assert!(matches!(cycle(&w, &w.runner).await, ClaimStep::Blocked(_)));
     }
-    assert_eq!(claims(&w.op), 6);
+    assert_eq!(w.claims(), 6);
     let alerts = w.store.open_alerts().unwrap();
     assert_eq!(alerts.len(), 1);
     assert!(
@@ -270,5 +184,5 @@ async fn three_unrecognised_pages_in_a_row_pause_two_do_not() {
         .ack_alerts(Some(alerts[0].id), w.clock.now())
         .unwrap();
     assert!(next_claim(&w).await.is_some(), "resumed after ack");
-    assert_eq!(claims(&w.op), 7);
+    assert_eq!(w.claims(), 7);
 }

@@ -11,18 +11,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use serde_json::json;
 
 use cmautobuy_client::clock::Clock;
 use cmautobuy_client::executor::{failure, DeviceCheck, Executor, Job, Outcome, Readiness};
-use cmautobuy_client::gateway::{GatewaySettings, MockAdminGateway};
-use cmautobuy_client::outbox::{Relay, Step};
-use cmautobuy_client::retry::RetryPolicy;
-use cmautobuy_client::runner::{ClaimStep, RunConfig, Runner};
-use cmautobuy_client::secret::Secret;
-use cmautobuy_client::store::Store;
+use cmautobuy_client::runner::ClaimStep;
 use cmautobuy_contract::FailureStatus;
-use cmautobuy_mock_admin::{Endpoint, MockAdmin, MockAdminConfig, Operator};
+use support::claim_loop::{loop_world, LoopWorld};
 use support::*;
 
 /// A phone that is online or not, and answers every job with `retry_wait <code>` (or a
@@ -69,92 +63,22 @@ impl Executor for Phone {
     }
 }
 
-struct World {
-    _mock: MockAdmin,
-    op: Operator,
-    store: Store,
-    clock: TestClock,
-    phone: Phone,
-    runner: Runner<MockAdminGateway, Phone, TestClock>,
-    relay: Relay<MockAdminGateway, TestClock>,
-    _dir: tempfile::TempDir,
-}
+type World = LoopWorld<Phone>;
 
 async fn world(online: bool, code: Option<&'static str>, tasks: usize) -> World {
-    let dir = tempfile::tempdir().unwrap();
-    let mock = MockAdmin::open(MockAdminConfig::in_memory()).unwrap();
-    let op = mock.operator();
-    let store = store(dir.path(), "http://in-process", Some("127.0.0.1:1"));
-    let gw = Arc::new(MockAdminGateway::new(
-        mock.router(),
-        GatewaySettings::new(store.client_id().unwrap(), Some(Secret::new(TOKEN))),
-    ));
-    for i in 0..tasks {
-        let goods = format!("60293847{:04}", 5610 + i);
-        op.create_task(json!({"type": "collect", "payload": {"goods_id": goods,
-            "goods_url": format!("https://mobile.yangkeduo.com/goods.html?goods_id={goods}")}}))
-            .await
-            .unwrap();
-    }
-    let clock = TestClock::new();
-    let phone = Phone {
+    loop_world("127.0.0.1:1", tasks, |clock| Phone {
         online: Arc::new(AtomicBool::new(online)),
         checks: Arc::default(),
         code,
         jobs: Arc::default(),
         clock: clock.clone(),
-    };
-    let relay = Relay::new(
-        store.clone(),
-        gw.clone(),
-        clock.clone(),
-        RetryPolicy::default(),
-    );
-    let runner = Runner::new(
-        store.clone(),
-        gw,
-        Arc::new(phone.clone()),
-        clock.clone(),
-        RunConfig::default(),
-        Arc::new(tokio::sync::Notify::new()),
-    );
-    World {
-        _mock: mock,
-        op,
-        store,
-        clock,
-        phone,
-        runner,
-        relay,
-        _dir: dir,
-    }
-}
-
-fn claims(op: &Operator) -> usize {
-    op.journal()
-        .iter()
-        .filter(|e| e.endpoint == Endpoint::Claim)
-        .count()
+    })
+    .await
 }
 
 /// One claim cycle; a wait is taken on the virtual clock. The step is returned.
 async fn cycle(w: &World) -> ClaimStep {
-    let step = w.runner.claim_once().await.unwrap();
-    match &step {
-        ClaimStep::Waiting { wait, .. } | ClaimStep::NoWork(wait) | ClaimStep::Backoff(wait) => {
-            w.clock.sleep(*wait).await
-        }
-        ClaimStep::Processed { .. } => loop {
-            // Deliver the outcome, so the Admin may hand the task out again.
-            match w.relay.step().await.unwrap() {
-                Step::Accepted { .. } => {}
-                Step::Idle(_) => break,
-                other => panic!("not delivered: {other:?}"),
-            }
-        },
-        ClaimStep::Blocked(m) => panic!("blocked: {m}"),
-    }
-    step
+    w.cycle(&w.runner, None).await
 }
 
 fn secs(v: &[Duration]) -> Vec<u64> {
@@ -168,7 +92,7 @@ async fn an_offline_phone_gets_no_claim_probes_back_off_and_claims_resume() {
         let step = cycle(&w).await;
         assert!(matches!(step, ClaimStep::Waiting { .. }), "{step:?}");
     }
-    assert_eq!(claims(&w.op), 0, "no claim while the phone is away");
+    assert_eq!(w.claims(), 0, "no claim while the phone is away");
     assert_eq!(w.phone.checks.load(Ordering::SeqCst), 10);
     // 1 s doubling to the 60 s cap.
     assert_eq!(
@@ -225,13 +149,13 @@ async fn retry_wait_after_a_device_failure_pauses_instead_of_claiming_again() {
     // The phone passes its check, then the task fails on it: retry_wait DEVICE_OFFLINE.
     let w = world(true, Some("DEVICE_OFFLINE"), 20).await;
     assert!(matches!(cycle(&w).await, ClaimStep::Processed { .. }));
-    assert_eq!(claims(&w.op), 1);
+    assert_eq!(w.claims(), 1);
     w.phone.online.store(false, Ordering::SeqCst);
     for _ in 0..8 {
         let step = cycle(&w).await;
         assert!(matches!(step, ClaimStep::Waiting { .. }), "{step:?}");
     }
-    assert_eq!(claims(&w.op), 1, "never a new claim while paused");
+    assert_eq!(w.claims(), 1, "never a new claim while paused");
     assert_eq!(
         w.store.device_pause().unwrap().map(|p| p.code).as_deref(),
         Some("DEVICE_OFFLINE")
@@ -243,7 +167,7 @@ async fn retry_wait_after_a_device_failure_pauses_instead_of_claiming_again() {
         n += 1;
         assert!(n < 5, "resumed within a few cycles");
     }
-    assert_eq!(claims(&w.op), 2);
+    assert_eq!(w.claims(), 2);
 }
 
 #[tokio::test]
@@ -267,5 +191,5 @@ async fn consecutive_retry_waits_of_any_code_space_the_claims() {
     assert_eq!(&gaps[..7], &[5, 10, 20, 40, 80, 160, 300], "{gaps:?}");
     assert!(gaps.iter().all(|&g| g >= 5), "{gaps:?}");
     assert!(processed <= 12, "{processed} claims in 30 minutes");
-    assert_eq!(claims(&w.op), processed);
+    assert_eq!(w.claims(), processed);
 }

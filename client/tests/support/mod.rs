@@ -2,6 +2,7 @@
 //! end-to-end [`world`] (mock Admin + simulated phone + the real client binary).
 #![allow(dead_code)]
 
+pub mod claim_loop;
 pub mod world;
 
 use chrono::{DateTime, TimeZone, Utc};
