@@ -72,6 +72,12 @@ pub struct FileConfig {
     /// `PAGE_NOT_RECOGNIZED` outcomes in a row that pause the worker until an operator
     /// acknowledges (default 3; 0 = never). See [`crate::gate`].
     pub unrecognized_pages_pause_after: Option<u32>,
+    /// The phone's delivery-address fingerprint: every part must appear in the address
+    /// block of the confirming screen before an order (e.g. `["集货路88号", "李四"]`),
+    /// else `manual_review ADDRESS_MISMATCH`. Unset: not checked (a warning in `status`;
+    /// the address read is still reported). Env `CMAUTOBUY_EXPECTED_ADDRESS`, parts
+    /// separated by `|`.
+    pub expected_address: Option<Vec<String>>,
 }
 
 /// What the user typed on the command line (all optional).
@@ -110,6 +116,9 @@ pub struct Config {
     /// When the worker may claim (`device_check_max_age_secs`, `device_probe_max_secs`,
     /// `retry_wait_gap_secs`, `retry_wait_gap_max_secs`; see [`crate::gate`]).
     pub gate: GateConfig,
+    /// `expected_address`: the phone's delivery-address fingerprint (trimmed, empty
+    /// parts dropped; empty: none configured).
+    pub expected_address: Vec<String>,
     /// The config file actually read, if any.
     pub file: Option<PathBuf>,
 }
@@ -191,6 +200,8 @@ fn env_config(env: &dyn Fn(&str) -> Option<String>) -> Result<FileConfig, Config
                 })
             })
             .transpose()?,
+        expected_address: get("EXPECTED_ADDRESS")
+            .map(|v| v.split('|').map(str::to_string).collect()),
     })
 }
 
@@ -236,6 +247,7 @@ fn merge(base: FileConfig, over: FileConfig) -> FileConfig {
         unrecognized_pages_pause_after: over
             .unrecognized_pages_pause_after
             .or(base.unrecognized_pages_pause_after),
+        expected_address: over.expected_address.or(base.expected_address),
     }
 }
 
@@ -302,6 +314,13 @@ pub fn load(flags: Overrides, env: &dyn Fn(&str) -> Option<String>) -> Result<Co
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or_else(crate::lock::default_lock_dir),
         gate,
+        expected_address: c
+            .expected_address
+            .unwrap_or_default()
+            .into_iter()
+            .map(|p| p.trim().to_string())
+            .filter(|p| !p.is_empty())
+            .collect(),
         file: file_path,
     })
 }

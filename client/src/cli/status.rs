@@ -31,6 +31,7 @@ pub fn run(g: &Globals, a: StatusArgs) -> Result<(), Failure> {
             "device": s.device,
             "registration": s.registration,
             "device_pause": pause,
+            "expected_address": cfg.expected_address,
             "alerts": alerts.iter().map(|a| serde_json::json!({
                 "id": a.id, "kind": a.kind, "task_id": a.remote_task_id,
                 "message": a.message, "raised_at": a.raised_at,
@@ -49,6 +50,16 @@ pub fn run(g: &Globals, a: StatusArgs) -> Result<(), Failure> {
         if s.token.is_some() { "set" } else { "not set" }
     );
     println!("device:       {}", s.device.as_deref().unwrap_or("-"));
+    if cfg.expected_address.is_empty() {
+        println!(
+            "WARNING: no address fingerprint (`expected_address`): live orders go to whatever address PDD preselects on the phone; the address read is only reported (`delivery_address`)"
+        );
+    } else {
+        println!(
+            "address:      must show {}",
+            cfg.expected_address.join(" + ")
+        );
+    }
     if let Some(p) = &pause {
         println!(
             "PAUSED for the phone since {}: [{}] {} (no claims; resumes by itself when the phone answers)",

@@ -2,6 +2,7 @@
 
 use chrono::{DateTime, Utc};
 
+use crate::account::{Account, PddVersion};
 use crate::page::PopupSchedule;
 
 /// How long things take.
@@ -76,4 +77,6 @@ pub struct DeviceConfig {
     pub popups: PopupSchedule,
     pub show_goods_id: bool,
     pub launch_app: bool,
+    pub account: Account,
+    pub pdd_version: PddVersion,
 }
