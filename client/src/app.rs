@@ -24,6 +24,7 @@ use crate::job::attempt::{FlowExecutorConfig, ReportHook};
 use crate::job::exec::FlowExecutor;
 use crate::job::purchase::Backend;
 use crate::outbox::Relay;
+use crate::pacing::PacingConfig;
 use crate::registration;
 use crate::runner::{client_profile, RunConfig, RunError, RunExit, Runner};
 use crate::store::{Store, StoreError};
@@ -55,6 +56,8 @@ pub struct ClientConfig {
     pub on_report: Option<ReportHook>,
     /// When the worker may claim: device checks, pauses, spacing after `retry_wait`s.
     pub gate: GateConfig,
+    /// The gap between tasks and the live order caps ([`crate::pacing`]).
+    pub pacing: PacingConfig,
 }
 
 /// A running client: [`Client::wait`] for it to end, [`Client::stop`] to end it.
@@ -75,9 +78,18 @@ impl Client {
         gateway: Arc<G>,
         stop: impl Future<Output = ()> + Send + 'static,
     ) -> Result<Client, StoreError> {
+        // The gap between tasks paces a phone's PDD pages; without a phone there is
+        // nothing to pace.
+        let unpaced = ClientConfig {
+            pacing: PacingConfig {
+                min_task_gap: Duration::ZERO,
+                ..config.pacing
+            },
+            ..config.clone()
+        };
         match phone {
-            Phone::None => Self::start_with(NoDeviceExecutor, config, store, gateway, stop),
-            Phone::Stub => Self::start_with(StubExecutor, config, store, gateway, stop),
+            Phone::None => Self::start_with(NoDeviceExecutor, unpaced, store, gateway, stop),
+            Phone::Stub => Self::start_with(StubExecutor, unpaced, store, gateway, stop),
             Phone::Adb(source) => {
                 // Purchases (issue 7): the flow's effects need the store and the Admin.
                 let backend = Backend::new(
@@ -127,6 +139,7 @@ impl Client {
                 exit_when_idle: config.exit_when_idle,
                 policy: Default::default(),
                 gate: config.gate,
+                pacing: config.pacing,
             },
             relay.waker(),
         );
@@ -221,6 +234,7 @@ mod tests {
             retention: Retention::default(),
             on_report: None,
             gate: GateConfig::default(),
+            pacing: PacingConfig::unpaced(),
         };
         (mock, store, gw, config)
     }

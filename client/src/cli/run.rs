@@ -71,6 +71,7 @@ pub fn run(g: &Globals, a: RunArgs) -> Result<(), Failure> {
         retention: cfg.retention,
         on_report: None,
         gate: cfg.gate,
+        pacing: cfg.pacing,
     };
     let exit = rt
         .block_on(async {
