@@ -150,6 +150,21 @@ impl Store {
         Ok(out)
     }
 
+    /// Runs `f` at a safe point for money: no run carries an irreversible mark without
+    /// its recorded outcome (no purchase is between its mark and its result). `f` runs
+    /// under the store's connection lock, so no mark can be committed while it runs —
+    /// the second Ctrl-C / SIGTERM exits the process here. `None`: not now.
+    pub fn at_safe_point<R>(&self, f: impl FnOnce() -> R) -> Result<Option<R>> {
+        let conn = self.lock();
+        let open: i64 = conn.query_row(
+            "SELECT COUNT(*) FROM task_runs
+             WHERE irreversible_action_at IS NOT NULL AND outcome IS NULL",
+            [],
+            |r| r.get(0),
+        )?;
+        Ok((open == 0).then(f))
+    }
+
     /// The confirmation snapshot stored with a run's mark, if any.
     pub fn purchase_snapshot(&self, run_id: i64) -> Result<Option<String>> {
         let conn = self.lock();
