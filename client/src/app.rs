@@ -58,6 +58,8 @@ pub struct ClientConfig {
     pub gate: GateConfig,
     /// The gap between tasks and the live order caps ([`crate::pacing`]).
     pub pacing: PacingConfig,
+    /// Daily store backups kept (0 = none; [`crate::store::backup`]).
+    pub backups_keep: usize,
 }
 
 /// How long a stopping client keeps delivering its outbox after the claim loop ended (the
@@ -147,6 +149,7 @@ impl Client {
                 policy: Default::default(),
                 gate: config.gate,
                 pacing: config.pacing,
+                backups_keep: config.backups_keep,
             },
             relay.waker(),
         );
@@ -257,6 +260,7 @@ mod tests {
             on_report: None,
             gate: GateConfig::default(),
             pacing: PacingConfig::unpaced(),
+            backups_keep: 0,
         };
         (mock, store, gw, config)
     }

@@ -72,6 +72,7 @@ pub fn run(g: &Globals, a: RunArgs) -> Result<(), Failure> {
         on_report: None,
         gate: cfg.gate,
         pacing: cfg.pacing,
+        backups_keep: cfg.backups_keep,
     };
     let exit = rt
         .block_on(async {

@@ -21,6 +21,9 @@
 //! - `alerts.rs` — operator alerts; open alerts stop claiming.
 //! - `artifacts.rs` — artifact manifests; `spec.rs` — spec resolution requests.
 //! - `summary.rs` — counts by state for `status`.
+//! - `backup.rs` — `VACUUM INTO` backups in `<data dir>/backups/` (before a migration,
+//!   daily from the claim loop), verified, `0600`, rotated: the file rules; `backups.rs`
+//!   — the `Store` methods over them.
 //!
 //! Files depend downwards only: `error` ← `db` ← the table groups; `outbox` and
 //! `summary` use `tasks`' [`TaskState`]. This file only declares and re-exports.
@@ -33,6 +36,8 @@
 
 mod alerts;
 mod artifacts;
+pub mod backup;
+mod backups;
 mod db;
 mod error;
 mod outbox;
