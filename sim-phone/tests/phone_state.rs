@@ -118,6 +118,10 @@ fn fixtures_window() {
         "dumpsys_window_windows_pdd.txt",
         &sh(&mut d, "dumpsys window windows"),
     );
+    expect(
+        "dumpsys_activity_activities_pdd.txt",
+        &sh(&mut d, "dumpsys activity activities"),
+    );
 
     // A heads-up notification over the sheet's top.
     d.system_mut().heads_up = Some(HeadsUp::wechat("张三", "今晚一起吃饭吗？"));
@@ -175,6 +179,12 @@ fn fixtures_window() {
             &format!("dumpsys_window_keyguard_{name}.txt"),
             &sh(&mut d, "dumpsys window"),
         );
+        if lock == LockKind::Swipe {
+            expect(
+                "dumpsys_activity_activities_keyguard.txt",
+                &sh(&mut d, "dumpsys activity activities"),
+            );
+        }
     }
 }
 
