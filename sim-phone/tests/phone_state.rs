@@ -306,6 +306,10 @@ fn screen_off_timeout_on_simulated_time_and_wakeup() {
     assert!(d.system().locked);
     assert!(sh(&mut d, "dumpsys power").contains("mWakefulness=Asleep"));
     assert!(sh(&mut d, "dumpsys power").contains("Display Power: state=OFF"));
+    // A screenshot of a screen that is off is black.
+    let png = d.run_line("screencap -p").stdout;
+    let img = image::load_from_memory(&png).expect("png").to_rgb8();
+    assert!(img.pixels().all(|p| p.0 == [0, 0, 0]));
     // Taps and BACK do nothing while the screen is off; the tap is recorded undelivered.
     let before = d.app().page_name();
     sh(&mut d, "input tap 540 1200");
