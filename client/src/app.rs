@@ -23,6 +23,7 @@ use crate::job::adb::AdbSource;
 use crate::job::attempt::{FlowExecutorConfig, ReportHook};
 use crate::job::exec::FlowExecutor;
 use crate::job::purchase::Backend;
+use crate::notify::{Notifier, NotifyConfig};
 use crate::outbox::Relay;
 use crate::registration;
 use crate::runner::{client_profile, RunConfig, RunError, RunExit, Runner};
@@ -55,6 +56,9 @@ pub struct ClientConfig {
     pub on_report: Option<ReportHook>,
     /// When the worker may claim: device checks, pauses, spacing after `retry_wait`s.
     pub gate: GateConfig,
+    /// Webhooks and when to notify (issue 12 item 7); the notifier runs beside the claim
+    /// loop and flushes what is due when the client stops.
+    pub notify: NotifyConfig,
 }
 
 /// A running client: [`Client::wait`] for it to end, [`Client::stop`] to end it.
@@ -117,6 +121,13 @@ impl Client {
             clock.clone(),
             Default::default(),
         );
+        let notifier = match Notifier::new(store.clone(), clock.clone(), config.notify.clone()) {
+            Ok(n) => Some(n),
+            Err(e) => {
+                tracing::error!(error = %e, "notifications disabled");
+                None
+            }
+        };
         let runner = Runner::new(
             store,
             gateway,
@@ -135,6 +146,10 @@ impl Client {
             let rx = stop_rx.clone();
             tokio::spawn(async move { relay.run(rx).await })
         };
+        let notify_task = notifier.map(|n| {
+            let rx = stop_rx.clone();
+            tokio::spawn(async move { n.run(rx).await })
+        });
         let on_stop = tokio::spawn({
             let stop_tx = stop_tx.clone();
             async move {
@@ -153,6 +168,13 @@ impl Client {
                     Ok(Err(e)) => tracing::error!(error = %e, "outbox relay stopped"),
                     Err(e) => tracing::error!(error = %e, "outbox relay panicked"),
                     Ok(Ok(())) => {}
+                }
+                // The notifier flushes what is due (bounded by its flush deadline): an
+                // alert raised just before an idle exit still reaches its webhooks.
+                if let Some(t) = notify_task {
+                    if let Err(e) = t.await {
+                        tracing::error!(error = %e, "notifier panicked");
+                    }
                 }
                 // Give a still-running registration a moment to record its outcome.
                 let _ = tokio::time::timeout(Duration::from_secs(2), reg).await;
@@ -221,6 +243,7 @@ mod tests {
             retention: Retention::default(),
             on_report: None,
             gate: GateConfig::default(),
+            notify: NotifyConfig::default(),
         };
         (mock, store, gw, config)
     }

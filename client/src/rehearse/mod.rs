@@ -247,6 +247,8 @@ pub fn rehearse(opts: RehearseOptions) -> anyhow::Result<Summary> {
             account_pause: false,
             ..Default::default()
         },
+        // No webhooks: a rehearsal tells nobody.
+        notify: crate::notify::NotifyConfig::default(),
     };
     let exit = rt.block_on(async {
         let client = Client::start(
