@@ -15,6 +15,7 @@ use crate::artifacts::Retention;
 use crate::console::ConsoleAddr;
 use crate::gate::GateConfig;
 use crate::notify::{NotifyConfig, SummaryAt, Webhook, WebhookConfig};
+use crate::pacing::PacingConfig;
 use crate::secret::Secret;
 
 #[derive(Debug, thiserror::Error)]
@@ -95,6 +96,14 @@ pub struct FileConfig {
     pub webhook_max_attempts: Option<u32>,
     /// The deadline of one webhook request in seconds (default 10).
     pub webhook_timeout_secs: Option<f64>,
+    /// Seconds between the end of a task and the next claim (default 3; 0 = none). See
+    /// [`crate::pacing`].
+    pub min_task_gap_secs: Option<f64>,
+    /// Live orders per phone per rolling hour; at the cap the worker declares `dry_run`
+    /// until the window passes (default 10; 0 = no cap).
+    pub live_orders_per_hour: Option<u32>,
+    /// Live orders per phone per rolling day (default 50; 0 = no cap).
+    pub live_orders_per_day: Option<u32>,
 }
 
 /// What the user typed on the command line (all optional).
@@ -137,6 +146,9 @@ pub struct Config {
     pub notify: NotifyConfig,
     /// Where the console listens (`console_addr`; `run --console`, `--no-console`).
     pub console: ConsoleAddr,
+    /// The gap between tasks and the live order caps (`min_task_gap_secs`,
+    /// `live_orders_per_hour`, `live_orders_per_day`; see [`crate::pacing`]).
+    pub pacing: PacingConfig,
     /// The config file actually read, if any.
     pub file: Option<PathBuf>,
 }
@@ -233,7 +245,22 @@ fn env_config(env: &dyn Fn(&str) -> Option<String>) -> Result<FileConfig, Config
             })
             .transpose()?,
         webhook_timeout_secs: num("WEBHOOK_TIMEOUT_SECS")?,
+        min_task_gap_secs: num("MIN_TASK_GAP_SECS")?,
+        live_orders_per_hour: whole(&get, "LIVE_ORDERS_PER_HOUR")?,
+        live_orders_per_day: whole(&get, "LIVE_ORDERS_PER_DAY")?,
     })
+}
+
+/// A whole number from `CMAUTOBUY_<k>`.
+fn whole(get: &dyn Fn(&str) -> Option<String>, k: &str) -> Result<Option<u32>, ConfigError> {
+    get(k)
+        .map(|v| {
+            v.trim().parse::<u32>().map_err(|_| ConfigError::Value {
+                name: format!("CMAUTOBUY_{k}"),
+                message: format!("{v:?} is not a whole number"),
+            })
+        })
+        .transpose()
 }
 
 fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
@@ -292,6 +319,9 @@ fn merge(base: FileConfig, over: FileConfig) -> FileConfig {
         daily_summary_at: over.daily_summary_at.or(base.daily_summary_at),
         webhook_max_attempts: over.webhook_max_attempts.or(base.webhook_max_attempts),
         webhook_timeout_secs: over.webhook_timeout_secs.or(base.webhook_timeout_secs),
+        min_task_gap_secs: over.min_task_gap_secs.or(base.min_task_gap_secs),
+        live_orders_per_hour: over.live_orders_per_hour.or(base.live_orders_per_hour),
+        live_orders_per_day: over.live_orders_per_day.or(base.live_orders_per_day),
     }
 }
 
@@ -340,6 +370,7 @@ pub fn load(flags: Overrides, env: &dyn Fn(&str) -> Option<String>) -> Result<Co
             message,
         })?,
     };
+    let pacing = pacing(&c)?;
     Ok(Config {
         data_dir: c.data_dir.unwrap_or_else(|| default_data_dir(env)),
         admin_url: c.admin_url.filter(|s| !s.is_empty()),
@@ -368,6 +399,7 @@ pub fn load(flags: Overrides, env: &dyn Fn(&str) -> Option<String>) -> Result<Co
         gate,
         notify,
         console,
+        pacing,
         file: file_path,
     })
 }
@@ -473,6 +505,23 @@ fn gate(c: &FileConfig) -> Result<GateConfig, ConfigError> {
         probe_max: g.probe_max.max(g.probe_min),
         retry_gap_max: g.retry_gap_max.max(g.retry_gap),
         ..g
+    })
+}
+
+/// The pacing keys; unset keys keep [`PacingConfig::default`]. The gap may be 0.
+fn pacing(c: &FileConfig) -> Result<PacingConfig, ConfigError> {
+    let d = PacingConfig::default();
+    let min_task_gap = match c.min_task_gap_secs {
+        None => d.min_task_gap,
+        Some(v) => Duration::try_from_secs_f64(v).map_err(|_| ConfigError::Value {
+            name: "min_task_gap_secs".into(),
+            message: format!("{v} is not a number of seconds ≥ 0"),
+        })?,
+    };
+    Ok(PacingConfig {
+        min_task_gap,
+        live_orders_per_hour: c.live_orders_per_hour.unwrap_or(d.live_orders_per_hour),
+        live_orders_per_day: c.live_orders_per_day.unwrap_or(d.live_orders_per_day),
     })
 }
 
@@ -740,6 +789,43 @@ kinds = ["alert", "daily_summary"]
         let c = load(Overrides::default(), &env_of(&[("HOME", "/h")])).unwrap();
         assert!(c.notify.webhooks.is_empty());
         assert_eq!(c.console, ConsoleAddr::Default);
+    }
+
+    #[test]
+    fn pacing_keys_default_and_override() {
+        let c = load(Overrides::default(), &env_of(&[("HOME", "/h")])).unwrap();
+        assert_eq!(c.pacing, PacingConfig::default());
+        let c = load(
+            Overrides::default(),
+            &env_of(&[
+                ("HOME", "/h"),
+                ("CMAUTOBUY_MIN_TASK_GAP_SECS", "0"),
+                ("CMAUTOBUY_LIVE_ORDERS_PER_HOUR", "0"),
+                ("CMAUTOBUY_LIVE_ORDERS_PER_DAY", "7"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(
+            c.pacing,
+            PacingConfig {
+                min_task_gap: Duration::ZERO,
+                live_orders_per_hour: 0,
+                live_orders_per_day: 7,
+            }
+        );
+        for (k, v) in [
+            ("CMAUTOBUY_MIN_TASK_GAP_SECS", "-1"),
+            ("CMAUTOBUY_LIVE_ORDERS_PER_HOUR", "-1"),
+            ("CMAUTOBUY_LIVE_ORDERS_PER_DAY", "many"),
+        ] {
+            assert!(
+                matches!(
+                    load(Overrides::default(), &env_of(&[("HOME", "/h"), (k, v)])),
+                    Err(ConfigError::Value { .. })
+                ),
+                "{k}={v}"
+            );
+        }
     }
 
     #[test]

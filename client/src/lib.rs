@@ -55,6 +55,7 @@ pub mod lock;
 pub mod metrics;
 pub mod notify;
 pub mod outbox;
+pub mod pacing;
 pub mod registration;
 #[cfg(feature = "rehearse")]
 pub mod rehearse;
