@@ -12,6 +12,7 @@ use crate::device::{Device, DeviceConfig, DumpFormat, FaultPlan, LatencyProfile}
 use crate::error::SimError;
 use crate::ledger::Ledger;
 use crate::page::PopupSchedule;
+use crate::system::SystemConfig;
 
 /// Everything a phone is started with.
 #[derive(Debug, Clone)]
@@ -43,6 +44,8 @@ pub struct SimConfig {
     pub account: Account,
     /// The installed PDD's version (`dumpsys package`).
     pub pdd_version: PddVersion,
+    /// The phone's own state at start (all off by default: awake, unlocked, uncovered).
+    pub system: SystemConfig,
 }
 
 impl SimConfig {
@@ -66,6 +69,7 @@ impl SimConfig {
             launch_app: true,
             account: Account::default(),
             pdd_version: PddVersion::default(),
+            system: SystemConfig::default(),
         }
     }
 
@@ -93,6 +97,7 @@ impl SimConfig {
                 launch_app: self.launch_app,
                 account: self.account.clone(),
                 pdd_version: self.pdd_version.clone(),
+                system: self.system.clone(),
             },
         ))
     }

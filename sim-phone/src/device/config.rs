@@ -4,6 +4,7 @@ use chrono::{DateTime, Utc};
 
 use crate::account::{Account, PddVersion};
 use crate::page::PopupSchedule;
+use crate::system::SystemConfig;
 
 /// How long things take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -79,4 +80,6 @@ pub struct DeviceConfig {
     pub launch_app: bool,
     pub account: Account,
     pub pdd_version: PddVersion,
+    /// The phone's own state (screen, lock, battery, chooser, keyboard).
+    pub system: SystemConfig,
 }
