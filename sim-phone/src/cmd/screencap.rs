@@ -45,7 +45,7 @@ fn cost(d: &mut Device) -> u64 {
 
 /// The screen as it is now, at the display's size.
 fn picture(d: &Device) -> RgbImage {
-    let screen = d.app.screen(d.now());
+    let screen = d.display_screen(d.now());
     let (w, h) = (d.cfg.width.max(1) as u32, d.cfg.height.max(1) as u32);
     render::render(&screen, w, h)
 }
