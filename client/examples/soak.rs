@@ -72,7 +72,14 @@ fn parse_args() -> Result<Args, String> {
         seed: 1,
         out: std::env::temp_dir().join("cmautobuy-soak"),
         client_args: Vec::new(),
-        client_env: Vec::new(),
+        // The live order caps (issue 12 item 3: 10 an hour, 50 a day per phone by
+        // default) would turn every phone to dry runs within minutes at this rate, and
+        // the pool's live tasks would then wait for the window: the soak measures
+        // reliability, the caps have their own tests. `--client-env` overrides.
+        client_env: vec![
+            ("CMAUTOBUY_LIVE_ORDERS_PER_HOUR".into(), "0".into()),
+            ("CMAUTOBUY_LIVE_ORDERS_PER_DAY".into(), "0".into()),
+        ],
     };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
@@ -530,11 +537,7 @@ fn soak() -> Result<bool, String> {
         .flat_map(|s| s.rss_kb.iter().map(|r| r.1))
         .max()
         .unwrap_or(0);
-    let disk_5 = disk
-        .iter()
-        .find(|d| d.0 >= 300.0)
-        .map(|d| d.1)
-        .unwrap_or(0);
+    let disk_5 = disk.iter().find(|d| d.0 >= 300.0).map(|d| d.1).unwrap_or(0);
     let disk_end = disk.last().map(|d| d.1).unwrap_or(0);
     let tasks_done = created.len() - left_open.len();
 
@@ -644,7 +647,10 @@ fn templates() -> Result<Vec<(&'static str, Value)>, String> {
     let catalog = embedded_catalog().map_err(|e| e.to_string())?;
     let mut out = Vec::new();
     for t in demo_batch(&catalog, "tpl", false) {
-        out.push(("collect", task_json(&t.task_type, t.execution_mode, t.payload)));
+        out.push((
+            "collect",
+            task_json(&t.task_type, t.execution_mode, t.payload),
+        ));
     }
     for t in purchase_demo("tpl", true, false) {
         out.push(("live", task_json(&t.task_type, t.execution_mode, t.payload)));
@@ -708,7 +714,10 @@ fn open_tasks(
 /// A task status the Admin will not move on from (`pending`, `assigned` and `claimed`
 /// are open).
 fn is_terminal(status: &str) -> bool {
-    matches!(status, "succeeded" | "failed" | "manual_review" | "cancelled")
+    matches!(
+        status,
+        "succeeded" | "failed" | "manual_review" | "cancelled"
+    )
 }
 
 /// Reads a client's `status --json`; records new pauses, schedules acks for account
