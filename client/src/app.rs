@@ -62,6 +62,8 @@ pub struct ClientConfig {
     pub notify: NotifyConfig,
     /// The gap between tasks and the live order caps ([`crate::pacing`]).
     pub pacing: PacingConfig,
+    /// Daily store backups kept (0 = none; [`crate::store::backup`]).
+    pub backups_keep: usize,
 }
 
 /// How long a stopping client keeps delivering its outbox after the claim loop ended (the
@@ -158,6 +160,7 @@ impl Client {
                 policy: Default::default(),
                 gate: config.gate,
                 pacing: config.pacing,
+                backups_keep: config.backups_keep,
             },
             relay.waker(),
         );
@@ -280,6 +283,7 @@ mod tests {
             gate: GateConfig::default(),
             notify: NotifyConfig::default(),
             pacing: PacingConfig::unpaced(),
+            backups_keep: 0,
         };
         (mock, store, gw, config)
     }
