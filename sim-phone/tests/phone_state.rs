@@ -118,6 +118,10 @@ fn fixtures_window() {
         "dumpsys_window_windows_pdd.txt",
         &sh(&mut d, "dumpsys window windows"),
     );
+    expect(
+        "dumpsys_activity_activities_pdd.txt",
+        &sh(&mut d, "dumpsys activity activities"),
+    );
 
     // A heads-up notification over the sheet's top.
     d.system_mut().heads_up = Some(HeadsUp::wechat("张三", "今晚一起吃饭吗？"));
@@ -175,6 +179,12 @@ fn fixtures_window() {
             &format!("dumpsys_window_keyguard_{name}.txt"),
             &sh(&mut d, "dumpsys window"),
         );
+        if lock == LockKind::Swipe {
+            expect(
+                "dumpsys_activity_activities_keyguard.txt",
+                &sh(&mut d, "dumpsys activity activities"),
+            );
+        }
     }
 }
 
@@ -296,6 +306,10 @@ fn screen_off_timeout_on_simulated_time_and_wakeup() {
     assert!(d.system().locked);
     assert!(sh(&mut d, "dumpsys power").contains("mWakefulness=Asleep"));
     assert!(sh(&mut d, "dumpsys power").contains("Display Power: state=OFF"));
+    // A screenshot of a screen that is off is black.
+    let png = d.run_line("screencap -p").stdout;
+    let img = image::load_from_memory(&png).expect("png").to_rgb8();
+    assert!(img.pixels().all(|p| p.0 == [0, 0, 0]));
     // Taps and BACK do nothing while the screen is off; the tap is recorded undelivered.
     let before = d.app().page_name();
     sh(&mut d, "input tap 540 1200");
@@ -365,8 +379,12 @@ fn heads_up_covers_the_top_not_the_dump_and_takes_the_tap() {
         w.contains("touchable region=SkRegion((24,95,1056,383))"),
         "{w}"
     );
+    // The card covers the sheet's top: its 关闭 icon is under it (PDD's dump still shows
+    // the icon; a tap there reaches systemui, not the sheet).
+    let (cx, cy) = find(&d, "关闭").expect("the sheet's close icon");
+    assert!(cy < 383, "关闭 at {cx},{cy}");
     // A tap inside the card lands in systemui and opens WeChat; PDD never sees it.
-    sh(&mut d, "input tap 540 200");
+    sh(&mut d, &format!("input tap {cx} {cy}"));
     let t = d.system().taps.last().cloned().expect("tap");
     assert_eq!(t.package.as_deref(), Some("com.android.systemui"));
     assert_eq!(t.window.as_deref(), Some("NotificationShade"));

@@ -28,9 +28,10 @@ pub(crate) fn run(d: &mut Device, args: &[&str], _: &[u8], e: &mut Exec) -> u64 
             e.stdout = activity_top(act, d.app.displayed_goods_id()).into_bytes();
             return 180;
         }
-        (Some("activity"), _) => format!(
-            "ACTIVITY MANAGER ACTIVITIES (dumpsys activity activities)\n  mResumedActivity: ActivityRecord{{8b2e4f1 u0 {act} t42}}\n  mFocusedApp=ActivityRecord{{8b2e4f1 u0 {act} t42}}\n"
-        ),
+        (Some("activity"), _) => {
+            let wins = d.system_windows();
+            format::activities_section(&d.sys, &wins, act)
+        }
         _ => String::new(),
     };
     e.stdout = text.into_bytes();

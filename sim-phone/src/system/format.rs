@@ -387,6 +387,25 @@ pub fn policy_section(sys: &SystemState) -> String {
     )
 }
 
+/// `dumpsys activity activities` (the lines scripts read): the resumed activity, the
+/// focused app, and ActivityTaskSupervisor's KeyguardController state
+/// (`mKeyguardShowing=`).
+pub fn activities_section(sys: &SystemState, wins: &[Win], pdd_activity: &str) -> String {
+    // Behind the keyguard nothing is resumed; otherwise the top visible activity.
+    let top = wins.iter().find(|w| w.visible && w.activity.is_some());
+    let resumed = match (sys.locked, top) {
+        (false, Some(w)) => activity_record(w).unwrap_or_else(|| "null".into()),
+        _ => "null".into(),
+    };
+    let focused = focused_app(wins)
+        .and_then(activity_record)
+        .unwrap_or_else(|| format!("ActivityRecord{{8b2e4f1 u0 {pdd_activity} t42}}"));
+    format!(
+        "ACTIVITY MANAGER ACTIVITIES (dumpsys activity activities)\nDisplay #0 (activities from top to bottom):\n\n  ResumedActivity: {resumed}\n  mFocusedApp={focused}\n  mResumedActivity: {resumed}\n  KeyguardController:\n    mKeyguardShowing={showing}\n    mAodShowing=false\n    mKeyguardGoingAway=false\n    Occluded=false DismissingKeyguardActivity=null turnScreenOnActivity=false at display=0\n    mDismissalRequested=false\n    mVisibilityTransactionDepth=0\n",
+        showing = sys.locked,
+    )
+}
+
 /// `dumpsys window` with no section: the sections in the full dump's order.
 pub fn window_all(sys: &SystemState, wins: &[Win]) -> String {
     let mut out = String::from(

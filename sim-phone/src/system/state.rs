@@ -37,6 +37,7 @@ pub enum Plug {
 
 /// What `dumpsys battery` reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct Battery {
     /// Percent, 0–100.
     pub level: u8,
@@ -319,4 +320,35 @@ impl SystemState {
 /// The band a heads-up covers on a 1080-wide screen: below the status bar, one card.
 pub fn heads_up_rect() -> Rect {
     Rect::new(24, 95, 1056, 383)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_from_json() {
+        let c: SystemConfig = serde_json::from_str(
+            r#"{"lock":"pin","screen_off_timeout_ms":30000,"battery":{"level":10},"second_browser":true}"#,
+        )
+        .expect("json");
+        assert_eq!(c.lock, LockKind::Pin);
+        assert_eq!(c.screen_off_timeout_ms, Some(30_000));
+        assert_eq!(c.battery.level, 10);
+        assert_eq!(c.battery.temperature_tenths, 285);
+        assert!(c.second_browser && !c.keyboard);
+        assert!(serde_json::from_str::<SystemConfig>(r#"{"lok":"pin"}"#).is_err());
+        // Below 20 % unplugged: the dialog; plugged in: none.
+        let mut s = SystemState::new(c);
+        s.set_battery(Battery {
+            level: 30,
+            ..Battery::default()
+        });
+        assert!(!s.low_battery_dialog);
+        s.set_battery(Battery {
+            level: 19,
+            ..Battery::default()
+        });
+        assert!(s.low_battery_dialog);
+    }
 }
