@@ -4,6 +4,11 @@
 //!
 //! - **offline windows**: each phone drops off the network (`set_offline`) for 15–75 s,
 //!   every 3–8 minutes;
+//! - **the phone's own state** (`--no-phone-faults` turns these off): every 2–5 minutes
+//!   per phone one of: the screen goes off (the phone has a swipe lock, so it comes
+//!   back locked), a heads-up notification over the top of the screen for 3–8 s, the
+//!   notification shade pulled down, or the battery drops to 12 % unplugged (the client
+//!   pauses; the simulated operator plugs the phone in 30–90 s later);
 //! - **popups**: every page view shows a popup with 10 % probability (red packet,
 //!   upgrade, teen mode);
 //! - **risk pages**: every few minutes a collect of the goods that answers with a 滑块
@@ -26,8 +31,10 @@
 //! - tasks left open, final statuses by code;
 //! - RSS of each client (first 5 minutes vs. the last 5), and the data directories'
 //!   size over time;
+//! - taps that landed in a window of another app than PDD (the simulated phone records
+//!   every tap with the window it reached): must be 0;
 //! - every pause seen, and whether it is explained: a device pause during or within
-//!   2 minutes after an offline window of that phone, an account pause on a task that
+//!   2 minutes after an offline window or a phone-state fault of that phone, an account pause on a task that
 //!   is a risk/login collect.
 //!
 //! Exit 0 when the invariants hold (0 lost, 0 duplicated, 0 second orders, 0 orphans, 0
@@ -35,7 +42,7 @@
 //! binaries and runs it; BENCHMARKS.md records a run.
 //!
 //! Usage: `soak --client BIN [--phones 8] [--minutes 30] [--seed 1] [--out DIR]
-//! [--client-arg ARG]... [--client-env K=V]...`
+//! [--no-phone-faults] [--client-arg ARG]... [--client-env K=V]...`
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -45,7 +52,9 @@ use std::time::{Duration, Instant};
 use cmautobuy_client::rehearse::batch::{demo_batch, embedded_catalog, purchase_demo};
 use cmautobuy_mock_admin::faults::{Fault, FaultPlan, FaultTarget, RetryAfter};
 use cmautobuy_mock_admin::{MockAdmin, MockAdminConfig, Operator};
-use cmautobuy_sim_phone::{Catalog, LatencyProfile, PopupSchedule, SimConfig, SimPhone};
+use cmautobuy_sim_phone::{
+    Battery, Catalog, HeadsUp, LatencyProfile, LockKind, Plug, PopupSchedule, SimConfig, SimPhone,
+};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
@@ -62,6 +71,7 @@ struct Args {
     out: PathBuf,
     client_args: Vec<String>,
     client_env: Vec<(String, String)>,
+    phone_faults: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -80,6 +90,7 @@ fn parse_args() -> Result<Args, String> {
             ("CMAUTOBUY_LIVE_ORDERS_PER_HOUR".into(), "0".into()),
             ("CMAUTOBUY_LIVE_ORDERS_PER_DAY".into(), "0".into()),
         ],
+        phone_faults: true,
     };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
@@ -90,6 +101,7 @@ fn parse_args() -> Result<Args, String> {
             "--minutes" => a.minutes = v()?.parse().map_err(|e| format!("--minutes: {e}"))?,
             "--seed" => a.seed = v()?.parse().map_err(|e| format!("--seed: {e}"))?,
             "--out" => a.out = PathBuf::from(v()?),
+            "--no-phone-faults" => a.phone_faults = false,
             "--client-arg" => a.client_args.push(v()?),
             "--client-env" => {
                 let kv = v()?;
@@ -119,6 +131,11 @@ struct Station {
     offline: Vec<(f64, f64)>,
     offline_until: Option<f64>,
     next_offline: f64,
+    /// Phone-state faults injected: (start, end, what).
+    state_faults: Vec<(f64, f64, &'static str)>,
+    next_state_fault: f64,
+    /// When the simulated operator plugs a low phone in.
+    plug_at: Option<f64>,
     rss_kb: Vec<(f64, u64)>,
     /// Pauses seen by the operator: (first seen, kind, reason, task).
     pauses: Vec<Pause>,
@@ -179,6 +196,9 @@ fn soak() -> Result<bool, String> {
         c.seed = args.seed * 1000 + i as u64;
         c.popups = PopupSchedule::Seeded { percent: 10 };
         c.state_file = Some(args.out.join(format!("phone-{i}.json")));
+        if args.phone_faults {
+            c.system.lock = LockKind::Swipe;
+        }
         let phone = SimPhone::bind("127.0.0.1:0".parse().map_err(|_| "addr")?, c)
             .map_err(|e| e.to_string())?;
         let data = args.out.join(format!("client-{i}"));
@@ -191,6 +211,9 @@ fn soak() -> Result<bool, String> {
             offline: Vec::new(),
             offline_until: None,
             next_offline: first,
+            state_faults: Vec::new(),
+            next_state_fault: rng.gen_range(60.0..180.0),
+            plug_at: None,
             rss_kb: Vec::new(),
             pauses: Vec::new(),
             acked: BTreeSet::new(),
@@ -254,6 +277,52 @@ fn soak() -> Result<bool, String> {
                 s.offline_until = Some(t + len);
                 s.offline.push((t, t + len));
             }
+        }
+        // The phone's own state.
+        for s in stations.iter_mut().filter(|_| args.phone_faults) {
+            if s.plug_at.is_some_and(|p| t >= p) {
+                s.plug_at = None;
+                s.phone.set_battery(Battery {
+                    level: 12,
+                    temperature_tenths: 300,
+                    plug: Plug::Ac,
+                });
+                if let Some(f) = s.state_faults.last_mut() {
+                    f.1 = t;
+                }
+            }
+            if t < s.next_state_fault || t + 120.0 >= end || s.plug_at.is_some() {
+                continue;
+            }
+            let what = match rng.gen_range(0..10) {
+                0..=3 => {
+                    s.phone.set_screen_on(false);
+                    "screen off"
+                }
+                4..=6 => {
+                    s.phone.show_heads_up(
+                        HeadsUp::wechat("文件传输助手", "[图片]"),
+                        Some(rng.gen_range(3_000..8_000)),
+                    );
+                    "heads-up"
+                }
+                7 | 8 => {
+                    s.phone.set_shade(true);
+                    "shade"
+                }
+                _ => {
+                    s.phone.set_battery(Battery {
+                        level: 12,
+                        temperature_tenths: 300,
+                        plug: Plug::None,
+                    });
+                    s.plug_at = Some(t + rng.gen_range(30.0..90.0));
+                    "low battery"
+                }
+            };
+            // A fault's effect lasts until the client deals with it; count 60 s.
+            s.state_faults.push((t, t + 60.0, what));
+            s.next_state_fault = t + rng.gen_range(120.0..300.0);
         }
         // Admin faults.
         if t >= next_admin_fault {
@@ -364,6 +433,13 @@ fn soak() -> Result<bool, String> {
     println!("[drain] feeder stopped; faults cleared; waiting for the pool to drain");
     op.clear_faults();
     for s in stations.iter_mut() {
+        if s.plug_at.take().is_some() {
+            s.phone.set_battery(Battery {
+                level: 12,
+                temperature_tenths: 300,
+                plug: Plug::Ac,
+            });
+        }
         if s.offline_until.take().is_some() {
             s.phone.set_offline(false);
             if let Some(w) = s.offline.last_mut() {
@@ -490,6 +566,14 @@ fn soak() -> Result<bool, String> {
             }
         }
     }
+    let mut foreign = Vec::new();
+    let mut taps_total = 0;
+    for (i, s) in stations.iter().enumerate() {
+        taps_total += s.phone.taps().len();
+        for tap in s.phone.foreign_taps() {
+            foreign.push(format!("phone {i}: {tap:?}"));
+        }
+    }
     let twice: Vec<_> = reported_by.iter().filter(|(_, t)| t.len() > 1).collect();
     let mut by_task: BTreeMap<&String, usize> = BTreeMap::new();
     for tasks in reported_by.values() {
@@ -510,10 +594,14 @@ fn soak() -> Result<bool, String> {
         for p in &s.pauses {
             pauses_total += 1;
             let explained = match p.kind {
-                "device" => s
-                    .offline
-                    .iter()
-                    .any(|(a, b)| p.at + 10.0 >= *a && p.at <= b + 120.0),
+                "device" => {
+                    s.offline
+                        .iter()
+                        .any(|(a, b)| p.at + 10.0 >= *a && p.at <= b + 120.0)
+                        || s.state_faults
+                            .iter()
+                            .any(|(a, b, _)| p.at + 10.0 >= *a && p.at <= b + 120.0)
+                }
                 _ => p.task.as_ref().is_some_and(|t| troubled.contains(t)),
             } && !p.reason.trim().is_empty();
             if !explained {
@@ -565,6 +653,17 @@ fn soak() -> Result<bool, String> {
         "faults: {} offline windows, {admin_faults} Admin fault bursts, {troubles} risk/login tasks",
         stations.iter().map(|s| s.offline.len()).sum::<usize>()
     ));
+    let mut state_kinds: BTreeMap<&str, usize> = BTreeMap::new();
+    for s in &stations {
+        for (_, _, w) in &s.state_faults {
+            *state_kinds.entry(w).or_default() += 1;
+        }
+    }
+    lines.push(format!("phone-state faults: {state_kinds:?}"));
+    lines.push(format!(
+        "taps: {taps_total} in all, {} in a window of another app",
+        foreign.len()
+    ));
     lines.push(format!(
         "pauses: {pauses_total} seen, {} unexplained",
         unexplained.len()
@@ -600,6 +699,9 @@ fn soak() -> Result<bool, String> {
     for (t, n) in second_orders.iter().take(20) {
         lines.push(format!("  TASK {t} HAS {n} ORDERS"));
     }
+    for f in foreign.iter().take(20) {
+        lines.push(format!("  FOREIGN TAP {f}"));
+    }
     for u in unexplained.iter().take(20) {
         lines.push(format!("  UNEXPLAINED PAUSE {u}"));
     }
@@ -613,6 +715,7 @@ fn soak() -> Result<bool, String> {
         || !second_orders.is_empty()
         || paid > 0
         || !unexplained.is_empty()
+        || !foreign.is_empty()
         || !left_open.is_empty()
         || open != 0
     {
