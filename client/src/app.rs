@@ -27,6 +27,7 @@ use crate::outbox::Relay;
 use crate::registration;
 use crate::runner::{client_profile, RunConfig, RunError, RunExit, Runner};
 use crate::store::{Store, StoreError};
+use crate::upkeep::{Upkeep, UpkeepConfig};
 
 /// What the client executes tasks on.
 pub enum Phone {
@@ -55,6 +56,9 @@ pub struct ClientConfig {
     pub on_report: Option<ReportHook>,
     /// When the worker may claim: device checks, pauses, spacing after `retry_wait`s.
     pub gate: GateConfig,
+    /// Bounded resources (issue 12 item 8): the artifact sweep and outbox compaction at
+    /// start and after each task, the free-disk floor before each claim. `None`: none.
+    pub upkeep: Option<UpkeepConfig>,
 }
 
 /// A running client: [`Client::wait`] for it to end, [`Client::stop`] to end it.
@@ -117,7 +121,11 @@ impl Client {
             clock.clone(),
             Default::default(),
         );
-        let runner = Runner::new(
+        let upkeep = config
+            .upkeep
+            .clone()
+            .map(|u| Arc::new(Upkeep::new(store.clone(), u)));
+        let mut runner = Runner::new(
             store,
             gateway,
             executor,
@@ -130,6 +138,9 @@ impl Client {
             },
             relay.waker(),
         );
+        if let Some(u) = upkeep {
+            runner = runner.with_upkeep(u);
+        }
         let (stop_tx, stop_rx) = watch::channel(false);
         let relay_task = {
             let rx = stop_rx.clone();
@@ -221,6 +232,7 @@ mod tests {
             retention: Retention::default(),
             on_report: None,
             gate: GateConfig::default(),
+            upkeep: None,
         };
         (mock, store, gw, config)
     }

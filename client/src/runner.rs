@@ -25,6 +25,9 @@
 //!   or `unrecognized_pages_pause_after` `PAGE_NOT_RECOGNIZED` outcomes in a row) raises
 //!   an `account_paused` alert naming the task, the code and the attempt's artifacts;
 //!   like every open alert it stops claiming until `ack` (and survives a restart);
+//! - bounded resources ([`crate::upkeep`], issue 12 item 8): below the free-disk floor
+//!   no claim is made (a `low_disk` alert says why; it resolves itself when space
+//!   returns); the artifact sweep and outbox compaction run at start and after each task;
 //! - transient claim errors back off like the outbox (1 s doubling to 5 min, full jitter,
 //!   `Retry-After` honoured); permanent ones (4xx) raise an alert and stop claiming.
 
@@ -45,6 +48,7 @@ use crate::gate::{DeviceGate, GateConfig, GateStep, Transition};
 use crate::gateway::{AdminGateway, GatewayError, PreparedRequest};
 use crate::retry::{poll_delay, random_unit, RetryPolicy};
 use crate::store::{DevicePause, OutboxDraft, OutboxKind, Settings, Store, StoreError, TaskState};
+use crate::upkeep::{Upkeep, ALERT_LOW_DISK};
 
 /// Alert kinds (stored in `operator_alerts.kind`).
 pub const ALERT_PROTOCOL: &str = "protocol_error";
@@ -175,6 +179,8 @@ pub struct Runner<G, E, C> {
     unsaved_alert: Mutex<Option<String>>,
     consecutive_failures: AtomicU32,
     gate: Mutex<DeviceGate>,
+    /// Artifact sweep, outbox compaction, the free-disk floor ([`Runner::with_upkeep`]).
+    upkeep: Option<Arc<Upkeep>>,
 }
 
 impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
@@ -196,6 +202,37 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
             consecutive_failures: AtomicU32::new(0),
             gate: Mutex::new(DeviceGate::new(cfg.gate)),
             cfg,
+            upkeep: None,
+        }
+    }
+
+    /// Runs the upkeep at start and after each task, and applies its free-disk floor
+    /// before each claim.
+    pub fn with_upkeep(mut self, upkeep: Arc<Upkeep>) -> Self {
+        self.upkeep = Some(upkeep);
+        self
+    }
+
+    /// The upkeep after a task (or at start: `job = None`), on a blocking thread.
+    async fn upkeep(&self, job: Option<&Job>) {
+        let Some(u) = self.upkeep.clone() else {
+            return;
+        };
+        let now = self.clock.now();
+        let ids = job.map(|j| {
+            (
+                j.task.remote_task_id.clone(),
+                j.run.attempt_id.clone(),
+                j.run.id,
+            )
+        });
+        let done = tokio::task::spawn_blocking(move || match ids {
+            Some((t, a, r)) => u.after_task(&t, &a, r, now),
+            None => u.start(now),
+        })
+        .await;
+        if let Err(e) = done {
+            tracing::error!(error = %e, "upkeep panicked");
         }
     }
 
@@ -226,11 +263,18 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
         {
             return Some(m);
         }
+        // `low_disk` resolves itself when space returns ([`Runner::claim_once`] waits on
+        // it instead); every other open alert waits for `ack`.
         match self.store.open_alerts() {
-            Ok(alerts) => alerts.first().map(|a| match &a.remote_task_id {
-                Some(t) => format!("[{}] task {t}: {}", a.kind, a.message),
-                None => format!("[{}] {}", a.kind, a.message),
-            }),
+            Ok(alerts) => {
+                alerts
+                    .iter()
+                    .find(|a| a.kind != ALERT_LOW_DISK)
+                    .map(|a| match &a.remote_task_id {
+                        Some(t) => format!("[{}] task {t}: {}", a.kind, a.message),
+                        None => format!("[{}] {}", a.kind, a.message),
+                    })
+            }
             Err(e) => Some(format!("cannot read operator alerts: {e}")),
         }
     }
@@ -388,6 +432,16 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
         if let Some(reason) = self.blocked_reason() {
             return Ok(ClaimStep::Blocked(reason));
         }
+        if let Some(reason) = self
+            .upkeep
+            .as_ref()
+            .and_then(|u| u.disk_floor(self.clock.now()))
+        {
+            return Ok(ClaimStep::Waiting {
+                reason,
+                wait: self.cfg.poll_interval,
+            });
+        }
         if let Some(step) = self.gate_step().await {
             return Ok(step);
         }
@@ -503,6 +557,7 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
             self.executor.execute(job.clone()).await
         };
         self.record(&job, outcome)?;
+        self.upkeep(Some(&job)).await;
         Ok(())
     }
 
@@ -578,6 +633,7 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
         if let Err(e) = self.store.set_device_pause(None) {
             tracing::warn!(error = %e, "cannot clear a saved device pause");
         }
+        self.upkeep(None).await;
         self.recover().await?;
         loop {
             if *shutdown.borrow() {
