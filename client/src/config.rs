@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use crate::artifacts::Retention;
 use crate::gate::GateConfig;
+use crate::pacing::PacingConfig;
 use crate::secret::Secret;
 
 #[derive(Debug, thiserror::Error)]
@@ -91,6 +92,14 @@ pub struct FileConfig {
     /// No claims while the data directory's filesystem has less free space than this, in
     /// MB (default 500; 0 = no floor).
     pub min_free_disk_mb: Option<f64>,
+    /// Seconds between the end of a task and the next claim (default 3; 0 = none). See
+    /// [`crate::pacing`].
+    pub min_task_gap_secs: Option<f64>,
+    /// Live orders per phone per rolling hour; at the cap the worker declares `dry_run`
+    /// until the window passes (default 10; 0 = no cap).
+    pub live_orders_per_hour: Option<u32>,
+    /// Live orders per phone per rolling day (default 50; 0 = no cap).
+    pub live_orders_per_day: Option<u32>,
 }
 
 /// What the user typed on the command line (all optional).
@@ -129,6 +138,9 @@ pub struct Config {
     /// When the worker may claim (`device_check_max_age_secs`, `device_probe_max_secs`,
     /// `retry_wait_gap_secs`, `retry_wait_gap_max_secs`; see [`crate::gate`]).
     pub gate: GateConfig,
+    /// The gap between tasks and the live order caps (`min_task_gap_secs`,
+    /// `live_orders_per_hour`, `live_orders_per_day`; see [`crate::pacing`]).
+    pub pacing: PacingConfig,
     /// The config file actually read, if any.
     pub file: Option<PathBuf>,
     /// Log files, artifact and outbox bounds, the free-disk floor (issue 12 item 8).
@@ -351,7 +363,22 @@ fn env_config(env: &dyn Fn(&str) -> Option<String>) -> Result<FileConfig, Config
         artifacts_evidence_max_age_days: num("ARTIFACTS_EVIDENCE_MAX_AGE_DAYS")?,
         outbox_compact_after_days: num("OUTBOX_COMPACT_AFTER_DAYS")?,
         min_free_disk_mb: num("MIN_FREE_DISK_MB")?,
+        min_task_gap_secs: num("MIN_TASK_GAP_SECS")?,
+        live_orders_per_hour: whole(&get, "LIVE_ORDERS_PER_HOUR")?,
+        live_orders_per_day: whole(&get, "LIVE_ORDERS_PER_DAY")?,
     })
+}
+
+/// A whole number from `CMAUTOBUY_<k>`.
+fn whole(get: &dyn Fn(&str) -> Option<String>, k: &str) -> Result<Option<u32>, ConfigError> {
+    get(k)
+        .map(|v| {
+            v.trim().parse::<u32>().map_err(|_| ConfigError::Value {
+                name: format!("CMAUTOBUY_{k}"),
+                message: format!("{v:?} is not a whole number"),
+            })
+        })
+        .transpose()
 }
 
 fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
@@ -407,6 +434,9 @@ fn merge(base: FileConfig, over: FileConfig) -> FileConfig {
             .outbox_compact_after_days
             .or(base.outbox_compact_after_days),
         min_free_disk_mb: over.min_free_disk_mb.or(base.min_free_disk_mb),
+        min_task_gap_secs: over.min_task_gap_secs.or(base.min_task_gap_secs),
+        live_orders_per_hour: over.live_orders_per_hour.or(base.live_orders_per_hour),
+        live_orders_per_day: over.live_orders_per_day.or(base.live_orders_per_day),
     }
 }
 
@@ -468,6 +498,7 @@ pub fn load(flags: Overrides, env: &dyn Fn(&str) -> Option<String>) -> Result<Co
     };
     let resources = resources(&c, default_logs)?;
     let retention = retention(&c)?;
+    let pacing = pacing(&c)?;
     Ok(Config {
         resources,
         data_dir,
@@ -495,6 +526,7 @@ pub fn load(flags: Overrides, env: &dyn Fn(&str) -> Option<String>) -> Result<Co
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or_else(crate::lock::default_lock_dir),
         gate,
+        pacing,
         file: file_path,
     })
 }
@@ -592,6 +624,23 @@ fn gate(c: &FileConfig) -> Result<GateConfig, ConfigError> {
         probe_max: g.probe_max.max(g.probe_min),
         retry_gap_max: g.retry_gap_max.max(g.retry_gap),
         ..g
+    })
+}
+
+/// The pacing keys; unset keys keep [`PacingConfig::default`]. The gap may be 0.
+fn pacing(c: &FileConfig) -> Result<PacingConfig, ConfigError> {
+    let d = PacingConfig::default();
+    let min_task_gap = match c.min_task_gap_secs {
+        None => d.min_task_gap,
+        Some(v) => Duration::try_from_secs_f64(v).map_err(|_| ConfigError::Value {
+            name: "min_task_gap_secs".into(),
+            message: format!("{v} is not a number of seconds ≥ 0"),
+        })?,
+    };
+    Ok(PacingConfig {
+        min_task_gap,
+        live_orders_per_hour: c.live_orders_per_hour.unwrap_or(d.live_orders_per_hour),
+        live_orders_per_day: c.live_orders_per_day.unwrap_or(d.live_orders_per_day),
     })
 }
 
@@ -888,6 +937,43 @@ mod tests {
             assert_eq!(
                 c.resources.log_dir,
                 PathBuf::from("/h/.local/state/cmautobuy/logs")
+            );
+        }
+    }
+
+    #[test]
+    fn pacing_keys_default_and_override() {
+        let c = load(Overrides::default(), &env_of(&[("HOME", "/h")])).unwrap();
+        assert_eq!(c.pacing, PacingConfig::default());
+        let c = load(
+            Overrides::default(),
+            &env_of(&[
+                ("HOME", "/h"),
+                ("CMAUTOBUY_MIN_TASK_GAP_SECS", "0"),
+                ("CMAUTOBUY_LIVE_ORDERS_PER_HOUR", "0"),
+                ("CMAUTOBUY_LIVE_ORDERS_PER_DAY", "7"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(
+            c.pacing,
+            PacingConfig {
+                min_task_gap: Duration::ZERO,
+                live_orders_per_hour: 0,
+                live_orders_per_day: 7,
+            }
+        );
+        for (k, v) in [
+            ("CMAUTOBUY_MIN_TASK_GAP_SECS", "-1"),
+            ("CMAUTOBUY_LIVE_ORDERS_PER_HOUR", "-1"),
+            ("CMAUTOBUY_LIVE_ORDERS_PER_DAY", "many"),
+        ] {
+            assert!(
+                matches!(
+                    load(Overrides::default(), &env_of(&[("HOME", "/h"), (k, v)])),
+                    Err(ConfigError::Value { .. })
+                ),
+                "{k}={v}"
             );
         }
     }

@@ -55,6 +55,7 @@ pub mod job;
 pub mod lock;
 pub mod logfile;
 pub mod outbox;
+pub mod pacing;
 pub mod private;
 pub mod registration;
 #[cfg(feature = "rehearse")]

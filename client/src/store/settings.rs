@@ -53,6 +53,18 @@ fn binding(token: Option<&str>, admin_url: Option<&str>, saved_for: Option<&str>
     }
 }
 
+const SETTING_LIVE_CAP: &str = "live_cap";
+
+/// Why the worker declares `dry_run` although live is allowed (issue 12 pacing): a live
+/// order cap reached. Written by the running client, removed when the window has passed;
+/// `status` shows it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct LiveCapNote {
+    /// RFC 3339 UTC: live again from then on.
+    pub until: String,
+    pub reason: String,
+}
+
 /// Why the claim loop is paused for the phone (issue 12): written when the worker pauses,
 /// removed when it resumes; `status` shows it. Not an operator alert — the worker resumes
 /// by itself when a device check passes.
@@ -232,6 +244,35 @@ impl Store {
             Some(s) => serde_json::from_str(&s)
                 .map(Some)
                 .map_err(|e| StoreError::Corrupt(format!("device pause: {e}"))),
+            None => Ok(None),
+        }
+    }
+}
+
+impl Store {
+    /// Records (`Some`) or clears (`None`) the live cap note.
+    pub fn set_live_cap(&self, note: Option<&LiveCapNote>) -> Result<()> {
+        let conn = self.lock();
+        match note {
+            Some(n) => {
+                let json = serde_json::to_string(n)
+                    .map_err(|e| StoreError::Corrupt(format!("live cap: {e}")))?;
+                put_setting(&conn, SETTING_LIVE_CAP, &json, Utc::now())
+            }
+            None => {
+                conn.execute("DELETE FROM settings WHERE key = ?1", [SETTING_LIVE_CAP])?;
+                Ok(())
+            }
+        }
+    }
+
+    /// The live cap last recorded by a running client, if any.
+    pub fn live_cap(&self) -> Result<Option<LiveCapNote>> {
+        let conn = self.lock();
+        match get_setting(&conn, SETTING_LIVE_CAP)? {
+            Some(s) => serde_json::from_str(&s)
+                .map(Some)
+                .map_err(|e| StoreError::Corrupt(format!("live cap: {e}"))),
             None => Ok(None),
         }
     }
