@@ -23,6 +23,7 @@ use crate::job::adb::AdbSource;
 use crate::job::attempt::{FlowExecutorConfig, ReportHook};
 use crate::job::exec::FlowExecutor;
 use crate::job::purchase::Backend;
+use crate::notify::{Notifier, NotifyConfig};
 use crate::outbox::Relay;
 use crate::pacing::PacingConfig;
 use crate::registration;
@@ -60,6 +61,9 @@ pub struct ClientConfig {
     /// Bounded resources (issue 12 item 8): the artifact sweep and outbox compaction at
     /// start and after each task, the free-disk floor before each claim. `None`: none.
     pub upkeep: Option<UpkeepConfig>,
+    /// Webhooks and when to notify (issue 12 item 7); the notifier runs beside the claim
+    /// loop and flushes what is due when the client stops.
+    pub notify: NotifyConfig,
     /// The gap between tasks and the live order caps ([`crate::pacing`]).
     pub pacing: PacingConfig,
 }
@@ -140,6 +144,13 @@ impl Client {
             clock.clone(),
             Default::default(),
         ));
+        let notifier = match Notifier::new(store.clone(), clock.clone(), config.notify.clone()) {
+            Ok(n) => Some(n),
+            Err(e) => {
+                tracing::error!(error = %e, "notifications disabled");
+                None
+            }
+        };
         let upkeep = config
             .upkeep
             .clone()
@@ -168,6 +179,10 @@ impl Client {
             let relay = relay.clone();
             tokio::spawn(async move { relay.run(relay_rx).await })
         };
+        let notify_task = notifier.map(|n| {
+            let rx = stop_rx.clone();
+            tokio::spawn(async move { n.run(rx).await })
+        });
         let on_stop = tokio::spawn({
             let stop_tx = stop_tx.clone();
             async move {
@@ -199,6 +214,13 @@ impl Client {
                         secs = DRAIN_OUTBOX.as_secs(),
                         "outbox not drained in time; the rest is delivered at the next start"
                     ),
+                }
+                // The notifier flushes what is due (bounded by its flush deadline): an
+                // alert raised just before an idle exit still reaches its webhooks.
+                if let Some(t) = notify_task {
+                    if let Err(e) = t.await {
+                        tracing::error!(error = %e, "notifier panicked");
+                    }
                 }
                 // Give a still-running registration a moment to record its outcome.
                 let _ = tokio::time::timeout(Duration::from_secs(2), reg).await;
@@ -268,6 +290,7 @@ mod tests {
             on_report: None,
             gate: GateConfig::default(),
             upkeep: None,
+            notify: NotifyConfig::default(),
             pacing: PacingConfig::unpaced(),
         };
         (mock, store, gw, config)

@@ -379,8 +379,12 @@ fn heads_up_covers_the_top_not_the_dump_and_takes_the_tap() {
         w.contains("touchable region=SkRegion((24,95,1056,383))"),
         "{w}"
     );
+    // The card covers the sheet's top: its 关闭 icon is under it (PDD's dump still shows
+    // the icon; a tap there reaches systemui, not the sheet).
+    let (cx, cy) = find(&d, "关闭").expect("the sheet's close icon");
+    assert!(cy < 383, "关闭 at {cx},{cy}");
     // A tap inside the card lands in systemui and opens WeChat; PDD never sees it.
-    sh(&mut d, "input tap 540 200");
+    sh(&mut d, &format!("input tap {cx} {cy}"));
     let t = d.system().taps.last().cloned().expect("tap");
     assert_eq!(t.package.as_deref(), Some("com.android.systemui"));
     assert_eq!(t.window.as_deref(), Some("NotificationShade"));

@@ -262,6 +262,8 @@ pub fn rehearse(opts: RehearseOptions) -> anyhow::Result<Summary> {
                 },
             )
         }),
+        // No webhooks: a rehearsal tells nobody.
+        notify: crate::notify::NotifyConfig::default(),
         // A rehearsal is a test of the wiring, not of a PDD account: no gap, no caps.
         pacing: crate::pacing::PacingConfig::unpaced(),
     };
