@@ -66,6 +66,8 @@ pub struct ClientConfig {
     pub notify: NotifyConfig,
     /// The gap between tasks and the live order caps ([`crate::pacing`]).
     pub pacing: PacingConfig,
+    /// Daily store backups kept (0 = none; [`crate::store::backup`]).
+    pub backups_keep: usize,
 }
 
 /// How long a stopping client keeps delivering its outbox after the claim loop ended (the
@@ -166,6 +168,7 @@ impl Client {
                 policy: Default::default(),
                 gate: config.gate,
                 pacing: config.pacing,
+                backups_keep: config.backups_keep,
             },
             relay.waker(),
         );
@@ -292,6 +295,7 @@ mod tests {
             upkeep: None,
             notify: NotifyConfig::default(),
             pacing: PacingConfig::unpaced(),
+            backups_keep: 0,
         };
         (mock, store, gw, config)
     }

@@ -123,6 +123,9 @@ pub struct FileConfig {
     pub live_orders_per_hour: Option<u32>,
     /// Live orders per phone per rolling day (default 50; 0 = no cap).
     pub live_orders_per_day: Option<u32>,
+    /// Daily store backups kept in `<data dir>/backups/` (default 7; 0 = no daily backup;
+    /// a backup before a migration is always taken).
+    pub backups_keep: Option<u32>,
 }
 
 /// What the user typed on the command line (all optional).
@@ -168,6 +171,8 @@ pub struct Config {
     /// The gap between tasks and the live order caps (`min_task_gap_secs`,
     /// `live_orders_per_hour`, `live_orders_per_day`; see [`crate::pacing`]).
     pub pacing: PacingConfig,
+    /// `backups_keep`: daily store backups kept ([`crate::store::backup`]).
+    pub backups_keep: usize,
     /// The config file actually read, if any.
     pub file: Option<PathBuf>,
     /// Log files, artifact and outbox bounds, the free-disk floor (issue 12 item 8).
@@ -408,6 +413,7 @@ fn env_config(env: &dyn Fn(&str) -> Option<String>) -> Result<FileConfig, Config
         min_task_gap_secs: num("MIN_TASK_GAP_SECS")?,
         live_orders_per_hour: whole(&get, "LIVE_ORDERS_PER_HOUR")?,
         live_orders_per_day: whole(&get, "LIVE_ORDERS_PER_DAY")?,
+        backups_keep: whole(&get, "BACKUPS_KEEP")?,
     })
 }
 
@@ -493,6 +499,7 @@ fn merge(base: FileConfig, over: FileConfig) -> FileConfig {
         min_task_gap_secs: over.min_task_gap_secs.or(base.min_task_gap_secs),
         live_orders_per_hour: over.live_orders_per_hour.or(base.live_orders_per_hour),
         live_orders_per_day: over.live_orders_per_day.or(base.live_orders_per_day),
+        backups_keep: over.backups_keep.or(base.backups_keep),
     }
 }
 
@@ -593,6 +600,9 @@ pub fn load(flags: Overrides, env: &dyn Fn(&str) -> Option<String>) -> Result<Co
         notify,
         console,
         pacing,
+        backups_keep: c
+            .backups_keep
+            .map_or(crate::store::backup::DEFAULT_KEEP, |n| n as usize),
         file: file_path,
     })
 }

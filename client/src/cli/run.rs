@@ -101,6 +101,7 @@ pub fn run(g: &Globals, a: RunArgs) -> Result<(), Failure> {
         }),
         notify: cfg.notify.clone(),
         pacing: cfg.pacing,
+        backups_keep: cfg.backups_keep,
     };
     if !cfg.notify.webhooks.is_empty() {
         let hooks: Vec<String> = cfg

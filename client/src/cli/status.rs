@@ -39,6 +39,7 @@ pub fn run(g: &Globals, a: StatusArgs) -> Result<(), Failure> {
             })).collect::<Vec<_>>(),
             "tasks": summary.tasks.iter().map(|(k, n)| (k.as_str().to_string(), serde_json::json!(n))).collect::<serde_json::Map<_, _>>(),
             "outbox": summary.outbox.iter().map(|(k, n)| (k.as_str().to_string(), serde_json::json!(n))).collect::<serde_json::Map<_, _>>(),
+            "webhooks": store.webhook_counts()?.into_iter().map(|(k, n)| (k, serde_json::json!(n))).collect::<serde_json::Map<_, _>>(),
         });
         println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
         return Ok(());
@@ -161,6 +162,11 @@ pub fn run(g: &Globals, a: StatusArgs) -> Result<(), Failure> {
                 .map(|e| format!(" last error: {e}"))
                 .unwrap_or_default()
         );
+    }
+    // Alerts out (issue 12 item 7): the webhook queue, when anything was ever queued.
+    let hooks = store.webhook_counts()?;
+    if !hooks.is_empty() {
+        println!("webhooks:     {}", fmt(hooks));
     }
     Ok(())
 }

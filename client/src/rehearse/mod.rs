@@ -266,6 +266,8 @@ pub fn rehearse(opts: RehearseOptions) -> anyhow::Result<Summary> {
         notify: crate::notify::NotifyConfig::default(),
         // A rehearsal is a test of the wiring, not of a PDD account: no gap, no caps.
         pacing: crate::pacing::PacingConfig::unpaced(),
+        // A rehearsal's store is thrown away (or kept whole with --data-dir).
+        backups_keep: 0,
     };
     let exit = rt.block_on(async {
         let client = Client::start(

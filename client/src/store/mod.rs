@@ -21,6 +21,9 @@
 //! - `alerts.rs` — operator alerts; open alerts stop claiming.
 //! - `artifacts.rs` — artifact manifests; `spec.rs` — spec resolution requests.
 //! - `summary.rs` — counts by state for `status`.
+//! - `backup.rs` — `VACUUM INTO` backups in `<data dir>/backups/` (before a migration,
+//!   daily from the claim loop), verified, `0600`, rotated: the file rules; `backups.rs`
+//!   — the `Store` methods over them.
 //! - `notify.rs` — events a human should hear about (filled by triggers: any operator
 //!   alert, a `manual_review` outcome, a parked outbox item, a device pause) and the
 //!   webhook delivery queue; the daily summary's counts. `metrics.rs` — the counts
@@ -37,6 +40,8 @@
 
 mod alerts;
 mod artifacts;
+pub mod backup;
+mod backups;
 mod db;
 mod error;
 mod metrics;
