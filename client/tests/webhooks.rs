@@ -416,3 +416,23 @@ async fn a_queued_delivery_survives_a_restart_and_is_sent_by_the_next_process() 
     assert_eq!(hits[0].body, hits[1].body, "the same message");
     assert_eq!(hits[1].json()["subject"], "cg9");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_alert_sent_to_nobody_does_not_suppress_the_next_once_a_webhook_is_configured() {
+    let s = setup().await;
+    let none = Notifier::new(s.store.clone(), s.clock.clone(), quiet(vec![])).unwrap();
+    s.store
+        .raise_alert("low_battery", None, "8 %", s.clock.now())
+        .unwrap();
+    none.tick().await.unwrap();
+    // The operator adds a webhook and restarts within the dedup window.
+    let cfg = quiet(vec![hook(format!("{}/json", s.rx.url), Format::Json, None)]);
+    let with = Notifier::new(s.store.clone(), s.clock.clone(), cfg).unwrap();
+    s.clock.advance(Duration::from_secs(60));
+    s.store
+        .raise_alert("low_battery", None, "7 %", s.clock.now())
+        .unwrap();
+    assert_eq!(with.tick().await.unwrap().delivered, 1);
+    let hits = s.rx.wait_for(1, WAIT).await;
+    assert!(hits[0].json()["text"].as_str().unwrap().contains("7 %"));
+}
