@@ -54,6 +54,16 @@ impl Store {
         Ok(rows.collect::<std::result::Result<_, _>>()?)
     }
 
+    /// Resolves every open alert of `kind` (the client's own resolution of a condition
+    /// that has passed, such as `low_disk`); returns how many were open.
+    pub fn resolve_alerts(&self, kind: &str, now: DateTime<Utc>) -> Result<usize> {
+        let conn = self.lock();
+        Ok(conn.execute(
+            "UPDATE operator_alerts SET acked_at = ?2 WHERE kind = ?1 AND acked_at IS NULL",
+            params![kind, ts(now)],
+        )?)
+    }
+
     /// Acknowledges one alert or all (`None`); returns how many were open.
     pub fn ack_alerts(&self, id: Option<i64>, now: DateTime<Utc>) -> Result<usize> {
         let conn = self.lock();
