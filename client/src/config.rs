@@ -75,6 +75,11 @@ pub struct FileConfig {
     /// `PAGE_NOT_RECOGNIZED` outcomes in a row that pause the worker until an operator
     /// acknowledges (default 3; 0 = never). See [`crate::gate`].
     pub unrecognized_pages_pause_after: Option<u32>,
+    /// The unrecognised-page rate alert (non-blocking, issue 12 item 6): this many
+    /// `PAGE_NOT_RECOGNIZED` outcomes (default 3; 0 = never) among the last
+    /// `unrecognized_rate_window` tasks (default 20).
+    pub unrecognized_rate_count: Option<u32>,
+    pub unrecognized_rate_window: Option<u32>,
     /// The phone's delivery-address fingerprint: every part must appear in the address
     /// block of the confirming screen before an order (e.g. `["集货路88号", "李四"]`),
     /// else `manual_review ADDRESS_MISMATCH`. Unset: not checked (a warning in `status`;
@@ -395,6 +400,8 @@ fn env_config(env: &dyn Fn(&str) -> Option<String>) -> Result<FileConfig, Config
                 })
             })
             .transpose()?,
+        unrecognized_rate_count: whole(&get, "UNRECOGNIZED_RATE_COUNT")?,
+        unrecognized_rate_window: whole(&get, "UNRECOGNIZED_RATE_WINDOW")?,
         expected_address: get("EXPECTED_ADDRESS")
             .map(|v| v.split('|').map(str::to_string).collect()),
         log_dir: get("LOG_DIR").map(PathBuf::from),
@@ -488,6 +495,12 @@ fn merge(base: FileConfig, over: FileConfig) -> FileConfig {
         unrecognized_pages_pause_after: over
             .unrecognized_pages_pause_after
             .or(base.unrecognized_pages_pause_after),
+        unrecognized_rate_count: over
+            .unrecognized_rate_count
+            .or(base.unrecognized_rate_count),
+        unrecognized_rate_window: over
+            .unrecognized_rate_window
+            .or(base.unrecognized_rate_window),
         expected_address: over.expected_address.or(base.expected_address),
         log_dir: over.log_dir.or(base.log_dir),
         log_file_max_mb: over.log_file_max_mb.or(base.log_file_max_mb),
@@ -792,6 +805,12 @@ fn gate(c: &FileConfig) -> Result<GateConfig, ConfigError> {
         unrecognized_pause_after: c
             .unrecognized_pages_pause_after
             .unwrap_or(d.unrecognized_pause_after),
+        unrecognized_rate_count: c
+            .unrecognized_rate_count
+            .unwrap_or(d.unrecognized_rate_count),
+        unrecognized_rate_window: c
+            .unrecognized_rate_window
+            .unwrap_or(d.unrecognized_rate_window),
     };
     Ok(GateConfig {
         probe_max: g.probe_max.max(g.probe_min),

@@ -69,7 +69,12 @@ pub const ALERT_ACCOUNT: &str = "account_paused";
 pub const ALERT_CLOCK_SKEW: &str = "clock_skew";
 /// Alert kinds that do not stop claiming (`low_disk` holds claims itself, through the
 /// upkeep's free-disk floor, and is resolved by the client when space returns).
-pub const NON_BLOCKING_ALERTS: &[&str] = &[ALERT_CLOCK_SKEW, ALERT_LOW_DISK];
+pub const NON_BLOCKING_ALERTS: &[&str] =
+    &[ALERT_CLOCK_SKEW, ALERT_LOW_DISK, ALERT_UNRECOGNIZED_RATE];
+
+/// Too many unrecognised pages among the recent tasks (issue 12 item 6;
+/// [`crate::gate::UnrecognizedRate`]): non-blocking, resolved when the rate falls again.
+pub const ALERT_UNRECOGNIZED_RATE: &str = "unrecognized_rate";
 
 /// Length of an attempt id (`Store::start_run` makes hyphenated UUIDs), for the key check
 /// of a claimed task's id.
@@ -837,6 +842,29 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
             Outcome::Failure(f) => Some(f.error.code.as_str()),
             Outcome::Result(_) => None,
         };
+        let rate = self.gate().on_rate(failure_code);
+        match rate {
+            Some(crate::gate::RateChange::Raised { hits, window }) => {
+                let message = format!(
+                    "最近 {window} 个任务中 {hits} 个无法识别页面 / {hits} unrecognised pages in the last {window} tasks: the PDD app may have changed (check `doctor`, the evidence, the recognisers)"
+                );
+                tracing::warn!(alert = ALERT_UNRECOGNIZED_RATE, %message, "operator alert (claiming continues)");
+                if let Err(e) = self.store.raise_alert(
+                    ALERT_UNRECOGNIZED_RATE,
+                    None,
+                    &message,
+                    self.clock.now(),
+                ) {
+                    tracing::warn!(error = %e, "cannot save the unrecognised-page rate alert");
+                }
+            }
+            Some(crate::gate::RateChange::Cleared) => {
+                let _ = self
+                    .store
+                    .resolve_alerts(ALERT_UNRECOGNIZED_RATE, self.clock.now());
+            }
+            None => {}
+        }
         let trouble = self.gate().on_account(failure_code);
         if let (Some(trouble), Outcome::Failure(f)) = (trouble, &outcome) {
             self.alert(ALERT_ACCOUNT, Some(remote), &account_message(&trouble, f));

@@ -161,6 +161,9 @@ fn message(
 pub fn alert_message(a: &Alert, client: &Origin) -> Message {
     let what = match a.kind.as_str() {
         "account_paused" => "账号暂停 / account paused".to_string(),
+        "unrecognized_rate" => {
+            "页面识别率下降 / many unrecognised pages (claiming continues)".to_string()
+        }
         "protocol_error" => "Admin 协议错误 / protocol error".to_string(),
         "claim_not_saved" => "领取的任务未保存 / a claimed task was not saved".to_string(),
         "claim_rejected" => "Admin 拒绝领取 / the Admin rejected the claim".to_string(),
