@@ -72,6 +72,11 @@ pub struct FileConfig {
     /// `PAGE_NOT_RECOGNIZED` outcomes in a row that pause the worker until an operator
     /// acknowledges (default 3; 0 = never). See [`crate::gate`].
     pub unrecognized_pages_pause_after: Option<u32>,
+    /// The device check pauses the worker below this battery level when the phone is not
+    /// charging (default 15 %; issue 12 item 4).
+    pub battery_min_percent: Option<u8>,
+    /// … and above this battery temperature, charging or not (default 45 °C).
+    pub battery_max_temp_c: Option<i32>,
 }
 
 /// What the user typed on the command line (all optional).
@@ -110,6 +115,9 @@ pub struct Config {
     /// When the worker may claim (`device_check_max_age_secs`, `device_probe_max_secs`,
     /// `retry_wait_gap_secs`, `retry_wait_gap_max_secs`; see [`crate::gate`]).
     pub gate: GateConfig,
+    /// The device check's battery thresholds (`battery_min_percent`,
+    /// `battery_max_temp_c`; see [`crate::device::state`]).
+    pub device_thresholds: crate::device::state::Thresholds,
     /// The config file actually read, if any.
     pub file: Option<PathBuf>,
 }
@@ -191,6 +199,22 @@ fn env_config(env: &dyn Fn(&str) -> Option<String>) -> Result<FileConfig, Config
                 })
             })
             .transpose()?,
+        battery_min_percent: get("BATTERY_MIN_PERCENT")
+            .map(|v| {
+                v.trim().parse::<u8>().map_err(|_| ConfigError::Value {
+                    name: "CMAUTOBUY_BATTERY_MIN_PERCENT".into(),
+                    message: format!("{v:?} is not a percentage"),
+                })
+            })
+            .transpose()?,
+        battery_max_temp_c: get("BATTERY_MAX_TEMP_C")
+            .map(|v| {
+                v.trim().parse::<i32>().map_err(|_| ConfigError::Value {
+                    name: "CMAUTOBUY_BATTERY_MAX_TEMP_C".into(),
+                    message: format!("{v:?} is not a whole number of degrees"),
+                })
+            })
+            .transpose()?,
     })
 }
 
@@ -236,6 +260,8 @@ fn merge(base: FileConfig, over: FileConfig) -> FileConfig {
         unrecognized_pages_pause_after: over
             .unrecognized_pages_pause_after
             .or(base.unrecognized_pages_pause_after),
+        battery_min_percent: over.battery_min_percent.or(base.battery_min_percent),
+        battery_max_temp_c: over.battery_max_temp_c.or(base.battery_max_temp_c),
     }
 }
 
@@ -276,6 +302,7 @@ pub fn load(flags: Overrides, env: &dyn Fn(&str) -> Option<String>) -> Result<Co
     };
     let c = merge(merge(file, from_env), from_flags);
     let gate = gate(&c)?;
+    let device_thresholds = device_thresholds(&c)?;
     Ok(Config {
         data_dir: c.data_dir.unwrap_or_else(|| default_data_dir(env)),
         admin_url: c.admin_url.filter(|s| !s.is_empty()),
@@ -302,6 +329,7 @@ pub fn load(flags: Overrides, env: &dyn Fn(&str) -> Option<String>) -> Result<Co
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or_else(crate::lock::default_lock_dir),
         gate,
+        device_thresholds,
         file: file_path,
     })
 }
@@ -340,6 +368,22 @@ fn gate(c: &FileConfig) -> Result<GateConfig, ConfigError> {
         probe_max: g.probe_max.max(g.probe_min),
         retry_gap_max: g.retry_gap_max.max(g.retry_gap),
         ..g
+    })
+}
+
+/// The battery thresholds; unset keys keep the defaults.
+fn device_thresholds(c: &FileConfig) -> Result<crate::device::state::Thresholds, ConfigError> {
+    let d = crate::device::state::Thresholds::default();
+    let min = c.battery_min_percent.unwrap_or(d.battery_min_percent);
+    if min > 100 {
+        return Err(ConfigError::Value {
+            name: "battery_min_percent".into(),
+            message: format!("{min} is more than 100"),
+        });
+    }
+    Ok(crate::device::state::Thresholds {
+        battery_min_percent: min,
+        battery_max_temp_c: c.battery_max_temp_c.unwrap_or(d.battery_max_temp_c),
     })
 }
 

@@ -53,6 +53,11 @@ pub const ALERT_REJECTED: &str = "claim_rejected";
 /// Account trouble (issue 12 item 2): a login page, a risk page, a refused payment
 /// method or K unrecognised pages in a row; no claims until acknowledged.
 pub const ALERT_ACCOUNT: &str = "account_paused";
+/// The phone needs a human (issue 12 item 4): a PIN lock, a low or hot battery, PDD
+/// missing, USB debugging not authorised (`gate::HUMAN_DEVICE_CODES`). Raised with the
+/// device pause and closed by the first passing check; unlike the other kinds it does not
+/// stop claiming by itself (the pause does, and ends by itself).
+pub const ALERT_DEVICE: &str = "device_attention";
 
 /// Length of an attempt id (`Store::start_run` makes hyphenated UUIDs), for the key check
 /// of a claimed task's id.
@@ -227,10 +232,15 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
             return Some(m);
         }
         match self.store.open_alerts() {
-            Ok(alerts) => alerts.first().map(|a| match &a.remote_task_id {
-                Some(t) => format!("[{}] task {t}: {}", a.kind, a.message),
-                None => format!("[{}] {}", a.kind, a.message),
-            }),
+            Ok(alerts) => {
+                alerts
+                    .iter()
+                    .find(|a| a.kind != ALERT_DEVICE)
+                    .map(|a| match &a.remote_task_id {
+                        Some(t) => format!("[{}] task {t}: {}", a.kind, a.message),
+                        None => format!("[{}] {}", a.kind, a.message),
+                    })
+            }
             Err(e) => Some(format!("cannot read operator alerts: {e}")),
         }
     }
@@ -331,6 +341,9 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
             None => return,
             Some(Transition::Paused(p)) => {
                 tracing::warn!(code = %p.code, reason = %p.message, since = %p.since, "device not ready: worker paused, no claims until the phone answers");
+                if crate::gate::needs_human(&p.code) {
+                    self.device_alert(&p.code, &p.message);
+                }
                 self.store.set_device_pause(Some(&DevicePause {
                     since: cmautobuy_contract::time::format_utc(p.since),
                     code: p.code.clone(),
@@ -340,11 +353,37 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
             Some(Transition::Resumed { since, probes }) => {
                 let away = (self.clock.now() - since).num_seconds();
                 tracing::info!(%since, away_secs = away, probes, "device ready again: worker resumed");
+                if let Err(e) = self
+                    .store
+                    .ack_alerts_of_kind(ALERT_DEVICE, self.clock.now())
+                {
+                    tracing::warn!(error = %e, "cannot close the device_attention alert");
+                }
                 self.store.set_device_pause(None)
             }
         };
         if let Err(e) = saved {
             tracing::warn!(error = %e, "cannot record the device pause in the store");
+        }
+    }
+
+    /// Raises a `device_attention` alert for a pause only a human can end, once per
+    /// code while it stays open.
+    fn device_alert(&self, code: &str, message: &str) {
+        let text = format!("[{code}] {message}");
+        let open = self.store.open_alerts().unwrap_or_default();
+        if open
+            .iter()
+            .any(|a| a.kind == ALERT_DEVICE && a.message == text)
+        {
+            return;
+        }
+        tracing::error!(alert = ALERT_DEVICE, code, %message, "the phone needs a human");
+        if let Err(e) = self
+            .store
+            .raise_alert(ALERT_DEVICE, None, &text, self.clock.now())
+        {
+            tracing::warn!(error = %e, "cannot save the device_attention alert");
         }
     }
 

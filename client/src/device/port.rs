@@ -278,6 +278,13 @@ pub trait Device: Send + Sync {
     /// A non-zero exit status is returned in [`ShellOutput::exit_code`], not as an error.
     fn shell(&self, argv: &[&str]) -> Result<ShellOutput, DeviceError>;
 
+    /// Several read-only commands in one round trip (each quoted word by word, joined by
+    /// the device layer only): each command's output and exit status, in order. The
+    /// default runs them one by one (test doubles); the ADB device sends one line.
+    fn shell_batch(&self, cmds: &[&[&str]]) -> Result<Vec<ShellOutput>, DeviceError> {
+        cmds.iter().map(|argv| self.shell(argv)).collect()
+    }
+
     /// Back key.
     fn back(&self) -> Result<(), DeviceError> {
         self.key(KeyCode::BACK)
@@ -320,6 +327,9 @@ impl<D: Device + ?Sized> Device for std::sync::Arc<D> {
     fn shell(&self, argv: &[&str]) -> Result<ShellOutput, DeviceError> {
         (**self).shell(argv)
     }
+    fn shell_batch(&self, cmds: &[&[&str]]) -> Result<Vec<ShellOutput>, DeviceError> {
+        (**self).shell_batch(cmds)
+    }
 }
 
 /// A borrowed device is a device (tests wrap a device they still inspect afterwards).
@@ -344,5 +354,8 @@ impl<D: Device + ?Sized> Device for &D {
     }
     fn shell(&self, argv: &[&str]) -> Result<ShellOutput, DeviceError> {
         (**self).shell(argv)
+    }
+    fn shell_batch(&self, cmds: &[&[&str]]) -> Result<Vec<ShellOutput>, DeviceError> {
+        (**self).shell_batch(cmds)
     }
 }

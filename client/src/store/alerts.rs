@@ -54,6 +54,16 @@ impl Store {
         Ok(rows.collect::<std::result::Result<_, _>>()?)
     }
 
+    /// Closes every open alert of `kind` (the condition went away by itself, e.g. a
+    /// `device_attention` alert once the phone passes a check); returns how many.
+    pub fn ack_alerts_of_kind(&self, kind: &str, now: DateTime<Utc>) -> Result<usize> {
+        let conn = self.lock();
+        Ok(conn.execute(
+            "UPDATE operator_alerts SET acked_at = ?2 WHERE kind = ?1 AND acked_at IS NULL",
+            params![kind, ts(now)],
+        )?)
+    }
+
     /// Acknowledges one alert or all (`None`); returns how many were open.
     pub fn ack_alerts(&self, id: Option<i64>, now: DateTime<Utc>) -> Result<usize> {
         let conn = self.lock();
