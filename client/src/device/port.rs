@@ -172,6 +172,14 @@ pub enum DeviceError {
     /// The device guard refused a tap (a pay button, or a submit that is not allowed).
     #[error("tap refused: {0}")]
     TapRefused(String),
+    /// The device guard refused a tap because a window of another package (notification
+    /// shade, heads-up, keyboard, system dialog, chooser) would receive it; nothing was
+    /// tapped (issue 12 item 4).
+    #[error("tap refused: the point is covered by {} `{window}`", .kind.as_str())]
+    TapCovered {
+        kind: crate::screen::windows::CoverKind,
+        window: String,
+    },
 }
 
 impl DeviceError {
@@ -193,6 +201,7 @@ impl DeviceError {
             DeviceError::Io(_) => "DEVICE_IO_ERROR",
             DeviceError::Key { .. } => "ADB_KEY_ERROR",
             DeviceError::TapRefused(_) => "TAP_REFUSED",
+            DeviceError::TapCovered { .. } => "TAP_COVERED",
         }
     }
 
@@ -207,7 +216,8 @@ impl DeviceError {
             | DeviceError::DumpFileMissing { .. }
             | DeviceError::BadPng(_)
             | DeviceError::Protocol(_)
-            | DeviceError::Io(_) => true,
+            | DeviceError::Io(_)
+            | DeviceError::TapCovered { .. } => true,
             DeviceError::Dump(e) => e.is_retryable(),
             DeviceError::Unauthorized { .. }
             | DeviceError::CommandFailed { .. }
@@ -226,6 +236,7 @@ impl DeviceError {
             DeviceError::CommandFailed { .. } => "DEVICE_COMMAND_FAILED",
             DeviceError::BadPng(_) => "SCREENSHOT_FAILED",
             DeviceError::NotOnScreen | DeviceError::TapRefused(_) => "PAGE_NOT_RECOGNIZED",
+            DeviceError::TapCovered { .. } => "SCREEN_OBSTRUCTED",
             DeviceError::InvalidArgument(_) | DeviceError::Key { .. } => "DEVICE_CONFIG_INVALID",
             DeviceError::NotFound { .. }
             | DeviceError::Offline { .. }
