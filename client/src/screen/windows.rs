@@ -209,10 +209,10 @@ impl Visibility {
         if let Some(v) = self.is_visible {
             return v;
         }
-        match (self.view_visible, self.has_surface) {
-            (Some(false), _) | (_, Some(false)) => false,
-            _ => true,
-        }
+        !matches!(
+            (self.view_visible, self.has_surface),
+            (Some(false), _) | (_, Some(false))
+        )
     }
 }
 
@@ -345,6 +345,7 @@ fn classify(w: &WindowInfo, screen_height: Option<i32>) -> CoverKind {
 mod tests {
     use super::*;
 
+    #[allow(clippy::too_many_arguments)]
     fn block(
         i: usize,
         title: &str,
