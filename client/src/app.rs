@@ -24,6 +24,7 @@ use crate::job::attempt::{FlowExecutorConfig, ReportHook};
 use crate::job::exec::FlowExecutor;
 use crate::job::purchase::Backend;
 use crate::outbox::Relay;
+use crate::pacing::PacingConfig;
 use crate::registration;
 use crate::runner::{client_profile, RunConfig, RunError, RunExit, Runner};
 use crate::store::{Store, StoreError};
@@ -55,7 +56,14 @@ pub struct ClientConfig {
     pub on_report: Option<ReportHook>,
     /// When the worker may claim: device checks, pauses, spacing after `retry_wait`s.
     pub gate: GateConfig,
+    /// The gap between tasks and the live order caps ([`crate::pacing`]).
+    pub pacing: PacingConfig,
 }
+
+/// How long a stopping client keeps delivering its outbox after the claim loop ended (the
+/// drain on Ctrl-C / SIGTERM): enough for a handful of results over a slow link, short
+/// enough for a service manager's stop timeout (systemd's default is 90 s).
+pub const DRAIN_OUTBOX: Duration = Duration::from_secs(10);
 
 /// A running client: [`Client::wait`] for it to end, [`Client::stop`] to end it.
 pub struct Client {
@@ -67,7 +75,9 @@ impl Client {
     /// Starts the client on the current tokio runtime: registration in the background
     /// (its failure never stops the client, §4.1), the outbox relay, and the claim loop
     /// handing tasks to the executor `phone` calls for. When `stop` completes (e.g. on
-    /// Ctrl-C), claiming stops; the relay stops after the claim loop.
+    /// Ctrl-C), claiming stops: the task in hand finishes (the claim loop returns only
+    /// between tasks), then the relay delivers what is undelivered for up to
+    /// [`DRAIN_OUTBOX`].
     pub fn start<G: AdminGateway>(
         config: ClientConfig,
         store: Store,
@@ -75,9 +85,18 @@ impl Client {
         gateway: Arc<G>,
         stop: impl Future<Output = ()> + Send + 'static,
     ) -> Result<Client, StoreError> {
+        // The gap between tasks paces a phone's PDD pages; without a phone there is
+        // nothing to pace.
+        let unpaced = ClientConfig {
+            pacing: PacingConfig {
+                min_task_gap: Duration::ZERO,
+                ..config.pacing
+            },
+            ..config.clone()
+        };
         match phone {
-            Phone::None => Self::start_with(NoDeviceExecutor, config, store, gateway, stop),
-            Phone::Stub => Self::start_with(StubExecutor, config, store, gateway, stop),
+            Phone::None => Self::start_with(NoDeviceExecutor, unpaced, store, gateway, stop),
+            Phone::Stub => Self::start_with(StubExecutor, unpaced, store, gateway, stop),
             Phone::Adb(source) => {
                 // Purchases (issue 7): the flow's effects need the store and the Admin.
                 let backend = Backend::new(
@@ -111,12 +130,12 @@ impl Client {
         tracing::info!(client_id = %settings.client_id, admin = ?settings.admin_url, device = ?settings.device, "starting");
         let profile = client_profile(&settings, executor.readiness());
         let reg = registration::spawn(store.clone(), gateway.clone(), clock.clone(), profile);
-        let relay = Relay::new(
+        let relay = Arc::new(Relay::new(
             store.clone(),
             gateway.clone(),
             clock.clone(),
             Default::default(),
-        );
+        ));
         let runner = Runner::new(
             store,
             gateway,
@@ -127,13 +146,16 @@ impl Client {
                 exit_when_idle: config.exit_when_idle,
                 policy: Default::default(),
                 gate: config.gate,
+                pacing: config.pacing,
             },
             relay.waker(),
         );
         let (stop_tx, stop_rx) = watch::channel(false);
+        // The relay stops after the claim loop, then drains (see `DRAIN_OUTBOX`).
+        let (relay_stop, relay_rx) = watch::channel(false);
         let relay_task = {
-            let rx = stop_rx.clone();
-            tokio::spawn(async move { relay.run(rx).await })
+            let relay = relay.clone();
+            tokio::spawn(async move { relay.run(relay_rx).await })
         };
         let on_stop = tokio::spawn({
             let stop_tx = stop_tx.clone();
@@ -146,13 +168,26 @@ impl Client {
         let task = tokio::spawn({
             let stop_tx = stop_tx.clone();
             async move {
+                // The claim loop returns between tasks: the task in hand has finished and
+                // its outcome is in the outbox.
                 let exit = runner.run(stop_rx).await;
                 let _ = stop_tx.send(true);
                 on_stop.abort();
+                let _ = relay_stop.send(true);
                 match relay_task.await {
                     Ok(Err(e)) => tracing::error!(error = %e, "outbox relay stopped"),
                     Err(e) => tracing::error!(error = %e, "outbox relay panicked"),
                     Ok(Ok(())) => {}
+                }
+                // Deliver what is still undelivered, for a bounded time; what is left
+                // stays in the outbox for the next start.
+                match tokio::time::timeout(DRAIN_OUTBOX, relay.drain()).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => tracing::warn!(error = %e, "outbox drain stopped"),
+                    Err(_) => tracing::warn!(
+                        secs = DRAIN_OUTBOX.as_secs(),
+                        "outbox not drained in time; the rest is delivered at the next start"
+                    ),
                 }
                 // Give a still-running registration a moment to record its outcome.
                 let _ = tokio::time::timeout(Duration::from_secs(2), reg).await;
@@ -221,6 +256,7 @@ mod tests {
             retention: Retention::default(),
             on_report: None,
             gate: GateConfig::default(),
+            pacing: PacingConfig::unpaced(),
         };
         (mock, store, gw, config)
     }

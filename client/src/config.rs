@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use crate::artifacts::Retention;
 use crate::gate::GateConfig;
+use crate::pacing::PacingConfig;
 use crate::secret::Secret;
 
 #[derive(Debug, thiserror::Error)]
@@ -77,6 +78,14 @@ pub struct FileConfig {
     pub battery_min_percent: Option<u8>,
     /// … and above this battery temperature, charging or not (default 45 °C).
     pub battery_max_temp_c: Option<i32>,
+    /// Seconds between the end of a task and the next claim (default 3; 0 = none). See
+    /// [`crate::pacing`].
+    pub min_task_gap_secs: Option<f64>,
+    /// Live orders per phone per rolling hour; at the cap the worker declares `dry_run`
+    /// until the window passes (default 10; 0 = no cap).
+    pub live_orders_per_hour: Option<u32>,
+    /// Live orders per phone per rolling day (default 50; 0 = no cap).
+    pub live_orders_per_day: Option<u32>,
 }
 
 /// What the user typed on the command line (all optional).
@@ -118,6 +127,9 @@ pub struct Config {
     /// The device check's battery thresholds (`battery_min_percent`,
     /// `battery_max_temp_c`; see [`crate::device::state`]).
     pub device_thresholds: crate::device::state::Thresholds,
+    /// The gap between tasks and the live order caps (`min_task_gap_secs`,
+    /// `live_orders_per_hour`, `live_orders_per_day`; see [`crate::pacing`]).
+    pub pacing: PacingConfig,
     /// The config file actually read, if any.
     pub file: Option<PathBuf>,
 }
@@ -215,7 +227,22 @@ fn env_config(env: &dyn Fn(&str) -> Option<String>) -> Result<FileConfig, Config
                 })
             })
             .transpose()?,
+        min_task_gap_secs: num("MIN_TASK_GAP_SECS")?,
+        live_orders_per_hour: whole(&get, "LIVE_ORDERS_PER_HOUR")?,
+        live_orders_per_day: whole(&get, "LIVE_ORDERS_PER_DAY")?,
     })
+}
+
+/// A whole number from `CMAUTOBUY_<k>`.
+fn whole(get: &dyn Fn(&str) -> Option<String>, k: &str) -> Result<Option<u32>, ConfigError> {
+    get(k)
+        .map(|v| {
+            v.trim().parse::<u32>().map_err(|_| ConfigError::Value {
+                name: format!("CMAUTOBUY_{k}"),
+                message: format!("{v:?} is not a whole number"),
+            })
+        })
+        .transpose()
 }
 
 fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
@@ -262,6 +289,9 @@ fn merge(base: FileConfig, over: FileConfig) -> FileConfig {
             .or(base.unrecognized_pages_pause_after),
         battery_min_percent: over.battery_min_percent.or(base.battery_min_percent),
         battery_max_temp_c: over.battery_max_temp_c.or(base.battery_max_temp_c),
+        min_task_gap_secs: over.min_task_gap_secs.or(base.min_task_gap_secs),
+        live_orders_per_hour: over.live_orders_per_hour.or(base.live_orders_per_hour),
+        live_orders_per_day: over.live_orders_per_day.or(base.live_orders_per_day),
     }
 }
 
@@ -303,6 +333,7 @@ pub fn load(flags: Overrides, env: &dyn Fn(&str) -> Option<String>) -> Result<Co
     let c = merge(merge(file, from_env), from_flags);
     let gate = gate(&c)?;
     let device_thresholds = device_thresholds(&c)?;
+    let pacing = pacing(&c)?;
     Ok(Config {
         data_dir: c.data_dir.unwrap_or_else(|| default_data_dir(env)),
         admin_url: c.admin_url.filter(|s| !s.is_empty()),
@@ -330,6 +361,7 @@ pub fn load(flags: Overrides, env: &dyn Fn(&str) -> Option<String>) -> Result<Co
             .unwrap_or_else(crate::lock::default_lock_dir),
         gate,
         device_thresholds,
+        pacing,
         file: file_path,
     })
 }
@@ -384,6 +416,23 @@ fn device_thresholds(c: &FileConfig) -> Result<crate::device::state::Thresholds,
     Ok(crate::device::state::Thresholds {
         battery_min_percent: min,
         battery_max_temp_c: c.battery_max_temp_c.unwrap_or(d.battery_max_temp_c),
+    })
+}
+
+/// The pacing keys; unset keys keep [`PacingConfig::default`]. The gap may be 0.
+fn pacing(c: &FileConfig) -> Result<PacingConfig, ConfigError> {
+    let d = PacingConfig::default();
+    let min_task_gap = match c.min_task_gap_secs {
+        None => d.min_task_gap,
+        Some(v) => Duration::try_from_secs_f64(v).map_err(|_| ConfigError::Value {
+            name: "min_task_gap_secs".into(),
+            message: format!("{v} is not a number of seconds ≥ 0"),
+        })?,
+    };
+    Ok(PacingConfig {
+        min_task_gap,
+        live_orders_per_hour: c.live_orders_per_hour.unwrap_or(d.live_orders_per_hour),
+        live_orders_per_day: c.live_orders_per_day.unwrap_or(d.live_orders_per_day),
     })
 }
 
@@ -583,6 +632,43 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.lock_dir, PathBuf::from("/run/x"));
+    }
+
+    #[test]
+    fn pacing_keys_default_and_override() {
+        let c = load(Overrides::default(), &env_of(&[("HOME", "/h")])).unwrap();
+        assert_eq!(c.pacing, PacingConfig::default());
+        let c = load(
+            Overrides::default(),
+            &env_of(&[
+                ("HOME", "/h"),
+                ("CMAUTOBUY_MIN_TASK_GAP_SECS", "0"),
+                ("CMAUTOBUY_LIVE_ORDERS_PER_HOUR", "0"),
+                ("CMAUTOBUY_LIVE_ORDERS_PER_DAY", "7"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(
+            c.pacing,
+            PacingConfig {
+                min_task_gap: Duration::ZERO,
+                live_orders_per_hour: 0,
+                live_orders_per_day: 7,
+            }
+        );
+        for (k, v) in [
+            ("CMAUTOBUY_MIN_TASK_GAP_SECS", "-1"),
+            ("CMAUTOBUY_LIVE_ORDERS_PER_HOUR", "-1"),
+            ("CMAUTOBUY_LIVE_ORDERS_PER_DAY", "many"),
+        ] {
+            assert!(
+                matches!(
+                    load(Overrides::default(), &env_of(&[("HOME", "/h"), (k, v)])),
+                    Err(ConfigError::Value { .. })
+                ),
+                "{k}={v}"
+            );
+        }
     }
 
     #[test]

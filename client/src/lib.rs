@@ -49,6 +49,7 @@ pub mod gateway;
 pub mod job;
 pub mod lock;
 pub mod outbox;
+pub mod pacing;
 pub mod registration;
 #[cfg(feature = "rehearse")]
 pub mod rehearse;

@@ -128,6 +128,22 @@ impl<G: AdminGateway, C: Clock> Relay<G, C> {
         )
     }
 
+    /// Delivers what is due now and what falls due while it runs, until nothing is left
+    /// to send (the caller bounds it with a timeout: the drain on shutdown). Store errors
+    /// end it.
+    pub async fn drain(&self) -> Result<(), StoreError> {
+        loop {
+            match self.step().await? {
+                Step::Idle(None) => return Ok(()),
+                Step::Idle(Some(at)) => {
+                    let wait = (at - self.clock.now()).to_std().unwrap_or(Duration::ZERO);
+                    self.clock.sleep(wait).await;
+                }
+                _ => {}
+            }
+        }
+    }
+
     /// Delivers until `shutdown` turns true: sends due items back to back, otherwise
     /// sleeps until the next item is due or a new one is written. Store errors are
     /// logged and retried, never fatal.

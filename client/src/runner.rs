@@ -25,6 +25,9 @@
 //!   or `unrecognized_pages_pause_after` `PAGE_NOT_RECOGNIZED` outcomes in a row) raises
 //!   an `account_paused` alert naming the task, the code and the attempt's artifacts;
 //!   like every open alert it stops claiming until `ack` (and survives a restart);
+//! - pacing ([`crate::pacing`]): no claim sooner than `min_task_gap` after the last task
+//!   ended; at a live order cap (per rolling hour / day, counted from the store's
+//!   irreversible marks) the declared mode narrows to `dry_run` until the window passes;
 //! - transient claim errors back off like the outbox (1 s doubling to 5 min, full jitter,
 //!   `Retry-After` honoured); permanent ones (4xx) raise an alert and stop claiming.
 
@@ -43,8 +46,11 @@ use crate::clock::Clock;
 use crate::executor::{failure, Executor, Job, Outcome, Readiness};
 use crate::gate::{DeviceGate, GateConfig, GateStep, Transition};
 use crate::gateway::{AdminGateway, GatewayError, PreparedRequest};
+use crate::pacing::{self, LiveCap, PacingConfig};
 use crate::retry::{poll_delay, random_unit, RetryPolicy};
-use crate::store::{DevicePause, OutboxDraft, OutboxKind, Settings, Store, StoreError, TaskState};
+use crate::store::{
+    DevicePause, LiveCapNote, OutboxDraft, OutboxKind, Settings, Store, StoreError, TaskState,
+};
 
 /// Alert kinds (stored in `operator_alerts.kind`).
 pub const ALERT_PROTOCOL: &str = "protocol_error";
@@ -74,6 +80,9 @@ pub struct RunConfig {
     pub policy: RetryPolicy,
     /// When the worker may claim (device checks, pauses, spacing after `retry_wait`).
     pub gate: GateConfig,
+    /// The gap between tasks and the live order caps ([`crate::pacing`]). The claim
+    /// loop's default is unpaced; `config::Config` carries the operator's defaults.
+    pub pacing: PacingConfig,
 }
 
 impl Default for RunConfig {
@@ -83,6 +92,7 @@ impl Default for RunConfig {
             exit_when_idle: false,
             policy: RetryPolicy::default(),
             gate: GateConfig::default(),
+            pacing: PacingConfig::unpaced(),
         }
     }
 }
@@ -180,6 +190,10 @@ pub struct Runner<G, E, C> {
     unsaved_alert: Mutex<Option<String>>,
     consecutive_failures: AtomicU32,
     gate: Mutex<DeviceGate>,
+    /// When the last task ended (the pacing gap counts from it).
+    last_task_end: Mutex<Option<chrono::DateTime<chrono::Utc>>>,
+    /// The live cap last recorded for `status` (to log and save changes only).
+    live_cap: Mutex<Option<LiveCap>>,
 }
 
 impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
@@ -200,6 +214,8 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
             unsaved_alert: Mutex::new(None),
             consecutive_failures: AtomicU32::new(0),
             gate: Mutex::new(DeviceGate::new(cfg.gate)),
+            last_task_end: Mutex::new(None),
+            live_cap: Mutex::new(None),
             cfg,
         }
     }
@@ -245,11 +261,76 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
         }
     }
 
-    fn profile(&self) -> Result<ClientProfile, StoreError> {
-        Ok(client_profile(
-            &self.store.settings()?,
-            self.executor.readiness(),
-        ))
+    /// The profile this client declares now: [`client_profile`], narrowed to `dry_run`
+    /// while a live order cap binds ([`crate::pacing`]; contract §5 allows narrowing).
+    pub fn profile(&self) -> Result<ClientProfile, StoreError> {
+        let mut p = client_profile(&self.store.settings()?, self.executor.readiness());
+        if p.capabilities.purchase_mode == ExecutionMode::Live {
+            let cap = self.live_cap_now()?;
+            if cap.is_some() {
+                p.capabilities.purchase_mode = ExecutionMode::DryRun;
+            }
+            self.note_live_cap(cap);
+        }
+        Ok(p)
+    }
+
+    /// The live cap at this moment, from the orders the store holds.
+    pub fn live_cap_now(&self) -> Result<Option<LiveCap>, StoreError> {
+        let Some(back) = self.cfg.pacing.lookback() else {
+            return Ok(None);
+        };
+        let now = self.clock.now();
+        let since = now - chrono::Duration::from_std(back).unwrap_or(chrono::Duration::zero());
+        let orders = self.store.order_marks_since(since)?;
+        Ok(pacing::live_cap(&self.cfg.pacing, now, &orders))
+    }
+
+    /// Logs and records (for `status`) a live cap that began, changed or ended.
+    fn note_live_cap(&self, cap: Option<LiveCap>) {
+        let mut last = self.live_cap.lock().unwrap_or_else(|p| p.into_inner());
+        if *last == cap {
+            return;
+        }
+        let saved = match &cap {
+            Some(c) => {
+                let until = cmautobuy_contract::time::format_utc(c.until);
+                let reason = format!(
+                    "{} live orders in the last {} (cap {})",
+                    c.orders, c.window, c.cap
+                );
+                tracing::warn!(%until, %reason, "live order cap reached: declaring dry_run until the window passes");
+                self.store
+                    .set_live_cap(Some(&LiveCapNote { until, reason }))
+            }
+            None => {
+                tracing::info!("live order cap passed: declaring live again");
+                self.store.set_live_cap(None)
+            }
+        };
+        if let Err(e) = saved {
+            tracing::warn!(error = %e, "cannot record the live cap in the store");
+        }
+        *last = cap;
+    }
+
+    /// Marks the end of a task: the pacing gap counts from now.
+    fn task_ended(&self) {
+        *self.last_task_end.lock().unwrap_or_else(|p| p.into_inner()) = Some(self.clock.now());
+    }
+
+    /// The pacing gap: `Some(step)` while the last task ended less than
+    /// `min_task_gap` ago.
+    fn gap_step(&self) -> Option<ClaimStep> {
+        let last = *self.last_task_end.lock().unwrap_or_else(|p| p.into_inner());
+        let wait = pacing::gap_wait(&self.cfg.pacing, last, self.clock.now())?;
+        Some(ClaimStep::Waiting {
+            reason: format!(
+                "min_task_gap: {} s between tasks",
+                self.cfg.pacing.min_task_gap.as_secs_f64()
+            ),
+            wait,
+        })
     }
 
     /// Re-runs tasks interrupted by a crash (claimed or running, no outcome yet).
@@ -322,6 +403,7 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
                 Some("recover"),
             )))
         };
+        self.task_ended();
         self.record(&job, outcome)
     }
 
@@ -426,6 +508,9 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
     pub async fn claim_once(&self) -> Result<ClaimStep, RunError> {
         if let Some(reason) = self.blocked_reason() {
             return Ok(ClaimStep::Blocked(reason));
+        }
+        if let Some(step) = self.gap_step() {
+            return Ok(step);
         }
         if let Some(step) = self.gate_step().await {
             return Ok(step);
@@ -541,6 +626,7 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
         } else {
             self.executor.execute(job.clone()).await
         };
+        self.task_ended();
         self.record(&job, outcome)?;
         Ok(())
     }

@@ -11,6 +11,7 @@ use crate::device::{Device, DeviceConfig, DumpFormat, FaultPlan, LatencyProfile}
 use crate::error::SimError;
 use crate::ledger::Ledger;
 use crate::page::PopupSchedule;
+use crate::system::SystemConfig;
 
 /// Everything a phone is started with.
 #[derive(Debug, Clone)]
@@ -38,6 +39,8 @@ pub struct SimConfig {
     pub dump_format: DumpFormat,
     /// Start with the app on its home page (else the launcher shows).
     pub launch_app: bool,
+    /// The phone's own state at start (all off by default: awake, unlocked, uncovered).
+    pub system: SystemConfig,
 }
 
 impl SimConfig {
@@ -59,6 +62,7 @@ impl SimConfig {
             clock_offset_secs: 0,
             dump_format: DumpFormat::Pretty,
             launch_app: true,
+            system: SystemConfig::default(),
         }
     }
 
@@ -84,6 +88,7 @@ impl SimConfig {
                 popups: self.popups.clone(),
                 show_goods_id: self.show_goods_id,
                 launch_app: self.launch_app,
+                system: self.system.clone(),
             },
         ))
     }

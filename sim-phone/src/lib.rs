@@ -62,6 +62,7 @@ pub mod phone;
 pub mod render;
 pub mod screens;
 pub mod shell;
+pub mod system;
 /// Test support for other crates' tests (and this crate's): a private adb server on a
 /// free port with its own home, killed on drop. Not used by the phone itself.
 pub mod testing;
@@ -77,4 +78,7 @@ pub use error::SimError;
 pub use ledger::{Ledger, Order};
 pub use page::{Page, PopupKind, PopupSchedule};
 pub use phone::{HangGate, SimPhone, SimPhoneHandle};
+pub use system::{
+    Battery, HeadsUp, KeyRecord, LockKind, Plug, SwipeRecord, SystemConfig, TapRecord,
+};
 pub use variants::{OrderDetailForm, OrderListEntry, PaymentMethod};

@@ -70,6 +70,11 @@ struct Serve {
     /// Write dumps in the old one-line format.
     #[arg(long)]
     compact_dumps: bool,
+    /// The phone's own state as JSON (`SystemConfig`: screen_off_timeout_ms, lock,
+    /// start_screen_off, battery, second_browser, keyboard), e.g.
+    /// `{"lock":"swipe","screen_off_timeout_ms":30000}`.
+    #[arg(long)]
+    phone_state: Option<String>,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -107,6 +112,9 @@ fn serve(a: Serve) -> anyhow::Result<()> {
     cfg.clock_offset_secs = a.clock_offset;
     cfg.faults.random_idle_failure_percent = a.dump_failure_rate.min(100);
     cfg.show_goods_id = a.show_goods_id;
+    if let Some(j) = &a.phone_state {
+        cfg.system = serde_json::from_str(j).context("--phone-state")?;
+    }
     if a.compact_dumps {
         cfg.dump_format = DumpFormat::Compact;
     }

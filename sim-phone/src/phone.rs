@@ -13,6 +13,8 @@ use crate::device::{Counters, Device, DumpFault, Exec};
 use crate::error::SimError;
 use crate::ledger::Order;
 use crate::page::{Page, PopupKind};
+use crate::system::{Battery, HeadsUp, KeyRecord, LockKind, SwipeRecord, SystemState, TapRecord};
+use crate::ui::PDD;
 
 /// Starts phones.
 pub struct SimPhone;
@@ -187,6 +189,101 @@ impl SimPhoneHandle {
     /// Lay a popup over the current page now.
     pub fn show_popup(&self, kind: PopupKind) {
         self.shared.lock().app_mut().show_popup(kind);
+    }
+
+    // ---- the phone's own state (issue 12 item 4; see sim-phone/README.md) ----
+
+    /// A snapshot of the phone's own state (screen, keyguard, overlays, battery, records).
+    pub fn system(&self) -> SystemState {
+        self.shared.lock().system().clone()
+    }
+
+    /// Turn the screen on (user activity starts now) or off (a configured lock engages).
+    pub fn set_screen_on(&self, on: bool) {
+        let mut d = self.shared.lock();
+        let now = d.counters().device_time_ms;
+        if on {
+            d.system_mut().screen_on(now);
+        } else {
+            d.system_mut().screen_off();
+        }
+    }
+
+    /// Set the screen lock. With the screen off it engages at once; `None` removes a
+    /// showing keyguard.
+    pub fn set_lock(&self, lock: LockKind) {
+        self.shared.lock().system_mut().set_lock(lock);
+    }
+
+    /// Lock now (the keyguard shows over the app, as after the screen went off and on).
+    pub fn lock_now(&self) {
+        let mut d = self.shared.lock();
+        let s = d.system_mut();
+        if s.cfg.lock != LockKind::None {
+            s.locked = true;
+        }
+    }
+
+    /// The screen-off timeout in simulated device time (ms), counted from the last input.
+    pub fn set_screen_off_timeout(&self, ms: Option<u64>) {
+        self.shared.lock().system_mut().cfg.screen_off_timeout_ms = ms;
+    }
+
+    /// Pin a heads-up notification over the top of the screen; it collapses after
+    /// `lasts_ms` of simulated device time (`None`: until swiped up or tapped).
+    pub fn show_heads_up(&self, mut n: HeadsUp, lasts_ms: Option<u64>) {
+        let mut d = self.shared.lock();
+        let now = d.counters().device_time_ms;
+        n.expires_at_ms = lasts_ms.map(|l| now + l);
+        d.system_mut().heads_up = Some(n);
+    }
+
+    /// Pull the notification shade down (or put it away).
+    pub fn set_shade(&self, open: bool) {
+        self.shared.lock().system_mut().shade = open;
+    }
+
+    /// Set the battery; falling below 20 % unplugged raises the 电量不足 dialog.
+    pub fn set_battery(&self, b: Battery) {
+        self.shared.lock().system_mut().set_battery(b);
+    }
+
+    /// Raise the 电量不足 dialog now.
+    pub fn show_low_battery_dialog(&self) {
+        self.shared.lock().system_mut().low_battery_dialog = true;
+    }
+
+    /// A second app (the browser) claims `https://mobile.yangkeduo.com/…` links: deep links
+    /// without `-p`/`-n` open the chooser.
+    pub fn set_second_browser(&self, on: bool) {
+        self.shared.lock().system_mut().cfg.second_browser = on;
+    }
+
+    /// Focusing a text field raises the keyboard window.
+    pub fn set_keyboard(&self, on: bool) {
+        self.shared.lock().system_mut().cfg.keyboard = on;
+    }
+
+    /// Every tap so far with the window and package it landed in (`None`: dropped, the
+    /// screen was off).
+    pub fn taps(&self) -> Vec<TapRecord> {
+        self.shared.lock().system().taps.clone()
+    }
+
+    /// The taps that landed in a window of another package than PDD's.
+    pub fn foreign_taps(&self) -> Vec<TapRecord> {
+        self.taps()
+            .into_iter()
+            .filter(|t| t.package.as_deref().is_some_and(|p| p != PDD))
+            .collect()
+    }
+
+    pub fn swipes(&self) -> Vec<SwipeRecord> {
+        self.shared.lock().system().swipes.clone()
+    }
+
+    pub fn keys(&self) -> Vec<KeyRecord> {
+        self.shared.lock().system().keys.clone()
     }
 
     /// Make every command line arriving over ADB that contains `pattern` hang, before

@@ -1014,8 +1014,12 @@ fn shell_builtins_and_exit_codes() {
     let out = String::from_utf8_lossy(&e.stdout).to_string();
     assert_eq!(out.lines().count(), 1, "{out}");
     assert!(out.contains("mCurrentFocus=Window{") && out.contains("HomeActivity"));
-    let e = p.sh("dumpsys window windows | grep -E 'mCurrentFocus|mFocusedApp' | wc -l");
+    // Android 10+ prints the focus in the displays section (DisplayContent.dump), not in
+    // `dumpsys window windows`.
+    let e = p.sh("dumpsys window displays | grep -E 'mCurrentFocus|mFocusedApp' | wc -l");
     assert_eq!(String::from_utf8_lossy(&e.stdout), "2\n");
+    let e = p.sh("dumpsys window windows | grep -E 'mCurrentFocus|mFocusedApp' | wc -l");
+    assert_eq!(String::from_utf8_lossy(&e.stdout), "0\n");
     let e = p.sh("echo a | grep b ; echo __RC=$?");
     assert_eq!(String::from_utf8_lossy(&e.stdout), "__RC=1\n");
     let e = p.sh("false && echo x | grep x ; echo __RC=$?");

@@ -10,6 +10,7 @@
 //! | 4 | the Admin could not be reached or refused (`register`) |
 //! | 5 | `run --exit-when-idle` stopped because claiming is blocked by an operator alert |
 //! | 6 | `doctor`: the device is not ready |
+//! | 130 | `run`: a second Ctrl-C / SIGTERM during the drain, taken at a safe point for money (a first signal drains and exits 0) |
 
 use std::process::ExitCode;
 
@@ -31,6 +32,8 @@ pub enum Code {
     Blocked = 5,
     /// 6
     NotReady = 6,
+    /// 130: `run` stopped by a second Ctrl-C / SIGTERM (at a safe point for money).
+    Interrupted = 130,
 }
 
 /// A command's failure: its [`Code`] and what to print (nothing when the command's own

@@ -71,13 +71,19 @@ pub fn run(g: &Globals, a: RunArgs) -> Result<(), Failure> {
         retention: cfg.retention,
         on_report: None,
         gate: cfg.gate,
+        pacing: cfg.pacing,
     };
     let exit = rt
         .block_on(async {
-            let client = Client::start(config, store, phone, gw, wait_for_signal())?;
+            let stop = drain_on_signal(store.clone());
+            let client = Client::start(config, store, phone, gw, stop)?;
             client.wait().await
         })
         .map_err(|e| Failure::new(Code::Store, e))?;
+    if SECOND_SIGNAL.load(std::sync::atomic::Ordering::SeqCst) {
+        // The drain ended before the safe-point loop took its exit: same code.
+        return Err(Failure::silent(Code::Interrupted));
+    }
     match exit {
         RunExit::Shutdown | RunExit::Idle => Ok(()),
         RunExit::Blocked(reason) => Err(Failure::new(
@@ -125,18 +131,76 @@ fn phone(cfg: &Config, allow_live: bool) -> Result<(Phone, Option<ProcessLock>),
     Ok((Phone::Adb(source), Some(device_lock)))
 }
 
-/// Ctrl-C, or SIGTERM on Unix.
-async fn wait_for_signal() {
+/// The exit code after a second Ctrl-C / SIGTERM (128 + SIGINT, the shell's convention
+/// for "interrupted"): [`Code::Interrupted`].
+const EXIT_INTERRUPTED: i32 = Code::Interrupted as i32;
+
+/// A second stop signal arrived.
+static SECOND_SIGNAL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The stop signal of `run`: completes at the first Ctrl-C / SIGTERM — the client then
+/// drains (the task in hand finishes, the outbox is delivered for up to
+/// [`cmautobuy_client::app::DRAIN_OUTBOX`]) and `run` exits 0. A second signal exits at
+/// once with [`EXIT_INTERRUPTED`] — but only at a safe point for money: never while a
+/// purchase is between its irreversible mark and its recorded outcome
+/// ([`cmautobuy_client::store::Store::at_safe_point`]). A collect or a purchase before its
+/// mark is abandoned as in a crash: the next start runs the collect again and reports the
+/// purchase attempt `retry_wait INTERRUPTED_BEFORE_SUBMIT`.
+async fn drain_on_signal(store: cmautobuy_client::store::Store) {
+    let mut signals = Signals::new();
+    signals.next().await;
+    tracing::warn!(
+        "stop signal: draining — the current task finishes, the outbox is delivered for up to {} s, then exit 0; a second signal exits at the next safe point for money (exit {EXIT_INTERRUPTED})",
+        cmautobuy_client::app::DRAIN_OUTBOX.as_secs()
+    );
+    tokio::spawn(async move {
+        signals.next().await;
+        SECOND_SIGNAL.store(true, std::sync::atomic::Ordering::SeqCst);
+        tracing::warn!("second stop signal: exiting at the next safe point for money");
+        loop {
+            match store.at_safe_point(|| std::process::exit(EXIT_INTERRUPTED)) {
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot read the store for a safe point; waiting for the drain")
+                }
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    });
+}
+
+/// Ctrl-C, or SIGTERM on Unix; the handlers stay installed from the first wait on, so a
+/// second signal is never lost between two waits.
+struct Signals {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        if let Ok(mut term) = signal(SignalKind::terminate()) {
+    term: Option<tokio::signal::unix::Signal>,
+    #[cfg(unix)]
+    int: Option<tokio::signal::unix::Signal>,
+}
+
+impl Signals {
+    fn new() -> Self {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            Signals {
+                term: signal(SignalKind::terminate()).ok(),
+                int: signal(SignalKind::interrupt()).ok(),
+            }
+        }
+        #[cfg(not(unix))]
+        Signals {}
+    }
+
+    async fn next(&mut self) {
+        #[cfg(unix)]
+        if let (Some(term), Some(int)) = (&mut self.term, &mut self.int) {
             tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
                 _ = term.recv() => {}
+                _ = int.recv() => {}
             }
             return;
         }
+        let _ = tokio::signal::ctrl_c().await;
     }
-    let _ = tokio::signal::ctrl_c().await;
 }

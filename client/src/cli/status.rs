@@ -20,6 +20,7 @@ pub fn run(g: &Globals, a: StatusArgs) -> Result<(), Failure> {
     let s = store.settings()?;
     let alerts = store.open_alerts()?;
     let pause = store.device_pause()?;
+    let live_cap = store.live_cap()?;
     let summary = store.summary()?;
     let undelivered: Vec<_> = store.outbox_list(false)?;
     if json {
@@ -31,6 +32,7 @@ pub fn run(g: &Globals, a: StatusArgs) -> Result<(), Failure> {
             "device": s.device,
             "registration": s.registration,
             "device_pause": pause,
+            "live_cap": live_cap,
             "alerts": alerts.iter().map(|a| serde_json::json!({
                 "id": a.id, "kind": a.kind, "task_id": a.remote_task_id,
                 "message": a.message, "raised_at": a.raised_at,
@@ -53,6 +55,16 @@ pub fn run(g: &Globals, a: StatusArgs) -> Result<(), Failure> {
         println!(
             "PAUSED for the phone since {}: [{}] {} (no claims; resumes by itself when the phone answers)",
             p.since, p.code, p.message
+        );
+    }
+    if let Some(c) = &live_cap {
+        // HH:MM in the machine's time zone (what the operator's clock shows), then UTC.
+        let local = chrono::DateTime::parse_from_rfc3339(&c.until)
+            .map(|t| t.with_timezone(&chrono::Local).format("%H:%M").to_string())
+            .unwrap_or_else(|_| c.until.clone());
+        println!(
+            "live capped until {local} ({}): {}; declaring dry_run (collects and dry runs continue)",
+            c.until, c.reason
         );
     }
     for a in alerts

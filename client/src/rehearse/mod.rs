@@ -247,6 +247,8 @@ pub fn rehearse(opts: RehearseOptions) -> anyhow::Result<Summary> {
             account_pause: false,
             ..Default::default()
         },
+        // A rehearsal is a test of the wiring, not of a PDD account: no gap, no caps.
+        pacing: crate::pacing::PacingConfig::unpaced(),
     };
     let exit = rt.block_on(async {
         let client = Client::start(

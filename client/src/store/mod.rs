@@ -53,7 +53,7 @@ pub use error::{Result, StoreError};
 pub use outbox::{Acceptance, OutboxDraft, OutboxItem, OutboxKind, OutboxState};
 pub use purchase::MarkOutcome;
 pub use runs::Run;
-pub use settings::{DevicePause, RegistrationStatus, Settings, SettingsPatch};
+pub use settings::{DevicePause, LiveCapNote, RegistrationStatus, Settings, SettingsPatch};
 pub use spec::SpecResolutionRecord;
 pub use summary::Summary;
 pub use tasks::{StoredTask, TaskState};

@@ -130,6 +130,41 @@ impl Store {
         Ok(out)
     }
 
+    /// The times of the irreversible marks (the live orders placed, issue 12 pacing)
+    /// after `since`, oldest first. Marks are stored in one UTC format, so the text
+    /// comparison is the time comparison; a value that does not parse is skipped.
+    pub fn order_marks_since(&self, since: DateTime<Utc>) -> Result<Vec<DateTime<Utc>>> {
+        let conn = self.lock();
+        let mut st = conn.prepare(
+            "SELECT irreversible_action_at FROM task_runs
+             WHERE irreversible_action_at IS NOT NULL AND irreversible_action_at > ?1
+             ORDER BY irreversible_action_at",
+        )?;
+        let rows = st.query_map([ts(since)], |r| r.get::<_, String>(0))?;
+        let mut out = Vec::new();
+        for t in rows {
+            if let Ok(t) = DateTime::parse_from_rfc3339(&t?) {
+                out.push(t.with_timezone(&Utc));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Runs `f` at a safe point for money: no run carries an irreversible mark without
+    /// its recorded outcome (no purchase is between its mark and its result). `f` runs
+    /// under the store's connection lock, so no mark can be committed while it runs —
+    /// the second Ctrl-C / SIGTERM exits the process here. `None`: not now.
+    pub fn at_safe_point<R>(&self, f: impl FnOnce() -> R) -> Result<Option<R>> {
+        let conn = self.lock();
+        let open: i64 = conn.query_row(
+            "SELECT COUNT(*) FROM task_runs
+             WHERE irreversible_action_at IS NOT NULL AND outcome IS NULL",
+            [],
+            |r| r.get(0),
+        )?;
+        Ok((open == 0).then(f))
+    }
+
     /// The confirmation snapshot stored with a run's mark, if any.
     pub fn purchase_snapshot(&self, run_id: i64) -> Result<Option<String>> {
         let conn = self.lock();

@@ -14,6 +14,17 @@ const SETTING_TOKEN: &str = "token";
 const SETTING_DEVICE: &str = "device";
 const SETTING_REGISTRATION: &str = "registration";
 const SETTING_DEVICE_PAUSE: &str = "device_pause";
+const SETTING_LIVE_CAP: &str = "live_cap";
+
+/// Why the worker declares `dry_run` although live is allowed (issue 12 pacing): a live
+/// order cap reached. Written by the running client, removed when the window has passed;
+/// `status` shows it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct LiveCapNote {
+    /// RFC 3339 UTC: live again from then on.
+    pub until: String,
+    pub reason: String,
+}
 
 /// Why the claim loop is paused for the phone (issue 12): written when the worker pauses,
 /// removed when it resumes; `status` shows it. Not an operator alert — the worker resumes
@@ -146,6 +157,35 @@ impl Store {
             Some(s) => serde_json::from_str(&s)
                 .map(Some)
                 .map_err(|e| StoreError::Corrupt(format!("device pause: {e}"))),
+            None => Ok(None),
+        }
+    }
+}
+
+impl Store {
+    /// Records (`Some`) or clears (`None`) the live cap note.
+    pub fn set_live_cap(&self, note: Option<&LiveCapNote>) -> Result<()> {
+        let conn = self.lock();
+        match note {
+            Some(n) => {
+                let json = serde_json::to_string(n)
+                    .map_err(|e| StoreError::Corrupt(format!("live cap: {e}")))?;
+                put_setting(&conn, SETTING_LIVE_CAP, &json, Utc::now())
+            }
+            None => {
+                conn.execute("DELETE FROM settings WHERE key = ?1", [SETTING_LIVE_CAP])?;
+                Ok(())
+            }
+        }
+    }
+
+    /// The live cap last recorded by a running client, if any.
+    pub fn live_cap(&self) -> Result<Option<LiveCapNote>> {
+        let conn = self.lock();
+        match get_setting(&conn, SETTING_LIVE_CAP)? {
+            Some(s) => serde_json::from_str(&s)
+                .map(Some)
+                .map_err(|e| StoreError::Corrupt(format!("live cap: {e}"))),
             None => Ok(None),
         }
     }

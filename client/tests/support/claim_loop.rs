@@ -83,12 +83,22 @@ fn new_runner<P: Executor + Clone>(
     phone: &P,
     clock: &TestClock,
 ) -> LoopRunner<P> {
+    runner_with(store, gw, phone, clock, RunConfig::default())
+}
+
+fn runner_with<P: Executor + Clone>(
+    store: &Store,
+    gw: &Arc<MockAdminGateway>,
+    phone: &P,
+    clock: &TestClock,
+    cfg: RunConfig,
+) -> LoopRunner<P> {
     Runner::new(
         store.clone(),
         gw.clone(),
         Arc::new(phone.clone()),
         clock.clone(),
-        RunConfig::default(),
+        cfg,
         Arc::new(tokio::sync::Notify::new()),
     )
 }
@@ -97,6 +107,12 @@ impl<P: Executor + Clone> LoopWorld<P> {
     /// Another runner on the same store, Admin, phone and clock (a restart).
     pub fn restart(&self) -> LoopRunner<P> {
         new_runner(&self.store, &self.gw, &self.phone, &self.clock)
+    }
+
+    /// A runner on the world's store, Admin, phone and clock with its own configuration
+    /// (pacing, gate timings).
+    pub fn runner_with(&self, cfg: RunConfig) -> LoopRunner<P> {
+        runner_with(&self.store, &self.gw, &self.phone, &self.clock, cfg)
     }
 
     /// Claims the mock has answered so far.

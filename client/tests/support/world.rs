@@ -141,7 +141,10 @@ impl World {
             .arg("--device")
             .arg(format!("tcp:{}", self.phone.addr()))
             .env_remove("CMAUTOBUY_CONFIG")
-            .env_remove("CMAUTOBUY_ALLOW_LIVE");
+            .env_remove("CMAUTOBUY_ALLOW_LIVE")
+            // Batches run back to back (the pacing gap has its own tests); set it again
+            // on the command to test it.
+            .env("CMAUTOBUY_MIN_TASK_GAP_SECS", "0");
         if let Some(locks) = &self.locks {
             c.env("CMAUTOBUY_LOCK_DIR", locks);
         }

@@ -27,6 +27,8 @@ struct Start<'a> {
     action: Option<&'a str>,
     data: Option<&'a str>,
     component: Option<&'a str>,
+    /// `-p PKG`: only this package may handle the intent.
+    package: Option<&'a str>,
     /// `-W`: wait for the launch and report it.
     wait: bool,
     /// `-S`: force-stop the app first.
@@ -39,6 +41,7 @@ impl<'a> Start<'a> {
             action: None,
             data: None,
             component: None,
+            package: None,
             wait: false,
             stop_first: false,
         };
@@ -55,6 +58,10 @@ impl<'a> Start<'a> {
                 }
                 "-n" => {
                     s.component = args.get(i + 1).copied();
+                    i += 1;
+                }
+                "-p" => {
+                    s.package = args.get(i + 1).copied();
                     i += 1;
                 }
                 "-W" => s.wait = true,
@@ -77,6 +84,9 @@ impl<'a> Start<'a> {
         if let Some(d) = self.data {
             let _ = write!(desc, " dat={d}");
         }
+        if let Some(p) = self.package {
+            let _ = write!(desc, " pkg={p}");
+        }
         if let Some(c) = self.component {
             let _ = write!(desc, " cmp={c}");
         }
@@ -92,18 +102,22 @@ fn start(d: &mut Device, s: &Start<'_>, e: &mut Exec) -> u64 {
         d.app.force_stop();
     }
     let result = match (s.data, s.component) {
-        (Some(url), _) => d.app.open_url(url),
-        (None, Some(c)) if c.starts_with(PDD_PACKAGE) => Ok(d.app.launch()),
+        (Some(url), _) => d.start_view(url, s.package, s.component),
+        (None, Some(c)) if c.starts_with(PDD_PACKAGE) => Ok((d.app.launch(), false)),
         _ => Err("no data".to_string()),
     };
     e.stdout = format!("Starting: {desc}\n").into_bytes();
     match result {
-        Ok(o) => {
+        Ok((o, chooser)) => {
             if o.transition {
                 d.transition();
             }
             if s.wait {
-                let act = d.app.focus_activity();
+                let act = if chooser {
+                    crate::system::windows::RESOLVER
+                } else {
+                    d.app.focus_activity()
+                };
                 e.stdout.extend_from_slice(
                     format!("Status: ok\nLaunchState: WARM\nActivity: {act}\nTotalTime: 412\nWaitTime: 415\nComplete\n").as_bytes(),
                 );

@@ -1,33 +1,40 @@
-//! `dumpsys window|activity`: the focused activity, in the lines scripts grep for
-//! (`mCurrentFocus`, `mFocusedApp`, `mResumedActivity`), and `dumpsys activity top`: the
+//! `dumpsys window [windows|displays|policy]`, `dumpsys power`, `dumpsys battery` in the
+//! formats of Android 13 (`crate::system::format`), `dumpsys activity` (`mResumedActivity`)
+//! and `dumpsys activity top`: the
 //! foreground task's activity as a real phone prints it — on a goods page (and its sheet)
 //! with the page's fragment arguments and WebView carrying the **displayed** goods' id in
 //! a URL-encoded `url` and an escaped-JSON `props` (field notes §3a); on every other page
 //! nothing of the kind.
 
 use crate::device::{Device, Exec};
+use crate::system::format;
 
 pub(crate) fn run(d: &mut Device, args: &[&str], _: &[u8], e: &mut Exec) -> u64 {
     let act = d.app.focus_activity();
-    match (args.first(), args.get(1)) {
-        (Some(&"window"), _) => {
-            e.stdout = format!(
-                "WINDOW MANAGER WINDOWS (dumpsys window windows)\n  Window #0 Window{{5e1a7c2 u0 {act}}}:\n    mDisplayId=0 rootTaskId=42 mSession=Session{{3f0c1d 12345:u0a123}}\n\n  mCurrentFocus=Window{{5e1a7c2 u0 {act}}}\n  mFocusedApp=ActivityRecord{{8b2e4f1 u0 {act} t42}}\n"
-            )
-            .into_bytes()
+    let text = match (args.first().copied(), args.get(1).copied()) {
+        (Some("window"), sub) => {
+            let wins = d.system_windows();
+            match sub {
+                Some("windows") => format::windows_section(&wins),
+                Some("displays") => format::displays_section(&wins),
+                Some("policy") => format::policy_section(&d.sys),
+                Some("-a") | None => format::window_all(&d.sys, &wins),
+                Some(_) => String::new(),
+            }
         }
-        (Some(&"activity"), Some(&"top")) => {
+        (Some("power"), _) => format::power(&d.sys, d.counters.device_time_ms),
+        (Some("battery"), _) => format::battery(&d.sys),
+        (Some("activity"), Some("top")) => {
             e.stdout = activity_top(act, d.app.displayed_goods_id()).into_bytes();
             return 180;
         }
-        (Some(&"activity"), _) => {
-            e.stdout = format!(
-                "ACTIVITY MANAGER ACTIVITIES (dumpsys activity activities)\n  mResumedActivity: ActivityRecord{{8b2e4f1 u0 {act} t42}}\n  mFocusedApp=ActivityRecord{{8b2e4f1 u0 {act} t42}}\n"
-            )
-            .into_bytes()
+        (Some("activity"), _) => {
+            let wins = d.system_windows();
+            format::activities_section(&d.sys, &wins, act)
         }
-        _ => {}
-    }
+        _ => String::new(),
+    };
+    e.stdout = text.into_bytes();
     120
 }
 

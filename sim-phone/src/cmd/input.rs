@@ -9,6 +9,12 @@ pub(crate) fn run(d: &mut Device, args: &[&str], _: &[u8], e: &mut Exec) -> u64 
         Some(&("touchscreen" | "touchpad" | "mouse" | "keyboard" | "dpad")) => &args[1..],
         _ => args,
     };
+    if matches!(
+        args.first().copied(),
+        Some("tap" | "swipe" | "keyevent" | "text")
+    ) {
+        d.user_activity();
+    }
     match args.first().copied() {
         Some("tap") => tap(d, &args[1..], e),
         Some("swipe") => swipe(d, &args[1..], e),
@@ -40,7 +46,7 @@ fn tap(d: &mut Device, args: &[&str], e: &mut Exec) -> u64 {
     match nums(args) {
         Some(v) if v.len() == 2 => {
             d.counters.taps += 1;
-            if d.app.tap(v[0], v[1], now).transition {
+            if d.deliver_tap(v[0], v[1], now).transition {
                 d.transition();
             }
             d.cost(70, 90)
@@ -53,7 +59,9 @@ fn swipe(d: &mut Device, args: &[&str], e: &mut Exec) -> u64 {
     match nums(args) {
         Some(v) if v.len() == 4 || v.len() == 5 => {
             d.counters.swipes += 1;
-            d.app.swipe(v[0], v[1], v[2], v[3]);
+            if d.deliver_swipe(v[0], v[1], v[2], v[3]).transition {
+                d.transition();
+            }
             let dur = v.get(4).copied().unwrap_or(300).clamp(0, 10_000) as u64;
             dur + 30
         }
@@ -74,6 +82,7 @@ fn keyevent(d: &mut Device, keys: &[&str], e: &mut Exec) -> u64 {
             "KEYCODE_APP_SWITCH" => Some(187),
             "KEYCODE_POWER" => Some(26),
             "KEYCODE_WAKEUP" => Some(224),
+            "KEYCODE_SLEEP" => Some(223),
             "KEYCODE_ENTER" => Some(66),
             s => s.parse::<i32>().ok(),
         };
@@ -83,11 +92,7 @@ fn keyevent(d: &mut Device, keys: &[&str], e: &mut Exec) -> u64 {
             return ms + 5;
         };
         d.counters.keyevents += 1;
-        let o = match code {
-            4 => d.app.back(),
-            3 => d.app.home_key(),
-            _ => Default::default(),
-        };
+        let o = d.deliver_key(code);
         if o.transition {
             d.transition();
         }
@@ -107,6 +112,6 @@ fn text(d: &mut Device, words: &[&str], e: &mut Exec) -> u64 {
         e.code = 1;
         return 20;
     }
-    d.app.input_text(&t.replace("%s", " "));
+    d.deliver_text(&t.replace("%s", " "));
     60
 }

@@ -8,6 +8,8 @@
 
 pub mod am;
 pub mod cat;
+#[allow(clippy::module_inception)]
+pub mod cmd;
 pub mod date;
 pub mod dumpsys;
 pub mod echo;
@@ -64,6 +66,8 @@ pub(crate) const BUILTINS: &[(&str, Builtin)] = &[
     ("wm", wm::run),
     ("pm", pm::run),
     ("dumpsys", dumpsys::run),
+    ("cmd", cmd::run),
+    ("/system/bin/cmd", cmd::run),
 ];
 
 /// Run one command (`argv[0]` names it) with `stdin`; (its output, simulated ms).

@@ -43,9 +43,13 @@ fn cost(d: &mut Device) -> u64 {
     d.observe_cost() + d.cost(200, 350)
 }
 
-/// The screen as it is now, at the display's size.
+/// The screen as it is now, at the display's size (black while the screen is off, as
+/// SurfaceFlinger captures a display that is off).
 fn picture(d: &Device) -> RgbImage {
-    let screen = d.app.screen(d.now());
     let (w, h) = (d.cfg.width.max(1) as u32, d.cfg.height.max(1) as u32);
+    if !d.system().screen_on {
+        return RgbImage::new(w, h);
+    }
+    let screen = d.display_screen(d.now());
     render::render(&screen, w, h)
 }

@@ -3,6 +3,7 @@
 use chrono::{DateTime, Utc};
 
 use crate::page::PopupSchedule;
+use crate::system::SystemConfig;
 
 /// How long things take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -76,4 +77,6 @@ pub struct DeviceConfig {
     pub popups: PopupSchedule,
     pub show_goods_id: bool,
     pub launch_app: bool,
+    /// The phone's own state (screen, lock, battery, chooser, keyboard).
+    pub system: SystemConfig,
 }

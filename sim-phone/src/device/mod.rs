@@ -5,6 +5,7 @@ pub mod config;
 pub mod counters;
 pub mod exec;
 pub mod files;
+pub mod phone_state;
 pub mod state;
 
 pub use crate::ui::PDD as PDD_PACKAGE;

@@ -15,6 +15,7 @@ use rand::{Rng, SeedableRng};
 use crate::app::{App, AppConfig};
 use crate::catalog::Catalog;
 use crate::ledger::Ledger;
+use crate::system::SystemState;
 use crate::ui;
 
 use super::config::{DeviceConfig, DumpFault, DumpFormat};
@@ -34,6 +35,8 @@ pub struct Device {
     pub(crate) last_dump: Option<String>,
     pub(crate) offline: bool,
     pub(crate) extra_dump_faults: Vec<(u64, DumpFault)>,
+    /// The phone's own state: screen, keyguard, overlays, battery, input records.
+    pub(crate) sys: SystemState,
 }
 
 impl Device {
@@ -52,8 +55,10 @@ impl Device {
         if cfg.launch_app {
             app.launch();
         }
+        let sys = SystemState::new(cfg.system.clone());
         Device {
             app,
+            sys,
             rng: StdRng::seed_from_u64(cfg.seed),
             cfg,
             files: Files::default(),
@@ -156,9 +161,18 @@ impl Device {
             .map(|(_, f)| *f)
     }
 
-    /// The XML a dump would produce now.
+    /// The phone's own state (screen, keyguard, overlays, battery, input records).
+    pub fn system(&self) -> &SystemState {
+        &self.sys
+    }
+
+    pub fn system_mut(&mut self) -> &mut SystemState {
+        &mut self.sys
+    }
+
+    /// The XML a dump would produce now (the active window: see `phone_state`).
     pub fn dump_xml(&self) -> String {
-        let s = self.app.screen(self.now());
+        let s = self.dump_screen(self.now());
         match self.cfg.dump_format {
             DumpFormat::Pretty => ui::to_xml(&s),
             DumpFormat::Compact => ui::to_xml_compact(&s),

@@ -77,6 +77,7 @@ impl Device {
         }
         out.code = status;
         self.counters.device_time_ms += ms;
+        self.tick_system();
         out.delay = Duration::from_millis(ms);
         out
     }
