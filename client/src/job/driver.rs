@@ -36,6 +36,7 @@ use crate::flow::{
     Observed, TapKind,
 };
 use crate::screen::activity::{displayed_goods_id, ACTIVITY_TOP_ARGV};
+use crate::screen::windows::CoverKind;
 use crate::screen::{classify, TopGoods};
 
 /// The shell command that puts the notification shade away.
@@ -102,6 +103,8 @@ pub struct DriveStats {
     pub covered_taps: u32,
     /// `cmd statusbar collapse` sent.
     pub collapses: u32,
+    /// Dumps that showed no PDD window because another package's window had the focus.
+    pub covered_dumps: u32,
     pub waits: u32,
     pub device_errors: u32,
     /// Wall time of the whole drive, ms.
@@ -190,7 +193,27 @@ where
                             .and_then(|a| a.save(step.as_str(), "xml", dump.xml.as_bytes(), at));
                         let screen = classify(&dump.tree);
                         detail = screen.kind().as_str().to_string();
-                        if stale.is_stale(dump.xml) {
+                        // No PDD window in the dump: a shade, a system dialog, a chooser
+                        // or a keyboard may have the focus (issue 12 item 4).
+                        let cover = if dump.tree.roots().next().is_none() {
+                            device.foreign_focus().filter(|c| {
+                                !matches!(c.kind, CoverKind::OtherApp | CoverKind::SystemBar)
+                            })
+                        } else {
+                            None
+                        };
+                        if let Some(c) = cover {
+                            stats.covered_dumps += 1;
+                            detail.push_str(&format!(
+                                " (focus on {} `{}`)",
+                                c.kind.as_str(),
+                                c.window
+                            ));
+                            Observation::Covered {
+                                kind: c.kind,
+                                window: c.window,
+                            }
+                        } else if stale.is_stale(dump.xml) {
                             stats.stale_dumps += 1;
                             detail.push_str(" (stale: identical to the dump before the gesture)");
                             Observation::StaleDump

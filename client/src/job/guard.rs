@@ -39,7 +39,9 @@ use std::time::Duration;
 use crate::device::{Device, DeviceError, KeyCode, Png, ShellOutput, UiDump};
 use crate::flow::TapKind;
 use crate::screen::controls::{controls_at, ControlKind};
-use crate::screen::windows::{cover_at, parse_windows, WindowInfo, WINDOWS_ARGV};
+use crate::screen::windows::{
+    cover_at, focused_cover, parse_windows, Cover, WindowInfo, WINDOWS_ARGV,
+};
 use crate::screen::{Point, Tree, WindowFilter};
 
 /// Keys that navigate without pressing anything on screen.
@@ -198,6 +200,17 @@ impl<D: Device> GuardedDevice<D> {
             st.windows = Some(wins.clone());
         }
         wins
+    }
+
+    /// The focused window when another package's (read with the fresh dump's window
+    /// stack): asked when a dump shows no PDD window at all.
+    pub fn foreign_focus(&self) -> Option<Cover> {
+        let height = self
+            .state()
+            .fresh
+            .as_ref()
+            .and_then(|t| t.roots().map(|r| r.bounds().bottom).max());
+        focused_cover(&self.windows_for_fresh_dump(), height)
     }
 
     /// Where the one submit stands.

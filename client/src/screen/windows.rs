@@ -302,6 +302,23 @@ pub fn cover_at(wins: &[WindowInfo], p: Point, screen_height: Option<i32>) -> Op
     })
 }
 
+/// The window with input focus (the top-most visible focusable one) when it is not PDD's:
+/// a dump that shows no PDD window asks this to tell a shade, a dialog or a chooser in
+/// front from a page of another app.
+pub fn focused_cover(wins: &[WindowInfo], screen_height: Option<i32>) -> Option<Cover> {
+    let w = wins
+        .iter()
+        .find(|w| w.visible && !w.flag("NOT_FOCUSABLE") && w.frame.is_some())?;
+    if w.is_pdd() {
+        return None;
+    }
+    Some(Cover {
+        kind: classify(w, screen_height),
+        window: w.title.clone(),
+        package: w.package.clone(),
+    })
+}
+
 fn classify(w: &WindowInfo, screen_height: Option<i32>) -> CoverKind {
     let title = w.title.as_str();
     if title.contains("ResolverActivity")

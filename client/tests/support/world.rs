@@ -8,7 +8,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use cmautobuy_mock_admin::{MockAdmin, MockAdminConfig, Operator};
-use cmautobuy_sim_phone::{Catalog, SimConfig, SimPhone, SimPhoneHandle};
+use cmautobuy_sim_phone::{Catalog, SimConfig, SimPhone, SimPhoneHandle, SystemConfig};
 use serde_json::{json, Value};
 
 /// The bundled mock Admin on loopback HTTP and the simulated phone on loopback TCP.
@@ -30,6 +30,7 @@ pub struct WorldBuilder {
     catalog: Option<Catalog>,
     clock_offset_secs: i64,
     private_locks: bool,
+    system: Option<SystemConfig>,
 }
 
 impl WorldBuilder {
@@ -52,6 +53,12 @@ impl WorldBuilder {
         self
     }
 
+    /// The phone's own state at start (screen, lock, battery, chooser, keyboard).
+    pub fn system(mut self, system: SystemConfig) -> Self {
+        self.system = Some(system);
+        self
+    }
+
     pub fn start(self) -> World {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
@@ -71,6 +78,9 @@ impl WorldBuilder {
         };
         let mut cfg = SimConfig::new(catalog);
         cfg.clock_offset_secs = self.clock_offset_secs;
+        if let Some(sys) = self.system {
+            cfg.system = sys;
+        }
         let phone = SimPhone::bind("127.0.0.1:0".parse().unwrap(), cfg).unwrap();
         let (locks, tmp) = if self.private_locks {
             let tmp = tempfile::tempdir().unwrap();
@@ -98,6 +108,7 @@ impl World {
             catalog: None,
             clock_offset_secs: 0,
             private_locks: false,
+            system: None,
         }
     }
 
