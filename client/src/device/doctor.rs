@@ -243,8 +243,11 @@ pub fn probe(dev: &dyn Device) -> Result<(), Problem> {
 pub fn read_state(dev: &dyn Device) -> Result<DeviceState, Problem> {
     let outs = dev
         .shell_batch(state::PROBE_COMMANDS)
+        // The task-level code (`DEVICE_OFFLINE` for a refused, cut or timed-out
+        // connection alike: a phone nobody listens for yet is offline, not a protocol
+        // error); the message keeps the detail.
         .map_err(|e| Problem {
-            code: e.code().into(),
+            code: e.failure_code().into(),
             message: e.to_string(),
         })?;
     if let Some(pm) = outs.first() {

@@ -144,13 +144,19 @@ impl World {
     /// own data directory `data`, no config file and no `CMAUTOBUY_ALLOW_LIVE` from the
     /// environment. Add arguments or environment for what a test needs.
     pub fn command(&self, data: &Path) -> Command {
+        self.command_on(data, &format!("tcp:{}", self.phone.addr()))
+    }
+
+    /// [`command`](World::command) against another device address (a phone that is not
+    /// this world's, or not there yet).
+    pub fn command_on(&self, data: &Path, device: &str) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_cmautobuy-client"));
         c.arg("--data-dir")
             .arg(data)
             .args(["run", "--admin", &self.url, "--token", &self.token])
             .args(["--exit-when-idle", "--poll-interval", "0.2"])
             .arg("--device")
-            .arg(format!("tcp:{}", self.phone.addr()))
+            .arg(device)
             .env_remove("CMAUTOBUY_CONFIG")
             .env_remove("CMAUTOBUY_ALLOW_LIVE")
             // Batches run back to back (the pacing gap has its own tests); set it again
