@@ -23,6 +23,7 @@ use crate::job::adb::AdbSource;
 use crate::job::attempt::{FlowExecutorConfig, ReportHook};
 use crate::job::exec::FlowExecutor;
 use crate::job::purchase::Backend;
+use crate::notify::{Notifier, NotifyConfig};
 use crate::outbox::Relay;
 use crate::pacing::PacingConfig;
 use crate::registration;
@@ -56,8 +57,13 @@ pub struct ClientConfig {
     pub on_report: Option<ReportHook>,
     /// When the worker may claim: device checks, pauses, spacing after `retry_wait`s.
     pub gate: GateConfig,
+    /// Webhooks and when to notify (issue 12 item 7); the notifier runs beside the claim
+    /// loop and flushes what is due when the client stops.
+    pub notify: NotifyConfig,
     /// The gap between tasks and the live order caps ([`crate::pacing`]).
     pub pacing: PacingConfig,
+    /// Daily store backups kept (0 = none; [`crate::store::backup`]).
+    pub backups_keep: usize,
 }
 
 /// How long a stopping client keeps delivering its outbox after the claim loop ended (the
@@ -136,6 +142,13 @@ impl Client {
             clock.clone(),
             Default::default(),
         ));
+        let notifier = match Notifier::new(store.clone(), clock.clone(), config.notify.clone()) {
+            Ok(n) => Some(n),
+            Err(e) => {
+                tracing::error!(error = %e, "notifications disabled");
+                None
+            }
+        };
         let runner = Runner::new(
             store,
             gateway,
@@ -147,6 +160,7 @@ impl Client {
                 policy: Default::default(),
                 gate: config.gate,
                 pacing: config.pacing,
+                backups_keep: config.backups_keep,
             },
             relay.waker(),
         );
@@ -157,6 +171,10 @@ impl Client {
             let relay = relay.clone();
             tokio::spawn(async move { relay.run(relay_rx).await })
         };
+        let notify_task = notifier.map(|n| {
+            let rx = stop_rx.clone();
+            tokio::spawn(async move { n.run(rx).await })
+        });
         let on_stop = tokio::spawn({
             let stop_tx = stop_tx.clone();
             async move {
@@ -188,6 +206,13 @@ impl Client {
                         secs = DRAIN_OUTBOX.as_secs(),
                         "outbox not drained in time; the rest is delivered at the next start"
                     ),
+                }
+                // The notifier flushes what is due (bounded by its flush deadline): an
+                // alert raised just before an idle exit still reaches its webhooks.
+                if let Some(t) = notify_task {
+                    if let Err(e) = t.await {
+                        tracing::error!(error = %e, "notifier panicked");
+                    }
                 }
                 // Give a still-running registration a moment to record its outcome.
                 let _ = tokio::time::timeout(Duration::from_secs(2), reg).await;
@@ -256,7 +281,9 @@ mod tests {
             retention: Retention::default(),
             on_report: None,
             gate: GateConfig::default(),
+            notify: NotifyConfig::default(),
             pacing: PacingConfig::unpaced(),
+            backups_keep: 0,
         };
         (mock, store, gw, config)
     }

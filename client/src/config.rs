@@ -12,7 +12,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::artifacts::Retention;
+use crate::console::ConsoleAddr;
 use crate::gate::GateConfig;
+use crate::notify::{NotifyConfig, SummaryAt, Webhook, WebhookConfig};
 use crate::pacing::PacingConfig;
 use crate::secret::Secret;
 
@@ -78,6 +80,27 @@ pub struct FileConfig {
     pub battery_min_percent: Option<u8>,
     /// … and above this battery temperature, charging or not (default 45 °C).
     pub battery_max_temp_c: Option<i32>,
+    /// Webhooks for operator alerts and events (`[[webhook]]` tables: `url`, `format`
+    /// = json | wecom | dingtalk | feishu, optional `secret`, `kinds`, `name`). File only.
+    pub webhook: Option<Vec<WebhookConfig>>,
+    /// The console's listener (`/metrics`, `/healthz`): a loopback `HOST:PORT`, or `off`
+    /// (default: 127.0.0.1, the first free port from 9464 to 9479).
+    pub console_addr: Option<String>,
+    /// The same notification (kind and subject) is not sent again within this many
+    /// minutes (default 30).
+    pub alert_dedup_window_mins: Option<f64>,
+    /// Notify when the phone has been paused this many minutes (default 10; 0 = never).
+    pub alert_device_paused_after_mins: Option<f64>,
+    /// Notify when no task succeeded for this many minutes while tasks were claimed
+    /// (default 60; 0 = never).
+    pub alert_no_success_after_mins: Option<f64>,
+    /// When the daily summary goes out: `HH:MM` (UTC) or `HH:MM+08:00`; `off` for none
+    /// (default `09:00+08:00`).
+    pub daily_summary_at: Option<String>,
+    /// Attempts per webhook delivery before it is given up (default 8).
+    pub webhook_max_attempts: Option<u32>,
+    /// The deadline of one webhook request in seconds (default 10).
+    pub webhook_timeout_secs: Option<f64>,
     /// Seconds between the end of a task and the next claim (default 3; 0 = none). See
     /// [`crate::pacing`].
     pub min_task_gap_secs: Option<f64>,
@@ -86,6 +109,9 @@ pub struct FileConfig {
     pub live_orders_per_hour: Option<u32>,
     /// Live orders per phone per rolling day (default 50; 0 = no cap).
     pub live_orders_per_day: Option<u32>,
+    /// Daily store backups kept in `<data dir>/backups/` (default 7; 0 = no daily backup;
+    /// a backup before a migration is always taken).
+    pub backups_keep: Option<u32>,
 }
 
 /// What the user typed on the command line (all optional).
@@ -127,9 +153,15 @@ pub struct Config {
     /// The device check's battery thresholds (`battery_min_percent`,
     /// `battery_max_temp_c`; see [`crate::device::state`]).
     pub device_thresholds: crate::device::state::Thresholds,
+    /// Webhooks and when to notify ([`crate::notify`]).
+    pub notify: NotifyConfig,
+    /// Where the console listens (`console_addr`; `run --console`, `--no-console`).
+    pub console: ConsoleAddr,
     /// The gap between tasks and the live order caps (`min_task_gap_secs`,
     /// `live_orders_per_hour`, `live_orders_per_day`; see [`crate::pacing`]).
     pub pacing: PacingConfig,
+    /// `backups_keep`: daily store backups kept ([`crate::store::backup`]).
+    pub backups_keep: usize,
     /// The config file actually read, if any.
     pub file: Option<PathBuf>,
 }
@@ -227,9 +259,25 @@ fn env_config(env: &dyn Fn(&str) -> Option<String>) -> Result<FileConfig, Config
                 })
             })
             .transpose()?,
+        webhook: None,
+        console_addr: get("CONSOLE_ADDR"),
+        alert_dedup_window_mins: num("ALERT_DEDUP_WINDOW_MINS")?,
+        alert_device_paused_after_mins: num("ALERT_DEVICE_PAUSED_AFTER_MINS")?,
+        alert_no_success_after_mins: num("ALERT_NO_SUCCESS_AFTER_MINS")?,
+        daily_summary_at: get("DAILY_SUMMARY_AT"),
+        webhook_max_attempts: get("WEBHOOK_MAX_ATTEMPTS")
+            .map(|v| {
+                v.trim().parse::<u32>().map_err(|_| ConfigError::Value {
+                    name: "CMAUTOBUY_WEBHOOK_MAX_ATTEMPTS".into(),
+                    message: format!("{v:?} is not a whole number"),
+                })
+            })
+            .transpose()?,
+        webhook_timeout_secs: num("WEBHOOK_TIMEOUT_SECS")?,
         min_task_gap_secs: num("MIN_TASK_GAP_SECS")?,
         live_orders_per_hour: whole(&get, "LIVE_ORDERS_PER_HOUR")?,
         live_orders_per_day: whole(&get, "LIVE_ORDERS_PER_DAY")?,
+        backups_keep: whole(&get, "BACKUPS_KEEP")?,
     })
 }
 
@@ -289,9 +337,24 @@ fn merge(base: FileConfig, over: FileConfig) -> FileConfig {
             .or(base.unrecognized_pages_pause_after),
         battery_min_percent: over.battery_min_percent.or(base.battery_min_percent),
         battery_max_temp_c: over.battery_max_temp_c.or(base.battery_max_temp_c),
+        webhook: over.webhook.or(base.webhook),
+        console_addr: over.console_addr.or(base.console_addr),
+        alert_dedup_window_mins: over
+            .alert_dedup_window_mins
+            .or(base.alert_dedup_window_mins),
+        alert_device_paused_after_mins: over
+            .alert_device_paused_after_mins
+            .or(base.alert_device_paused_after_mins),
+        alert_no_success_after_mins: over
+            .alert_no_success_after_mins
+            .or(base.alert_no_success_after_mins),
+        daily_summary_at: over.daily_summary_at.or(base.daily_summary_at),
+        webhook_max_attempts: over.webhook_max_attempts.or(base.webhook_max_attempts),
+        webhook_timeout_secs: over.webhook_timeout_secs.or(base.webhook_timeout_secs),
         min_task_gap_secs: over.min_task_gap_secs.or(base.min_task_gap_secs),
         live_orders_per_hour: over.live_orders_per_hour.or(base.live_orders_per_hour),
         live_orders_per_day: over.live_orders_per_day.or(base.live_orders_per_day),
+        backups_keep: over.backups_keep.or(base.backups_keep),
     }
 }
 
@@ -333,6 +396,14 @@ pub fn load(flags: Overrides, env: &dyn Fn(&str) -> Option<String>) -> Result<Co
     let c = merge(merge(file, from_env), from_flags);
     let gate = gate(&c)?;
     let device_thresholds = device_thresholds(&c)?;
+    let notify = notify(&c)?;
+    let console = match c.console_addr.as_deref().filter(|s| !s.trim().is_empty()) {
+        None => ConsoleAddr::Default,
+        Some(s) => ConsoleAddr::parse(s).map_err(|message| ConfigError::Value {
+            name: "console_addr".into(),
+            message,
+        })?,
+    };
     let pacing = pacing(&c)?;
     Ok(Config {
         data_dir: c.data_dir.unwrap_or_else(|| default_data_dir(env)),
@@ -361,9 +432,81 @@ pub fn load(flags: Overrides, env: &dyn Fn(&str) -> Option<String>) -> Result<Co
             .unwrap_or_else(crate::lock::default_lock_dir),
         gate,
         device_thresholds,
+        notify,
+        console,
         pacing,
+        backups_keep: c
+            .backups_keep
+            .map_or(crate::store::backup::DEFAULT_KEEP, |n| n as usize),
         file: file_path,
     })
+}
+
+/// Minutes as a duration; 0 means "never" where `zero_off`.
+fn minutes(name: &str, v: f64, zero_off: bool) -> Result<Option<Duration>, ConfigError> {
+    if zero_off && v == 0.0 {
+        return Ok(None);
+    }
+    Duration::try_from_secs_f64(v * 60.0)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .map(Some)
+        .ok_or_else(|| ConfigError::Value {
+            name: name.into(),
+            message: format!("{v} is not a positive number of minutes"),
+        })
+}
+
+/// Webhooks and notification timings; unset keys keep [`NotifyConfig::default`].
+fn notify(c: &FileConfig) -> Result<NotifyConfig, ConfigError> {
+    let mut n = NotifyConfig::default();
+    let mut ids = Vec::new();
+    for (i, w) in c.webhook.iter().flatten().enumerate() {
+        let hook = Webhook::from_config(w).map_err(|message| ConfigError::Value {
+            name: format!("webhook #{}", i + 1),
+            message,
+        })?;
+        if ids.contains(&hook.id) {
+            return Err(ConfigError::Value {
+                name: format!("webhook #{}", i + 1),
+                message: "the same url is configured twice".into(),
+            });
+        }
+        ids.push(hook.id.clone());
+        n.webhooks.push(hook);
+    }
+    if let Some(v) = c.alert_dedup_window_mins {
+        n.dedup_window = minutes("alert_dedup_window_mins", v, false)?.unwrap_or(n.dedup_window);
+    }
+    if let Some(v) = c.alert_device_paused_after_mins {
+        n.device_paused_after = minutes("alert_device_paused_after_mins", v, true)?;
+    }
+    if let Some(v) = c.alert_no_success_after_mins {
+        n.no_success_after = minutes("alert_no_success_after_mins", v, true)?;
+    }
+    if let Some(s) = &c.daily_summary_at {
+        n.daily_summary = if s.trim().eq_ignore_ascii_case("off") {
+            None
+        } else {
+            Some(SummaryAt::parse(s).map_err(|message| ConfigError::Value {
+                name: "daily_summary_at".into(),
+                message,
+            })?)
+        };
+    }
+    if let Some(k) = c.webhook_max_attempts {
+        if k == 0 {
+            return Err(ConfigError::Value {
+                name: "webhook_max_attempts".into(),
+                message: "must be at least 1".into(),
+            });
+        }
+        n.max_attempts = k;
+    }
+    if let Some(v) = c.webhook_timeout_secs {
+        n.request_timeout = secs("webhook_timeout_secs", v)?;
+    }
+    Ok(n)
 }
 
 /// The device gate's timings from their keys; unset keys keep [`GateConfig::default`].
@@ -632,6 +775,74 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.lock_dir, PathBuf::from("/run/x"));
+    }
+
+    #[test]
+    fn webhooks_come_from_the_file_and_never_print_their_urls() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("c.toml");
+        std::fs::write(
+            &file,
+            r#"
+alert_dedup_window_mins = 5
+alert_no_success_after_mins = 0
+daily_summary_at = "08:30+08:00"
+console_addr = "127.0.0.1:0"
+
+[[webhook]]
+url = "https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=WECOM-KEY-1"
+format = "wecom"
+
+[[webhook]]
+url = "https://oapi.dingtalk.com/robot/send?access_token=DING-TOKEN-2"
+format = "dingtalk"
+secret = "SEC-DING-3"
+kinds = ["alert", "daily_summary"]
+"#,
+        )
+        .unwrap();
+        let path = file.to_str().unwrap().to_string();
+        let c = load(
+            Overrides::default(),
+            &env_of(&[("CMAUTOBUY_CONFIG", &path)]),
+        )
+        .unwrap();
+        assert_eq!(c.notify.webhooks.len(), 2);
+        assert_eq!(c.notify.dedup_window, Duration::from_secs(300));
+        assert_eq!(c.notify.no_success_after, None);
+        assert_eq!(
+            c.notify.device_paused_after,
+            Some(Duration::from_secs(600)),
+            "default"
+        );
+        assert!(c.notify.daily_summary.is_some());
+        assert_eq!(c.console, ConsoleAddr::At("127.0.0.1:0".parse().unwrap()));
+        let shown = format!("{c:?}");
+        for secret in ["WECOM-KEY-1", "DING-TOKEN-2", "SEC-DING-3"] {
+            assert!(!shown.contains(secret), "{secret} in {shown}");
+        }
+        // A non-loopback console and a bad webhook are typed errors naming the key.
+        let err = load(
+            Overrides::default(),
+            &env_of(&[
+                ("CMAUTOBUY_CONFIG", &path),
+                ("CMAUTOBUY_CONSOLE_ADDR", "0.0.0.0:9464"),
+            ]),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("console_addr"), "{err}");
+        std::fs::write(&file, "[[webhook]]\nurl = \"ftp://x/?key=K\"\n").unwrap();
+        let err = load(
+            Overrides::default(),
+            &env_of(&[("CMAUTOBUY_CONFIG", &path)]),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("webhook #1"), "{err}");
+        assert!(!err.to_string().contains("key=K"), "{err}");
+        // Defaults: no webhook, the console on the default ports.
+        let c = load(Overrides::default(), &env_of(&[("HOME", "/h")])).unwrap();
+        assert!(c.notify.webhooks.is_empty());
+        assert_eq!(c.console, ConsoleAddr::Default);
     }
 
     #[test]

@@ -16,6 +16,9 @@
 //! - [`config`] — layered configuration (defaults → TOML → `CMAUTOBUY_*` → flags).
 //! - [`lock`] — one process per data directory and per phone (OS advisory locks).
 //! - [`clock`], [`secret`] — injected time; the token wrapper that never prints.
+//! - [`notify`] — alerts out: webhooks (JSON, 企业微信, 钉钉, 飞书), deduplicated, with a
+//!   daily summary, from a durable queue; [`metrics`] and [`console`] — the Prometheus
+//!   `/metrics` endpoint and `/healthz` on the console's loopback listener.
 //!
 //! Screens and money parsing live in [`screen`] and [`money`]; the phone itself (the
 //! one [`device::Device`] trait, ADB with deadlines, `doctor`) in [`device`]; the pure
@@ -41,6 +44,7 @@ pub mod app;
 pub mod artifacts;
 pub mod clock;
 pub mod config;
+pub mod console;
 pub mod executor;
 pub mod failpoint;
 pub mod flow;
@@ -48,6 +52,8 @@ pub mod gate;
 pub mod gateway;
 pub mod job;
 pub mod lock;
+pub mod metrics;
+pub mod notify;
 pub mod outbox;
 pub mod pacing;
 pub mod registration;

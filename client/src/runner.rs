@@ -83,6 +83,9 @@ pub struct RunConfig {
     /// The gap between tasks and the live order caps ([`crate::pacing`]). The claim
     /// loop's default is unpaced; `config::Config` carries the operator's defaults.
     pub pacing: PacingConfig,
+    /// Daily store backups kept (`backups_keep`; 0 = no daily backup). See
+    /// [`crate::store::backup`].
+    pub backups_keep: usize,
 }
 
 impl Default for RunConfig {
@@ -93,6 +96,7 @@ impl Default for RunConfig {
             policy: RetryPolicy::default(),
             gate: GateConfig::default(),
             pacing: PacingConfig::unpaced(),
+            backups_keep: 0,
         }
     }
 }
@@ -194,6 +198,8 @@ pub struct Runner<G, E, C> {
     last_task_end: Mutex<Option<chrono::DateTime<chrono::Utc>>>,
     /// The live cap last recorded for `status` (to log and save changes only).
     live_cap: Mutex<Option<LiveCap>>,
+    /// When the last backup was taken (read from `backups/` at the first look).
+    last_backup: Mutex<Option<chrono::DateTime<chrono::Utc>>>,
 }
 
 impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
@@ -216,6 +222,7 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
             gate: Mutex::new(DeviceGate::new(cfg.gate)),
             last_task_end: Mutex::new(None),
             live_cap: Mutex::new(None),
+            last_backup: Mutex::new(None),
             cfg,
         }
     }
@@ -312,6 +319,37 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
             tracing::warn!(error = %e, "cannot record the live cap in the store");
         }
         *last = cap;
+    }
+
+    /// The daily store backup, between tasks: due when the newest one in `backups/` is a
+    /// day old (or there is none). Read through a connection of its own, so it holds
+    /// nothing the tasks need; a failure is logged and tried again an hour later.
+    pub fn daily_backup(&self) {
+        if self.cfg.backups_keep == 0 {
+            return;
+        }
+        let now = self.clock.now();
+        let day = chrono::Duration::from_std(crate::store::backup::DAILY)
+            .unwrap_or(chrono::Duration::days(1));
+        let mut last = self.last_backup.lock().unwrap_or_else(|p| p.into_inner());
+        let newest = *last.get_or_insert_with(|| {
+            self.store
+                .latest_backup()
+                .unwrap_or(chrono::DateTime::<chrono::Utc>::MIN_UTC)
+        });
+        if now - newest < day {
+            return;
+        }
+        match self.store.backup("daily", self.cfg.backups_keep, now) {
+            Ok(b) => {
+                tracing::info!(path = %b.path.display(), bytes = b.bytes, ms = b.took.as_millis() as u64, "daily store backup taken and verified");
+                *last = Some(now);
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "daily store backup failed; trying again in an hour");
+                *last = Some(now - day + chrono::Duration::hours(1));
+            }
+        }
     }
 
     /// Marks the end of a task: the pacing gap counts from now.
@@ -708,6 +746,7 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
             if *shutdown.borrow() {
                 return Ok(RunExit::Shutdown);
             }
+            self.daily_backup();
             let step = match self.claim_once().await {
                 Ok(step) => step,
                 // Another process holding the database a moment longer is not a reason to

@@ -15,6 +15,7 @@ use clap::Args;
 
 use cmautobuy_client::app::{Client, ClientConfig, Phone};
 use cmautobuy_client::config::Config;
+use cmautobuy_client::console::{self, ConsoleAddr};
 use cmautobuy_client::job::adb::AdbSource;
 use cmautobuy_client::lock::{self, LockError, ProcessLock};
 use cmautobuy_client::runner::RunExit;
@@ -45,12 +46,27 @@ pub struct RunArgs {
     /// (config `lock_dir`, `CMAUTOBUY_LOCK_DIR`; default /tmp/cmautobuy-locks).
     #[arg(long, value_name = "DIR")]
     lock_dir: Option<PathBuf>,
+    /// Serve `/metrics` (Prometheus) and `/healthz` on this loopback address (config
+    /// `console_addr`; default 127.0.0.1, the first free port from 9464 to 9479; a taken
+    /// port is logged and the client runs without a console).
+    #[arg(long, value_name = "HOST:PORT", conflicts_with = "no_console")]
+    console: Option<String>,
+    /// No console listener.
+    #[arg(long)]
+    no_console: bool,
 }
 
 pub fn run(g: &Globals, a: RunArgs) -> Result<(), Failure> {
     let mut cfg = setup::load(g.overrides(Some(&a.conn), a.poll_interval))?;
     if let Some(d) = a.lock_dir {
         cfg.lock_dir = d;
+    }
+    if let Some(c) = &a.console {
+        cfg.console = ConsoleAddr::parse(c)
+            .map_err(|e| Failure::usage(anyhow::anyhow!("--console {e}")).in_command("run"))?;
+    }
+    if a.no_console {
+        cfg.console = ConsoleAddr::Off;
     }
     // Held until this function returns, i.e. for the life of the client.
     let _data_dir_lock = lock::lock_data_dir(&cfg.data_dir, HOLDER).map_err(refused)?;
@@ -71,10 +87,34 @@ pub fn run(g: &Globals, a: RunArgs) -> Result<(), Failure> {
         retention: cfg.retention,
         on_report: None,
         gate: cfg.gate,
+        notify: cfg.notify.clone(),
         pacing: cfg.pacing,
+        backups_keep: cfg.backups_keep,
     };
+    if !cfg.notify.webhooks.is_empty() {
+        let hooks: Vec<String> = cfg
+            .notify
+            .webhooks
+            .iter()
+            .map(|w| format!("{} ({})", w.label, w.id))
+            .collect();
+        tracing::info!(webhooks = %hooks.join(", "), "notifications go to these webhooks");
+    }
+    let console = console::bind(cfg.console);
     let exit = rt
         .block_on(async {
+            if let Some(l) = console {
+                match tokio::net::TcpListener::from_std(l) {
+                    Ok(l) => {
+                        if let Ok(addr) = l.local_addr() {
+                            // On stdout, for the operator and for scripts.
+                            println!("console: http://{addr}/ (GET /metrics, /healthz)");
+                        }
+                        tokio::spawn(console::serve(l, store.clone(), std::future::pending()));
+                    }
+                    Err(e) => tracing::warn!(error = %e, "console not started"),
+                }
+            }
             let stop = drain_on_signal(store.clone());
             let client = Client::start(config, store, phone, gw, stop)?;
             client.wait().await

@@ -389,13 +389,21 @@ impl AdbDevice {
             // The caller may have given up (deadline): nobody to tell then.
             let _ = tx.send(r);
         });
+        let started = Instant::now();
         if worker.jobs.send(job).is_err() {
             *slot = None;
             return Err(DeviceError::Protocol(
                 "the device worker has stopped".into(),
             ));
         }
-        match rx.recv_timeout(deadline) {
+        let answer = rx.recv_timeout(deadline);
+        // The timing hook of `/metrics` (device round-trip latency by operation).
+        crate::metrics::observe_device_call(
+            op.as_str(),
+            started.elapsed(),
+            matches!(answer, Ok(Ok(_))),
+        );
+        match answer {
             Ok(Ok(v)) => Ok(v),
             Ok(Err(e)) => {
                 if e.poisons_connection() {

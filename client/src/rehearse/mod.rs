@@ -247,8 +247,12 @@ pub fn rehearse(opts: RehearseOptions) -> anyhow::Result<Summary> {
             account_pause: false,
             ..Default::default()
         },
+        // No webhooks: a rehearsal tells nobody.
+        notify: crate::notify::NotifyConfig::default(),
         // A rehearsal is a test of the wiring, not of a PDD account: no gap, no caps.
         pacing: crate::pacing::PacingConfig::unpaced(),
+        // A rehearsal's store is thrown away (or kept whole with --data-dir).
+        backups_keep: 0,
     };
     let exit = rt.block_on(async {
         let client = Client::start(

@@ -89,6 +89,25 @@ fn migrate_to(conn: &mut Connection, target: i64) -> Result<()> {
     Ok(())
 }
 
+/// A verified backup before migrations change an existing store (issue 12 item 9): a store
+/// at version 1 ≤ v < the current one is copied to `backups/` first; no backup, no
+/// migration. A fresh (version 0) or current store is not copied.
+fn backup_before_migration(conn: &Connection, path: &Path) -> Result<()> {
+    let current: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    let known = schema::MIGRATIONS.len() as i64;
+    if current < 1 || current >= known {
+        return Ok(());
+    }
+    let b = super::backup::backup_with(
+        conn,
+        &super::backup::backup_dir_of(path),
+        "pre-migration",
+        Utc::now(),
+    )?;
+    tracing::info!(path = %b.path.display(), from = current, to = known, ms = b.took.as_millis() as u64, "store backed up before its migration");
+    Ok(())
+}
+
 fn self_check(conn: &Connection) -> Result<()> {
     let mut missing = Vec::new();
     for (table, columns) in schema::REQUIRED {
@@ -185,6 +204,7 @@ impl Store {
 
     fn init(mut conn: Connection, path: PathBuf) -> Result<Store> {
         configure(&conn)?;
+        backup_before_migration(&conn, &path)?;
         migrate(&mut conn)?;
         self_check(&conn)?;
         let store = Store {
@@ -436,6 +456,50 @@ mod tests {
                 assert!(s.client_id().unwrap().starts_with("CLIENT-"));
             }
         }
+    }
+
+    #[test]
+    fn a_migration_leaves_a_verified_backup_at_the_old_version() {
+        let known = schema::MIGRATIONS.len() as i64;
+        for version in 1..known {
+            let dir = tempfile::tempdir().unwrap();
+            let path = Store::path_in(dir.path());
+            database_at_version(&path, version);
+            let s = Store::open(&path).unwrap();
+            let backups = super::super::backup::list(&s.backup_dir());
+            assert_eq!(backups.len(), 1, "version {version}");
+            let b = &backups[0].1;
+            assert!(
+                b.file_name()
+                    .unwrap()
+                    .to_str()
+                    .unwrap()
+                    .contains(&format!("-v{version}-pre-migration")),
+                "{b:?}"
+            );
+            // It opens, passes its integrity check, holds the old version and its rows.
+            assert_eq!(super::super::backup::verify(b).unwrap(), version);
+            let c = Connection::open(b).unwrap();
+            let id: String = c
+                .query_row(
+                    "SELECT value FROM settings WHERE key = 'client_id'",
+                    [],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            assert_eq!(id, "CLIENT-00000000000000AB");
+            drop(c);
+            // The current store is not copied again; a fresh one is not copied at all.
+            drop(s);
+            Store::open(&path).unwrap();
+            assert_eq!(
+                super::super::backup::list(&dir.path().join("backups")).len(),
+                1
+            );
+        }
+        let fresh = tempfile::tempdir().unwrap();
+        Store::open(&Store::path_in(fresh.path())).unwrap();
+        assert!(!fresh.path().join("backups").exists());
     }
 
     #[test]

@@ -21,6 +21,13 @@
 //! - `alerts.rs` — operator alerts; open alerts stop claiming.
 //! - `artifacts.rs` — artifact manifests; `spec.rs` — spec resolution requests.
 //! - `summary.rs` — counts by state for `status`.
+//! - `backup.rs` — `VACUUM INTO` backups in `<data dir>/backups/` (before a migration,
+//!   daily from the claim loop), verified, `0600`, rotated: the file rules; `backups.rs`
+//!   — the `Store` methods over them.
+//! - `notify.rs` — events a human should hear about (filled by triggers: any operator
+//!   alert, a `manual_review` outcome, a parked outbox item, a device pause) and the
+//!   webhook delivery queue; the daily summary's counts. `metrics.rs` — the counts
+//!   `/metrics` reads.
 //!
 //! Files depend downwards only: `error` ← `db` ← the table groups; `outbox` and
 //! `summary` use `tasks`' [`TaskState`]. This file only declares and re-exports.
@@ -33,8 +40,12 @@
 
 mod alerts;
 mod artifacts;
+pub mod backup;
+mod backups;
 mod db;
 mod error;
+mod metrics;
+mod notify;
 mod outbox;
 mod purchase;
 mod runs;
@@ -50,6 +61,8 @@ pub use alerts::Alert;
 pub use artifacts::ArtifactEntry;
 pub use db::{Store, BUSY_TIMEOUT};
 pub use error::{Result, StoreError};
+pub use metrics::MetricsCounts;
+pub use notify::{DueDelivery, NewEvent, PeriodReport, Resolution};
 pub use outbox::{Acceptance, OutboxDraft, OutboxItem, OutboxKind, OutboxState};
 pub use purchase::MarkOutcome;
 pub use runs::Run;

@@ -105,6 +105,62 @@ pub(crate) const MIGRATIONS: &[&[&str]] = &[
     // ordered options, quantity, total, title), committed in the mark's own transaction
     // so crash recovery can reconcile the order without the page it was read from.
     &["ALTER TABLE task_runs ADD COLUMN purchase_snapshot TEXT"],
+    // 3 (issue 12 item 7): what a human should hear about, and the webhook queue.
+    // `notify_events` is filled by triggers in the same transaction as what it reports
+    // (an operator alert of any kind, a `manual_review` outcome, an outbox item parked,
+    // a device pause starting), so no writer has to remember it; the notifier adds the
+    // time-based events (paused too long, no success, the daily summary) itself.
+    // `webhook_deliveries` is one row per (event, webhook): pending until delivered or
+    // given up. The webhook is named by a hash of its URL, never the URL (it holds keys).
+    &[
+        "CREATE TABLE notify_events (
+            id         INTEGER PRIMARY KEY,
+            source     TEXT NOT NULL,
+            source_id  INTEGER,
+            kind       TEXT,
+            subject    TEXT,
+            payload    TEXT,
+            state      TEXT NOT NULL CHECK (state IN ('new','sent','suppressed','internal')),
+            created_at TEXT NOT NULL
+        )",
+        "CREATE INDEX notify_events_state ON notify_events (state)",
+        "CREATE INDEX notify_events_kind ON notify_events (kind, subject, created_at)",
+        "CREATE TABLE webhook_deliveries (
+            id              INTEGER PRIMARY KEY,
+            event_id        INTEGER NOT NULL REFERENCES notify_events (id),
+            webhook         TEXT NOT NULL,
+            state           TEXT NOT NULL CHECK (state IN ('pending','delivered','given_up')),
+            attempts        INTEGER NOT NULL DEFAULT 0,
+            next_attempt_at INTEGER NOT NULL,
+            last_error      TEXT,
+            created_at      TEXT NOT NULL,
+            updated_at      TEXT NOT NULL
+        )",
+        "CREATE INDEX webhook_deliveries_due ON webhook_deliveries (state, next_attempt_at)",
+        "CREATE TRIGGER notify_on_alert AFTER INSERT ON operator_alerts
+         BEGIN
+            INSERT INTO notify_events (source, source_id, state, created_at)
+            VALUES ('alert', NEW.id, 'new', NEW.raised_at);
+         END",
+        "CREATE TRIGGER notify_on_manual_review AFTER INSERT ON outbox
+         WHEN NEW.on_accept_state = 'manual_review'
+         BEGIN
+            INSERT INTO notify_events (source, source_id, state, created_at)
+            VALUES ('manual_review', NEW.id, 'new', NEW.created_at);
+         END",
+        "CREATE TRIGGER notify_on_parked AFTER UPDATE OF state ON outbox
+         WHEN NEW.state = 'parked' AND OLD.state <> 'parked'
+         BEGIN
+            INSERT INTO notify_events (source, source_id, state, created_at)
+            VALUES ('outbox_parked', NEW.id, 'new', NEW.updated_at);
+         END",
+        "CREATE TRIGGER notify_on_device_pause AFTER INSERT ON settings
+         WHEN NEW.key = 'device_pause'
+         BEGIN
+            INSERT INTO notify_events (source, state, payload, created_at)
+            VALUES ('device_pause', 'internal', NEW.value, NEW.updated_at);
+         END",
+    ],
 ];
 
 /// Tables and the columns the code relies on; checked at every start.
@@ -191,6 +247,33 @@ pub(crate) const REQUIRED: &[(&str, &[&str])] = &[
             "resolution_id",
             "outcome",
             "response",
+            "created_at",
+            "updated_at",
+        ],
+    ),
+    (
+        "notify_events",
+        &[
+            "id",
+            "source",
+            "source_id",
+            "kind",
+            "subject",
+            "payload",
+            "state",
+            "created_at",
+        ],
+    ),
+    (
+        "webhook_deliveries",
+        &[
+            "id",
+            "event_id",
+            "webhook",
+            "state",
+            "attempts",
+            "next_attempt_at",
+            "last_error",
             "created_at",
             "updated_at",
         ],

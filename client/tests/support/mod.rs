@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod claim_loop;
+pub mod receiver;
 pub mod world;
 
 use chrono::{DateTime, TimeZone, Utc};
