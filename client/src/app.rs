@@ -64,6 +64,8 @@ pub struct ClientConfig {
     pub pacing: PacingConfig,
     /// Daily store backups kept (0 = none; [`crate::store::backup`]).
     pub backups_keep: usize,
+    /// Live refused above this host ↔ Admin / phone clock skew ([`crate::clock_check`]).
+    pub max_clock_skew: Duration,
 }
 
 /// How long a stopping client keeps delivering its outbox after the claim loop ended (the
@@ -161,6 +163,7 @@ impl Client {
                 gate: config.gate,
                 pacing: config.pacing,
                 backups_keep: config.backups_keep,
+                max_clock_skew: config.max_clock_skew,
             },
             relay.waker(),
         );
@@ -284,6 +287,7 @@ mod tests {
             notify: NotifyConfig::default(),
             pacing: PacingConfig::unpaced(),
             backups_keep: 0,
+            max_clock_skew: crate::clock_check::DEFAULT_MAX_SKEW,
         };
         (mock, store, gw, config)
     }

@@ -112,6 +112,9 @@ pub struct FileConfig {
     /// Daily store backups kept in `<data dir>/backups/` (default 7; 0 = no daily backup;
     /// a backup before a migration is always taken).
     pub backups_keep: Option<u32>,
+    /// Live purchases are refused while the host's clock is more than this many seconds
+    /// off the Admin's `Date` or the phone's (default 30; see [`crate::clock_check`]).
+    pub max_clock_skew_secs: Option<f64>,
 }
 
 /// What the user typed on the command line (all optional).
@@ -162,6 +165,8 @@ pub struct Config {
     pub pacing: PacingConfig,
     /// `backups_keep`: daily store backups kept ([`crate::store::backup`]).
     pub backups_keep: usize,
+    /// `max_clock_skew_secs` ([`crate::clock_check`]).
+    pub max_clock_skew: Duration,
     /// The config file actually read, if any.
     pub file: Option<PathBuf>,
 }
@@ -278,6 +283,7 @@ fn env_config(env: &dyn Fn(&str) -> Option<String>) -> Result<FileConfig, Config
         live_orders_per_hour: whole(&get, "LIVE_ORDERS_PER_HOUR")?,
         live_orders_per_day: whole(&get, "LIVE_ORDERS_PER_DAY")?,
         backups_keep: whole(&get, "BACKUPS_KEEP")?,
+        max_clock_skew_secs: num("MAX_CLOCK_SKEW_SECS")?,
     })
 }
 
@@ -355,6 +361,7 @@ fn merge(base: FileConfig, over: FileConfig) -> FileConfig {
         live_orders_per_hour: over.live_orders_per_hour.or(base.live_orders_per_hour),
         live_orders_per_day: over.live_orders_per_day.or(base.live_orders_per_day),
         backups_keep: over.backups_keep.or(base.backups_keep),
+        max_clock_skew_secs: over.max_clock_skew_secs.or(base.max_clock_skew_secs),
     }
 }
 
@@ -438,6 +445,10 @@ pub fn load(flags: Overrides, env: &dyn Fn(&str) -> Option<String>) -> Result<Co
         backups_keep: c
             .backups_keep
             .map_or(crate::store::backup::DEFAULT_KEEP, |n| n as usize),
+        max_clock_skew: match c.max_clock_skew_secs {
+            None => crate::clock_check::DEFAULT_MAX_SKEW,
+            Some(v) => secs("max_clock_skew_secs", v)?,
+        },
         file: file_path,
     })
 }

@@ -71,6 +71,13 @@ pub trait Executor: Send + Sync + 'static {
         async { DeviceCheck::Ready }
     }
 
+    /// The phone's clock minus the host's, ms (issue 12 item 9: live is refused above
+    /// `max_clock_skew`); `None`: no phone, or it cannot be read. Asked at start and
+    /// hourly.
+    fn phone_clock_offset_ms(&self) -> impl Future<Output = Option<i64>> + Send {
+        async { None }
+    }
+
     /// A purchase run a crash left with an irreversible mark and no outcome:
     /// reconcile it on the phone — never submit again — and answer its outcome (success
     /// or `manual_review`). `None`: this executor cannot look at a phone; the runner then

@@ -43,6 +43,7 @@ pub mod screen;
 pub mod app;
 pub mod artifacts;
 pub mod clock;
+pub mod clock_check;
 pub mod config;
 pub mod console;
 pub mod executor;

@@ -64,6 +64,12 @@ pub const ALERT_ACCOUNT: &str = "account_paused";
 /// device pause and closed by the first passing check; unlike the other kinds it does not
 /// stop claiming by itself (the pause does, and ends by itself).
 pub const ALERT_DEVICE: &str = "device_attention";
+/// The host's clock is too far off the Admin's or the phone's: live purchases refused
+/// (issue 12 item 9). Informational: it does not stop claiming (collects and dry runs
+/// continue); `ack` closes it.
+pub const ALERT_CLOCK_SKEW: &str = "clock_skew";
+/// Alert kinds that do not stop claiming.
+pub const NON_BLOCKING_ALERTS: &[&str] = &[ALERT_CLOCK_SKEW, ALERT_DEVICE];
 
 /// Length of an attempt id (`Store::start_run` makes hyphenated UUIDs), for the key check
 /// of a claimed task's id.
@@ -86,6 +92,9 @@ pub struct RunConfig {
     /// Daily store backups kept (`backups_keep`; 0 = no daily backup). See
     /// [`crate::store::backup`].
     pub backups_keep: usize,
+    /// Live is refused while the host's clock is more than this off the Admin's or the
+    /// phone's (`max_clock_skew_secs`, [`crate::clock_check`]).
+    pub max_clock_skew: Duration,
 }
 
 impl Default for RunConfig {
@@ -97,6 +106,7 @@ impl Default for RunConfig {
             gate: GateConfig::default(),
             pacing: PacingConfig::unpaced(),
             backups_keep: 0,
+            max_clock_skew: crate::clock_check::DEFAULT_MAX_SKEW,
         }
     }
 }
@@ -200,6 +210,16 @@ pub struct Runner<G, E, C> {
     live_cap: Mutex<Option<LiveCap>>,
     /// When the last backup was taken (read from `backups/` at the first look).
     last_backup: Mutex<Option<chrono::DateTime<chrono::Utc>>>,
+    /// The clock check: when the phone was last read, its offset, and the refusal now in
+    /// force (if any).
+    clocks: Mutex<ClockState>,
+}
+
+#[derive(Default)]
+struct ClockState {
+    phone_read_at: Option<chrono::DateTime<chrono::Utc>>,
+    phone_ms: Option<i64>,
+    refused: Option<String>,
 }
 
 impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
@@ -223,6 +243,7 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
             last_task_end: Mutex::new(None),
             live_cap: Mutex::new(None),
             last_backup: Mutex::new(None),
+            clocks: Mutex::new(ClockState::default()),
             cfg,
         }
     }
@@ -255,15 +276,13 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
             return Some(m);
         }
         match self.store.open_alerts() {
-            Ok(alerts) => {
-                alerts
-                    .iter()
-                    .find(|a| a.kind != ALERT_DEVICE)
-                    .map(|a| match &a.remote_task_id {
-                        Some(t) => format!("[{}] task {t}: {}", a.kind, a.message),
-                        None => format!("[{}] {}", a.kind, a.message),
-                    })
-            }
+            Ok(alerts) => alerts
+                .iter()
+                .find(|a| !NON_BLOCKING_ALERTS.contains(&a.kind.as_str()))
+                .map(|a| match &a.remote_task_id {
+                    Some(t) => format!("[{}] task {t}: {}", a.kind, a.message),
+                    None => format!("[{}] {}", a.kind, a.message),
+                }),
             Err(e) => Some(format!("cannot read operator alerts: {e}")),
         }
     }
@@ -272,6 +291,9 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
     /// while a live order cap binds ([`crate::pacing`]; contract §5 allows narrowing).
     pub fn profile(&self) -> Result<ClientProfile, StoreError> {
         let mut p = client_profile(&self.store.settings()?, self.executor.readiness());
+        if p.capabilities.purchase_mode == ExecutionMode::Live && self.clock_refusal().is_some() {
+            p.capabilities.purchase_mode = ExecutionMode::DryRun;
+        }
         if p.capabilities.purchase_mode == ExecutionMode::Live {
             let cap = self.live_cap_now()?;
             if cap.is_some() {
@@ -349,6 +371,77 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
                 tracing::warn!(error = %e, "daily store backup failed; trying again in an hour");
                 *last = Some(now - day + chrono::Duration::hours(1));
             }
+        }
+    }
+
+    /// Why live is refused for clock skew now, if it is.
+    pub fn clock_refusal(&self) -> Option<String> {
+        self.clocks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .refused
+            .clone()
+    }
+
+    /// The clock check before a claim: the phone's clock at start and hourly, the
+    /// Admin's from its last answer; a refusal that begins raises a `clock_skew` alert
+    /// (it does not stop claiming) and is recorded for `status`; one that ends is cleared.
+    pub async fn check_clocks(&self) {
+        let now = self.clock.now();
+        let due = {
+            let c = self.clocks.lock().unwrap_or_else(|p| p.into_inner());
+            crate::clock_check::phone_due(
+                c.phone_read_at,
+                now,
+                crate::clock_check::PHONE_CHECK_EVERY,
+            )
+        };
+        let phone = if due {
+            Some(self.executor.phone_clock_offset_ms().await)
+        } else {
+            None
+        };
+        let offsets = {
+            let mut c = self.clocks.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(ms) = phone {
+                c.phone_read_at = Some(now);
+                c.phone_ms = ms;
+            }
+            crate::clock_check::Offsets {
+                admin_ms: self.gateway.admin_clock_offset_ms(),
+                phone_ms: c.phone_ms,
+            }
+        };
+        let verdict = crate::clock_check::too_far(self.cfg.max_clock_skew, &offsets);
+        let before = {
+            let mut c = self.clocks.lock().unwrap_or_else(|p| p.into_inner());
+            std::mem::replace(&mut c.refused, verdict.clone())
+        };
+        match (before.is_some(), verdict) {
+            (false, Some(why)) => {
+                tracing::error!(admin_offset_ms = ?offsets.admin_ms, phone_offset_ms = ?offsets.phone_ms, "clock skew: {why}; declaring dry_run");
+                let open = self
+                    .store
+                    .open_alerts()
+                    .map(|a| a.iter().any(|a| a.kind == ALERT_CLOCK_SKEW))
+                    .unwrap_or(false);
+                if !open {
+                    let msg = format!("时钟偏差，暂停实单 / clock skew: {why}");
+                    if let Err(e) = self.store.raise_alert(ALERT_CLOCK_SKEW, None, &msg, now) {
+                        tracing::warn!(error = %e, "cannot save the clock skew alert");
+                    }
+                }
+                if let Err(e) = self.store.set_clock_skew(Some(&why)) {
+                    tracing::warn!(error = %e, "cannot record the clock skew");
+                }
+            }
+            (true, None) => {
+                tracing::info!("clocks agree again: live purchases allowed");
+                if let Err(e) = self.store.set_clock_skew(None) {
+                    tracing::warn!(error = %e, "cannot clear the clock skew");
+                }
+            }
+            _ => {}
         }
     }
 
@@ -553,6 +646,7 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
         if let Some(step) = self.gate_step().await {
             return Ok(step);
         }
+        self.check_clocks().await;
         let profile = self.profile()?;
         let declared = profile.capabilities.purchase_mode;
         let result = self.gateway.claim_next(&profile).await;
@@ -741,6 +835,9 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
         if let Err(e) = self.store.set_device_pause(None) {
             tracing::warn!(error = %e, "cannot clear a saved device pause");
         }
+        // So are a clock refusal and a live cap: both are judged afresh.
+        let _ = self.store.set_clock_skew(None);
+        let _ = self.store.set_live_cap(None);
         self.recover().await?;
         loop {
             if *shutdown.borrow() {

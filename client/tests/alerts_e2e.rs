@@ -178,6 +178,17 @@ secret = "feishu-secret"
         assert!(v["content"]["text"].as_str().unwrap().contains("run-2"));
     }
 
+    // `status` shows the webhook queue.
+    let status = Command::new(env!("CARGO_BIN_EXE_cmautobuy-client"))
+        .arg("--data-dir")
+        .arg(data.path())
+        .arg("status")
+        .env_remove("CMAUTOBUY_CONFIG")
+        .output()
+        .unwrap();
+    let status = String::from_utf8_lossy(&status.stdout).to_string();
+    assert!(status.contains("webhooks:     delivered=8"), "{status}");
+
     // A restart while still paused: the same alert is not announced again.
     let again = w
         .command(data.path())
@@ -299,4 +310,21 @@ fn metrics_on_the_console_are_valid_exposition_and_move_as_tasks_run() {
     child.kill().unwrap();
     child.wait().unwrap();
     w.stop();
+}
+
+/// Until the console has a password (issue 13) it listens on loopback only: a
+/// non-loopback `--console` is a usage error (exit 2) before anything starts.
+#[test]
+fn a_non_loopback_console_is_refused() {
+    let data = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_cmautobuy-client"))
+        .arg("--data-dir")
+        .arg(data.path())
+        .args(["run", "--console", "0.0.0.0:9464"])
+        .env_remove("CMAUTOBUY_CONFIG")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("loopback"), "{stderr}");
 }

@@ -354,3 +354,85 @@ async fn the_daily_summary_goes_out_once_a_day_with_the_days_counts() {
     }
     assert_eq!(s.rx.hits().len(), 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_success_for_n_minutes_while_tasks_were_claimed_is_announced() {
+    let s = setup().await;
+    let mut cfg = quiet(vec![hook(format!("{}/json", s.rx.url), Format::Json, None)]);
+    cfg.no_success_after = Some(Duration::from_secs(60 * 60));
+    let n = Notifier::new(s.store.clone(), s.clock.clone(), cfg).unwrap();
+    n.tick().await.unwrap();
+    // Tasks claimed and failing for an hour.
+    for i in 0..3 {
+        s.clock.advance(Duration::from_secs(15 * 60));
+        outcome(
+            &s.store,
+            &s.clock,
+            &format!("f-{i}"),
+            "failed",
+            "GOODS_UNAVAILABLE",
+        );
+        n.tick().await.unwrap();
+    }
+    s.clock.advance(Duration::from_secs(14 * 60));
+    n.tick().await.unwrap();
+    assert!(s.rx.hits().is_empty(), "not a full hour of watching yet");
+    s.clock.advance(Duration::from_secs(60));
+    n.tick().await.unwrap();
+    let hits = s.rx.wait_for(1, WAIT).await;
+    let b = hits[0].json();
+    assert_eq!(b["kind"], "no_success");
+    assert_eq!(b["details"]["last_success"], "never");
+    assert_eq!(
+        b["details"]["claimed"], 3,
+        "runs started within the last hour"
+    );
+    // A success ends it: nothing more is announced.
+    outcome(&s.store, &s.clock, "ok-1", "succeeded", "");
+    for _ in 0..4 {
+        s.clock.advance(Duration::from_secs(15 * 60));
+        n.tick().await.unwrap();
+    }
+    assert_eq!(s.rx.hits().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queued_delivery_survives_a_restart_and_is_sent_by_the_next_process() {
+    let s = setup().await;
+    let cfg = quiet(vec![hook(format!("{}/json", s.rx.url), Format::Json, None)]);
+    let first = Notifier::new(s.store.clone(), s.clock.clone(), cfg.clone()).unwrap();
+    s.rx.script(&[502]);
+    s.store
+        .raise_alert("claim_not_saved", Some("cg9"), "disk full", s.clock.now())
+        .unwrap();
+    assert_eq!(first.tick().await.unwrap().retried, 1);
+    drop(first);
+    // The next process: same store, a new notifier.
+    let store = Store::open(&Store::path_in(s._dir.path())).unwrap();
+    let second = Notifier::new(store, s.clock.clone(), cfg).unwrap();
+    s.clock.advance(Duration::from_secs(2));
+    assert_eq!(second.tick().await.unwrap().delivered, 1);
+    let hits = s.rx.wait_for(2, WAIT).await;
+    assert_eq!(hits[0].body, hits[1].body, "the same message");
+    assert_eq!(hits[1].json()["subject"], "cg9");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_alert_sent_to_nobody_does_not_suppress_the_next_once_a_webhook_is_configured() {
+    let s = setup().await;
+    let none = Notifier::new(s.store.clone(), s.clock.clone(), quiet(vec![])).unwrap();
+    s.store
+        .raise_alert("low_battery", None, "8 %", s.clock.now())
+        .unwrap();
+    none.tick().await.unwrap();
+    // The operator adds a webhook and restarts within the dedup window.
+    let cfg = quiet(vec![hook(format!("{}/json", s.rx.url), Format::Json, None)]);
+    let with = Notifier::new(s.store.clone(), s.clock.clone(), cfg).unwrap();
+    s.clock.advance(Duration::from_secs(60));
+    s.store
+        .raise_alert("low_battery", None, "7 %", s.clock.now())
+        .unwrap();
+    assert_eq!(with.tick().await.unwrap().delivered, 1);
+    let hits = s.rx.wait_for(1, WAIT).await;
+    assert!(hits[0].json()["text"].as_str().unwrap().contains("7 %"));
+}

@@ -40,6 +40,27 @@ impl MockAdmin {
         server::serve(self.router(), listener, shutdown).await
     }
 
+    /// Serves like [`MockAdmin::serve`], every answer's `Date` header `offset_secs` off
+    /// the real clock: an Admin whose clock is wrong, for the client's clock skew check.
+    pub async fn serve_with_date_offset(
+        self,
+        listener: tokio::net::TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+        offset_secs: i64,
+    ) -> anyhow::Result<()> {
+        let router = self.router().layer(axum::middleware::map_response(
+            move |mut r: axum::response::Response| async move {
+                let at = chrono::Utc::now() + chrono::Duration::seconds(offset_secs);
+                let date = at.format("%a, %d %b %Y %H:%M:%S GMT").to_string();
+                if let Ok(v) = axum::http::HeaderValue::from_str(&date) {
+                    r.headers_mut().insert(axum::http::header::DATE, v);
+                }
+                r
+            },
+        ));
+        server::serve(router, listener, shutdown).await
+    }
+
     /// Typed in-process operator access.
     pub fn operator(&self) -> Operator {
         Operator::new(self.inner.clone())

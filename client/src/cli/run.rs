@@ -90,6 +90,7 @@ pub fn run(g: &Globals, a: RunArgs) -> Result<(), Failure> {
         notify: cfg.notify.clone(),
         pacing: cfg.pacing,
         backups_keep: cfg.backups_keep,
+        max_clock_skew: cfg.max_clock_skew,
     };
     if !cfg.notify.webhooks.is_empty() {
         let hooks: Vec<String> = cfg

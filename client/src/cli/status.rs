@@ -21,6 +21,7 @@ pub fn run(g: &Globals, a: StatusArgs) -> Result<(), Failure> {
     let alerts = store.open_alerts()?;
     let pause = store.device_pause()?;
     let live_cap = store.live_cap()?;
+    let clock_skew = store.clock_skew()?;
     let summary = store.summary()?;
     let undelivered: Vec<_> = store.outbox_list(false)?;
     if json {
@@ -33,12 +34,14 @@ pub fn run(g: &Globals, a: StatusArgs) -> Result<(), Failure> {
             "registration": s.registration,
             "device_pause": pause,
             "live_cap": live_cap,
+            "clock_skew": clock_skew,
             "alerts": alerts.iter().map(|a| serde_json::json!({
                 "id": a.id, "kind": a.kind, "task_id": a.remote_task_id,
                 "message": a.message, "raised_at": a.raised_at,
             })).collect::<Vec<_>>(),
             "tasks": summary.tasks.iter().map(|(k, n)| (k.as_str().to_string(), serde_json::json!(n))).collect::<serde_json::Map<_, _>>(),
             "outbox": summary.outbox.iter().map(|(k, n)| (k.as_str().to_string(), serde_json::json!(n))).collect::<serde_json::Map<_, _>>(),
+            "webhooks": store.webhook_counts()?.into_iter().map(|(k, n)| (k, serde_json::json!(n))).collect::<serde_json::Map<_, _>>(),
         });
         println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
         return Ok(());
@@ -56,6 +59,9 @@ pub fn run(g: &Globals, a: StatusArgs) -> Result<(), Failure> {
             "PAUSED for the phone since {}: [{}] {} (no claims; resumes by itself when the phone answers)",
             p.since, p.code, p.message
         );
+    }
+    if let Some(why) = &clock_skew {
+        println!("LIVE REFUSED for clock skew: {why}; declaring dry_run (collects and dry runs continue)");
     }
     if let Some(c) = &live_cap {
         // HH:MM in the machine's time zone (what the operator's clock shows), then UTC.
@@ -110,7 +116,14 @@ pub fn run(g: &Globals, a: StatusArgs) -> Result<(), Failure> {
             }
         );
     } else {
-        println!("ALERTS — claiming is stopped until acknowledged (`cmautobuy-client ack`):");
+        let stops = alerts
+            .iter()
+            .any(|a| !cmautobuy_client::runner::NON_BLOCKING_ALERTS.contains(&a.kind.as_str()));
+        if stops {
+            println!("ALERTS — claiming is stopped until acknowledged (`cmautobuy-client ack`):");
+        } else {
+            println!("ALERTS — for the operator (claiming continues; `cmautobuy-client ack` closes them):");
+        }
         for a in &alerts {
             println!(
                 "  #{} [{}] task {}: {}",
@@ -170,6 +183,11 @@ pub fn run(g: &Globals, a: StatusArgs) -> Result<(), Failure> {
                 .map(|e| format!(" last error: {e}"))
                 .unwrap_or_default()
         );
+    }
+    // Alerts out (issue 12 item 7): the webhook queue, when anything was ever queued.
+    let hooks = store.webhook_counts()?;
+    if !hooks.is_empty() {
+        println!("webhooks:     {}", fmt(hooks));
     }
     Ok(())
 }

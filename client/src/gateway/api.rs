@@ -218,6 +218,12 @@ pub trait AdminGateway: Send + Sync + 'static {
         idempotency_key: &str,
         body: &[u8],
     ) -> impl Future<Output = Result<SpecResolutionResponse, GatewayError>> + Send;
+
+    /// The Admin's clock minus the host's, ms, from the last answer's `Date` header
+    /// (issue 12 item 9); `None` before one was seen.
+    fn admin_clock_offset_ms(&self) -> Option<i64> {
+        None
+    }
 }
 
 /// A request as it goes on the wire, minus the per-attempt parts (`Authorization`,
@@ -337,6 +343,8 @@ impl PreparedRequest {
 pub struct RawResponse {
     pub status: u16,
     pub retry_after: Option<String>,
+    /// The answer's `Date` header (the Admin's clock, for the skew check).
+    pub date: Option<String>,
     pub body: Bytes,
 }
 
@@ -385,6 +393,8 @@ impl GatewaySettings {
 pub struct Gateway<T> {
     transport: T,
     client_id: String,
+    /// The Admin's clock minus the host's, ms, from the last answer with a `Date` header.
+    admin_offset_ms: std::sync::Mutex<Option<i64>>,
 }
 
 impl<T> fmt::Debug for Gateway<T> {
@@ -400,7 +410,28 @@ impl<T: Transport> Gateway<T> {
         Gateway {
             transport,
             client_id: client_id.into(),
+            admin_offset_ms: std::sync::Mutex::new(None),
         }
+    }
+
+    /// Sends one attempt and notes the Admin's clock from the answer's `Date` header
+    /// (whole seconds: the middle of its second is compared with the host's clock at
+    /// receipt).
+    async fn send(&self, req: &PreparedRequest) -> Result<RawResponse, GatewayError> {
+        let raw = self.transport.send(req).await?;
+        let received = chrono::Utc::now();
+        if let Some(date) = raw
+            .date
+            .as_deref()
+            .and_then(|d| chrono::DateTime::parse_from_rfc2822(d).ok())
+        {
+            let offset = date.timestamp_millis() + 500 - received.timestamp_millis();
+            *self
+                .admin_offset_ms
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()) = Some(offset);
+        }
+        Ok(raw)
     }
 
     pub fn client_id(&self) -> &str {
@@ -409,7 +440,7 @@ impl<T: Transport> Gateway<T> {
 
     async fn submit(&self, req: PreparedRequest) -> Result<Accepted, GatewayError> {
         let op = req.op;
-        let raw = self.transport.send(&req).await?;
+        let raw = self.send(&req).await?;
         decode_accepted(op, raw)
     }
 }
@@ -421,12 +452,19 @@ fn profile_body(profile: &ClientProfile) -> Result<Bytes, GatewayError> {
 }
 
 impl<T: Transport> AdminGateway for Gateway<T> {
+    fn admin_clock_offset_ms(&self) -> Option<i64> {
+        *self
+            .admin_offset_ms
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
     async fn register_client(
         &self,
         profile: &ClientProfile,
     ) -> Result<RegistrationResponse, GatewayError> {
         let req = PreparedRequest::registration(&self.client_id, profile_body(profile)?);
-        let raw = self.transport.send(&req).await?;
+        let raw = self.send(&req).await?;
         let (answer, unexpected) = decode_registration(&raw)?;
         if let Some(status) = unexpected {
             tracing::warn!(
@@ -440,7 +478,7 @@ impl<T: Transport> AdminGateway for Gateway<T> {
 
     async fn claim_next(&self, profile: &ClientProfile) -> Result<Option<Task>, GatewayError> {
         let req = PreparedRequest::claim(&self.client_id, profile_body(profile)?);
-        let raw = self.transport.send(&req).await?;
+        let raw = self.send(&req).await?;
         // 204 means "no work"; a body on a 204, if any, is ignored.
         if raw.status == 204 {
             return Ok(None);
@@ -492,7 +530,7 @@ impl<T: Transport> AdminGateway for Gateway<T> {
             idempotency_key,
             Bytes::copy_from_slice(body),
         );
-        let raw = self.transport.send(&req).await?;
+        let raw = self.send(&req).await?;
         expect_ok(Op::SpecResolution, &raw, &[200])?;
         parse_json(Op::SpecResolution, &raw)
     }
@@ -629,6 +667,7 @@ mod tests {
         RawResponse {
             status,
             retry_after: None,
+            date: None,
             body: Bytes::copy_from_slice(body.as_bytes()),
         }
     }

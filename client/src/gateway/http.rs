@@ -128,6 +128,11 @@ impl Transport for HttpTransport {
             .get(RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
+        let date = resp
+            .headers()
+            .get(reqwest::header::DATE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
         let limit = self.settings.max_body_bytes;
         if resp.content_length().is_some_and(|n| n > limit as u64) {
             return Err(GatewayError::TooLarge { op, status, limit });
@@ -155,6 +160,7 @@ impl Transport for HttpTransport {
         Ok(RawResponse {
             status,
             retry_after,
+            date,
             body: Bytes::from(body),
         })
     }

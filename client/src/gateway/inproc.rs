@@ -86,6 +86,11 @@ impl RouterTransport {
             .get(axum::http::header::RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
+        let date = resp
+            .headers()
+            .get(axum::http::header::DATE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
         let limit = self.settings.max_body_bytes;
         let mut stream = resp.into_body().into_data_stream();
         let mut body = BytesMut::new();
@@ -102,6 +107,7 @@ impl RouterTransport {
         Ok(RawResponse {
             status,
             retry_after,
+            date,
             body: Bytes::from(body),
         })
     }

@@ -81,6 +81,17 @@ impl<S: DeviceSource> Executor for FlowExecutor<S> {
         }
     }
 
+    async fn phone_clock_offset_ms(&self) -> Option<i64> {
+        let source = self.source.clone();
+        tokio::task::spawn_blocking(move || {
+            let device = source.device().ok()?;
+            super::skew::measure(&*device).offset_ms
+        })
+        .await
+        .ok()
+        .flatten()
+    }
+
     async fn execute(&self, job: Job) -> Outcome {
         let source = self.source.clone();
         let cfg = self.cfg.clone();

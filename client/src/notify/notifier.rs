@@ -160,9 +160,12 @@ impl<C: Clock> Notifier<C> {
             .notify_sent_since(kind, subject, now - chrono(self.cfg.dedup_window))
     }
 
-    /// Adds a time-based event unless the same was sent within the window.
+    /// Adds a time-based event unless no webhook wants it or the same was sent within
+    /// the window.
     fn check_event(&self, m: &Message, now: DateTime<Utc>) -> Result<(), StoreError> {
-        if self.recently_sent(&m.kind, &m.subject, now)? {
+        if !self.cfg.webhooks.iter().any(|w| w.wants(&m.kind, false))
+            || self.recently_sent(&m.kind, &m.subject, now)?
+        {
             return Ok(());
         }
         let payload = serde_json::to_string(m).unwrap_or_default();

@@ -253,6 +253,7 @@ pub fn rehearse(opts: RehearseOptions) -> anyhow::Result<Summary> {
         pacing: crate::pacing::PacingConfig::unpaced(),
         // A rehearsal's store is thrown away (or kept whole with --data-dir).
         backups_keep: 0,
+        max_clock_skew: crate::clock_check::DEFAULT_MAX_SKEW,
     };
     let exit = rt.block_on(async {
         let client = Client::start(

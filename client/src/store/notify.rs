@@ -160,7 +160,7 @@ impl Store {
 
     /// Resolves event `id`: its kind, subject and payload, `sent` with one pending
     /// delivery per webhook in `webhooks`, or `suppressed` (a duplicate) — one
-    /// transaction. A `sent` event with no webhook is simply recorded.
+    /// transaction. An event no webhook wants is recorded as `internal`.
     pub fn notify_resolve(&self, id: i64, r: &Resolution<'_>, now: DateTime<Utc>) -> Result<()> {
         let Resolution {
             kind,
@@ -178,7 +178,14 @@ impl Store {
                     kind,
                     subject,
                     payload,
-                    if suppressed { "suppressed" } else { "sent" }
+                    if suppressed {
+                        "suppressed"
+                    } else if webhooks.is_empty() {
+                        // Sent to nobody: not a reason to suppress a later one.
+                        "internal"
+                    } else {
+                        "sent"
+                    }
                 ],
             )?;
             if !suppressed {

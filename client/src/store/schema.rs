@@ -161,6 +161,12 @@ pub(crate) const MIGRATIONS: &[&[&str]] = &[
             VALUES ('device_pause', 'internal', NEW.value, NEW.updated_at);
          END",
     ],
+    // 4: indexes for the notifier's "no success" check, run every few seconds (runs
+    // started since a time, the last success).
+    &[
+        "CREATE INDEX task_runs_started ON task_runs (started_at)",
+        "CREATE INDEX task_runs_outcome ON task_runs (outcome, finished_at)",
+    ],
 ];
 
 /// Tables and the columns the code relies on; checked at every start.

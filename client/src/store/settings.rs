@@ -15,6 +15,7 @@ const SETTING_DEVICE: &str = "device";
 const SETTING_REGISTRATION: &str = "registration";
 const SETTING_DEVICE_PAUSE: &str = "device_pause";
 const SETTING_LIVE_CAP: &str = "live_cap";
+const SETTING_CLOCK_SKEW: &str = "clock_skew";
 
 /// Why the worker declares `dry_run` although live is allowed (issue 12 pacing): a live
 /// order cap reached. Written by the running client, removed when the window has passed;
@@ -177,6 +178,24 @@ impl Store {
                 Ok(())
             }
         }
+    }
+
+    /// Records (`Some(why)`) or clears the clock skew refusal (issue 12 item 9).
+    pub fn set_clock_skew(&self, why: Option<&str>) -> Result<()> {
+        let conn = self.lock();
+        match why {
+            Some(w) => put_setting(&conn, SETTING_CLOCK_SKEW, w, Utc::now()),
+            None => {
+                conn.execute("DELETE FROM settings WHERE key = ?1", [SETTING_CLOCK_SKEW])?;
+                Ok(())
+            }
+        }
+    }
+
+    /// Why live is refused for clock skew, as last recorded by a running client.
+    pub fn clock_skew(&self) -> Result<Option<String>> {
+        let conn = self.lock();
+        get_setting(&conn, SETTING_CLOCK_SKEW)
     }
 
     /// The live cap last recorded by a running client, if any.

@@ -29,6 +29,7 @@ pub struct WorldBuilder {
     token: String,
     catalog: Option<Catalog>,
     clock_offset_secs: i64,
+    admin_date_offset_secs: i64,
     private_locks: bool,
     system: Option<SystemConfig>,
 }
@@ -43,6 +44,13 @@ impl WorldBuilder {
     /// A phone whose clock is `offset_secs` ahead of the host's (behind when negative).
     pub fn clock_offset(mut self, offset_secs: i64) -> Self {
         self.clock_offset_secs = offset_secs;
+        self
+    }
+
+    /// An Admin whose answers' `Date` header is `offset_secs` ahead of the host's clock
+    /// (behind when negative).
+    pub fn admin_date_offset(mut self, offset_secs: i64) -> Self {
+        self.admin_date_offset_secs = offset_secs;
         self
     }
 
@@ -71,7 +79,15 @@ impl WorldBuilder {
             .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
             .unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
-        rt.spawn(admin.serve(listener, std::future::pending()));
+        if self.admin_date_offset_secs == 0 {
+            rt.spawn(admin.serve(listener, std::future::pending()));
+        } else {
+            rt.spawn(admin.serve_with_date_offset(
+                listener,
+                std::future::pending(),
+                self.admin_date_offset_secs,
+            ));
+        }
         let catalog = match self.catalog {
             Some(c) => c,
             None => Catalog::load(&Catalog::bundled_dir()).unwrap(),
@@ -107,6 +123,7 @@ impl World {
             token: token.to_string(),
             catalog: None,
             clock_offset_secs: 0,
+            admin_date_offset_secs: 0,
             private_locks: false,
             system: None,
         }
