@@ -29,6 +29,7 @@ use crate::pacing::PacingConfig;
 use crate::registration;
 use crate::runner::{client_profile, RunConfig, RunError, RunExit, Runner};
 use crate::store::{Store, StoreError};
+use crate::upkeep::{Upkeep, UpkeepConfig};
 
 /// What the client executes tasks on.
 pub enum Phone {
@@ -57,6 +58,9 @@ pub struct ClientConfig {
     pub on_report: Option<ReportHook>,
     /// When the worker may claim: device checks, pauses, spacing after `retry_wait`s.
     pub gate: GateConfig,
+    /// Bounded resources (issue 12 item 8): the artifact sweep and outbox compaction at
+    /// start and after each task, the free-disk floor before each claim. `None`: none.
+    pub upkeep: Option<UpkeepConfig>,
     /// Webhooks and when to notify (issue 12 item 7); the notifier runs beside the claim
     /// loop and flushes what is due when the client stops.
     pub notify: NotifyConfig,
@@ -151,7 +155,11 @@ impl Client {
                 None
             }
         };
-        let runner = Runner::new(
+        let upkeep = config
+            .upkeep
+            .clone()
+            .map(|u| Arc::new(Upkeep::new(store.clone(), u)));
+        let mut runner = Runner::new(
             store,
             gateway,
             executor,
@@ -167,6 +175,9 @@ impl Client {
             },
             relay.waker(),
         );
+        if let Some(u) = upkeep {
+            runner = runner.with_upkeep(u);
+        }
         let (stop_tx, stop_rx) = watch::channel(false);
         // The relay stops after the claim loop, then drains (see `DRAIN_OUTBOX`).
         let (relay_stop, relay_rx) = watch::channel(false);
@@ -284,6 +295,7 @@ mod tests {
             retention: Retention::default(),
             on_report: None,
             gate: GateConfig::default(),
+            upkeep: None,
             notify: NotifyConfig::default(),
             pacing: PacingConfig::unpaced(),
             backups_keep: 0,

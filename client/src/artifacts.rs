@@ -11,8 +11,12 @@
 //! log lines name artifacts by id and hash only, never by content. The token is never
 //! written here: nothing in this module sees it.
 //!
-//! [`prune`] is the retention setting: keep the newest N attempts of every task and
-//! drop attempts older than a maximum age.
+//! Retention ([`Retention`], issue 12 item 8): the newest N attempts of every task, an
+//! age limit, and a cap on the root's total size; evidence of live orders and
+//! `manual_review` outcomes is kept longest (180 days by default) and removed for size
+//! only after everything else, oldest first. The running client keeps an
+//! [`ArtifactIndex`] (one walk at start, then one attempt per finished task) and sweeps
+//! it at start and after each task; [`prune`] is the one-shot form.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -64,9 +68,20 @@ pub fn safe_component(id: &str) -> String {
             }
         })
         .collect();
-    let changed = s != id;
+    let mut changed = s != id;
     if s.chars().all(|c| c == '.') {
         s = format!("_{}", s.replace('.', "_"));
+    }
+    // Portable (issue 12 item 11): Windows drops a trailing dot and reserves device
+    // names (`CON`, `NUL`, `COM1`, … with any extension) in every directory.
+    if s.ends_with('.') {
+        s.pop();
+        s.push('_');
+        changed = true;
+    }
+    if is_reserved_on_windows(&s) {
+        s.insert(0, '_');
+        changed = true;
     }
     if s.len() > MAX || (changed && !id.is_empty()) {
         // Sanitising is lossy ("a/b" and "a_b" would collide): keep them apart by a
@@ -76,6 +91,21 @@ pub fn safe_component(id: &str) -> String {
         s = format!("{s}-{h}");
     }
     s
+}
+
+/// Whether `name` is a device name Windows reserves in every directory (`CON`, `PRN`,
+/// `AUX`, `NUL`, `COM0`–`COM9`, `LPT0`–`LPT9`, case-insensitive, with or without an
+/// extension).
+pub fn is_reserved_on_windows(name: &str) -> bool {
+    let stem = name
+        .split('.')
+        .next()
+        .unwrap_or_default()
+        .to_ascii_uppercase();
+    matches!(stem.as_str(), "CON" | "PRN" | "AUX" | "NUL")
+        || (stem.len() == 4
+            && (stem.starts_with("COM") || stem.starts_with("LPT"))
+            && stem.as_bytes()[3].is_ascii_digit())
 }
 
 /// The artifacts of one attempt.
@@ -193,8 +223,15 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ArtifactError> {
 pub struct Retention {
     /// Newest attempts kept per task (at least 1).
     pub keep_attempts: usize,
-    /// Attempts older than this are removed whatever their rank.
+    /// Attempts older than this are removed whatever their rank (evidence aside).
     pub max_age: Option<Duration>,
+    /// The artifact root's total size cap (issue 12 item 8); over it, the oldest
+    /// attempts go first, evidence last. `None`: no cap.
+    pub max_total_bytes: Option<u64>,
+    /// Evidence — attempts of live orders (a run with its irreversible mark) and of
+    /// `manual_review` outcomes — is kept this long whatever its rank, and removed for
+    /// size only after every other attempt. `None`: kept until the size cap needs it.
+    pub evidence_max_age: Option<Duration>,
 }
 
 impl Default for Retention {
@@ -202,55 +239,251 @@ impl Default for Retention {
         Retention {
             keep_attempts: 5,
             max_age: Some(Duration::from_secs(30 * 24 * 3600)),
+            max_total_bytes: Some(2 * 1024 * 1024 * 1024),
+            evidence_max_age: Some(Duration::from_secs(180 * 24 * 3600)),
         }
     }
 }
 
-/// Removes old attempt directories under `root` per `keep`; returns how many were
-/// removed. `protect` (the attempt being written) is never removed. Only directories
-/// two levels below `root` are touched, and symlinks are never followed.
+/// Removes old attempt directories under `root` per `keep` (every attempt counted as
+/// ordinary, not evidence); returns how many were removed. `protect` (the attempt being
+/// written) is never removed. A full scan: the running client uses an
+/// [`ArtifactIndex`] instead.
 pub fn prune(root: &Path, keep: Retention, now: SystemTime, protect: Option<&Path>) -> usize {
-    let mut removed = 0;
-    let Ok(tasks) = std::fs::read_dir(root) else {
-        return 0;
-    };
-    for task in tasks.flatten() {
-        let Ok(ft) = task.file_type() else { continue };
-        if !ft.is_dir() {
-            continue;
+    let mut index = ArtifactIndex::scan(root, &|_, _| false);
+    index.sweep(keep, now, protect).removed
+}
+
+/// One attempt directory as the sweep sees it.
+#[derive(Clone, Debug)]
+struct IndexedAttempt {
+    /// `{task}/{attempt}` (the safe directory names).
+    task: String,
+    path: PathBuf,
+    mtime: SystemTime,
+    bytes: u64,
+    evidence: bool,
+}
+
+/// What one sweep did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SweepReport {
+    /// Attempt directories removed.
+    pub removed: usize,
+    /// Of which evidence (live orders, `manual_review`).
+    pub removed_evidence: usize,
+    pub freed_bytes: u64,
+    /// The artifact root's size after the sweep.
+    pub total_bytes: u64,
+    /// Attempt directories after the sweep.
+    pub attempts: usize,
+}
+
+/// The artifact root in memory (issue 12 item 8): every attempt directory with its size,
+/// time and class, so that the sweep after each task costs one attempt's `stat`s plus
+/// an in-memory sort, not a walk of the whole tree. Built by one walk at start
+/// ([`ArtifactIndex::scan`]); the client notes each attempt it finishes
+/// ([`ArtifactIndex::note_attempt`]). Only this process writes under the root (the
+/// data-directory lock); a directory removed by hand is dropped from the index when the
+/// sweep finds it gone.
+#[derive(Clone, Debug, Default)]
+pub struct ArtifactIndex {
+    root: PathBuf,
+    attempts: Vec<IndexedAttempt>,
+}
+
+/// The size of the files directly inside `dir` (attempt directories are flat) and the
+/// directory's modification time. Symlinks are not followed.
+fn measure(dir: &Path) -> Option<(SystemTime, u64)> {
+    let meta = std::fs::symlink_metadata(dir).ok()?;
+    if !meta.is_dir() {
+        return None;
+    }
+    let mtime = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
+    let mut bytes = 0u64;
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            if let Ok(m) = e.metadata() {
+                bytes = bytes.saturating_add(m.len());
+            }
         }
-        let Ok(attempts) = std::fs::read_dir(task.path()) else {
-            continue;
-        };
-        let mut dirs: Vec<(SystemTime, PathBuf)> = attempts
-            .flatten()
-            .filter(|a| a.file_type().is_ok_and(|t| t.is_dir()))
-            .map(|a| {
-                let t = a
-                    .metadata()
-                    .and_then(|m| m.modified())
-                    .unwrap_or(SystemTime::UNIX_EPOCH);
-                (t, a.path())
+    }
+    Some((mtime, bytes))
+}
+
+impl ArtifactIndex {
+    /// Walks `root` (two directory levels, symlinks not followed); `evidence(task_dir,
+    /// attempt_dir)` says which attempts are evidence.
+    pub fn scan(root: &Path, evidence: &dyn Fn(&str, &str) -> bool) -> ArtifactIndex {
+        let mut attempts = Vec::new();
+        if let Ok(tasks) = std::fs::read_dir(root) {
+            for task in tasks.flatten() {
+                if !task.file_type().is_ok_and(|t| t.is_dir()) {
+                    continue;
+                }
+                let task_name = task.file_name().to_string_lossy().into_owned();
+                let Ok(rd) = std::fs::read_dir(task.path()) else {
+                    continue;
+                };
+                for a in rd.flatten() {
+                    if !a.file_type().is_ok_and(|t| t.is_dir()) {
+                        continue;
+                    }
+                    let name = a.file_name().to_string_lossy().into_owned();
+                    if let Some((mtime, bytes)) = measure(&a.path()) {
+                        attempts.push(IndexedAttempt {
+                            evidence: evidence(&task_name, &name),
+                            task: task_name.clone(),
+                            path: a.path(),
+                            mtime,
+                            bytes,
+                        });
+                    }
+                }
+            }
+        }
+        ArtifactIndex {
+            root: root.to_path_buf(),
+            attempts,
+        }
+    }
+
+    /// Notes (or re-measures) the attempt of `task_id`/`attempt_id` — the ids as claimed,
+    /// made safe here like [`AttemptArtifacts::create`] does.
+    pub fn note_attempt(&mut self, task_id: &str, attempt_id: &str, evidence: bool) {
+        let task = safe_component(task_id);
+        let path = self.root.join(&task).join(safe_component(attempt_id));
+        self.attempts.retain(|a| a.path != path);
+        if let Some((mtime, bytes)) = measure(&path) {
+            self.attempts.push(IndexedAttempt {
+                task,
+                path,
+                mtime,
+                bytes,
+                evidence,
+            });
+        }
+    }
+
+    /// Attempt directories known.
+    pub fn len(&self) -> usize {
+        self.attempts.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.attempts.is_empty()
+    }
+
+    /// The known total size.
+    pub fn total_bytes(&self) -> u64 {
+        self.attempts.iter().map(|a| a.bytes).sum()
+    }
+
+    /// Applies `keep` at `now`:
+    /// 1. an ordinary attempt goes when it is older than `max_age` or not among its
+    ///    task's `keep_attempts` newest; evidence only when older than
+    ///    `evidence_max_age`;
+    /// 2. then, while the total exceeds `max_total_bytes`, the oldest ordinary attempt
+    ///    goes, and only when none is left the oldest evidence.
+    ///
+    /// `protect` is never removed. Emptied task directories are removed too.
+    pub fn sweep(
+        &mut self,
+        keep: Retention,
+        now: SystemTime,
+        protect: Option<&Path>,
+    ) -> SweepReport {
+        let age = |a: &IndexedAttempt| now.duration_since(a.mtime).unwrap_or(Duration::ZERO);
+        // Newest first within each task, for the ranks.
+        self.attempts.sort_by(|a, b| {
+            a.task
+                .cmp(&b.task)
+                .then_with(|| b.mtime.cmp(&a.mtime))
+                .then_with(|| b.path.cmp(&a.path))
+        });
+        let mut rank = 0usize;
+        let mut doomed: Vec<bool> = self
+            .attempts
+            .iter()
+            .enumerate()
+            .map(|(i, a)| {
+                if i > 0 && self.attempts[i - 1].task != a.task {
+                    rank = 0;
+                }
+                let r = rank;
+                rank += 1;
+                if a.evidence {
+                    keep.evidence_max_age.is_some_and(|m| age(a) > m)
+                } else {
+                    r >= keep.keep_attempts.max(1) || keep.max_age.is_some_and(|m| age(a) > m)
+                }
             })
             .collect();
-        // Newest first.
-        dirs.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| b.1.cmp(&a.1)));
-        for (rank, (mtime, path)) in dirs.iter().enumerate() {
-            if protect.is_some_and(|p| p == path) {
-                continue;
-            }
-            let too_many = rank >= keep.keep_attempts.max(1);
-            let too_old = keep
-                .max_age
-                .is_some_and(|age| now.duration_since(*mtime).is_ok_and(|d| d > age));
-            if (too_many || too_old) && std::fs::remove_dir_all(path).is_ok() {
-                removed += 1;
+        if let Some(cap) = keep.max_total_bytes {
+            let mut total: u64 = self
+                .attempts
+                .iter()
+                .zip(&doomed)
+                .filter(|(_, d)| !**d)
+                .map(|(a, _)| a.bytes)
+                .sum();
+            if total > cap {
+                // Ordinary attempts oldest first, then evidence oldest first.
+                let mut order: Vec<usize> =
+                    (0..self.attempts.len()).filter(|&i| !doomed[i]).collect();
+                order.sort_by(|&x, &y| {
+                    let (a, b) = (&self.attempts[x], &self.attempts[y]);
+                    a.evidence
+                        .cmp(&b.evidence)
+                        .then_with(|| a.mtime.cmp(&b.mtime))
+                        .then_with(|| a.path.cmp(&b.path))
+                });
+                for i in order {
+                    if total <= cap {
+                        break;
+                    }
+                    if protect.is_some_and(|p| p == self.attempts[i].path) {
+                        continue;
+                    }
+                    doomed[i] = true;
+                    total = total.saturating_sub(self.attempts[i].bytes);
+                }
             }
         }
-        // An emptied task directory goes too (fails harmlessly when not empty).
-        let _ = std::fs::remove_dir(task.path());
+        let mut report = SweepReport::default();
+        let mut kept = Vec::with_capacity(self.attempts.len());
+        let mut touched_tasks = Vec::new();
+        for (a, d) in std::mem::take(&mut self.attempts).into_iter().zip(doomed) {
+            if !d || protect.is_some_and(|p| p == a.path) {
+                kept.push(a);
+                continue;
+            }
+            match std::fs::remove_dir_all(&a.path) {
+                Ok(()) => {
+                    report.removed += 1;
+                    report.removed_evidence += usize::from(a.evidence);
+                    report.freed_bytes = report.freed_bytes.saturating_add(a.bytes);
+                    touched_tasks.push(self.root.join(&a.task));
+                }
+                // Removed by hand: forget it.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    tracing::warn!(path = %a.path.display(), error = %e, "cannot remove an old artifact attempt");
+                    kept.push(a);
+                }
+            }
+        }
+        touched_tasks.sort();
+        touched_tasks.dedup();
+        for t in touched_tasks {
+            // Fails harmlessly while the task directory still holds attempts.
+            let _ = std::fs::remove_dir(t);
+        }
+        self.attempts = kept;
+        report.total_bytes = self.total_bytes();
+        report.attempts = self.attempts.len();
+        report
     }
-    removed
 }
 
 #[cfg(test)]
@@ -280,6 +513,30 @@ mod tests {
             assert!(s.is_ascii(), "{s}");
         }
         assert_eq!(safe_component("PDD-0001"), "PDD-0001");
+        // Portable: a serial's `:`, Windows device names and trailing dots.
+        for id in [
+            "127.0.0.1:5555",
+            "CON",
+            "nul.txt",
+            "com1",
+            "LPT9.x",
+            "abc.",
+            "a<b>|?*\"",
+        ] {
+            let s = safe_component(id);
+            assert!(
+                s.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')),
+                "{id:?} -> {s}"
+            );
+            assert!(
+                !is_reserved_on_windows(&s) && !s.ends_with('.'),
+                "{id:?} -> {s}"
+            );
+            assert_ne!(s, id, "{id:?}");
+        }
+        assert_eq!(safe_component("CONSOLE"), "CONSOLE");
+        assert_eq!(safe_component("COM"), "COM");
         assert_ne!(safe_component("a/b"), safe_component("a_b"));
         assert!(safe_component(&"x".repeat(500)).len() < 100);
     }
@@ -322,6 +579,7 @@ mod tests {
         let keep = Retention {
             keep_attempts: 2,
             max_age: None,
+            ..Retention::default()
         };
         assert_eq!(prune(root.path(), keep, SystemTime::now(), None), 2);
         let left: Vec<String> = std::fs::read_dir(root.path().join("task"))
@@ -334,7 +592,109 @@ mod tests {
         let old = Retention {
             keep_attempts: 10,
             max_age: Some(Duration::from_secs(60)),
+            ..Retention::default()
         };
         assert_eq!(prune(root.path(), old, SystemTime::now(), None), 2);
+    }
+
+    /// An attempt directory of `bytes` bytes modified at `t` (seconds after a base).
+    fn attempt(root: &Path, task: &str, att: &str, bytes: usize, t: u64) {
+        let mut a = AttemptArtifacts::create(root, task, att).unwrap();
+        a.save("s", "xml", &vec![b'x'; bytes], Utc::now());
+        let at = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000 + t);
+        std::fs::File::open(a.dir())
+            .unwrap()
+            .set_modified(at)
+            .unwrap();
+    }
+
+    fn names(root: &Path) -> Vec<String> {
+        let mut v = Vec::new();
+        for t in std::fs::read_dir(root).unwrap().flatten() {
+            for a in std::fs::read_dir(t.path()).unwrap().flatten() {
+                v.push(a.file_name().to_string_lossy().into_owned());
+            }
+        }
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn the_size_cap_removes_the_oldest_first_and_evidence_last() {
+        let root = tempfile::tempdir().unwrap();
+        // Four ordinary attempts and two evidence attempts (one live order, one
+        // manual_review), 10 000 bytes each (+ a manifest of ~200 bytes).
+        attempt(root.path(), "t1", "old-order", 10_000, 0);
+        attempt(root.path(), "t2", "a1", 10_000, 10);
+        attempt(root.path(), "t3", "review", 10_000, 20);
+        attempt(root.path(), "t4", "a2", 10_000, 30);
+        attempt(root.path(), "t5", "a3", 10_000, 40);
+        attempt(root.path(), "t6", "a4", 10_000, 50);
+        let evidence = |_: &str, a: &str| a == "old-order" || a == "review";
+        let mut index = ArtifactIndex::scan(root.path(), &evidence);
+        assert_eq!(index.len(), 6);
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_100);
+        let keep = |cap: u64| Retention {
+            keep_attempts: 5,
+            max_age: None,
+            max_total_bytes: Some(cap),
+            evidence_max_age: None,
+        };
+        // Room for four: the two oldest ordinary attempts go; the older evidence stays.
+        let r = index.sweep(keep(41_500), now, None);
+        assert_eq!((r.removed, r.removed_evidence), (2, 0), "{r:?}");
+        assert_eq!(names(root.path()), ["a3", "a4", "old-order", "review"]);
+        assert!(r.total_bytes <= 41_500 && r.freed_bytes >= 20_000, "{r:?}");
+        // Room for one: every ordinary attempt goes first, then the oldest evidence.
+        let r = index.sweep(keep(10_500), now, None);
+        assert_eq!((r.removed, r.removed_evidence), (3, 1), "{r:?}");
+        assert_eq!(names(root.path()), ["review"]);
+        // Emptied task directories are gone too.
+        assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn evidence_is_kept_past_the_ordinary_age_and_rank_limits() {
+        let root = tempfile::tempdir().unwrap();
+        attempt(root.path(), "t", "order", 10, 0);
+        for i in 1..=3 {
+            attempt(root.path(), "t", &format!("b{i}"), 10, i * 100);
+        }
+        let day = 86_400;
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000 + 40 * day);
+        let mut index = ArtifactIndex::scan(root.path(), &|_, a| a == "order");
+        let keep = Retention {
+            keep_attempts: 1,
+            max_age: Some(Duration::from_secs(30 * day)),
+            max_total_bytes: None,
+            evidence_max_age: Some(Duration::from_secs(180 * day)),
+        };
+        // 40 days old: the ordinary ones go (age), the live order's evidence stays.
+        let r = index.sweep(keep, now, None);
+        assert_eq!((r.removed, r.removed_evidence), (3, 0));
+        assert_eq!(names(root.path()), ["order"]);
+        // At 181 days it goes too.
+        let later = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000 + 181 * day);
+        assert_eq!(index.sweep(keep, later, None).removed_evidence, 1);
+        assert!(index.is_empty());
+    }
+
+    #[test]
+    fn a_noted_attempt_joins_the_index_and_a_vanished_one_is_forgotten() {
+        let root = tempfile::tempdir().unwrap();
+        let mut index = ArtifactIndex::scan(root.path(), &|_, _| false);
+        assert!(index.is_empty());
+        attempt(root.path(), "任务/1", "att", 100, 0);
+        index.note_attempt("任务/1", "att", true);
+        assert_eq!(index.len(), 1);
+        assert!(index.total_bytes() >= 100);
+        // Removed by hand: the sweep forgets it without an error.
+        std::fs::remove_dir_all(root.path().join(safe_component("任务/1"))).unwrap();
+        let keep = Retention {
+            max_total_bytes: Some(1),
+            ..Retention::default()
+        };
+        let r = index.sweep(keep, SystemTime::now(), None);
+        assert_eq!((r.removed, r.attempts), (0, 0));
     }
 }

@@ -80,6 +80,25 @@ pub struct FileConfig {
     pub battery_min_percent: Option<u8>,
     /// … and above this battery temperature, charging or not (default 45 °C).
     pub battery_max_temp_c: Option<i32>,
+    // Bounded resources (issue 12 item 8); see [`Resources`].
+    /// Where `run` writes its rotated log files (default: `<data dir>/logs` for an
+    /// explicit data directory, else the platform's log directory).
+    pub log_dir: Option<PathBuf>,
+    /// Size of one log file before it rotates, in MB (default 10).
+    pub log_file_max_mb: Option<f64>,
+    /// Log files kept, the current one included (default 5; 0 = no log files).
+    pub log_files: Option<u32>,
+    /// Artifacts: total size cap in MB (default 2048; 0 = no cap).
+    pub artifacts_max_total_mb: Option<f64>,
+    /// Artifacts of live orders and `manual_review` tasks: kept this many days (default
+    /// 180), and deleted last.
+    pub artifacts_evidence_max_age_days: Option<f64>,
+    /// Accepted outbox rows older than this many days are compacted (default 30; 0 =
+    /// never).
+    pub outbox_compact_after_days: Option<f64>,
+    /// No claims while the data directory's filesystem has less free space than this, in
+    /// MB (default 500; 0 = no floor).
+    pub min_free_disk_mb: Option<f64>,
     /// Webhooks for operator alerts and events (`[[webhook]]` tables: `url`, `format`
     /// = json | wecom | dingtalk | feishu, optional `secret`, `kinds`, `name`). File only.
     pub webhook: Option<Vec<WebhookConfig>>,
@@ -169,18 +188,145 @@ pub struct Config {
     pub max_clock_skew: Duration,
     /// The config file actually read, if any.
     pub file: Option<PathBuf>,
+    /// Log files, artifact and outbox bounds, the free-disk floor (issue 12 item 8).
+    pub resources: Resources,
 }
 
-/// The default data directory: `$XDG_DATA_HOME/cmautobuy`, `~/.local/share/cmautobuy`,
-/// or `./cmautobuy-data` without a home.
-pub fn default_data_dir(env: &dyn Fn(&str) -> Option<String>) -> PathBuf {
-    if let Some(x) = env("XDG_DATA_HOME").filter(|s| !s.is_empty()) {
-        return PathBuf::from(x).join("cmautobuy");
+/// Bounded resources (issue 12 item 8): log files, the artifact cap, outbox compaction,
+/// the free-disk floor.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Resources {
+    /// `log_dir`: where `run` writes `cmautobuy-client.log` and its rotations.
+    pub log_dir: PathBuf,
+    /// `log_file_max_mb`: bytes per log file before it rotates.
+    pub log_file_max_bytes: u64,
+    /// `log_files`: files kept, the current one included (0: no log files).
+    pub log_files: u32,
+    /// `outbox_compact_after_days`: accepted outbox rows older than this are compacted
+    /// (`None`: never).
+    pub outbox_compact_after: Option<Duration>,
+    /// `min_free_disk_mb`: no claims below this much free space (0: no floor).
+    pub min_free_disk_bytes: u64,
+}
+
+impl Resources {
+    /// The defaults, logs in `log_dir`.
+    pub fn defaults(log_dir: PathBuf) -> Self {
+        Resources {
+            log_dir,
+            log_file_max_bytes: 10 * MB,
+            log_files: 5,
+            outbox_compact_after: Some(Duration::from_secs(30 * 86_400)),
+            min_free_disk_bytes: 500 * MB,
+        }
     }
-    if let Some(h) = env("HOME").filter(|s| !s.is_empty()) {
-        return PathBuf::from(h).join(".local/share/cmautobuy");
+}
+
+const MB: u64 = 1024 * 1024;
+
+/// The operating systems whose directory conventions [`platform_dirs`] knows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Os {
+    /// Linux and the other Unixes: the XDG base directories.
+    Unix,
+    MacOs,
+    Windows,
+}
+
+impl Os {
+    /// The OS this binary was built for.
+    pub fn current() -> Os {
+        if cfg!(windows) {
+            Os::Windows
+        } else if cfg!(target_os = "macos") {
+            Os::MacOs
+        } else {
+            Os::Unix
+        }
     }
-    PathBuf::from("cmautobuy-data")
+}
+
+/// Where a client keeps its files when no `--data-dir` is given (issue 12 item 11), by
+/// platform convention (the layout of the `directories` crate's `ProjectDirs`, computed
+/// from the environment so that it is testable on any host):
+///
+/// | | data | config file | logs |
+/// |---|---|---|---|
+/// | Linux | `$XDG_DATA_HOME/cmautobuy` (`~/.local/share/cmautobuy`) | `$XDG_CONFIG_HOME/cmautobuy/config.toml` (`~/.config/…`) | `$XDG_STATE_HOME/cmautobuy/logs` (`~/.local/state/…`) |
+/// | macOS | `~/Library/Application Support/cmautobuy` | `~/Library/Application Support/cmautobuy/config.toml` | `~/Library/Logs/cmautobuy` |
+/// | Windows | `%APPDATA%\cmautobuy\data` | `%APPDATA%\cmautobuy\config\config.toml` | `%LOCALAPPDATA%\cmautobuy\logs` |
+///
+/// `None` when the environment names no home: the client then refuses to guess (never
+/// the current directory) and asks for `--data-dir`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlatformDirs {
+    pub data: PathBuf,
+    pub config: PathBuf,
+    pub logs: PathBuf,
+}
+
+const APP: &str = "cmautobuy";
+
+pub fn platform_dirs(os: Os, env: &dyn Fn(&str) -> Option<String>) -> Option<PlatformDirs> {
+    let var = |k: &str| {
+        env(k)
+            .filter(|s| !s.is_empty())
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    match os {
+        Os::Unix => {
+            let home = var("HOME");
+            let xdg = |k: &str, rel: &str| var(k).or_else(|| home.as_ref().map(|h| h.join(rel)));
+            Some(PlatformDirs {
+                data: xdg("XDG_DATA_HOME", ".local/share")?.join(APP),
+                config: xdg("XDG_CONFIG_HOME", ".config")?.join(APP),
+                logs: xdg("XDG_STATE_HOME", ".local/state")?
+                    .join(APP)
+                    .join("logs"),
+            })
+        }
+        Os::MacOs => {
+            let home = var("HOME")?;
+            let support = home.join("Library/Application Support").join(APP);
+            Some(PlatformDirs {
+                data: support.clone(),
+                config: support,
+                logs: home.join("Library/Logs").join(APP),
+            })
+        }
+        Os::Windows => {
+            // Not `is_absolute` on a Linux host for `C:\…`: accept any non-empty value.
+            let get = |k: &str| env(k).filter(|s| !s.is_empty()).map(PathBuf::from);
+            let roaming = get("APPDATA")?.join(APP);
+            let local = get("LOCALAPPDATA")
+                .map(|p| p.join(APP))
+                .unwrap_or_else(|| roaming.clone());
+            Some(PlatformDirs {
+                data: roaming.join("data"),
+                config: roaming.join("config"),
+                logs: local.join("logs"),
+            })
+        }
+    }
+}
+
+/// The default data directory of this platform ([`platform_dirs`]); an error naming
+/// `--data-dir` when the environment has no home (never the current directory).
+pub fn default_data_dir(env: &dyn Fn(&str) -> Option<String>) -> Result<PathBuf, ConfigError> {
+    platform_dirs(Os::current(), env)
+        .map(|d| d.data)
+        .ok_or_else(no_home)
+}
+
+fn no_home() -> ConfigError {
+    ConfigError::Value {
+        name: "data_dir".into(),
+        message: "no home directory in the environment (HOME, XDG_DATA_HOME or APPDATA) to put \
+                  the data directory in, and the current directory is never used: give \
+                  --data-dir DIR or CMAUTOBUY_DATA_DIR"
+            .into(),
+    }
 }
 
 fn secs(name: &str, v: f64) -> Result<Duration, ConfigError> {
@@ -264,6 +410,20 @@ fn env_config(env: &dyn Fn(&str) -> Option<String>) -> Result<FileConfig, Config
                 })
             })
             .transpose()?,
+        log_dir: get("LOG_DIR").map(PathBuf::from),
+        log_file_max_mb: num("LOG_FILE_MAX_MB")?,
+        log_files: get("LOG_FILES")
+            .map(|v| {
+                v.trim().parse::<u32>().map_err(|_| ConfigError::Value {
+                    name: "CMAUTOBUY_LOG_FILES".into(),
+                    message: format!("{v:?} is not a whole number"),
+                })
+            })
+            .transpose()?,
+        artifacts_max_total_mb: num("ARTIFACTS_MAX_TOTAL_MB")?,
+        artifacts_evidence_max_age_days: num("ARTIFACTS_EVIDENCE_MAX_AGE_DAYS")?,
+        outbox_compact_after_days: num("OUTBOX_COMPACT_AFTER_DAYS")?,
+        min_free_disk_mb: num("MIN_FREE_DISK_MB")?,
         webhook: None,
         console_addr: get("CONSOLE_ADDR"),
         alert_dedup_window_mins: num("ALERT_DEDUP_WINDOW_MINS")?,
@@ -343,6 +503,17 @@ fn merge(base: FileConfig, over: FileConfig) -> FileConfig {
             .or(base.unrecognized_pages_pause_after),
         battery_min_percent: over.battery_min_percent.or(base.battery_min_percent),
         battery_max_temp_c: over.battery_max_temp_c.or(base.battery_max_temp_c),
+        log_dir: over.log_dir.or(base.log_dir),
+        log_file_max_mb: over.log_file_max_mb.or(base.log_file_max_mb),
+        log_files: over.log_files.or(base.log_files),
+        artifacts_max_total_mb: over.artifacts_max_total_mb.or(base.artifacts_max_total_mb),
+        artifacts_evidence_max_age_days: over
+            .artifacts_evidence_max_age_days
+            .or(base.artifacts_evidence_max_age_days),
+        outbox_compact_after_days: over
+            .outbox_compact_after_days
+            .or(base.outbox_compact_after_days),
+        min_free_disk_mb: over.min_free_disk_mb.or(base.min_free_disk_mb),
         webhook: over.webhook.or(base.webhook),
         console_addr: over.console_addr.or(base.console_addr),
         alert_dedup_window_mins: over
@@ -384,25 +555,46 @@ pub fn load(flags: Overrides, env: &dyn Fn(&str) -> Option<String>) -> Result<Co
             .filter(|s| !s.is_empty())
             .map(PathBuf::from)
     });
+    let platform = platform_dirs(Os::current(), env);
     let (file, file_path) = match explicit {
         Some(p) => (read_file(&p)?, Some(p)),
         None => {
-            let dir = flags
-                .data_dir
-                .clone()
-                .or_else(|| from_env.data_dir.clone())
-                .unwrap_or_else(|| default_data_dir(env));
-            let p = dir.join("config.toml");
-            if p.is_file() {
-                (read_file(&p)?, Some(p))
-            } else {
-                (FileConfig::default(), None)
+            let given = flags.data_dir.clone().or_else(|| from_env.data_dir.clone());
+            // `<data dir>/config.toml`; with the platform's data directory also the
+            // platform's config directory.
+            let mut candidates = Vec::new();
+            match &given {
+                Some(d) => candidates.push(d.join("config.toml")),
+                None => {
+                    let p = platform.as_ref().ok_or_else(no_home)?;
+                    candidates.push(p.data.join("config.toml"));
+                    candidates.push(p.config.join("config.toml"));
+                }
+            }
+            match candidates.into_iter().find(|p| p.is_file()) {
+                Some(p) => (read_file(&p)?, Some(p)),
+                None => (FileConfig::default(), None),
             }
         }
     };
     let c = merge(merge(file, from_env), from_flags);
     let gate = gate(&c)?;
     let device_thresholds = device_thresholds(&c)?;
+    let data_dir = match c.data_dir.clone() {
+        Some(d) => d,
+        None => platform
+            .as_ref()
+            .map(|p| p.data.clone())
+            .ok_or_else(no_home)?,
+    };
+    // One log directory per data directory unless configured: every client instance
+    // (one per phone) keeps its logs with its data.
+    let default_logs = match (&c.data_dir, &platform) {
+        (None, Some(p)) => p.logs.clone(),
+        _ => data_dir.join("logs"),
+    };
+    let resources = resources(&c, default_logs)?;
+    let retention = retention(&c)?;
     let notify = notify(&c)?;
     let console = match c.console_addr.as_deref().filter(|s| !s.trim().is_empty()) {
         None => ConsoleAddr::Default,
@@ -413,7 +605,8 @@ pub fn load(flags: Overrides, env: &dyn Fn(&str) -> Option<String>) -> Result<Co
     };
     let pacing = pacing(&c)?;
     Ok(Config {
-        data_dir: c.data_dir.unwrap_or_else(|| default_data_dir(env)),
+        resources,
+        data_dir,
         admin_url: c.admin_url.filter(|s| !s.is_empty()),
         token: c.token.filter(|t| !t.is_empty()),
         device: c.device.filter(|s| !s.is_empty()),
@@ -431,7 +624,7 @@ pub fn load(flags: Overrides, env: &dyn Fn(&str) -> Option<String>) -> Result<Co
             .max_body_bytes
             .unwrap_or(crate::gateway::DEFAULT_MAX_BODY_BYTES),
         log: c.log.unwrap_or_else(|| "info".to_string()),
-        retention: retention(c.artifacts_keep_attempts, c.artifacts_max_age_days)?,
+        retention,
         allow_live: c.allow_live.unwrap_or(false),
         lock_dir: c
             .lock_dir
@@ -451,6 +644,65 @@ pub fn load(flags: Overrides, env: &dyn Fn(&str) -> Option<String>) -> Result<Co
         },
         file: file_path,
     })
+}
+
+/// A size in MB as bytes (`None`: unset); 0 is allowed (it switches the bound off).
+fn megabytes(name: &str, v: Option<f64>) -> Result<Option<u64>, ConfigError> {
+    match v {
+        None => Ok(None),
+        Some(mb) if mb.is_finite() && mb >= 0.0 && mb * (MB as f64) < u64::MAX as f64 => {
+            Ok(Some((mb * MB as f64) as u64))
+        }
+        Some(mb) => Err(ConfigError::Value {
+            name: name.into(),
+            message: format!("{mb} is not a size in MB (0 or more)"),
+        }),
+    }
+}
+
+/// A number of days (`None`: unset; `Some(None)`: 0 = off).
+fn days(name: &str, v: Option<f64>) -> Result<Option<Option<Duration>>, ConfigError> {
+    match v {
+        None => Ok(None),
+        Some(0.0) => Ok(Some(None)),
+        Some(d) => Duration::try_from_secs_f64(d * 86_400.0)
+            .ok()
+            .filter(|x| !x.is_zero())
+            .map(|x| Some(Some(x)))
+            .ok_or_else(|| ConfigError::Value {
+                name: name.into(),
+                message: format!("{d} is not a positive number of days (0 = off)"),
+            }),
+    }
+}
+
+/// The resource bounds from their keys; unset keys keep [`Resources::defaults`].
+fn resources(c: &FileConfig, default_logs: PathBuf) -> Result<Resources, ConfigError> {
+    let mut r = Resources::defaults(
+        c.log_dir
+            .clone()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(default_logs),
+    );
+    if let Some(b) = megabytes("log_file_max_mb", c.log_file_max_mb)? {
+        if b < 4096 {
+            return Err(ConfigError::Value {
+                name: "log_file_max_mb".into(),
+                message: "a log file must be allowed at least 4 KB".into(),
+            });
+        }
+        r.log_file_max_bytes = b;
+    }
+    if let Some(n) = c.log_files {
+        r.log_files = n;
+    }
+    if let Some(d) = days("outbox_compact_after_days", c.outbox_compact_after_days)? {
+        r.outbox_compact_after = d;
+    }
+    if let Some(b) = megabytes("min_free_disk_mb", c.min_free_disk_mb)? {
+        r.min_free_disk_bytes = b;
+    }
+    Ok(r)
 }
 
 /// Minutes as a duration; 0 means "never" where `zero_off`.
@@ -591,8 +843,18 @@ fn pacing(c: &FileConfig) -> Result<PacingConfig, ConfigError> {
 }
 
 /// The retention setting from its two keys; unset keys keep [`Retention::default`].
-fn retention(keep: Option<u64>, max_age_days: Option<f64>) -> Result<Retention, ConfigError> {
+fn retention(c: &FileConfig) -> Result<Retention, ConfigError> {
+    let (keep, max_age_days) = (c.artifacts_keep_attempts, c.artifacts_max_age_days);
     let mut r = Retention::default();
+    if let Some(b) = megabytes("artifacts_max_total_mb", c.artifacts_max_total_mb)? {
+        r.max_total_bytes = (b > 0).then_some(b);
+    }
+    if let Some(d) = days(
+        "artifacts_evidence_max_age_days",
+        c.artifacts_evidence_max_age_days,
+    )? {
+        r.evidence_max_age = d;
+    }
     if let Some(n) = keep {
         r.keep_attempts =
             usize::try_from(n)
@@ -648,7 +910,7 @@ mod tests {
         let path = file.to_str().unwrap().to_string();
         let c = load(
             Overrides::default(),
-            &env_of(&[("CMAUTOBUY_CONFIG", &path)]),
+            &env_of(&[("CMAUTOBUY_CONFIG", &path), ("HOME", "/h")]),
         )
         .unwrap();
         assert_eq!(c.retention.keep_attempts, 2);
@@ -659,6 +921,7 @@ mod tests {
             Overrides::default(),
             &env_of(&[
                 ("CMAUTOBUY_CONFIG", &path),
+                ("HOME", "/h"),
                 ("CMAUTOBUY_ARTIFACTS_KEEP_ATTEMPTS", "9"),
                 ("CMAUTOBUY_ARTIFACTS_MAX_AGE_DAYS", "0"),
             ]),
@@ -748,14 +1011,18 @@ mod tests {
         let path = file.to_str().unwrap().to_string();
         let c = load(
             Overrides::default(),
-            &env_of(&[("CMAUTOBUY_CONFIG", &path)]),
+            &env_of(&[("CMAUTOBUY_CONFIG", &path), ("HOME", "/h")]),
         )
         .unwrap();
         assert!(c.allow_live);
         // The environment overrides the file, both ways.
         let c = load(
             Overrides::default(),
-            &env_of(&[("CMAUTOBUY_CONFIG", &path), ("CMAUTOBUY_ALLOW_LIVE", "0")]),
+            &env_of(&[
+                ("CMAUTOBUY_CONFIG", &path),
+                ("HOME", "/h"),
+                ("CMAUTOBUY_ALLOW_LIVE", "0"),
+            ]),
         )
         .unwrap();
         assert!(!c.allow_live);
@@ -770,7 +1037,7 @@ mod tests {
         assert!(matches!(
             load(
                 Overrides::default(),
-                &env_of(&[("CMAUTOBUY_CONFIG", &path)])
+                &env_of(&[("CMAUTOBUY_CONFIG", &path), ("HOME", "/h")])
             ),
             Err(ConfigError::Parse { .. })
         ));
@@ -786,6 +1053,90 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.lock_dir, PathBuf::from("/run/x"));
+    }
+
+    #[test]
+    fn platform_directories_by_convention() {
+        let unix = platform_dirs(Os::Unix, &env_of(&[("HOME", "/home/op")])).unwrap();
+        assert_eq!(unix.data, PathBuf::from("/home/op/.local/share/cmautobuy"));
+        assert_eq!(unix.config, PathBuf::from("/home/op/.config/cmautobuy"));
+        assert_eq!(
+            unix.logs,
+            PathBuf::from("/home/op/.local/state/cmautobuy/logs")
+        );
+        let xdg = platform_dirs(
+            Os::Unix,
+            &env_of(&[
+                ("HOME", "/home/op"),
+                ("XDG_DATA_HOME", "/d"),
+                ("XDG_CONFIG_HOME", "/c"),
+                ("XDG_STATE_HOME", "/s"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(
+            (xdg.data, xdg.config, xdg.logs),
+            (
+                PathBuf::from("/d/cmautobuy"),
+                PathBuf::from("/c/cmautobuy"),
+                PathBuf::from("/s/cmautobuy/logs")
+            )
+        );
+        // A relative XDG value is ignored (the spec says so), never the current directory.
+        let rel = platform_dirs(
+            Os::Unix,
+            &env_of(&[("HOME", "/home/op"), ("XDG_DATA_HOME", "rel")]),
+        )
+        .unwrap();
+        assert_eq!(rel.data, PathBuf::from("/home/op/.local/share/cmautobuy"));
+        let mac = platform_dirs(Os::MacOs, &env_of(&[("HOME", "/Users/op")])).unwrap();
+        assert_eq!(
+            mac.data,
+            PathBuf::from("/Users/op/Library/Application Support/cmautobuy")
+        );
+        assert_eq!(mac.logs, PathBuf::from("/Users/op/Library/Logs/cmautobuy"));
+        let win = platform_dirs(
+            Os::Windows,
+            &env_of(&[
+                ("APPDATA", "C:/Users/op/AppData/Roaming"),
+                ("LOCALAPPDATA", "C:/Users/op/AppData/Local"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(
+            win.data,
+            PathBuf::from("C:/Users/op/AppData/Roaming/cmautobuy/data")
+        );
+        assert_eq!(
+            win.logs,
+            PathBuf::from("C:/Users/op/AppData/Local/cmautobuy/logs")
+        );
+        for os in [Os::Unix, Os::MacOs, Os::Windows] {
+            assert_eq!(platform_dirs(os, &env_of(&[])), None, "{os:?}");
+        }
+    }
+
+    #[test]
+    fn without_a_home_the_data_directory_must_be_given_never_the_current_directory() {
+        let err = load(Overrides::default(), &env_of(&[])).unwrap_err();
+        assert!(err.to_string().contains("--data-dir"), "{err}");
+        let c = load(
+            Overrides::default(),
+            &env_of(&[("CMAUTOBUY_DATA_DIR", "/srv/phone-1")]),
+        )
+        .unwrap();
+        assert_eq!(c.data_dir, PathBuf::from("/srv/phone-1"));
+        // One log directory per data directory when the data directory is given …
+        assert_eq!(c.resources.log_dir, PathBuf::from("/srv/phone-1/logs"));
+        // … the platform's log directory with the platform's data directory.
+        let c = load(Overrides::default(), &env_of(&[("HOME", "/h")])).unwrap();
+        if Os::current() == Os::Unix {
+            assert_eq!(c.data_dir, PathBuf::from("/h/.local/share/cmautobuy"));
+            assert_eq!(
+                c.resources.log_dir,
+                PathBuf::from("/h/.local/state/cmautobuy/logs")
+            );
+        }
     }
 
     #[test]
@@ -815,7 +1166,7 @@ kinds = ["alert", "daily_summary"]
         let path = file.to_str().unwrap().to_string();
         let c = load(
             Overrides::default(),
-            &env_of(&[("CMAUTOBUY_CONFIG", &path)]),
+            &env_of(&[("CMAUTOBUY_CONFIG", &path), ("HOME", "/h")]),
         )
         .unwrap();
         assert_eq!(c.notify.webhooks.len(), 2);
@@ -837,6 +1188,7 @@ kinds = ["alert", "daily_summary"]
             Overrides::default(),
             &env_of(&[
                 ("CMAUTOBUY_CONFIG", &path),
+                ("HOME", "/h"),
                 ("CMAUTOBUY_CONSOLE_ADDR", "0.0.0.0:9464"),
             ]),
         )
@@ -845,7 +1197,7 @@ kinds = ["alert", "daily_summary"]
         std::fs::write(&file, "[[webhook]]\nurl = \"ftp://x/?key=K\"\n").unwrap();
         let err = load(
             Overrides::default(),
-            &env_of(&[("CMAUTOBUY_CONFIG", &path)]),
+            &env_of(&[("CMAUTOBUY_CONFIG", &path), ("HOME", "/h")]),
         )
         .unwrap_err();
         assert!(err.to_string().contains("webhook #1"), "{err}");
@@ -890,6 +1242,63 @@ kinds = ["alert", "daily_summary"]
                 ),
                 "{k}={v}"
             );
+        }
+    }
+
+    #[test]
+    fn resource_keys_with_defaults_and_validation() {
+        let c = load(Overrides::default(), &env_of(&[("HOME", "/h")])).unwrap();
+        let r = &c.resources;
+        assert_eq!((r.log_file_max_bytes, r.log_files), (10 * MB, 5));
+        assert_eq!(r.min_free_disk_bytes, 500 * MB);
+        assert_eq!(
+            r.outbox_compact_after,
+            Some(Duration::from_secs(30 * 86_400))
+        );
+        assert_eq!(c.retention.max_total_bytes, Some(2048 * MB));
+        assert_eq!(
+            c.retention.evidence_max_age,
+            Some(Duration::from_secs(180 * 86_400))
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("c.toml");
+        std::fs::write(
+            &file,
+            "log_dir = \"/var/log/cm\"\nlog_file_max_mb = 1\nlog_files = 2\n\
+             artifacts_max_total_mb = 0\nartifacts_evidence_max_age_days = 365\n\
+             outbox_compact_after_days = 0\nmin_free_disk_mb = 100\n",
+        )
+        .unwrap();
+        let path = file.to_str().unwrap().to_string();
+        let c = load(
+            Overrides::default(),
+            &env_of(&[
+                ("CMAUTOBUY_CONFIG", &path),
+                ("HOME", "/h"),
+                ("CMAUTOBUY_LOG_FILES", "3"),
+            ]),
+        )
+        .unwrap();
+        let r = &c.resources;
+        assert_eq!(r.log_dir, PathBuf::from("/var/log/cm"));
+        assert_eq!((r.log_file_max_bytes, r.log_files), (MB, 3));
+        assert_eq!(r.outbox_compact_after, None);
+        assert_eq!(r.min_free_disk_bytes, 100 * MB);
+        assert_eq!(c.retention.max_total_bytes, None);
+        assert_eq!(
+            c.retention.evidence_max_age,
+            Some(Duration::from_secs(365 * 86_400))
+        );
+        for (k, v) in [
+            ("CMAUTOBUY_MIN_FREE_DISK_MB", "-1"),
+            ("CMAUTOBUY_ARTIFACTS_MAX_TOTAL_MB", "lots"),
+            ("CMAUTOBUY_LOG_FILE_MAX_MB", "0.0001"),
+            ("CMAUTOBUY_OUTBOX_COMPACT_AFTER_DAYS", "-2"),
+            ("CMAUTOBUY_LOG_FILES", "-1"),
+        ] {
+            let err = load(Overrides::default(), &env_of(&[("HOME", "/h"), (k, v)]))
+                .expect_err(&format!("{k}={v}"));
+            assert!(matches!(err, ConfigError::Value { .. }), "{k}={v}: {err}");
         }
     }
 

@@ -15,6 +15,11 @@
 //! - [`spec`] — §7.1 runtime spec resolution, stored before it is sent.
 //! - [`config`] — layered configuration (defaults → TOML → `CMAUTOBUY_*` → flags).
 //! - [`lock`] — one process per data directory and per phone (OS advisory locks).
+//! - [`logfile`] — `run`'s size-rotated log files.
+//! - [`private`] — secrets at rest: the data directory `0700`, the store and token files
+//!   `0600` (Unix).
+//! - [`upkeep`] — bounded resources: the artifact sweep, outbox compaction, the
+//!   free-disk floor (`low_disk`).
 //! - [`clock`], [`secret`] — injected time; the token wrapper that never prints.
 //! - [`notify`] — alerts out: webhooks (JSON, 企业微信, 钉钉, 飞书), deduplicated, with a
 //!   daily summary, from a durable queue; [`metrics`] and [`console`] — the Prometheus
@@ -53,10 +58,12 @@ pub mod gate;
 pub mod gateway;
 pub mod job;
 pub mod lock;
+pub mod logfile;
 pub mod metrics;
 pub mod notify;
 pub mod outbox;
 pub mod pacing;
+pub mod private;
 pub mod registration;
 #[cfg(feature = "rehearse")]
 pub mod rehearse;
@@ -65,3 +72,4 @@ pub mod runner;
 pub mod secret;
 pub mod spec;
 pub mod store;
+pub mod upkeep;

@@ -122,11 +122,15 @@ impl Drop for ProcessLock {
 pub fn lock_data_dir(data_dir: &Path, holder: &str) -> Result<ProcessLock, LockError> {
     let what = format!("the data directory {}", data_dir.display());
     let path = data_dir.join(DATA_DIR_LOCK_FILE);
-    std::fs::create_dir_all(data_dir).map_err(|source| LockError::Io {
+    // Created private (`0700`, secrets at rest): the store lands here next.
+    let tightened = crate::private::create_dir(data_dir).map_err(|source| LockError::Io {
         what: what.clone(),
         path: path.clone(),
         source,
     })?;
+    if let Some(t) = tightened {
+        tracing::warn!(path = %t.path.display(), was = format!("{:o}", t.was), "too-open permissions tightened (secrets at rest)");
+    }
     acquire(&path, what, holder, None, false)
 }
 

@@ -25,6 +25,9 @@
 //!   or `unrecognized_pages_pause_after` `PAGE_NOT_RECOGNIZED` outcomes in a row) raises
 //!   an `account_paused` alert naming the task, the code and the attempt's artifacts;
 //!   like every open alert it stops claiming until `ack` (and survives a restart);
+//! - bounded resources ([`crate::upkeep`], issue 12 item 8): below the free-disk floor
+//!   no claim is made (a `low_disk` alert says why; it resolves itself when space
+//!   returns); the artifact sweep and outbox compaction run at start and after each task;
 //! - pacing ([`crate::pacing`]): no claim sooner than `min_task_gap` after the last task
 //!   ended; at a live order cap (per rolling hour / day, counted from the store's
 //!   irreversible marks) the declared mode narrows to `dry_run` until the window passes;
@@ -51,6 +54,7 @@ use crate::retry::{poll_delay, random_unit, RetryPolicy};
 use crate::store::{
     DevicePause, LiveCapNote, OutboxDraft, OutboxKind, Settings, Store, StoreError, TaskState,
 };
+use crate::upkeep::{Upkeep, ALERT_LOW_DISK};
 
 /// Alert kinds (stored in `operator_alerts.kind`).
 pub const ALERT_PROTOCOL: &str = "protocol_error";
@@ -68,8 +72,9 @@ pub const ALERT_DEVICE: &str = "device_attention";
 /// (issue 12 item 9). Informational: it does not stop claiming (collects and dry runs
 /// continue); `ack` closes it.
 pub const ALERT_CLOCK_SKEW: &str = "clock_skew";
-/// Alert kinds that do not stop claiming.
-pub const NON_BLOCKING_ALERTS: &[&str] = &[ALERT_CLOCK_SKEW, ALERT_DEVICE];
+/// Alert kinds that do not stop claiming (`low_disk` holds claims itself, through the
+/// upkeep's free-disk floor, and is resolved by the client when space returns).
+pub const NON_BLOCKING_ALERTS: &[&str] = &[ALERT_CLOCK_SKEW, ALERT_LOW_DISK, ALERT_DEVICE];
 
 /// Length of an attempt id (`Store::start_run` makes hyphenated UUIDs), for the key check
 /// of a claimed task's id.
@@ -204,6 +209,8 @@ pub struct Runner<G, E, C> {
     unsaved_alert: Mutex<Option<String>>,
     consecutive_failures: AtomicU32,
     gate: Mutex<DeviceGate>,
+    /// Artifact sweep, outbox compaction, the free-disk floor ([`Runner::with_upkeep`]).
+    upkeep: Option<Arc<Upkeep>>,
     /// When the last task ended (the pacing gap counts from it).
     last_task_end: Mutex<Option<chrono::DateTime<chrono::Utc>>>,
     /// The live cap last recorded for `status` (to log and save changes only).
@@ -245,6 +252,37 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
             last_backup: Mutex::new(None),
             clocks: Mutex::new(ClockState::default()),
             cfg,
+            upkeep: None,
+        }
+    }
+
+    /// Runs the upkeep at start and after each task, and applies its free-disk floor
+    /// before each claim.
+    pub fn with_upkeep(mut self, upkeep: Arc<Upkeep>) -> Self {
+        self.upkeep = Some(upkeep);
+        self
+    }
+
+    /// The upkeep after a task (or at start: `job = None`), on a blocking thread.
+    async fn upkeep(&self, job: Option<&Job>) {
+        let Some(u) = self.upkeep.clone() else {
+            return;
+        };
+        let now = self.clock.now();
+        let ids = job.map(|j| {
+            (
+                j.task.remote_task_id.clone(),
+                j.run.attempt_id.clone(),
+                j.run.id,
+            )
+        });
+        let done = tokio::task::spawn_blocking(move || match ids {
+            Some((t, a, r)) => u.after_task(&t, &a, r, now),
+            None => u.start(now),
+        })
+        .await;
+        if let Err(e) = done {
+            tracing::error!(error = %e, "upkeep panicked");
         }
     }
 
@@ -275,6 +313,8 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
         {
             return Some(m);
         }
+        // `low_disk` resolves itself when space returns ([`Runner::claim_once`] waits on
+        // it instead); see [`NON_BLOCKING_ALERTS`].
         match self.store.open_alerts() {
             Ok(alerts) => alerts
                 .iter()
@@ -566,10 +606,7 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
             Some(Transition::Resumed { since, probes }) => {
                 let away = (self.clock.now() - since).num_seconds();
                 tracing::info!(%since, away_secs = away, probes, "device ready again: worker resumed");
-                if let Err(e) = self
-                    .store
-                    .ack_alerts_of_kind(ALERT_DEVICE, self.clock.now())
-                {
+                if let Err(e) = self.store.resolve_alerts(ALERT_DEVICE, self.clock.now()) {
                     tracing::warn!(error = %e, "cannot close the device_attention alert");
                 }
                 self.store.set_device_pause(None)
@@ -639,6 +676,16 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
     pub async fn claim_once(&self) -> Result<ClaimStep, RunError> {
         if let Some(reason) = self.blocked_reason() {
             return Ok(ClaimStep::Blocked(reason));
+        }
+        if let Some(reason) = self
+            .upkeep
+            .as_ref()
+            .and_then(|u| u.disk_floor(self.clock.now()))
+        {
+            return Ok(ClaimStep::Waiting {
+                reason,
+                wait: self.cfg.poll_interval,
+            });
         }
         if let Some(step) = self.gap_step() {
             return Ok(step);
@@ -760,6 +807,7 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
         };
         self.task_ended();
         self.record(&job, outcome)?;
+        self.upkeep(Some(&job)).await;
         Ok(())
     }
 
@@ -838,6 +886,7 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
         // So are a clock refusal and a live cap: both are judged afresh.
         let _ = self.store.set_clock_skew(None);
         let _ = self.store.set_live_cap(None);
+        self.upkeep(None).await;
         self.recover().await?;
         loop {
             if *shutdown.borrow() {

@@ -19,6 +19,7 @@ use cmautobuy_client::console::{self, ConsoleAddr};
 use cmautobuy_client::job::adb::AdbSource;
 use cmautobuy_client::lock::{self, LockError, ProcessLock};
 use cmautobuy_client::runner::RunExit;
+use cmautobuy_client::upkeep::UpkeepConfig;
 
 use super::args::{Conn, Globals};
 use super::exit::{Code, Failure};
@@ -46,6 +47,10 @@ pub struct RunArgs {
     /// (config `lock_dir`, `CMAUTOBUY_LOCK_DIR`; default /tmp/cmautobuy-locks).
     #[arg(long, value_name = "DIR")]
     lock_dir: Option<PathBuf>,
+    /// Where the rotated log files go (config `log_dir`, `CMAUTOBUY_LOG_DIR`; default
+    /// `<data dir>/logs`, or the platform's log directory with the default data directory).
+    #[arg(long, value_name = "DIR")]
+    log_dir: Option<PathBuf>,
     /// Serve `/metrics` (Prometheus) and `/healthz` on this loopback address (config
     /// `console_addr`; default 127.0.0.1, the first free port from 9464 to 9479; a taken
     /// port is logged and the client runs without a console).
@@ -57,7 +62,7 @@ pub struct RunArgs {
 }
 
 pub fn run(g: &Globals, a: RunArgs) -> Result<(), Failure> {
-    let mut cfg = setup::load(g.overrides(Some(&a.conn), a.poll_interval))?;
+    let mut cfg = setup::load_for_run(g.overrides(Some(&a.conn), a.poll_interval), a.log_dir)?;
     if let Some(d) = a.lock_dir {
         cfg.lock_dir = d;
     }
@@ -87,6 +92,13 @@ pub fn run(g: &Globals, a: RunArgs) -> Result<(), Failure> {
         retention: cfg.retention,
         on_report: None,
         gate: cfg.gate,
+        upkeep: Some(UpkeepConfig {
+            data_dir: cfg.data_dir.clone(),
+            artifacts_root: cfg.data_dir.join("artifacts"),
+            retention: cfg.retention,
+            outbox_compact_after: cfg.resources.outbox_compact_after,
+            min_free_disk_bytes: cfg.resources.min_free_disk_bytes,
+        }),
         notify: cfg.notify.clone(),
         pacing: cfg.pacing,
         backups_keep: cfg.backups_keep,

@@ -5,8 +5,10 @@ use anyhow::Context;
 
 use cmautobuy_client::config::{self, Config, Overrides};
 use cmautobuy_client::gateway::{GatewaySettings, HttpAdminGateway};
+use cmautobuy_client::logfile::{LogFiles, RotatingFile};
 use cmautobuy_client::registration;
-use cmautobuy_client::store::{SettingsPatch, Store};
+use cmautobuy_client::secret::TokenForOtherAdmin;
+use cmautobuy_client::store::{SettingsPatch, Store, TokenBinding};
 
 use super::exit::Failure;
 
@@ -18,15 +20,55 @@ pub fn load(o: Overrides) -> Result<Config, Failure> {
     Ok(cfg)
 }
 
+/// As [`load`], for `run`: the log lines also go to rotated files in `log_dir`
+/// (`log_file_max_mb` × `log_files`; [`cmautobuy_client::logfile`]).
+pub fn load_for_run(o: Overrides, log_dir: Option<std::path::PathBuf>) -> Result<Config, Failure> {
+    let mut cfg = config::load(o, &|k| std::env::var(k).ok())?;
+    if let Some(d) = log_dir {
+        cfg.resources.log_dir = d;
+    }
+    let r = &cfg.resources;
+    let files = if r.log_files == 0 {
+        None
+    } else {
+        match RotatingFile::open(&r.log_dir, r.log_file_max_bytes, r.log_files) {
+            Ok(f) => Some(LogFiles::new(f)),
+            Err(e) => {
+                eprintln!(
+                    "cmautobuy-client: cannot open the log file in {} ({e}); logging to stderr only",
+                    r.log_dir.display()
+                );
+                None
+            }
+        }
+    };
+    init_tracing_with(&cfg.log, files);
+    Ok(cfg)
+}
+
 /// Logs to stderr with `RUST_LOG`, else `default`.
 pub fn init_tracing(default: &str) {
+    init_tracing_with(default, None);
+}
+
+/// Logs to stderr and, given `files`, to the rotated log files (no ANSI colours there).
+fn init_tracing_with(default: &str, files: Option<LogFiles>) {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_default_env()
         .or_else(|_| EnvFilter::try_new(default))
         .unwrap_or_else(|_| EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+    let stderr = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let file = files.map(|w| {
+        tracing_subscriber::fmt::layer()
+            .with_ansi(false)
+            .with_writer(w)
+    });
+    let _ = tracing_subscriber::registry()
+        .with(filter)
+        .with(stderr)
+        .with(file)
         .try_init();
 }
 
@@ -58,8 +100,20 @@ pub fn open_and_save(cfg: &Config) -> Result<Store, Failure> {
     Ok(store)
 }
 
-/// The Admin at the saved URL, with the configured timeouts and body limit.
+/// The Admin at the saved URL, with the configured timeouts and body limit. A token
+/// saved for another Admin URL is refused ([`TokenForOtherAdmin`], exit 2): it is never
+/// sent to this one.
 pub fn gateway(cfg: &Config, store: &Store) -> Result<HttpAdminGateway, Failure> {
+    if let TokenBinding::OtherAdmin {
+        saved_for,
+        admin_url,
+    } = store.token_binding()?
+    {
+        return Err(Failure::usage(TokenForOtherAdmin {
+            saved_for,
+            admin_url,
+        }));
+    }
     let settings = store.settings()?;
     let url = settings.admin_url.clone().ok_or_else(|| {
         Failure::usage(anyhow::anyhow!(

@@ -1,7 +1,5 @@
-//! Collect jobs: one collect task on the phone — the attempt's artifacts (with
-//! retention), the [`CollectFlow`] behind the device guard, the §6 result or §7 failure.
-
-use std::time::SystemTime;
+//! Collect jobs: one collect task on the phone — the attempt's artifacts (retention is
+//! the runner's upkeep, [`crate::upkeep`]), the [`CollectFlow`] behind the device guard, the §6 result or §7 failure.
 
 use chrono::Utc;
 use cmautobuy_contract::time::format_utc;
@@ -12,7 +10,7 @@ use super::attempt::{failure_request, label, FlowExecutorConfig, TaskReport};
 use super::driver::{drive, DriveStats, NoEffects};
 use super::guard::GuardedDevice;
 use super::source::DeviceSource;
-use crate::artifacts::{self, AttemptArtifacts};
+use crate::artifacts::AttemptArtifacts;
 use crate::clock::SystemClock;
 use crate::executor::{Job, Outcome};
 use crate::flow::collect::{CollectFlow, CollectTask};
@@ -34,15 +32,6 @@ pub fn run_job<S: DeviceSource + ?Sized>(
             None
         }
     };
-    let pruned = artifacts::prune(
-        &cfg.artifacts_root,
-        cfg.retention,
-        SystemTime::now(),
-        arts.as_ref().map(|a| a.dir()),
-    );
-    if pruned > 0 {
-        tracing::info!(pruned, "old artifact attempts removed (retention)");
-    }
     let artifact_ref = arts.as_ref().map(|a| a.reference(&job.client_id));
     let report = |outcome: &Outcome, stats: DriveStats, device_ms: Option<u64>| TaskReport {
         task_id: remote.clone(),

@@ -239,6 +239,7 @@ pub fn rehearse(opts: RehearseOptions) -> anyhow::Result<Summary> {
         retention: Retention {
             keep_attempts: 5,
             max_age: None,
+            ..Retention::default()
         },
         on_report: Some(progress(ids.len(), opts.json, reports.clone())),
         // The batch includes risk and login pages on purpose (`--failure-paths`): a rehearsal
@@ -247,6 +248,20 @@ pub fn rehearse(opts: RehearseOptions) -> anyhow::Result<Summary> {
             account_pause: false,
             ..Default::default()
         },
+        // The sweep and compaction as in production; no free-disk floor (a rehearsal
+        // runs to the end on whatever disk it has).
+        upkeep: Some(crate::upkeep::UpkeepConfig {
+            min_free_disk_bytes: 0,
+            ..crate::upkeep::UpkeepConfig::new(
+                data_dir.clone(),
+                artifacts_dir.clone(),
+                Retention {
+                    keep_attempts: 5,
+                    max_age: None,
+                    ..Retention::default()
+                },
+            )
+        }),
         // No webhooks: a rehearsal tells nobody.
         notify: crate::notify::NotifyConfig::default(),
         // A rehearsal is a test of the wiring, not of a PDD account: no gap, no caps.

@@ -54,9 +54,9 @@ impl Store {
         Ok(rows.collect::<std::result::Result<_, _>>()?)
     }
 
-    /// Closes every open alert of `kind` (the condition went away by itself, e.g. a
-    /// `device_attention` alert once the phone passes a check); returns how many.
-    pub fn ack_alerts_of_kind(&self, kind: &str, now: DateTime<Utc>) -> Result<usize> {
+    /// Resolves every open alert of `kind` (the client's own resolution of a condition
+    /// that has passed, such as `low_disk`); returns how many were open.
+    pub fn resolve_alerts(&self, kind: &str, now: DateTime<Utc>) -> Result<usize> {
         let conn = self.lock();
         Ok(conn.execute(
             "UPDATE operator_alerts SET acked_at = ?2 WHERE kind = ?1 AND acked_at IS NULL",

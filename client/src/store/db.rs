@@ -173,15 +173,29 @@ pub(super) fn put_setting(
 impl Store {
     /// Opens (creating if needed) the database at `path`: configures the connection,
     /// applies pending migrations, checks the schema and makes sure a client id exists.
+    ///
+    /// Secrets at rest (issue 12): the directory is created `0700` and the file `0600`
+    /// before SQLite opens it (its `-wal`/`-shm` files take the database file's mode);
+    /// too-open modes on an existing directory, store, config file or key are tightened
+    /// with a warning ([`crate::private::secure_data_dir`]).
     pub fn open(path: &Path) -> Result<Store> {
         if let Some(dir) = path.parent() {
             if !dir.as_os_str().is_empty() {
-                std::fs::create_dir_all(dir).map_err(|source| StoreError::Io {
+                crate::private::create_dir(dir).map_err(|source| StoreError::Io {
                     path: dir.to_path_buf(),
                     source,
                 })?;
+                let name = path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                crate::private::secure_data_dir(dir, &name);
             }
         }
+        crate::private::create_file(path).map_err(|source| StoreError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
         let conn = Connection::open(path)?;
         Self::init(conn, path.to_path_buf())
     }

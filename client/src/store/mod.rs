@@ -66,7 +66,9 @@ pub use notify::{DueDelivery, NewEvent, PeriodReport, Resolution};
 pub use outbox::{Acceptance, OutboxDraft, OutboxItem, OutboxKind, OutboxState};
 pub use purchase::MarkOutcome;
 pub use runs::Run;
-pub use settings::{DevicePause, LiveCapNote, RegistrationStatus, Settings, SettingsPatch};
+pub use settings::{
+    DevicePause, LiveCapNote, RegistrationStatus, Settings, SettingsPatch, TokenBinding,
+};
 pub use spec::SpecResolutionRecord;
 pub use summary::Summary;
 pub use tasks::{StoredTask, TaskState};

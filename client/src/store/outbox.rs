@@ -341,6 +341,56 @@ impl Store {
     }
 }
 
+/// The `headers` of a compacted row (an uncompacted row always has at least
+/// `X-Client-Id` and `Idempotency-Key`).
+pub const COMPACTED_HEADERS: &str = "[]";
+
+impl Store {
+    /// Outbox compaction (issue 12 item 8): accepted rows last updated (accepted) before
+    /// `older_than` lose their request body, headers and response — at most `limit` rows
+    /// per call, oldest first. What stays: the row itself (task, run, kind, remote task
+    /// id, path, state `accepted`), its idempotency key, `result_id` and acceptance time
+    /// — the record that the Admin acknowledged that key — and, for results, the order
+    /// number the body carried (the body becomes `{"compacted":true,"purchase":
+    /// {"order_sn":…}}`), which [`Store::order_sns_of_other_tasks`] still reads (no
+    /// borrowed order). Rows not yet accepted (pending, sent, parked) are never touched:
+    /// nothing the Admin has not acknowledged is lost. Returns how many were compacted.
+    pub fn compact_outbox(&self, older_than: DateTime<Utc>, limit: usize) -> Result<usize> {
+        self.immediate(|tx| {
+            let rows: Vec<(i64, String, Vec<u8>)> = {
+                let mut st = tx.prepare(
+                    "SELECT id, kind, body FROM outbox
+                     WHERE state = 'accepted' AND updated_at < ?1 AND headers <> ?2
+                     ORDER BY id LIMIT ?3",
+                )?;
+                let it = st.query_map(
+                    params![ts(older_than), COMPACTED_HEADERS, limit as i64],
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                )?;
+                it.collect::<std::result::Result<_, _>>()?
+            };
+            for (id, kind, body) in &rows {
+                let order_sn = (kind == "result")
+                    .then(|| serde_json::from_slice::<serde_json::Value>(body).ok())
+                    .flatten()
+                    .and_then(|v| v["purchase"]["order_sn"].as_str().map(str::to_string))
+                    .filter(|s| !s.is_empty());
+                let kept = match order_sn {
+                    Some(sn) => {
+                        serde_json::json!({"compacted": true, "purchase": {"order_sn": sn}})
+                    }
+                    None => serde_json::json!({"compacted": true}),
+                };
+                tx.execute(
+                    "UPDATE outbox SET body = ?2, headers = ?3, response = NULL WHERE id = ?1",
+                    params![id, kept.to_string().into_bytes(), COMPACTED_HEADERS],
+                )?;
+            }
+            Ok(rows.len())
+        })
+    }
+}
+
 const OUTBOX_SELECT: &str = "SELECT id, task_id, run_id, kind, remote_task_id, method, path,
         headers, body, idempotency_key, on_accept_state, state, attempts, next_attempt_at,
         last_error, result_id, created_at, accepted_at FROM outbox";
@@ -445,6 +495,76 @@ mod tests {
         assert_eq!(s.task(id).unwrap().state, TaskState::Succeeded);
         assert_eq!(s.outbox_undelivered_count().unwrap(), 0);
         assert_eq!(s.outbox_list(true).unwrap()[0].state, OutboxState::Accepted);
+    }
+
+    #[test]
+    fn compaction_keeps_the_key_and_order_number_and_never_touches_undelivered_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&Store::path_in(dir.path())).unwrap();
+        let day = chrono::Duration::days(1);
+        let ack = Acceptance {
+            result_id: Some("r".into()),
+            accepted_at: "2026-01-01T00:00:05Z".into(),
+            response: b"{\"accepted\":true}".to_vec(),
+        };
+        let item = |remote: &str, body: &[u8], accept_at: Option<DateTime<Utc>>| {
+            let id = s.save_claimed_task(&task(remote), "{}", t0()).unwrap();
+            let run = s.start_run(id, t0()).unwrap();
+            let key = format!("{remote}:k");
+            let ob = s
+                .record_outcome(run.id, &draft(remote, &key, body), t0())
+                .unwrap();
+            if let Some(at) = accept_at {
+                s.outbox_mark_sending(ob, at).unwrap();
+                s.outbox_accepted(ob, &ack, at).unwrap();
+            }
+            ob
+        };
+        let order = br#"{"purchase":{"order_sn":"261130-77","total_cent":100},"pdd_data":{"x":1}}"#;
+        let old_order = item("old-order", order, Some(t0()));
+        let old_collect = item("old-collect", b"{\"pdd_data\":{\"big\":1}}", Some(t0()));
+        let recent = item("recent", b"{\"a\":1}", Some(t0() + day * 40));
+        let pending = item("pending", b"{\"a\":2}", None);
+        let now = t0() + day * 45;
+        let n = s.compact_outbox(now - day * 30, 100).unwrap();
+        assert_eq!(n, 2);
+        let o = s.outbox_item(old_order).unwrap();
+        assert_eq!(o.state, OutboxState::Accepted);
+        assert_eq!(o.idempotency_key, "old-order:k");
+        assert_eq!(o.result_id.as_deref(), Some("r"));
+        assert!(o.headers.is_empty());
+        assert_eq!(
+            o.body,
+            br#"{"compacted":true,"purchase":{"order_sn":"261130-77"}}"#
+        );
+        // No borrowed order: the number is still known after compaction.
+        assert!(s
+            .order_sns_of_other_tasks("another")
+            .unwrap()
+            .contains("261130-77"));
+        assert_eq!(
+            s.outbox_item(old_collect).unwrap().body,
+            br#"{"compacted":true}"#
+        );
+        // Recent and undelivered rows are untouched.
+        assert_eq!(s.outbox_item(recent).unwrap().body, b"{\"a\":1}");
+        let p = s.outbox_item(pending).unwrap();
+        assert_eq!(
+            (p.state, p.body.as_slice()),
+            (OutboxState::Pending, &b"{\"a\":2}"[..])
+        );
+        // Idempotent: nothing left to compact.
+        assert_eq!(
+            s.compact_outbox(now, 100).unwrap(),
+            1,
+            "only `recent` is old enough now"
+        );
+        assert_eq!(s.compact_outbox(now, 100).unwrap(), 0);
+        // Parked rows are never compacted, however old.
+        s.outbox_mark_sending(pending, t0()).unwrap();
+        s.outbox_park(pending, "HTTP 422", t0()).unwrap();
+        assert_eq!(s.compact_outbox(now + day * 400, 100).unwrap(), 0);
+        assert_eq!(s.outbox_item(pending).unwrap().body, b"{\"a\":2}");
     }
 
     #[test]

@@ -99,3 +99,39 @@ impl Store {
         Ok(out)
     }
 }
+
+/// The outcome labels of evidence runs start with this (`manual_review:CODE`).
+const MANUAL_REVIEW_PREFIX: &str = "manual_review:";
+
+impl Store {
+    /// The attempts whose artifacts are evidence (issue 12 item 8): a run with its
+    /// irreversible mark (a live order) or a `manual_review` outcome, or any run of a task
+    /// now in `manual_review`. As `(remote_task_id, attempt_id)`.
+    pub fn evidence_attempts(&self) -> Result<Vec<(String, String)>> {
+        let conn = self.lock();
+        let mut st = conn.prepare(
+            "SELECT t.remote_task_id, r.attempt_id FROM task_runs r JOIN tasks t ON t.id = r.task_id
+             WHERE r.irreversible_action_at IS NOT NULL
+                OR substr(COALESCE(r.outcome, ''), 1, 14) = ?1
+                OR t.state = 'manual_review'",
+        )?;
+        let rows = st.query_map([MANUAL_REVIEW_PREFIX], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+
+    /// Whether one run's artifacts are evidence (see [`Store::evidence_attempts`]).
+    pub fn run_is_evidence(&self, run_id: i64) -> Result<bool> {
+        let conn = self.lock();
+        Ok(conn
+            .query_row(
+                "SELECT r.irreversible_action_at IS NOT NULL
+                        OR substr(COALESCE(r.outcome, ''), 1, 14) = ?2
+                        OR t.state = 'manual_review'
+                 FROM task_runs r JOIN tasks t ON t.id = r.task_id WHERE r.id = ?1",
+                params![run_id, MANUAL_REVIEW_PREFIX],
+                |r| r.get::<_, bool>(0),
+            )
+            .optional()?
+            .unwrap_or(false))
+    }
+}

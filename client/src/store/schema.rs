@@ -167,6 +167,34 @@ pub(crate) const MIGRATIONS: &[&[&str]] = &[
         "CREATE INDEX task_runs_started ON task_runs (started_at)",
         "CREATE INDEX task_runs_outcome ON task_runs (outcome, finished_at)",
     ],
+    // 5: run outcomes counted as they are written (by task type and outcome label), so
+    // `/metrics` reads a few rows instead of grouping every run at each scrape; the
+    // counts are never decremented (a Prometheus counter), whatever is compacted later.
+    &[
+        "CREATE TABLE run_outcome_counts (
+            task_type TEXT NOT NULL,
+            outcome   TEXT NOT NULL,
+            n         INTEGER NOT NULL,
+            PRIMARY KEY (task_type, outcome)
+        )",
+        "INSERT INTO run_outcome_counts (task_type, outcome, n)
+         SELECT t.task_type, r.outcome, COUNT(*) FROM task_runs r JOIN tasks t ON t.id = r.task_id
+         WHERE r.outcome IS NOT NULL GROUP BY t.task_type, r.outcome",
+        "CREATE TRIGGER count_run_outcome AFTER UPDATE OF outcome ON task_runs
+         WHEN NEW.outcome IS NOT NULL AND OLD.outcome IS NULL
+         BEGIN
+            INSERT INTO run_outcome_counts (task_type, outcome, n)
+            SELECT task_type, NEW.outcome, 1 FROM tasks WHERE id = NEW.task_id
+            ON CONFLICT (task_type, outcome) DO UPDATE SET n = n + 1;
+         END",
+        "CREATE TRIGGER count_inserted_run_outcome AFTER INSERT ON task_runs
+         WHEN NEW.outcome IS NOT NULL
+         BEGIN
+            INSERT INTO run_outcome_counts (task_type, outcome, n)
+            SELECT task_type, NEW.outcome, 1 FROM tasks WHERE id = NEW.task_id
+            ON CONFLICT (task_type, outcome) DO UPDATE SET n = n + 1;
+         END",
+    ],
 ];
 
 /// Tables and the columns the code relies on; checked at every start.
@@ -284,6 +312,7 @@ pub(crate) const REQUIRED: &[(&str, &[&str])] = &[
             "updated_at",
         ],
     ),
+    ("run_outcome_counts", &["task_type", "outcome", "n"]),
     (
         "operator_alerts",
         &[

@@ -1,6 +1,12 @@
 //! The settings table: the client id (`CLIENT-` + random, generated once when the store
 //! is first opened, reused forever), the display name, the Admin URL, the token, the
 //! device, and the last registration status.
+//!
+//! The token is bound to the Admin URL it was saved for (issue 12 item 10,
+//! `token_admin_url`): when the Admin URL changes and no new token comes with it, the
+//! saved token is not handed out ([`Settings::token`] is `None`) and
+//! [`Store::token_binding`] says why, so the client never sends one Admin's token to
+//! another.
 
 use chrono::Utc;
 
@@ -14,6 +20,39 @@ const SETTING_TOKEN: &str = "token";
 const SETTING_DEVICE: &str = "device";
 const SETTING_REGISTRATION: &str = "registration";
 const SETTING_DEVICE_PAUSE: &str = "device_pause";
+/// The Admin URL the saved token was given for.
+const SETTING_TOKEN_ADMIN_URL: &str = "token_admin_url";
+
+/// Whether the saved token may be sent to the saved Admin URL.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TokenBinding {
+    /// No token saved.
+    NoToken,
+    /// The token was saved for this Admin URL (or for no URL yet: bound at first use).
+    Bound,
+    /// The token was saved for another Admin URL: it is not sent (give the token again).
+    OtherAdmin {
+        saved_for: String,
+        admin_url: String,
+    },
+}
+
+/// URLs compared as the operator means them: surrounding blanks and trailing `/` aside.
+fn same_admin(a: &str, b: &str) -> bool {
+    a.trim().trim_end_matches('/') == b.trim().trim_end_matches('/')
+}
+
+fn binding(token: Option<&str>, admin_url: Option<&str>, saved_for: Option<&str>) -> TokenBinding {
+    match (token, admin_url, saved_for) {
+        (None, _, _) => TokenBinding::NoToken,
+        (Some(_), Some(now), Some(was)) if !same_admin(now, was) => TokenBinding::OtherAdmin {
+            saved_for: was.to_string(),
+            admin_url: now.to_string(),
+        },
+        _ => TokenBinding::Bound,
+    }
+}
+
 const SETTING_LIVE_CAP: &str = "live_cap";
 const SETTING_CLOCK_SKEW: &str = "clock_skew";
 
@@ -46,6 +85,8 @@ pub struct Settings {
     pub client_id: String,
     pub name: Option<String>,
     pub admin_url: Option<String>,
+    /// `None` also when the saved token was given for another Admin URL
+    /// ([`TokenBinding::OtherAdmin`]): it is never handed to a gateway for this one.
     pub token: Option<Secret>,
     pub device: Option<String>,
     pub registration: Option<RegistrationStatus>,
@@ -92,20 +133,50 @@ impl Store {
             ),
             None => None,
         };
+        let admin_url = get_setting(&conn, SETTING_ADMIN_URL)?;
+        let token = get_setting(&conn, SETTING_TOKEN)?;
+        let saved_for = get_setting(&conn, SETTING_TOKEN_ADMIN_URL)?;
+        let token = match binding(token.as_deref(), admin_url.as_deref(), saved_for.as_deref()) {
+            TokenBinding::Bound => token.map(Secret::new),
+            TokenBinding::NoToken | TokenBinding::OtherAdmin { .. } => None,
+        };
         Ok(Settings {
             client_id,
             name: get_setting(&conn, SETTING_NAME)?,
-            admin_url: get_setting(&conn, SETTING_ADMIN_URL)?,
-            token: get_setting(&conn, SETTING_TOKEN)?.map(Secret::new),
+            admin_url,
+            token,
             device: get_setting(&conn, SETTING_DEVICE)?,
             registration,
         })
     }
 
-    /// Saves the given settings durably (the §4.1 "save locally first" step).
+    /// Whether the saved token may be sent to the saved Admin URL (see [`TokenBinding`]).
+    pub fn token_binding(&self) -> Result<TokenBinding> {
+        let conn = self.lock();
+        let token = get_setting(&conn, SETTING_TOKEN)?;
+        let admin_url = get_setting(&conn, SETTING_ADMIN_URL)?;
+        let saved_for = get_setting(&conn, SETTING_TOKEN_ADMIN_URL)?;
+        Ok(binding(
+            token.as_deref(),
+            admin_url.as_deref(),
+            saved_for.as_deref(),
+        ))
+    }
+
+    /// Saves the given settings durably (the §4.1 "save locally first" step). A token is
+    /// bound to the Admin URL it is saved with (the patch's, else the saved one); a new
+    /// Admin URL without a token leaves the old token bound to the old URL, so it is not
+    /// sent ([`Store::token_binding`]). A token saved by a client that did not bind
+    /// tokens is bound to the Admin URL saved with it.
     pub fn save_settings(&self, patch: &SettingsPatch) -> Result<Settings> {
         let now = Utc::now();
         self.durable(|tx| {
+            let has_token = get_setting(tx, SETTING_TOKEN)?.is_some();
+            if has_token && get_setting(tx, SETTING_TOKEN_ADMIN_URL)?.is_none() {
+                if let Some(old) = get_setting(tx, SETTING_ADMIN_URL)? {
+                    put_setting(tx, SETTING_TOKEN_ADMIN_URL, &old, now)?;
+                }
+            }
             if let Some(v) = &patch.name {
                 put_setting(tx, SETTING_NAME, v, now)?;
             }
@@ -117,6 +188,22 @@ impl Store {
             }
             if let Some(v) = &patch.device {
                 put_setting(tx, SETTING_DEVICE, v, now)?;
+            }
+            let admin = get_setting(tx, SETTING_ADMIN_URL)?;
+            let bound = get_setting(tx, SETTING_TOKEN_ADMIN_URL)?;
+            let token_now = get_setting(tx, SETTING_TOKEN)?.is_some();
+            // A new token is for the Admin URL it comes with; a token saved before any
+            // URL is bound to the first one.
+            if patch.token.is_some() || (token_now && bound.is_none()) {
+                match &admin {
+                    Some(url) => put_setting(tx, SETTING_TOKEN_ADMIN_URL, url, now)?,
+                    None => {
+                        tx.execute(
+                            "DELETE FROM settings WHERE key = ?1",
+                            [SETTING_TOKEN_ADMIN_URL],
+                        )?;
+                    }
+                }
             }
             Ok(())
         })?;
@@ -225,6 +312,76 @@ mod tests {
             a.starts_with("CLIENT-") && a.len() == "CLIENT-".len() + 16,
             "{a}"
         );
+    }
+
+    fn save(s: &Store, admin: Option<&str>, token: Option<&str>) -> Settings {
+        s.save_settings(&SettingsPatch {
+            admin_url: admin.map(str::to_string),
+            token: token.map(Secret::new),
+            ..Default::default()
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn the_token_is_bound_to_the_admin_url_it_was_saved_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&Store::path_in(dir.path())).unwrap();
+        let st = save(&s, Some("http://a.example"), Some("tok-a"));
+        assert_eq!(st.token.as_ref().map(Secret::expose), Some("tok-a"));
+        assert_eq!(s.token_binding().unwrap(), TokenBinding::Bound);
+        // The same Admin (a trailing slash aside): still sent.
+        let st = save(&s, Some("http://a.example/"), None);
+        assert_eq!(st.token.as_ref().map(Secret::expose), Some("tok-a"));
+        // Another Admin without a new token: the old token is not handed out.
+        let st = save(&s, Some("http://b.example"), None);
+        assert_eq!(st.token, None);
+        assert_eq!(
+            s.token_binding().unwrap(),
+            TokenBinding::OtherAdmin {
+                saved_for: "http://a.example".into(),
+                admin_url: "http://b.example".into()
+            }
+        );
+        // Back to the first Admin: it is that Admin's token again.
+        let st = save(&s, Some("http://a.example"), None);
+        assert_eq!(st.token.as_ref().map(Secret::expose), Some("tok-a"));
+        // A new token with the new URL: bound to it.
+        let st = save(&s, Some("http://b.example"), Some("tok-b"));
+        assert_eq!(st.token.as_ref().map(Secret::expose), Some("tok-b"));
+        assert_eq!(s.token_binding().unwrap(), TokenBinding::Bound);
+        // A new token alone is for the saved URL.
+        let st = save(&s, None, Some("tok-b2"));
+        assert_eq!(st.token.as_ref().map(Secret::expose), Some("tok-b2"));
+        assert_eq!(save(&s, Some("http://a.example"), None).token, None);
+    }
+
+    #[test]
+    fn a_token_saved_before_binding_existed_is_bound_to_its_admin_url() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&Store::path_in(dir.path())).unwrap();
+        {
+            // What an older client wrote: a token and a URL, no binding.
+            let c = s.lock();
+            put_setting(&c, SETTING_ADMIN_URL, "http://old.example", Utc::now()).unwrap();
+            put_setting(&c, SETTING_TOKEN, "tok-old", Utc::now()).unwrap();
+        }
+        assert_eq!(s.token_binding().unwrap(), TokenBinding::Bound);
+        assert!(s.settings().unwrap().token.is_some());
+        let st = save(&s, Some("http://new.example"), None);
+        assert_eq!(st.token, None, "the old token must not follow the new URL");
+        assert!(matches!(
+            s.token_binding().unwrap(),
+            TokenBinding::OtherAdmin { .. }
+        ));
+        // A token given before any URL is bound to the first URL saved.
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&Store::path_in(dir.path())).unwrap();
+        save(&s, None, Some("tok"));
+        assert!(save(&s, Some("http://first.example"), None).token.is_some());
+        assert!(save(&s, Some("http://second.example"), None)
+            .token
+            .is_none());
     }
 
     #[test]
