@@ -58,6 +58,8 @@ pub struct ClientConfig {
     pub on_report: Option<ReportHook>,
     /// When the worker may claim: device checks, pauses, spacing after `retry_wait`s.
     pub gate: GateConfig,
+    /// The phone's delivery-address fingerprint (`expected_address`; empty: none).
+    pub expected_address: Vec<String>,
     /// Bounded resources (issue 12 item 8): the artifact sweep and outbox compaction at
     /// start and after each task, the free-disk floor before each claim. `None`: none.
     pub upkeep: Option<UpkeepConfig>,
@@ -120,6 +122,7 @@ impl Client {
                 );
                 let mut exec_cfg = FlowExecutorConfig::new(config.artifacts_root.clone());
                 exec_cfg.retention = config.retention;
+                exec_cfg.expected_address = config.expected_address.clone();
                 let mut exec = FlowExecutor::new(source, exec_cfg).with_purchase(Arc::new(backend));
                 if let Some(hook) = &config.on_report {
                     exec = exec.with_hook(hook.clone());
@@ -295,6 +298,7 @@ mod tests {
             retention: Retention::default(),
             on_report: None,
             gate: GateConfig::default(),
+            expected_address: Vec::new(),
             upkeep: None,
             notify: NotifyConfig::default(),
             pacing: PacingConfig::unpaced(),

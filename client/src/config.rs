@@ -80,6 +80,12 @@ pub struct FileConfig {
     pub battery_min_percent: Option<u8>,
     /// … and above this battery temperature, charging or not (default 45 °C).
     pub battery_max_temp_c: Option<i32>,
+    /// The phone's delivery-address fingerprint: every part must appear in the address
+    /// block of the confirming screen before an order (e.g. `["集货路88号", "李四"]`),
+    /// else `manual_review ADDRESS_MISMATCH`. Unset: not checked (a warning in `status`;
+    /// the address read is still reported). Env `CMAUTOBUY_EXPECTED_ADDRESS`, parts
+    /// separated by `|`.
+    pub expected_address: Option<Vec<String>>,
     // Bounded resources (issue 12 item 8); see [`Resources`].
     /// Where `run` writes its rotated log files (default: `<data dir>/logs` for an
     /// explicit data directory, else the platform's log directory).
@@ -175,6 +181,9 @@ pub struct Config {
     /// The device check's battery thresholds (`battery_min_percent`,
     /// `battery_max_temp_c`; see [`crate::device::state`]).
     pub device_thresholds: crate::device::state::Thresholds,
+    /// `expected_address`: the phone's delivery-address fingerprint (trimmed, empty
+    /// parts dropped; empty: none configured).
+    pub expected_address: Vec<String>,
     /// Webhooks and when to notify ([`crate::notify`]).
     pub notify: NotifyConfig,
     /// Where the console listens (`console_addr`; `run --console`, `--no-console`).
@@ -410,6 +419,8 @@ fn env_config(env: &dyn Fn(&str) -> Option<String>) -> Result<FileConfig, Config
                 })
             })
             .transpose()?,
+        expected_address: get("EXPECTED_ADDRESS")
+            .map(|v| v.split('|').map(str::to_string).collect()),
         log_dir: get("LOG_DIR").map(PathBuf::from),
         log_file_max_mb: num("LOG_FILE_MAX_MB")?,
         log_files: get("LOG_FILES")
@@ -503,6 +514,7 @@ fn merge(base: FileConfig, over: FileConfig) -> FileConfig {
             .or(base.unrecognized_pages_pause_after),
         battery_min_percent: over.battery_min_percent.or(base.battery_min_percent),
         battery_max_temp_c: over.battery_max_temp_c.or(base.battery_max_temp_c),
+        expected_address: over.expected_address.or(base.expected_address),
         log_dir: over.log_dir.or(base.log_dir),
         log_file_max_mb: over.log_file_max_mb.or(base.log_file_max_mb),
         log_files: over.log_files.or(base.log_files),
@@ -632,6 +644,13 @@ pub fn load(flags: Overrides, env: &dyn Fn(&str) -> Option<String>) -> Result<Co
             .unwrap_or_else(crate::lock::default_lock_dir),
         gate,
         device_thresholds,
+        expected_address: c
+            .expected_address
+            .unwrap_or_default()
+            .into_iter()
+            .map(|p| p.trim().to_string())
+            .filter(|p| !p.is_empty())
+            .collect(),
         notify,
         console,
         pacing,

@@ -514,6 +514,7 @@ fn check_ready(r: &doctor::DoctorReport) {
     assert_eq!(r.model.as_deref(), Some("SimPhone_PDD"));
     assert_eq!((r.screen_width, r.screen_height), (Some(1080), Some(2400)));
     assert_eq!(r.pdd_installed, Some(true));
+    assert_eq!(r.pdd_version.as_deref(), Some("7.36.0"), "dumpsys package");
     assert_eq!(r.pdd_in_foreground, Some(true));
     assert!(r
         .foreground

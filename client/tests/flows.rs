@@ -166,6 +166,9 @@ struct PurchaseCase {
     max_price_cent: i64,
     #[serde(default)]
     live: bool,
+    /// The phone's delivery-address fingerprint (`expected_address`).
+    #[serde(default)]
+    expected_address: Vec<String>,
     #[serde(default = "default_task_id")]
     remote_task_id: String,
     #[serde(default = "default_attempt_id")]
@@ -611,6 +614,7 @@ fn build_flow(m: Machine) -> Result<Box<dyn Flow>, Box<FlowFailure>> {
                     quantity: t.quantity,
                     max_price: Fen(t.max_price_cent),
                     live: t.live,
+                    expected_address: t.expected_address,
                 },
                 PurchaseLimits::default(),
             )?

@@ -239,6 +239,10 @@ string_enum! {
         PriceLimitExceeded = "PRICE_LIMIT_EXCEEDED",
         PriceUnreadable = "PRICE_UNREADABLE",
         AddressMissing = "ADDRESS_MISSING",
+        // The confirming screen's delivery address does not carry every part of the
+        // phone's configured address fingerprint (`expected_address`), or cannot be read
+        // while one is configured: manual_review, nothing submitted (issue 12 item 5).
+        AddressMismatch = "ADDRESS_MISMATCH",
         LoginRequired = "LOGIN_REQUIRED",
         RiskVerification = "RISK_VERIFICATION",
         OrderNotFound = "ORDER_NOT_FOUND",

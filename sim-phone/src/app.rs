@@ -9,6 +9,7 @@ use chrono::{DateTime, FixedOffset};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+use crate::account::{Account, PddVersion};
 use crate::catalog::{Catalog, Goods, OrderListEntry, PaymentMethod};
 use crate::ledger::{Ledger, Order};
 use crate::page::{qty_limit, QTY_CAP};
@@ -25,6 +26,10 @@ pub struct AppConfig {
     pub popups: PopupSchedule,
     /// Show a 商品编号 row on goods pages (the real app does not; a test aid).
     pub show_goods_id: bool,
+    /// The logged-in account (nickname, masked phone, delivery address).
+    pub account: Account,
+    /// The installed PDD's version.
+    pub pdd_version: PddVersion,
 }
 
 /// What a gesture did, for latency accounting.
@@ -95,6 +100,36 @@ impl App {
         self.last_toast.as_deref()
     }
 
+    /// The logged-in account.
+    pub fn account(&self) -> &Account {
+        &self.cfg.account
+    }
+
+    /// Another account logs in, or the account's details change (nickname, address).
+    pub fn set_account(&mut self, account: Account) {
+        self.cfg.account = account;
+    }
+
+    /// The installed PDD's version.
+    pub fn pdd_version(&self) -> &PddVersion {
+        &self.cfg.pdd_version
+    }
+
+    /// PDD is updated (or downgraded) in place, as an app store does overnight.
+    pub fn set_pdd_version(&mut self, version: PddVersion) {
+        self.cfg.pdd_version = version;
+    }
+
+    /// The address an order of `g` goes to: the account's, unless the goods' own
+    /// variant shows none.
+    pub(crate) fn delivery_address(&self, g: &Goods) -> Option<&crate::account::Address> {
+        self.cfg
+            .account
+            .address
+            .as_ref()
+            .filter(|_| g.address_present)
+    }
+
     /// Focused activity as `dumpsys window` prints it.
     pub fn focus_activity(&self) -> &'static str {
         match self.page() {
@@ -146,6 +181,7 @@ impl App {
     /// The screen as it is now.
     pub fn screen(&self, now: DateTime<FixedOffset>) -> Screen {
         let view = View {
+            account: &self.cfg.account,
             catalog: &self.catalog,
             ledger: &self.ledger,
             page: self.page(),
@@ -565,10 +601,10 @@ impl App {
         let Some(g) = self.goods(&s.goods_id).cloned() else {
             return Outcome::default();
         };
-        if !g.address_present {
+        let Some(ship_to) = self.delivery_address(&g).cloned() else {
             self.last_toast = Some("请先添加收货地址".into());
             return Outcome::default();
-        }
+        };
         let full = match Self::orderable(&g, &s) {
             Ok(full) => full,
             Err(toast) => {
@@ -600,6 +636,7 @@ impl App {
             payment_attempts: u32::from(g.payment_method == PaymentMethod::PasswordFree),
             unit_price_cent: g.unit_price_cent(&s.sel),
             title: g.title.clone(),
+            ship_to: Some(ship_to),
         };
         if let Err(e) = self.ledger.push(order) {
             self.last_toast = Some(format!("网络错误，请重试 ({e})"));

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
+use crate::account::{Account, PddVersion};
 use crate::catalog::Catalog;
 use crate::device::{Device, DeviceConfig, DumpFormat, FaultPlan, LatencyProfile};
 use crate::error::SimError;
@@ -39,6 +40,10 @@ pub struct SimConfig {
     pub dump_format: DumpFormat,
     /// Start with the app on its home page (else the launcher shows).
     pub launch_app: bool,
+    /// The logged-in account: nickname, masked phone, delivery address.
+    pub account: Account,
+    /// The installed PDD's version (`dumpsys package`).
+    pub pdd_version: PddVersion,
     /// The phone's own state at start (all off by default: awake, unlocked, uncovered).
     pub system: SystemConfig,
 }
@@ -62,6 +67,8 @@ impl SimConfig {
             clock_offset_secs: 0,
             dump_format: DumpFormat::Pretty,
             launch_app: true,
+            account: Account::default(),
+            pdd_version: PddVersion::default(),
             system: SystemConfig::default(),
         }
     }
@@ -88,6 +95,8 @@ impl SimConfig {
                 popups: self.popups.clone(),
                 show_goods_id: self.show_goods_id,
                 launch_app: self.launch_app,
+                account: self.account.clone(),
+                pdd_version: self.pdd_version.clone(),
                 system: self.system.clone(),
             },
         ))

@@ -36,6 +36,10 @@ pub struct Order {
     pub unit_price_cent: i64,
     #[serde(default)]
     pub title: String,
+    /// The delivery address it was placed with, as the app showed it (`None` in ledgers
+    /// written before addresses were modelled).
+    #[serde(default)]
+    pub ship_to: Option<crate::account::Address>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

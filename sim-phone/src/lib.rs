@@ -26,6 +26,8 @@
 //!   of its own.
 //! - [`screens`] — the accessibility tree of every page, one file per page (shapes of the
 //!   real app), drawn from a [`screens::View`] of the app; shared helpers in `nodes`.
+//! - [`account`] — the logged-in account (nickname, masked phone, delivery address) and
+//!   the installed PDD version: plain data the handle changes mid-test.
 //! - [`page`] — the pages, the sheet's state, popups: plain data the app and screens share.
 //! - [`render`] — `screencap` pictures drawn from the tree.
 //! - [`ui`] — the tree (`node`: nodes, clipping, hit testing) and its uiautomator XML
@@ -48,6 +50,7 @@
 //! numbers) comes from RNGs seeded by [`SimConfig::seed`]; with
 //! [`SimConfig::start_time`] set, even the phone's clock advances only by simulated time.
 
+pub mod account;
 pub mod adb;
 pub mod app;
 pub mod catalog;
@@ -69,6 +72,7 @@ pub mod testing;
 pub mod ui;
 pub mod variants;
 
+pub use account::{Account, Address, PddVersion};
 pub use catalog::{Catalog, Dimension, Goods, OptionForm, OptionSpec, Sku, StockRule};
 pub use config::SimConfig;
 pub use device::{

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
+use crate::account::{Account, Address, PddVersion};
 use crate::adb;
 use crate::config::SimConfig;
 use crate::device::{Counters, Device, DumpFault, Exec};
@@ -183,6 +184,40 @@ impl SimPhoneHandle {
             let changed = *v != offline;
             *v = offline;
             changed
+        });
+    }
+
+    /// The logged-in account (nickname, masked phone, delivery address).
+    pub fn account(&self) -> Account {
+        self.shared.lock().app().account().clone()
+    }
+
+    /// Another account logs in, or the account's nickname, phone or preselected
+    /// address change: every later screen shows it.
+    pub fn set_account(&self, account: Account) {
+        self.shared.lock().app_mut().set_account(account);
+    }
+
+    /// The account's preselected delivery address changes (`None`: no address,
+    /// 手动添加地址).
+    pub fn set_address(&self, address: Option<Address>) {
+        let mut d = self.shared.lock();
+        let mut a = d.app().account().clone();
+        a.address = address;
+        d.app_mut().set_account(a);
+    }
+
+    /// The installed PDD's version (`dumpsys package`).
+    pub fn pdd_version(&self) -> PddVersion {
+        self.shared.lock().app().pdd_version().clone()
+    }
+
+    /// PDD is updated in place (an app store overnight): `dumpsys package` prints the
+    /// new version from now on.
+    pub fn set_pdd_version(&self, name: &str, code: u64) {
+        self.shared.lock().app_mut().set_pdd_version(PddVersion {
+            name: name.to_string(),
+            code,
         });
     }
 

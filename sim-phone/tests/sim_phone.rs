@@ -1851,3 +1851,98 @@ fn show_goods_id_is_a_per_goods_key() {
         "off by default, as on real pages"
     );
 }
+
+#[test]
+fn the_account_address_and_pdd_version_show_where_the_real_app_shows_them() {
+    use cmautobuy_sim_phone::{Account, Address, PddVersion};
+    let mut p = Phone::new(&fixed_config());
+    // The default account's address in the sheet's address block.
+    open_sheet(&mut p, "737116531267", &[]);
+    let x = p.xml();
+    assert!(x.contains("text=\"张三 138****0000\""), "{x}");
+    assert!(x.contains("text=\"广东省深圳市南山区科技园路1号\""), "{x}");
+    // Another preselected address: the sheet follows, and the order records it.
+    let warehouse = Address {
+        receiver: "李四".into(),
+        phone: "139****1234".into(),
+        text: "浙江省杭州市萧山区集货路88号转运仓".into(),
+    };
+    let mut acc = p.d.app().account().clone();
+    acc.address = Some(warehouse.clone());
+    p.d.app_mut().set_account(acc.clone());
+    let x = p.xml();
+    assert!(x.contains("text=\"李四 139****1234\""), "{x}");
+    assert!(x.contains("浙江省杭州市萧山区集货路88号转运仓"), "{x}");
+    assert!(!x.contains("张三"), "{x}");
+    p.tap("黑色");
+    p.tap("L");
+    p.tap("提交订单 ¥59");
+    assert_eq!(p.page(), "payment");
+    let o = p.d.app().ledger().orders()[0].clone();
+    assert_eq!(o.ship_to.as_ref(), Some(&warehouse));
+    // No address: 手动添加地址 on the sheet, 手动添加收货地址 on 确认订单, no order.
+    acc.address = None;
+    p.d.app_mut().set_account(acc.clone());
+    open_sheet(&mut p, "737116531267", &["黑色", "L"]);
+    assert!(p.xml().contains("text=\"手动添加地址\""));
+    p.tap("提交订单 ¥59");
+    assert_eq!(p.d.app().last_toast(), Some("请先添加收货地址"));
+    assert_eq!(p.d.app().ledger().orders().len(), 1);
+    p.open("811223344506");
+    p.tap("发起拼单");
+    p.tap("樱花粉");
+    p.tap("500ml");
+    p.tap("确定");
+    assert_eq!(p.page(), "confirm_order");
+    assert!(p.xml().contains("text=\"手动添加收货地址\""));
+    // 个人中心: nickname and masked phone, and another account after a change.
+    let mut q = Phone::new(&fixed_config());
+    q.tap("个人中心");
+    let x = q.xml();
+    assert!(
+        x.contains("text=\"拼多多用户\"") && x.contains("text=\"138****0000\""),
+        "{x}"
+    );
+    q.d.app_mut().set_account(Account {
+        nickname: "跨境仓小号".into(),
+        masked_phone: "177****5678".into(),
+        address: Some(warehouse),
+    });
+    let x = q.xml();
+    assert_eq!(q.page(), "profile");
+    assert!(
+        x.contains("text=\"跨境仓小号\"") && x.contains("text=\"177****5678\""),
+        "{x}"
+    );
+    // dumpsys package: versionCode / versionName as Android prints them; an update.
+    let out = |p: &mut Phone| {
+        String::from_utf8(
+            p.sh("dumpsys package com.xunmeng.pinduoduo | grep version")
+                .stdout,
+        )
+        .expect("utf8")
+    };
+    assert_eq!(
+        out(&mut p),
+        "    versionCode=73600 minSdk=21 targetSdk=30\n    versionName=7.36.0\n"
+    );
+    p.d.app_mut().set_pdd_version(PddVersion {
+        name: "7.37.0".into(),
+        code: 73700,
+    });
+    assert!(out(&mut p).contains("versionName=7.37.0"));
+    assert!(p.sh("dumpsys package com.example.none").stdout.is_empty());
+}
+
+#[test]
+fn the_handle_changes_address_account_and_version_mid_test() {
+    let phone = start(fixed_config());
+    phone.set_address(None);
+    assert_eq!(phone.account().address, None);
+    phone.set_pdd_version("7.40.1", 74010);
+    let o = phone.run_shell("dumpsys package com.xunmeng.pinduoduo");
+    let t = String::from_utf8(o.stdout).expect("utf8");
+    assert!(t.contains("    versionName=7.40.1\n"), "{t}");
+    assert_eq!(phone.pdd_version().code, 74010);
+    phone.shutdown();
+}

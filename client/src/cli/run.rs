@@ -81,6 +81,9 @@ pub fn run(g: &Globals, a: RunArgs) -> Result<(), Failure> {
     } else {
         phone(&cfg, allow_live)?
     };
+    if allow_live && cfg.expected_address.is_empty() {
+        tracing::warn!("live purchases without an address fingerprint (`expected_address`): orders go to whatever address PDD preselects; set it to the warehouse's street and receiver");
+    }
     let store = setup::open_and_save(&cfg)?;
     let gw = Arc::new(setup::gateway(&cfg, &store)?);
     let rt = setup::runtime()?;
@@ -92,6 +95,7 @@ pub fn run(g: &Globals, a: RunArgs) -> Result<(), Failure> {
         retention: cfg.retention,
         on_report: None,
         gate: cfg.gate,
+        expected_address: cfg.expected_address.clone(),
         upkeep: Some(UpkeepConfig {
             data_dir: cfg.data_dir.clone(),
             artifacts_root: cfg.data_dir.join("artifacts"),

@@ -33,6 +33,7 @@ pub fn run(g: &Globals, a: StatusArgs) -> Result<(), Failure> {
             "device": s.device,
             "registration": s.registration,
             "device_pause": pause,
+            "expected_address": cfg.expected_address,
             "live_cap": live_cap,
             "clock_skew": clock_skew,
             "alerts": alerts.iter().map(|a| serde_json::json!({
@@ -54,6 +55,16 @@ pub fn run(g: &Globals, a: StatusArgs) -> Result<(), Failure> {
         if s.token.is_some() { "set" } else { "not set" }
     );
     println!("device:       {}", s.device.as_deref().unwrap_or("-"));
+    if cfg.expected_address.is_empty() {
+        println!(
+            "WARNING: no address fingerprint (`expected_address`): live orders go to whatever address PDD preselects on the phone; the address read is only reported (`delivery_address`)"
+        );
+    } else {
+        println!(
+            "address:      must show {}",
+            cfg.expected_address.join(" + ")
+        );
+    }
     if let Some(p) = &pause {
         println!(
             "PAUSED for the phone since {}: [{}] {} (no claims; resumes by itself when the phone answers)",

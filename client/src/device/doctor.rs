@@ -41,6 +41,8 @@ pub struct DoctorReport {
     pub screen_width: Option<u32>,
     pub screen_height: Option<u32>,
     pub pdd_installed: Option<bool>,
+    /// The installed PDD's `versionName` (`dumpsys package com.xunmeng.pinduoduo`).
+    pub pdd_version: Option<String>,
     /// `package/activity` of the focused window.
     pub foreground: Option<String>,
     pub pdd_in_foreground: Option<bool>,
@@ -60,6 +62,7 @@ impl DoctorReport {
             screen_width: None,
             screen_height: None,
             pdd_installed: None,
+            pdd_version: None,
             foreground: None,
             pdd_in_foreground: None,
             problems: Vec::new(),
@@ -104,7 +107,10 @@ impl DoctorReport {
             Some(false) => "NOT installed",
             None => "-",
         };
-        s.push_str(&format!("pdd:          {pdd}\n"));
+        match &self.pdd_version {
+            Some(v) => s.push_str(&format!("pdd:          {pdd} ({v})\n")),
+            None => s.push_str(&format!("pdd:          {pdd}\n")),
+        }
         s.push_str(&format!("foreground:   {}\n", opt(&self.foreground)));
         for p in &self.problems {
             s.push_str(&format!("problem:      [{}] {}\n", p.code, p.message));
@@ -194,6 +200,8 @@ pub fn check(dev: &AdbDevice) -> DoctorReport {
                     "PDD_NOT_INSTALLED",
                     format!("{PDD_PACKAGE} is not installed on the phone"),
                 );
+            } else if let Ok(o) = dev.shell(&["dumpsys", "package", PDD_PACKAGE]) {
+                r.pdd_version = parse_version_name(&o.stdout_text());
             }
         }
         Err(e) => r.error(&e),
@@ -367,6 +375,15 @@ fn getprop(dev: &AdbDevice, name: &str) -> Result<Option<String>, DeviceError> {
     Ok((!v.is_empty()).then_some(v))
 }
 
+/// The `versionName=` of `dumpsys package NAME` (the first package section: an updated
+/// system app lists its update first). `None` when absent or empty.
+pub fn parse_version_name(text: &str) -> Option<String> {
+    text.lines()
+        .filter_map(|l| l.trim().strip_prefix("versionName="))
+        .map(|v| v.split_whitespace().next().unwrap_or("").to_string())
+        .find(|v| !v.is_empty())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -525,6 +542,14 @@ mod tests {
             "{:?}",
             p.log()
         );
+    }
+
+    #[test]
+    fn version_name() {
+        let text = "Packages:\n  Package [com.xunmeng.pinduoduo] (a7d31c9):\n    userId=10234\n    versionCode=73600 minSdk=21 targetSdk=30\n    versionName=7.36.0\n    splits=[base]\n";
+        assert_eq!(parse_version_name(text).as_deref(), Some("7.36.0"));
+        assert_eq!(parse_version_name("versionName=\n"), None);
+        assert_eq!(parse_version_name(""), None);
     }
 
     #[test]

@@ -31,6 +31,10 @@ pub struct Confirmation {
     pub total: Fen,
     pub max_price: Fen,
     pub spec_resolution_id: Option<String>,
+    /// The delivery address the confirming screen showed (receiver, masked phone,
+    /// address, as PDD shows them); reported as `delivery_address`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery_address: Option<String>,
 }
 
 impl Confirmation {
@@ -45,6 +49,9 @@ impl Confirmation {
         let mut extra = Map::new();
         if let Some(p) = self.goods_identity {
             extra.insert("goods_identity".into(), Value::String(p.as_str().into()));
+        }
+        if let Some(a) = &self.delivery_address {
+            extra.insert("delivery_address".into(), Value::String(a.clone()));
         }
         if self.original_options != self.options {
             extra.insert(

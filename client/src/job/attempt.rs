@@ -25,6 +25,9 @@ pub struct FlowExecutorConfig {
     pub retention: Retention,
     pub collect: CollectLimits,
     pub drive: DriveLimits,
+    /// The phone's delivery-address fingerprint (config `expected_address`; empty: not
+    /// checked): purchases hold the confirming screen's address against it.
+    pub expected_address: Vec<String>,
 }
 
 impl FlowExecutorConfig {
@@ -34,6 +37,7 @@ impl FlowExecutorConfig {
             retention: Retention::default(),
             collect: CollectLimits::default(),
             drive: DriveLimits::default(),
+            expected_address: Vec::new(),
         }
     }
 }

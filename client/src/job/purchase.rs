@@ -277,6 +277,7 @@ pub fn purchase_task(job: &Job, live_enabled: bool) -> Result<PurchaseTask, Box<
         quantity,
         max_price: p.max_price_cent,
         live,
+        expected_address: Vec::new(),
     })
 }
 
@@ -317,7 +318,10 @@ pub fn run_job<S: DeviceSource + ?Sized>(
         arts: artifacts_for(cfg, job),
     };
     let task = match purchase_task(job, backend.live_enabled()) {
-        Ok(t) => t,
+        Ok(mut t) => {
+            t.expected_address = cfg.expected_address.clone();
+            t
+        }
         Err(f) => {
             let out = ctx.fail(&f, None);
             let r = ctx.report(&out, DriveStats::default(), None);

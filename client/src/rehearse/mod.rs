@@ -173,6 +173,9 @@ pub fn rehearse(opts: RehearseOptions) -> anyhow::Result<Summary> {
 
     // The phone: the simulated one unless --device.
     let mut sim: Option<Arc<SimPhoneHandle>> = None;
+    // The address fingerprint: the simulated phone's own address (its street and
+    // receiver), so every purchase checks it as a configured phone would.
+    let mut expected_address = Vec::new();
     let device_label = match &opts.device {
         Some(d) => d.clone(),
         None => {
@@ -185,6 +188,9 @@ pub fn rehearse(opts: RehearseOptions) -> anyhow::Result<Summary> {
                 };
             }
             cfg.faults.dump_faults = opts.dump_faults.clone();
+            if let Some(a) = &cfg.account.address {
+                expected_address = vec![a.text.clone(), a.receiver.clone()];
+            }
             let phone = SimPhone::bind(SocketAddr::from(([127, 0, 0, 1], 0)), cfg)
                 .map_err(|e| anyhow!("cannot start the simulated phone: {e}"))?;
             let label = match &opts.sim_route {
@@ -248,6 +254,7 @@ pub fn rehearse(opts: RehearseOptions) -> anyhow::Result<Summary> {
             account_pause: false,
             ..Default::default()
         },
+        expected_address,
         // The sweep and compaction as in production; no free-disk floor (a rehearsal
         // runs to the end on whatever disk it has).
         upkeep: Some(crate::upkeep::UpkeepConfig {

@@ -23,7 +23,7 @@ use serde::Serialize;
 
 use super::page::{trim_name, Page};
 use super::payment::{self, PaymentVerdict, SUBMIT_LABELS};
-use super::sku_sheet::{address_in, payment_row};
+use super::sku_sheet::{address_block, address_in, payment_row};
 use super::target::Target;
 use super::tree::NodeRef;
 use crate::money::{parse_price, price_from_parts, Fen};
@@ -41,6 +41,10 @@ pub struct ConfirmOrder {
     /// `Some(false)` for 手动添加收货地址 (and the sheet's other no-address wordings),
     /// `Some(true)` when an address is shown, `None` when neither is recognisable.
     pub address_present: Option<bool>,
+    /// The address block's labels as PDD shows them (receiver, masked phone, address),
+    /// joined by a space — only when an address is shown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub address_text: Option<String>,
     /// The goods title (the content-desc when the text is truncated).
     pub goods_title: Option<String>,
     /// The chosen options as the page writes them ("颜色：樱花粉；容量：500ml"), if shown.
@@ -172,11 +176,10 @@ pub fn extract(page: &Page<'_>) -> ConfirmOrder {
         .and_then(|t| page.labelled.iter().position(|n| n.id() == t.id()))
         .map(|i| i + 1)
         .unwrap_or(0);
-    let address_present = address_in(
-        page.labelled[from.min(goods_start)..goods_start]
-            .iter()
-            .map(Page::label_of),
-    );
+    let block = &page.labelled[from.min(goods_start)..goods_start];
+    let address_present = address_in(block.iter().map(Page::label_of));
+    let address_text =
+        address_block(block.iter().copied()).filter(|_| address_present == Some(true));
 
     // The spec line after the goods title: "名称：值；名称：值" (as order cards print it),
     // or an 已选 / 规格 line.
@@ -227,6 +230,7 @@ pub fn extract(page: &Page<'_>) -> ConfirmOrder {
     );
     ConfirmOrder {
         address_present,
+        address_text,
         goods_title,
         spec_text,
         quantity,

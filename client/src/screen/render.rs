@@ -43,6 +43,9 @@ fn render_sheet(out: &mut String, s: &SkuSheet) {
         "address_present: {}",
         opt(s.address_present.map(|a| a.to_string()))
     );
+    if let Some(a) = &s.address_text {
+        let _ = writeln!(out, "address: {a}");
+    }
     let _ = writeln!(out, "selected_text: {}", opt(s.selected_text.clone()));
     let _ = writeln!(out, "unit_price_text: {}", opt(s.unit_price_text.clone()));
     for g in &s.groups {

@@ -34,6 +34,10 @@ pub struct SkuSheet {
     /// when an address (receiver + masked phone or a street address) is shown, `None`
     /// when neither is recognisable.
     pub address_present: Option<bool>,
+    /// The address block's labels as PDD shows them (receiver, masked phone, address),
+    /// joined by a space — only when an address is shown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub address_text: Option<String>,
     /// The footer order total ("提交订单 ¥269" → 26900 fen).
     #[serde(rename = "total_cent")]
     pub total: Option<Fen>,
@@ -281,6 +285,7 @@ pub fn extract(page: &Page<'_>) -> SkuSheet {
     let quantity = stepper.as_ref().and_then(|s| s.value);
 
     let address_present = address_present(page, select);
+    let address_text = address_text(page, select).filter(|_| address_present == Some(true));
 
     let total = submit.and_then(|s| {
         parse_price(s.text()).or_else(|| {
@@ -314,6 +319,7 @@ pub fn extract(page: &Page<'_>) -> SkuSheet {
 
     let mut sheet = SkuSheet {
         address_present,
+        address_text,
         total,
         quantity,
         selected_text: select.map(|s| trim_name(s.text()).to_string()),
@@ -442,6 +448,44 @@ fn address_present(page: &Page<'_>, select: Option<NodeRef<'_>>) -> Option<bool>
             .filter(|n| n.id().index() < limit)
             .map(Page::label_of),
     )
+}
+
+/// The sheet's address block as text (the labels above the header, see
+/// [`address_block`]).
+fn address_text(page: &Page<'_>, select: Option<NodeRef<'_>>) -> Option<String> {
+    let limit = select.map(|s| s.id().index()).unwrap_or(usize::MAX);
+    address_block(
+        page.labelled
+            .iter()
+            .filter(|n| n.id().index() < limit)
+            .copied(),
+    )
+}
+
+/// The address block as text: the first of `nodes` that shows an address (a masked
+/// phone, 收货人, a province/city street) and the other texts of its row — its nearest
+/// clickable ancestor (the row that opens the address list), else its parent — joined
+/// by a space. Service badges and shop names around the block stay out.
+pub fn address_block<'t>(mut nodes: impl Iterator<Item = NodeRef<'t>>) -> Option<String> {
+    let anchor = nodes.find(|n| address_in(std::iter::once(Page::label_of(n))) == Some(true))?;
+    let small = |r: &NodeRef<'t>| r.texts().count() <= 6;
+    let row = anchor
+        .nearest_clickable()
+        .filter(small)
+        .or_else(|| anchor.parent().filter(small))
+        .unwrap_or(anchor);
+    join_address(row.texts())
+}
+
+/// The address block's labels joined by a space (controls such as 关闭 and 更换地址
+/// dropped); `None` when nothing is left.
+pub fn join_address<'a>(labels: impl Iterator<Item = &'a str>) -> Option<String> {
+    const NOT_ADDRESS: &[&str] = &["关闭", "关闭弹窗", "返回", "更换地址", "修改地址", "默认"];
+    let parts: Vec<&str> = labels
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !NOT_ADDRESS.contains(l))
+        .collect();
+    (!parts.is_empty()).then(|| parts.join(" "))
 }
 
 /// Whether these labels (the address block of a sheet or of 确认订单) ask for an address

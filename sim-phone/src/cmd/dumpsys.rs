@@ -1,6 +1,7 @@
 //! `dumpsys window [windows|displays|policy]`, `dumpsys power`, `dumpsys battery` in the
 //! formats of Android 13 (`crate::system::format`), `dumpsys activity` (`mResumedActivity`)
-//! and `dumpsys activity top`: the
+//! `dumpsys package com.xunmeng.pinduoduo` (`versionCode` / `versionName` of the
+//! installed PDD), and `dumpsys activity top`: the
 //! foreground task's activity as a real phone prints it — on a goods page (and its sheet)
 //! with the page's fragment arguments and WebView carrying the **displayed** goods' id in
 //! a URL-encoded `url` and an escaped-JSON `props` (field notes §3a); on every other page
@@ -28,6 +29,13 @@ pub(crate) fn run(d: &mut Device, args: &[&str], _: &[u8], e: &mut Exec) -> u64 
             e.stdout = activity_top(act, d.app.displayed_goods_id()).into_bytes();
             return 180;
         }
+        (Some("package"), Some(name)) => {
+            if name == crate::device::PDD_PACKAGE {
+                let v = d.app.pdd_version();
+                e.stdout = package_dump(name, &v.name, v.code).into_bytes();
+            }
+            return 260;
+        }
         (Some("activity"), _) => {
             let wins = d.system_windows();
             format::activities_section(&d.sys, &wins, act)
@@ -36,6 +44,16 @@ pub(crate) fn run(d: &mut Device, args: &[&str], _: &[u8], e: &mut Exec) -> u64 
     };
     e.stdout = text.into_bytes();
     120
+}
+
+/// `dumpsys package NAME` of an installed app, in the lines Android prints (abridged:
+/// the permission and dexopt sections are left out); `versionCode` and `versionName`
+/// are where scripts grep for them.
+fn package_dump(name: &str, version_name: &str, version_code: u64) -> String {
+    format!(
+        "Activity Resolver Table:\n  Non-Data Actions:\n      android.intent.action.MAIN:\n        8c2f1a0 {name}/.ui.activity.MainFrameActivity filter 5d3e2b1\n\n\
+Packages:\n  Package [{name}] (a7d31c9):\n    userId=10234\n    pkg=Package{{4b0e8f2 {name}}}\n    codePath=/data/app/~~Qm3xT0b1n4VfJwKz8pLr2A==/{name}-Yk7sH2dWcR9uE1nA5fGh3Q==\n    resourcePath=/data/app/~~Qm3xT0b1n4VfJwKz8pLr2A==/{name}-Yk7sH2dWcR9uE1nA5fGh3Q==\n    legacyNativeLibraryDir=/data/app/~~Qm3xT0b1n4VfJwKz8pLr2A==/{name}-Yk7sH2dWcR9uE1nA5fGh3Q==/lib\n    primaryCpuAbi=arm64-v8a\n    secondaryCpuAbi=null\n    versionCode={version_code} minSdk=21 targetSdk=30\n    versionName={version_name}\n    splits=[base]\n    apkSigningVersion=2\n    applicationInfo=ApplicationInfo{{6e1f0a3 {name}}}\n    flags=[ HAS_CODE ALLOW_CLEAR_USER_DATA LARGE_HEAP ]\n    timeStamp=2026-11-29 03:12:45\n    firstInstallTime=2026-03-02 10:41:07\n    lastUpdateTime=2026-11-29 03:12:47\n    installerPackageName=com.xiaomi.market\n    User 0: ceDataInode=409721 installed=true hidden=false suspended=false distractionFlags=0 stopped=false notLaunched=false enabled=0 instant=false virtual=false\n"
+    )
 }
 
 /// `com.xunmeng.pinduoduo/com.xunmeng.pinduoduo.activity.NewPageActivity` →

@@ -2,6 +2,7 @@
 
 use chrono::{DateTime, Utc};
 
+use crate::account::{Account, PddVersion};
 use crate::page::PopupSchedule;
 use crate::system::SystemConfig;
 
@@ -77,6 +78,8 @@ pub struct DeviceConfig {
     pub popups: PopupSchedule,
     pub show_goods_id: bool,
     pub launch_app: bool,
+    pub account: Account,
+    pub pdd_version: PddVersion,
     /// The phone's own state (screen, lock, battery, chooser, keyboard).
     pub system: SystemConfig,
 }

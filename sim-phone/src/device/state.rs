@@ -50,6 +50,8 @@ impl Device {
                 seed: cfg.seed,
                 popups: cfg.popups.clone(),
                 show_goods_id: cfg.show_goods_id,
+                account: cfg.account.clone(),
+                pdd_version: cfg.pdd_version.clone(),
             },
         );
         if cfg.launch_app {

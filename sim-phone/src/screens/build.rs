@@ -39,11 +39,11 @@ pub(crate) fn build(v: &View<'_>, now: DateTime<FixedOffset>) -> Screen {
                     None => not_found("商品不存在或已下架"),
                 },
                 Page::Sheet(s) => match v.goods(&s.goods_id) {
-                    Some(g) => sheet(g, s, h),
+                    Some(g) => sheet(g, s, v.address_for(g), h),
                     None => not_found("商品不存在或已下架"),
                 },
                 Page::Confirm(s) => match v.goods(&s.goods_id) {
-                    Some(g) => confirm(g, s, h),
+                    Some(g) => confirm(g, s, v.address_for(g), h),
                     None => not_found("商品不存在或已下架"),
                 },
                 Page::Payment { order_sn } => payment(v, order_sn, h),

@@ -2,20 +2,21 @@
 //! (or 手动添加收货地址), the goods with the chosen spec and quantity, the discount, the
 //! payment row, and a bottom bar with 合计 + "¥TOTAL" and the order button.
 
+use crate::account::Address;
 use crate::catalog::{format_yuan, Goods};
 use crate::page::SheetState;
 use crate::ui::Node;
 
 use super::nodes::{back_button, label, payment_row, r, tw, NAV_H, STATUS_H, W};
 
-pub(crate) fn confirm(g: &Goods, s: &SheetState, h: i32) -> Vec<Node> {
+pub(crate) fn confirm(g: &Goods, s: &SheetState, address: Option<&Address>, h: i32) -> Vec<Node> {
     let bottom = h - NAV_H;
-    let address = if g.address_present {
+    let address = if let Some(a) = address {
         Node::group(r(0, 250, W, 450))
             .pdd()
             .tap("toast:地址")
-            .child(label(35, 280, "张三 138****0000", 44))
-            .child(label(35, 350, "广东省深圳市南山区科技园路1号", 40))
+            .child(label(35, 280, &format!("{} {}", a.receiver, a.phone), 44))
+            .child(label(35, 350, &a.text, 40))
     } else {
         Node::group(r(0, 250, W, 450))
             .pdd()

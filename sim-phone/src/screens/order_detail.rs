@@ -3,6 +3,7 @@
 
 use chrono::{DateTime, FixedOffset};
 
+use crate::account::Account;
 use crate::catalog::{format_yuan, OrderDetailForm};
 use crate::ledger::Order;
 use crate::ui::Node;
@@ -77,11 +78,16 @@ fn order_head(v: &View<'_>, o: &Order, remaining: i64, times: &str) -> Vec<Node>
         .goods(&o.goods_id)
         .map(|g| g.shop.clone())
         .unwrap_or_default();
+    // The address the order was placed with (older ledgers: the default account's).
+    let ship_to = o.ship_to.clone().or_else(|| Account::default().address);
+    let (who, addr) = ship_to
+        .map(|a| (format!("{} {}", a.receiver, a.phone), a.text))
+        .unwrap_or_default();
     nodes.extend([
         Node::group(r(0, 450, W, 620))
             .pdd()
-            .child(label(35, 470, "张三 138****0000", 44))
-            .child(label(35, 540, "广东省深圳市南山区科技园路1号", 40)),
+            .child(label(35, 470, &who, 44))
+            .child(label(35, 540, &addr, 40)),
         label(35, 660, &shop, 44),
         Node::image(r(35, 740, 275, 980)).pdd(),
         Node::text(

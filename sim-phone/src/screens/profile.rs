@@ -1,4 +1,4 @@
-//! The profile page (个人中心): 我的订单 and the 待付款 badge, or the same drawn on canvas
+//! The profile page (个人中心): the avatar, the account's nickname and masked phone, 我的订单 and the 待付款 badge, or the same drawn on canvas
 //! (no accessible node) when the goods asks for `order_list_entry: "canvas"`.
 
 use crate::ui::Node;
@@ -36,7 +36,8 @@ pub(crate) fn profile(v: &View<'_>, h: i32) -> Vec<Node> {
     }
     let mut nodes = vec![
         Node::image(r(35, 180, 195, 340)).pdd().desc("头像"),
-        label(230, 220, "拼多多用户", 52),
+        label(230, 200, &v.account.nickname, 52),
+        label(230, 280, &v.account.masked_phone, 38),
     ];
     if v.profile_canvas {
         // Drawn on canvas: 我的订单, 查看全部 and the 待付款 … cells are pixels in one view

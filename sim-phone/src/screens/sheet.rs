@@ -2,6 +2,7 @@
 //! selection text and quantity stepper, the discount row, the option list and the
 //! 提交订单 footer.
 
+use crate::account::Address;
 use crate::catalog::{format_yuan, Goods};
 use crate::page::{qty_limit, SheetState};
 use crate::ui::Node;
@@ -66,7 +67,7 @@ fn price_label(g: &Goods, s: &SheetState) -> String {
     }
 }
 
-pub(crate) fn sheet(g: &Goods, s: &SheetState, h: i32) -> Vec<Node> {
+pub(crate) fn sheet(g: &Goods, s: &SheetState, address: Option<&Address>, h: i32) -> Vec<Node> {
     let bottom = h - NAV_H;
     let header = Node::group(r(0, STATUS_H, W, 225)).child(
         Node::frame(r(0, STATUS_H, W, 225))
@@ -103,15 +104,15 @@ pub(crate) fn sheet(g: &Goods, s: &SheetState, h: i32) -> Vec<Node> {
                 .tap("back")
                 .order(3),
         );
-    // Address row: 手动添加地址 when the account has none.
-    let addr_inner = if g.address_present {
+    // Address row: receiver + masked phone over the address text; 手动添加地址 when the
+    // account has none.
+    let addr_inner = if let Some(a) = address {
+        let who = format!("{} {}", a.receiver, a.phone);
         vec![
             Node::frame(r(127, 350, 1026, 400))
-                .child(Node::text(r(127, 350, 560, 400), "张三 138****0000").order(1)),
-            Node::frame(r(127, 405, 1026, 455)).child(Node::text(
-                r(127, 405, 1000, 455),
-                "广东省深圳市南山区科技园路1号",
-            )),
+                .child(Node::text(r(127, 350, (127 + tw(&who, 40)).min(1026), 400), who).order(1)),
+            Node::frame(r(127, 405, 1026, 455))
+                .child(Node::text(r(127, 405, 1000, 455), a.text.clone())),
         ]
     } else {
         vec![Node::frame(r(127, 375, 1026, 428))

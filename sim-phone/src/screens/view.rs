@@ -1,12 +1,15 @@
 //! What the screens read of the app: the page on top, the popup, the catalog, the ledger and
 //! the display settings. The app hands a [`View`] in; screens never see the app itself.
 
+use crate::account::{Account, Address};
 use crate::catalog::{Catalog, Goods};
 use crate::ledger::{Ledger, Order};
 use crate::page::{Page, PopupKind};
 
 /// The app's state as the screens need it.
 pub struct View<'a> {
+    /// The logged-in account (nickname, masked phone, delivery address).
+    pub account: &'a Account,
     pub catalog: &'a Catalog,
     pub ledger: &'a Ledger,
     /// The page on screen; `None` when the launcher shows.
@@ -23,6 +26,12 @@ pub struct View<'a> {
 impl<'a> View<'a> {
     pub(crate) fn goods(&self, id: &str) -> Option<&'a Goods> {
         self.catalog.goods(id)
+    }
+
+    /// The address the sheet and 确认订单 show for `g`: the account's, unless the goods'
+    /// own variant shows none (`address_present: false`).
+    pub(crate) fn address_for(&self, g: &Goods) -> Option<&'a Address> {
+        self.account.address.as_ref().filter(|_| g.address_present)
     }
 
     pub(crate) fn order_by_sn(&self, sn: &str) -> Option<&'a Order> {

@@ -19,7 +19,7 @@
 use chrono::{DateTime, Utc};
 use cmautobuy_contract::{ExecutionMode, FailureCode, FlowStep, OptionMap};
 
-use super::{finish_fail, Phase, PurchaseFlow, Settle};
+use super::{finish_fail, task, Phase, PurchaseFlow, Settle};
 use crate::flow::action::{Action, Effect, EffectOutcome, FlowOutcome, TapKind};
 use crate::flow::confirmation::Confirmation;
 use crate::flow::failure::FlowFailure;
@@ -44,6 +44,49 @@ fn payment_refused(step: FlowStep, reason: &str, row: Option<&str>) -> Action {
 }
 
 impl PurchaseFlow {
+    /// The delivery address of the confirming screen (issue 12 item 5), before anything
+    /// is marked: none (手动添加地址) → `manual_review ADDRESS_MISSING`; with a fingerprint
+    /// configured, a block that lacks a part of it, or cannot be read →
+    /// `manual_review ADDRESS_MISMATCH`. The address read (masked as PDD shows it) is
+    /// kept for the result and every failure's diagnostics.
+    fn check_address(
+        &mut self,
+        present: Option<bool>,
+        text: Option<&str>,
+        wording: &str,
+    ) -> Option<Action> {
+        if present == Some(false) {
+            return Some(finish_fail(FlowFailure::manual(
+                FailureCode::AddressMissing,
+                FlowStep::CheckAddress,
+                format!("the account has no delivery address ({wording})"),
+            )));
+        }
+        self.address_read = text.map(str::to_string);
+        let expected = &self.task.expected_address;
+        if expected.is_empty() {
+            return None;
+        }
+        let missing = match text {
+            None => Some("the address block is not readable".to_string()),
+            Some(t) => task::address_mismatch(expected, t)
+                .map(|part| format!("the address shown lacks {part:?}")),
+        };
+        missing.map(|why| {
+            finish_fail(
+                FlowFailure::manual(
+                    FailureCode::AddressMismatch,
+                    FlowStep::CheckAddress,
+                    format!(
+                        "{why}: this phone's orders must go to the configured address (expected_address); nothing submitted"
+                    ),
+                )
+                .with("address_text", text.unwrap_or_default().to_string())
+                .with("expected_address", expected.join(" | ")),
+            )
+        })
+    }
+
     /// The quantity, then the final confirmation on the same dump — or, on a sheet whose
     /// button reads 确定 / 立即购买, the tap that opens 确认订单.
     pub(super) fn set_quantity_or_confirm(&mut self, s: SkuSheet, chosen: OptionMap) -> Action {
@@ -61,6 +104,11 @@ impl PurchaseFlow {
             if let Some(proceed) = s.proceed.clone() {
                 return self.proceed(proceed, chosen);
             }
+        }
+        if let Some(a) =
+            self.check_address(s.address_present, s.address_text.as_deref(), "手动添加地址")
+        {
+            return a;
         }
         let state = Settle {
             options: chosen.clone(),
@@ -101,12 +149,12 @@ impl PurchaseFlow {
     /// settled total — as on the sheet.
     pub(super) fn on_confirm_page(&mut self, c: ConfirmOrder) -> Action {
         let step = FlowStep::ConfirmTotal;
-        if c.address_present == Some(false) {
-            return finish_fail(FlowFailure::manual(
-                FailureCode::AddressMissing,
-                FlowStep::CheckAddress,
-                "the account has no delivery address (手动添加收货地址)",
-            ));
+        if let Some(a) = self.check_address(
+            c.address_present,
+            c.address_text.as_deref(),
+            "手动添加收货地址",
+        ) {
+            return a;
         }
         if let PaymentVerdict::NotAllowed { reason } = &c.payment {
             return payment_refused(step, reason, c.payment_method_text.as_deref());
@@ -233,6 +281,7 @@ impl PurchaseFlow {
             total,
             max_price: self.task.max_price,
             spec_resolution_id: self.resolution.as_ref().map(|r| r.resolution_id.clone()),
+            delivery_address: self.address_read.clone(),
         };
         self.confirmation = Some(conf.clone());
         if !self.task.live {

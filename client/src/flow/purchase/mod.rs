@@ -14,7 +14,12 @@
 //!    `goods_identity: "unverified"`). The result's `goods_id` is the observed id and
 //!    `goods_identity` names the proof.
 //! 2. `open_sku_sheet` — the preferred buy button (the same one collect uses).
-//! 3. `check_address` — 手动添加地址 → `manual_review ADDRESS_MISSING`.
+//! 3. `check_address` — 手动添加地址 → `manual_review ADDRESS_MISSING`. On the confirming
+//!    screen (the sheet with 提交订单, or 确认订单), before the mark, the address block is
+//!    read (reported as `delivery_address`, masked as PDD shows it) and held against the
+//!    phone's fingerprint (`PurchaseTask::expected_address`, every part a substring):
+//!    lacking a part, or unreadable while one is configured → `manual_review
+//!    ADDRESS_MISMATCH` (dry runs too: they rehearse the live run).
 //! 4. `select_color` / `select_size` — every dimension of the sheet must be named by the
 //!    task (a single preselected option excepted); options are matched exactly (after
 //!    [`normalize_name`]). A size with no exact match gets **one** §7.1 spec resolution:
@@ -146,6 +151,8 @@ pub struct PurchaseFlow {
     chosen: Option<OptionMap>,
     /// Taps of the sheet's 确定 / 立即购买 (bounded).
     proceeds: u32,
+    /// The delivery address the confirming screen showed, as read (evidence).
+    address_read: Option<String>,
     /// The request sent (at most one per attempt).
     spec_request: Option<SpecResolutionRequest>,
     resolution: Option<Resolution>,
@@ -219,6 +226,7 @@ impl PurchaseFlow {
             option_taps: BTreeMap::new(),
             chosen: None,
             proceeds: 0,
+            address_read: None,
             spec_request: None,
             resolution: None,
             confirmation: None,

@@ -23,6 +23,23 @@ pub struct PurchaseTask {
     pub max_price: Fen,
     /// Tap 提交订单 (task live *and* client declared live); otherwise a dry run.
     pub live: bool,
+    /// The phone's delivery-address fingerprint (config `expected_address`): every part
+    /// must appear in the confirming screen's address block (spaces ignored), else
+    /// `manual_review ADDRESS_MISMATCH`. Empty: not checked (the address read is
+    /// reported all the same).
+    pub expected_address: Vec<String>,
+}
+
+/// Whether `shown` (an address block as read) carries every part of `expected`,
+/// whitespace ignored on both sides: `Some(part)`, the first part it lacks; `None`, all
+/// there.
+pub fn address_mismatch<'a>(expected: &'a [String], shown: &str) -> Option<&'a str> {
+    let squash = |s: &str| s.chars().filter(|c| !c.is_whitespace()).collect::<String>();
+    let shown = squash(shown);
+    expected
+        .iter()
+        .find(|part| !shown.contains(&squash(part)))
+        .map(String::as_str)
 }
 
 impl PurchaseTask {
