@@ -369,6 +369,17 @@ pub fn wake_and_unlock(
     Ok((st, report))
 }
 
+/// The installed PDD's `versionName`: one shell round trip (`dumpsys package
+/// com.xunmeng.pinduoduo`), read once per task for the manifest and the reports (issue 12
+/// item 6). `None` when the phone does not answer or prints no version.
+pub fn read_pdd_version(dev: &dyn Device) -> Option<String> {
+    let o = dev.shell(&["dumpsys", "package", PDD_PACKAGE]).ok()?;
+    if !o.success() {
+        return None;
+    }
+    parse_version_name(&o.stdout_text())
+}
+
 fn getprop(dev: &AdbDevice, name: &str) -> Result<Option<String>, DeviceError> {
     let o = dev.shell(&["getprop", name])?;
     let v = o.stdout_text().trim().to_string();
