@@ -39,7 +39,30 @@ pub const DEVICE_FAILURE_CODES: &[&str] = &[
     "DEVICE_CONFIG_INVALID",
     "UI_DUMP_FAILED",
     "SCREENSHOT_FAILED",
+    // The phone's own state (issue 12 item 4): the device check keeps the pause until
+    // the phone is unlocked, charged or cooled down.
+    "DEVICE_LOCKED",
+    "BATTERY_LOW",
+    "BATTERY_HOT",
+    "PDD_NOT_INSTALLED",
 ];
+
+/// Device pause codes only a human can end (unlock the PIN, plug in the charger, cool the
+/// phone, install PDD, accept the USB debugging prompt): the pause raises a
+/// `device_attention` operator alert that says what to do. It does not stop claiming by
+/// itself — the pause does, and the alert is closed when the phone passes a check again.
+pub const HUMAN_DEVICE_CODES: &[&str] = &[
+    "DEVICE_LOCKED",
+    "BATTERY_LOW",
+    "BATTERY_HOT",
+    "PDD_NOT_INSTALLED",
+    "DEVICE_UNAUTHORIZED",
+];
+
+/// Whether a device pause with this code needs a human (see [`HUMAN_DEVICE_CODES`]).
+pub fn needs_human(code: &str) -> bool {
+    HUMAN_DEVICE_CODES.contains(&code)
+}
 
 /// Whether a failure code is a device failure (see [`DEVICE_FAILURE_CODES`]).
 pub fn is_device_failure(code: &str) -> bool {
@@ -568,6 +591,10 @@ mod tests {
         assert!(is_device_failure("UI_DUMP_FAILED"));
         assert!(!is_device_failure("PAGE_NOT_RECOGNIZED"));
         assert!(!is_device_failure("LOGIN_REQUIRED"));
+        for c in ["DEVICE_LOCKED", "BATTERY_LOW", "BATTERY_HOT"] {
+            assert!(is_device_failure(c) && needs_human(c), "{c}");
+        }
+        assert!(!needs_human("DEVICE_OFFLINE"));
     }
 
     #[test]
