@@ -206,6 +206,23 @@ impl AttemptArtifacts {
     }
 }
 
+/// The attempt's device sidecar, `device.json` beside `manifest.json`
+/// (`{"pdd_version": "7.36.0"}`, `null` when unread): the manifest stays the array its
+/// readers know (issue 12 item 6). Best effort, like every artifact.
+pub const DEVICE_SIDECAR: &str = "device.json";
+
+impl AttemptArtifacts {
+    /// Writes [`DEVICE_SIDECAR`]; an error is remembered like [`AttemptArtifacts::save`]'s.
+    pub fn write_device(&mut self, pdd_version: Option<&str>) {
+        let body = serde_json::json!({ "pdd_version": pdd_version });
+        let bytes = serde_json::to_vec_pretty(&body).unwrap_or_default();
+        if let Err(e) = write_atomic(&self.dir.join(DEVICE_SIDECAR), &bytes) {
+            tracing::warn!(error = %e, "artifact device sidecar not written");
+            self.last_error.get_or_insert_with(|| e.to_string());
+        }
+    }
+}
+
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ArtifactError> {
     let io = |source| ArtifactError::Io {
         path: path.to_path_buf(),

@@ -75,6 +75,16 @@ pub struct FileConfig {
     /// `PAGE_NOT_RECOGNIZED` outcomes in a row that pause the worker until an operator
     /// acknowledges (default 3; 0 = never). See [`crate::gate`].
     pub unrecognized_pages_pause_after: Option<u32>,
+    /// The unrecognised-page rate alert (non-blocking, issue 12 item 6): this many
+    /// `PAGE_NOT_RECOGNIZED` outcomes (default 3; 0 = never) among the last
+    /// `unrecognized_rate_window` tasks (default 20).
+    pub unrecognized_rate_count: Option<u32>,
+    pub unrecognized_rate_window: Option<u32>,
+    /// The device check pauses the worker below this battery level when the phone is not
+    /// charging (default 15 %; issue 12 item 4).
+    pub battery_min_percent: Option<u8>,
+    /// … and above this battery temperature, charging or not (default 45 °C).
+    pub battery_max_temp_c: Option<i32>,
     /// The phone's delivery-address fingerprint: every part must appear in the address
     /// block of the confirming screen before an order (e.g. `["集货路88号", "李四"]`),
     /// else `manual_review ADDRESS_MISMATCH`. Unset: not checked (a warning in `status`;
@@ -173,6 +183,9 @@ pub struct Config {
     /// When the worker may claim (`device_check_max_age_secs`, `device_probe_max_secs`,
     /// `retry_wait_gap_secs`, `retry_wait_gap_max_secs`; see [`crate::gate`]).
     pub gate: GateConfig,
+    /// The device check's battery thresholds (`battery_min_percent`,
+    /// `battery_max_temp_c`; see [`crate::device::state`]).
+    pub device_thresholds: crate::device::state::Thresholds,
     /// `expected_address`: the phone's delivery-address fingerprint (trimmed, empty
     /// parts dropped; empty: none configured).
     pub expected_address: Vec<String>,
@@ -395,6 +408,24 @@ fn env_config(env: &dyn Fn(&str) -> Option<String>) -> Result<FileConfig, Config
                 })
             })
             .transpose()?,
+        unrecognized_rate_count: whole(&get, "UNRECOGNIZED_RATE_COUNT")?,
+        unrecognized_rate_window: whole(&get, "UNRECOGNIZED_RATE_WINDOW")?,
+        battery_min_percent: get("BATTERY_MIN_PERCENT")
+            .map(|v| {
+                v.trim().parse::<u8>().map_err(|_| ConfigError::Value {
+                    name: "CMAUTOBUY_BATTERY_MIN_PERCENT".into(),
+                    message: format!("{v:?} is not a percentage"),
+                })
+            })
+            .transpose()?,
+        battery_max_temp_c: get("BATTERY_MAX_TEMP_C")
+            .map(|v| {
+                v.trim().parse::<i32>().map_err(|_| ConfigError::Value {
+                    name: "CMAUTOBUY_BATTERY_MAX_TEMP_C".into(),
+                    message: format!("{v:?} is not a whole number of degrees"),
+                })
+            })
+            .transpose()?,
         expected_address: get("EXPECTED_ADDRESS")
             .map(|v| v.split('|').map(str::to_string).collect()),
         log_dir: get("LOG_DIR").map(PathBuf::from),
@@ -488,6 +519,14 @@ fn merge(base: FileConfig, over: FileConfig) -> FileConfig {
         unrecognized_pages_pause_after: over
             .unrecognized_pages_pause_after
             .or(base.unrecognized_pages_pause_after),
+        unrecognized_rate_count: over
+            .unrecognized_rate_count
+            .or(base.unrecognized_rate_count),
+        unrecognized_rate_window: over
+            .unrecognized_rate_window
+            .or(base.unrecognized_rate_window),
+        battery_min_percent: over.battery_min_percent.or(base.battery_min_percent),
+        battery_max_temp_c: over.battery_max_temp_c.or(base.battery_max_temp_c),
         expected_address: over.expected_address.or(base.expected_address),
         log_dir: over.log_dir.or(base.log_dir),
         log_file_max_mb: over.log_file_max_mb.or(base.log_file_max_mb),
@@ -565,6 +604,7 @@ pub fn load(flags: Overrides, env: &dyn Fn(&str) -> Option<String>) -> Result<Co
     };
     let c = merge(merge(file, from_env), from_flags);
     let gate = gate(&c)?;
+    let device_thresholds = device_thresholds(&c)?;
     let data_dir = match c.data_dir.clone() {
         Some(d) => d,
         None => platform
@@ -616,6 +656,7 @@ pub fn load(flags: Overrides, env: &dyn Fn(&str) -> Option<String>) -> Result<Co
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or_else(crate::lock::default_lock_dir),
         gate,
+        device_thresholds,
         expected_address: c
             .expected_address
             .unwrap_or_default()
@@ -792,11 +833,33 @@ fn gate(c: &FileConfig) -> Result<GateConfig, ConfigError> {
         unrecognized_pause_after: c
             .unrecognized_pages_pause_after
             .unwrap_or(d.unrecognized_pause_after),
+        unrecognized_rate_count: c
+            .unrecognized_rate_count
+            .unwrap_or(d.unrecognized_rate_count),
+        unrecognized_rate_window: c
+            .unrecognized_rate_window
+            .unwrap_or(d.unrecognized_rate_window),
     };
     Ok(GateConfig {
         probe_max: g.probe_max.max(g.probe_min),
         retry_gap_max: g.retry_gap_max.max(g.retry_gap),
         ..g
+    })
+}
+
+/// The battery thresholds; unset keys keep the defaults.
+fn device_thresholds(c: &FileConfig) -> Result<crate::device::state::Thresholds, ConfigError> {
+    let d = crate::device::state::Thresholds::default();
+    let min = c.battery_min_percent.unwrap_or(d.battery_min_percent);
+    if min > 100 {
+        return Err(ConfigError::Value {
+            name: "battery_min_percent".into(),
+            message: format!("{min} is more than 100"),
+        });
+    }
+    Ok(crate::device::state::Thresholds {
+        battery_min_percent: min,
+        battery_max_temp_c: c.battery_max_temp_c.unwrap_or(d.battery_max_temp_c),
     })
 }
 

@@ -39,7 +39,30 @@ pub const DEVICE_FAILURE_CODES: &[&str] = &[
     "DEVICE_CONFIG_INVALID",
     "UI_DUMP_FAILED",
     "SCREENSHOT_FAILED",
+    // The phone's own state (issue 12 item 4): the device check keeps the pause until
+    // the phone is unlocked, charged or cooled down.
+    "DEVICE_LOCKED",
+    "BATTERY_LOW",
+    "BATTERY_HOT",
+    "PDD_NOT_INSTALLED",
 ];
+
+/// Device pause codes only a human can end (unlock the PIN, plug in the charger, cool the
+/// phone, install PDD, accept the USB debugging prompt): the pause raises a
+/// `device_attention` operator alert that says what to do. It does not stop claiming by
+/// itself — the pause does, and the alert is closed when the phone passes a check again.
+pub const HUMAN_DEVICE_CODES: &[&str] = &[
+    "DEVICE_LOCKED",
+    "BATTERY_LOW",
+    "BATTERY_HOT",
+    "PDD_NOT_INSTALLED",
+    "DEVICE_UNAUTHORIZED",
+];
+
+/// Whether a device pause with this code needs a human (see [`HUMAN_DEVICE_CODES`]).
+pub fn needs_human(code: &str) -> bool {
+    HUMAN_DEVICE_CODES.contains(&code)
+}
 
 /// Whether a failure code is a device failure (see [`DEVICE_FAILURE_CODES`]).
 pub fn is_device_failure(code: &str) -> bool {
@@ -81,6 +104,11 @@ pub struct GateConfig {
     pub account_pause: bool,
     /// `PAGE_NOT_RECOGNIZED` outcomes in a row that pause the worker (0 = never).
     pub unrecognized_pause_after: u32,
+    /// The rate alert (issue 12 item 6): this many `PAGE_NOT_RECOGNIZED` outcomes
+    /// (0 = never) …
+    pub unrecognized_rate_count: u32,
+    /// … among the last this many tasks raise a non-blocking operator alert.
+    pub unrecognized_rate_window: u32,
 }
 
 impl Default for GateConfig {
@@ -93,6 +121,8 @@ impl Default for GateConfig {
             retry_gap_max: Duration::from_secs(300),
             account_pause: true,
             unrecognized_pause_after: 3,
+            unrecognized_rate_count: 3,
+            unrecognized_rate_window: 20,
         }
     }
 }
@@ -141,6 +171,7 @@ pub struct DeviceGate {
     retry_waits: u32,
     not_before: Option<DateTime<Utc>>,
     unrecognized: u32,
+    rate: UnrecognizedRate,
 }
 
 fn until(now: DateTime<Utc>, t: DateTime<Utc>) -> Duration {
@@ -160,7 +191,14 @@ impl DeviceGate {
             retry_waits: 0,
             not_before: None,
             unrecognized: 0,
+            rate: UnrecognizedRate::new(cfg.unrecognized_rate_count, cfg.unrecognized_rate_window),
         }
+    }
+
+    /// Counts one task outcome towards the unrecognised-page rate; see
+    /// [`UnrecognizedRate::push`].
+    pub fn on_rate(&mut self, failure_code: Option<&str>) -> Option<RateChange> {
+        self.rate.push(failure_code == Some(PAGE_NOT_RECOGNIZED))
     }
 
     pub fn config(&self) -> GateConfig {
@@ -301,6 +339,70 @@ impl DeviceGate {
         };
         self.pause = Some(p.clone());
         Some(Transition::Paused(p))
+    }
+}
+
+/// The unrecognised-page rate (issue 12 item 6), distinct from the K-in-a-row pause:
+/// `count` `PAGE_NOT_RECOGNIZED` outcomes among the last `window` tasks raise a
+/// non-blocking operator alert (`unrecognized_rate`), resolved when the window holds
+/// fewer again. Pure: the runner feeds it each task's outcome.
+#[derive(Clone, Debug)]
+pub struct UnrecognizedRate {
+    count: u32,
+    window: u32,
+    recent: std::collections::VecDeque<bool>,
+    raised: bool,
+}
+
+/// A change of the rate alert.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RateChange {
+    /// `hits` unrecognised pages among the last `window` tasks: raise the alert.
+    Raised { hits: u32, window: u32 },
+    /// Back under the threshold: resolve it.
+    Cleared,
+}
+
+impl UnrecognizedRate {
+    /// `count` = 0 (or `window` = 0) never alerts; a window below `count` is widened to it.
+    pub fn new(count: u32, window: u32) -> Self {
+        UnrecognizedRate {
+            count,
+            window: window.max(count),
+            recent: std::collections::VecDeque::new(),
+            raised: false,
+        }
+    }
+
+    /// Unrecognised pages in the window now.
+    pub fn hits(&self) -> u32 {
+        self.recent.iter().filter(|&&u| u).count() as u32
+    }
+
+    /// One task outcome; `Some` only when the alert starts or ends.
+    pub fn push(&mut self, unrecognized: bool) -> Option<RateChange> {
+        if self.count == 0 || self.window == 0 {
+            return None;
+        }
+        self.recent.push_back(unrecognized);
+        while self.recent.len() > self.window as usize {
+            self.recent.pop_front();
+        }
+        let hits = self.hits();
+        match (self.raised, hits >= self.count) {
+            (false, true) => {
+                self.raised = true;
+                Some(RateChange::Raised {
+                    hits,
+                    window: self.window,
+                })
+            }
+            (true, false) => {
+                self.raised = false;
+                Some(RateChange::Cleared)
+            }
+            _ => None,
+        }
     }
 }
 
@@ -489,5 +591,57 @@ mod tests {
         assert!(is_device_failure("UI_DUMP_FAILED"));
         assert!(!is_device_failure("PAGE_NOT_RECOGNIZED"));
         assert!(!is_device_failure("LOGIN_REQUIRED"));
+        for c in ["DEVICE_LOCKED", "BATTERY_LOW", "BATTERY_HOT"] {
+            assert!(is_device_failure(c) && needs_human(c), "{c}");
+        }
+        assert!(!needs_human("DEVICE_OFFLINE"));
+    }
+
+    #[test]
+    fn three_unrecognised_pages_in_twenty_tasks_raise_the_rate_alert_once() {
+        let mut r = UnrecognizedRate::new(3, 20);
+        // Spread out (never two in a row): the in-a-row pause would never see them.
+        let mut changes = Vec::new();
+        for i in 0..40u32 {
+            let unrec = matches!(i, 0 | 7 | 14 | 15);
+            if let Some(c) = r.push(unrec) {
+                changes.push((i, c));
+            }
+        }
+        assert_eq!(
+            changes,
+            vec![
+                (
+                    14,
+                    RateChange::Raised {
+                        hits: 3,
+                        window: 20
+                    }
+                ),
+                // Task 0 leaves the window at task 20, but 7, 14, 15 keep it at 3; task 7
+                // leaves at 27 → 2 left.
+                (27, RateChange::Cleared),
+            ]
+        );
+        assert_eq!(r.hits(), 0, "tasks 20..40 held none");
+    }
+
+    #[test]
+    fn the_rate_alert_is_off_at_zero_and_the_gate_counts_only_page_not_recognized() {
+        let mut off = UnrecognizedRate::new(0, 20);
+        assert!((0..50).all(|_| off.push(true).is_none()));
+        let mut g = DeviceGate::new(GateConfig {
+            unrecognized_rate_count: 2,
+            unrecognized_rate_window: 3,
+            ..GateConfig::default()
+        });
+        assert_eq!(g.on_rate(Some("PAGE_NOT_RECOGNIZED")), None);
+        assert_eq!(g.on_rate(Some("GOODS_NOT_FOUND")), None);
+        assert_eq!(g.on_rate(None), None);
+        assert_eq!(g.on_rate(Some("PAGE_NOT_RECOGNIZED")), None);
+        assert_eq!(
+            g.on_rate(Some("PAGE_NOT_RECOGNIZED")),
+            Some(RateChange::Raised { hits: 2, window: 3 })
+        );
     }
 }

@@ -63,13 +63,27 @@ pub const ALERT_REJECTED: &str = "claim_rejected";
 /// Account trouble (issue 12 item 2): a login page, a risk page, a refused payment
 /// method or K unrecognised pages in a row; no claims until acknowledged.
 pub const ALERT_ACCOUNT: &str = "account_paused";
+/// The phone needs a human (issue 12 item 4): a PIN lock, a low or hot battery, PDD
+/// missing, USB debugging not authorised (`gate::HUMAN_DEVICE_CODES`). Raised with the
+/// device pause and closed by the first passing check; unlike the other kinds it does not
+/// stop claiming by itself (the pause does, and ends by itself).
+pub const ALERT_DEVICE: &str = "device_attention";
 /// The host's clock is too far off the Admin's or the phone's: live purchases refused
 /// (issue 12 item 9). Informational: it does not stop claiming (collects and dry runs
 /// continue); `ack` closes it.
 pub const ALERT_CLOCK_SKEW: &str = "clock_skew";
 /// Alert kinds that do not stop claiming (`low_disk` holds claims itself, through the
 /// upkeep's free-disk floor, and is resolved by the client when space returns).
-pub const NON_BLOCKING_ALERTS: &[&str] = &[ALERT_CLOCK_SKEW, ALERT_LOW_DISK];
+pub const NON_BLOCKING_ALERTS: &[&str] = &[
+    ALERT_CLOCK_SKEW,
+    ALERT_LOW_DISK,
+    ALERT_DEVICE,
+    ALERT_UNRECOGNIZED_RATE,
+];
+
+/// Too many unrecognised pages among the recent tasks (issue 12 item 6;
+/// [`crate::gate::UnrecognizedRate`]): non-blocking, resolved when the rate falls again.
+pub const ALERT_UNRECOGNIZED_RATE: &str = "unrecognized_rate";
 
 /// Length of an attempt id (`Store::start_run` makes hyphenated UUIDs), for the key check
 /// of a claimed task's id.
@@ -589,6 +603,9 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
             None => return,
             Some(Transition::Paused(p)) => {
                 tracing::warn!(code = %p.code, reason = %p.message, since = %p.since, "device not ready: worker paused, no claims until the phone answers");
+                if crate::gate::needs_human(&p.code) {
+                    self.device_alert(&p.code, &p.message);
+                }
                 self.store.set_device_pause(Some(&DevicePause {
                     since: cmautobuy_contract::time::format_utc(p.since),
                     code: p.code.clone(),
@@ -598,11 +615,34 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
             Some(Transition::Resumed { since, probes }) => {
                 let away = (self.clock.now() - since).num_seconds();
                 tracing::info!(%since, away_secs = away, probes, "device ready again: worker resumed");
+                if let Err(e) = self.store.resolve_alerts(ALERT_DEVICE, self.clock.now()) {
+                    tracing::warn!(error = %e, "cannot close the device_attention alert");
+                }
                 self.store.set_device_pause(None)
             }
         };
         if let Err(e) = saved {
             tracing::warn!(error = %e, "cannot record the device pause in the store");
+        }
+    }
+
+    /// Raises a `device_attention` alert for a pause only a human can end, once per
+    /// code while it stays open.
+    fn device_alert(&self, code: &str, message: &str) {
+        let text = format!("[{code}] {message}");
+        let open = self.store.open_alerts().unwrap_or_default();
+        if open
+            .iter()
+            .any(|a| a.kind == ALERT_DEVICE && a.message == text)
+        {
+            return;
+        }
+        tracing::error!(alert = ALERT_DEVICE, code, %message, "the phone needs a human");
+        if let Err(e) = self
+            .store
+            .raise_alert(ALERT_DEVICE, None, &text, self.clock.now())
+        {
+            tracing::warn!(error = %e, "cannot save the device_attention alert");
         }
     }
 
@@ -837,6 +877,29 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
             Outcome::Failure(f) => Some(f.error.code.as_str()),
             Outcome::Result(_) => None,
         };
+        let rate = self.gate().on_rate(failure_code);
+        match rate {
+            Some(crate::gate::RateChange::Raised { hits, window }) => {
+                let message = format!(
+                    "最近 {window} 个任务中 {hits} 个无法识别页面 / {hits} unrecognised pages in the last {window} tasks: the PDD app may have changed (check `doctor`, the evidence, the recognisers)"
+                );
+                tracing::warn!(alert = ALERT_UNRECOGNIZED_RATE, %message, "operator alert (claiming continues)");
+                if let Err(e) = self.store.raise_alert(
+                    ALERT_UNRECOGNIZED_RATE,
+                    None,
+                    &message,
+                    self.clock.now(),
+                ) {
+                    tracing::warn!(error = %e, "cannot save the unrecognised-page rate alert");
+                }
+            }
+            Some(crate::gate::RateChange::Cleared) => {
+                let _ = self
+                    .store
+                    .resolve_alerts(ALERT_UNRECOGNIZED_RATE, self.clock.now());
+            }
+            None => {}
+        }
         let trouble = self.gate().on_account(failure_code);
         if let (Some(trouble), Outcome::Failure(f)) = (trouble, &outcome) {
             self.alert(ALERT_ACCOUNT, Some(remote), &account_message(&trouble, f));

@@ -13,7 +13,7 @@ use serde_json::json;
 
 use cmautobuy_client::clock::Clock;
 use cmautobuy_client::executor::{failure, DeviceCheck, Executor, Job, Outcome, Readiness};
-use cmautobuy_client::runner::{ClaimStep, ALERT_ACCOUNT};
+use cmautobuy_client::runner::{ClaimStep, ALERT_ACCOUNT, ALERT_UNRECOGNIZED_RATE};
 use cmautobuy_contract::FailureStatus;
 use support::claim_loop::{loop_world, LoopRunner, LoopWorld};
 
@@ -164,7 +164,16 @@ async fn three_unrecognised_pages_in_a_row_pause_two_do_not() {
     for _ in 0..5 {
         assert!(next_claim(&w).await.is_some(), "not paused yet");
     }
-    assert!(w.store.open_alerts().unwrap().is_empty());
+    // Four unrecognised pages in five tasks: the (non-blocking) rate alert is open, the
+    // in-a-row pause is not.
+    let kinds: Vec<String> = w
+        .store
+        .open_alerts()
+        .unwrap()
+        .into_iter()
+        .map(|a| a.kind)
+        .collect();
+    assert_eq!(kinds, vec![ALERT_UNRECOGNIZED_RATE.to_string()]);
     assert!(next_claim(&w).await.is_some(), "the third in a row is run");
     assert_eq!(w.claims(), 6);
     assert!(next_claim(&w).await.is_none(), "then paused");
@@ -172,7 +181,13 @@ async fn three_unrecognised_pages_in_a_row_pause_two_do_not() {
         assert!(matches!(cycle(&w, &w.runner).await, ClaimStep::Blocked(_)));
     }
     assert_eq!(w.claims(), 6);
-    let alerts = w.store.open_alerts().unwrap();
+    let alerts: Vec<_> = w
+        .store
+        .open_alerts()
+        .unwrap()
+        .into_iter()
+        .filter(|a| a.kind == ALERT_ACCOUNT)
+        .collect();
     assert_eq!(alerts.len(), 1);
     assert!(
         alerts[0].message.contains("PAGE_NOT_RECOGNIZED")
@@ -185,4 +200,46 @@ async fn three_unrecognised_pages_in_a_row_pause_two_do_not() {
         .unwrap();
     assert!(next_claim(&w).await.is_some(), "resumed after ack");
     assert_eq!(w.claims(), 7);
+}
+
+/// Issue 12 item 6: unrecognised pages that never come in a row (so never pause) but
+/// reach 3 in the last 20 tasks raise the non-blocking `unrecognized_rate` alert;
+/// claiming goes on, and the alert resolves itself once the window holds fewer.
+#[tokio::test]
+async fn three_unrecognised_pages_in_twenty_tasks_alert_without_pausing() {
+    let u = Some((FailureStatus::RetryWait, "PAGE_NOT_RECOGNIZED"));
+    let w = world(vec![u, None, None, u, None, u], 40).await;
+    let open = |w: &World| -> Vec<String> {
+        w.store
+            .open_alerts()
+            .unwrap()
+            .into_iter()
+            .map(|a| a.kind)
+            .collect()
+    };
+    for _ in 0..5 {
+        assert!(next_claim(&w).await.is_some());
+    }
+    assert!(open(&w).is_empty(), "two in five tasks: no alert");
+    assert!(next_claim(&w).await.is_some());
+    assert_eq!(open(&w), vec![ALERT_UNRECOGNIZED_RATE.to_string()]);
+    let a = &w.store.open_alerts().unwrap()[0];
+    assert!(
+        a.message
+            .contains("3 unrecognised pages in the last 20 tasks"),
+        "{}",
+        a.message
+    );
+    // Not blocking: the next tasks are claimed and run.
+    for _ in 0..14 {
+        assert!(
+            next_claim(&w).await.is_some(),
+            "the rate alert does not pause"
+        );
+    }
+    assert_eq!(w.claims(), 20);
+    assert_eq!(open(&w), vec![ALERT_UNRECOGNIZED_RATE.to_string()]);
+    // Task 21 pushes the first unrecognised page out of the window: 2 left, resolved.
+    assert!(next_claim(&w).await.is_some());
+    assert!(open(&w).is_empty(), "resolved: {:?}", open(&w));
 }

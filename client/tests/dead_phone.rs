@@ -6,6 +6,9 @@
 //! data directory grows < 1 MB; when the phone answers again it resumes by itself and
 //! completes the batch.
 //!
+//! The second test starts with no phone listening at the address at all; one starts
+//! listening later there: at most one claim before, a pause, then the whole batch.
+//!
 //! No timing luck: every wait is a bounded poll on an observable fact (the Admin's
 //! journal, `status --json`); the one fixed wait is the away window itself, during which
 //! the test asserts that nothing happens.
@@ -15,6 +18,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use cmautobuy_mock_admin::{Endpoint, Operator};
+use cmautobuy_sim_phone::{Catalog, SimConfig, SimPhone};
 use serde_json::{json, Value};
 
 mod support;
@@ -182,5 +186,91 @@ fn a_phone_that_goes_away_pauses_the_worker_and_the_batch_completes_when_it_retu
         );
     }
     assert!(status(data.path())["device_pause"].is_null());
+    w.stop();
+}
+
+#[test]
+fn a_phone_that_starts_listening_later_gets_the_whole_batch_after_at_most_one_claim() {
+    let w = World::start("tok-later");
+    let op = &w.op;
+    let goods = "602938475610";
+    for i in 0..TASKS {
+        w.create(json!({
+            "id": format!("later-{i:02}"),
+            "type": "collect",
+            "payload": {"goods_id": goods, "goods_url": goods_url(goods)},
+        }));
+    }
+    // An address nobody listens on (yet).
+    let addr = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let logs = tempfile::tempdir().unwrap();
+    let log_path = logs.path().join("run.log");
+    let mut child = w
+        .command_on(data.path(), &format!("tcp:{addr}"))
+        .env("CMAUTOBUY_LOCK_DIR", data.path().join("locks"))
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log_path).unwrap())
+        .spawn()
+        .unwrap();
+    let mut paused = Value::Null;
+    wait_until(
+        "the pause in `status`",
+        Duration::from_secs(60),
+        &mut child,
+        || {
+            paused = status(data.path())["device_pause"].clone();
+            !paused.is_null()
+        },
+    );
+    assert_eq!(paused["code"], "DEVICE_OFFLINE", "{paused}");
+    let bytes_paused = dir_bytes(data.path());
+    std::thread::sleep(AWAY);
+    let claims_away = count(op, Endpoint::Claim);
+    assert!(
+        claims_away <= 1,
+        "at most one claim while no phone listens: {claims_away}"
+    );
+    let grown = dir_bytes(data.path()).saturating_sub(bytes_paused);
+    assert!(
+        grown < 1_000_000,
+        "data directory grew {grown} bytes while away"
+    );
+    eprintln!("no phone yet: {claims_away} claim(s), {grown} bytes written while paused");
+
+    // The phone starts listening at that address.
+    let phone = SimPhone::bind(
+        addr,
+        SimConfig::new(Catalog::load(&Catalog::bundled_dir()).unwrap()),
+    )
+    .unwrap();
+    let start = Instant::now();
+    let exit = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(240),
+            "the batch did not complete after the phone started listening"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let err = std::fs::read_to_string(&log_path).unwrap_or_default();
+    assert!(exit.success(), "run failed: {err}");
+    assert!(err.contains("worker resumed"), "{err}");
+    for i in 0..TASKS {
+        let t = w.task(&format!("later-{i:02}"));
+        let last = t["results"].as_array().and_then(|a| a.last()).cloned();
+        assert_eq!(
+            last.as_ref().map(|r| r["kind"].clone()),
+            Some(json!("result")),
+            "later-{i:02}: {t}"
+        );
+    }
+    assert!(phone.foreign_taps().is_empty());
+    drop(phone);
     w.stop();
 }

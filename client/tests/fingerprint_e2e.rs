@@ -55,6 +55,7 @@ fn a_live_purchase_to_another_address_is_refused_and_orders_nothing() {
     assert_eq!(body["status"], "manual_review", "{body}");
     assert_eq!(body["error"]["code"], "ADDRESS_MISMATCH", "{body}");
     assert_eq!(body["error"]["step"], "check_address", "{body}");
+    assert_eq!(body["diagnostics"]["pdd_version"], "7.36.0", "{body}");
     let read = body["diagnostics"]["address_text"].as_str().unwrap_or("");
     assert!(
         read.contains("张三 138****0000") && read.contains("科技园路1号"),
@@ -93,5 +94,49 @@ fn a_live_purchase_to_another_address_is_refused_and_orders_nothing() {
     assert_eq!(orders.len(), 1, "{orders:?}");
     assert_eq!(orders[0].ship_to, Some(warehouse()));
     assert_eq!(p["order_sn"], orders[0].order_sn.as_str());
+    w.stop();
+}
+
+fn collect(id: &str) -> serde_json::Value {
+    json!({
+        "id": id,
+        "type": "collect",
+        "payload": {
+            "goods_id": "737116531267",
+            "goods_url": support::world::goods_url("737116531267"),
+        },
+    })
+}
+
+/// Issue 12 item 6: every report carries the installed PDD's version (a result's
+/// top-level `diagnostics.pdd_version`), and so does the attempt's `device.json` beside
+/// its manifest; an update between runs shows in the next report.
+#[test]
+fn every_report_and_manifest_carries_the_pdd_version() {
+    let w = World::builder("tok-pdd-version").private_locks().start();
+    let data = tempfile::tempdir().unwrap();
+    w.create(collect("ver-1"));
+    w.run(data.path());
+    let (kind, body) = w.report("ver-1");
+    assert_eq!(kind, "result", "{body}");
+    assert_eq!(body["diagnostics"]["pdd_version"], "7.36.0", "{body}");
+    let attempt = body["attempt_id"].as_str().unwrap();
+    let dir = data.path().join("artifacts").join("ver-1");
+    let sidecar = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().join("device.json"))
+        .find(|p| p.exists())
+        .unwrap_or_else(|| panic!("no device.json under {dir:?} ({attempt})"));
+    let dev: serde_json::Value = serde_json::from_slice(&std::fs::read(sidecar).unwrap()).unwrap();
+    assert_eq!(dev["pdd_version"], "7.36.0");
+
+    // PDD updated itself: the next report says so.
+    w.phone.set_pdd_version("7.40.1", 74010);
+    w.create(collect("ver-2"));
+    w.run(data.path());
+    let (kind, body) = w.report("ver-2");
+    assert_eq!(kind, "result", "{body}");
+    assert_eq!(body["diagnostics"]["pdd_version"], "7.40.1", "{body}");
     w.stop();
 }

@@ -266,6 +266,17 @@ string_enum! {
         // A live submit without proof that the page shows the task's goods
         // (manual_review, nothing tapped).
         GoodsIdentityUnverified = "GOODS_IDENTITY_UNVERIFIED",
+        // The phone's own state (issue 12 item 4). A PIN / pattern / password lock
+        // screen: the client never tries to unlock it; a human must.
+        DeviceLocked = "DEVICE_LOCKED",
+        // The battery is below `battery_min_percent` and not charging.
+        BatteryLow = "BATTERY_LOW",
+        // The battery is hotter than `battery_max_temp_c`.
+        BatteryHot = "BATTERY_HOT",
+        // A window of another package (notification shade, heads-up notification,
+        // keyboard, system dialog, app chooser) kept covering the point to tap after the
+        // bounded dismissals: nothing was tapped into it (retry_wait).
+        ScreenObstructed = "SCREEN_OBSTRUCTED",
     }
 }
 
@@ -288,6 +299,9 @@ string_enum! {
         ReconcileOrder = "reconcile_order",
         Report = "report",
         Recover = "recover",
+        // Waking and unlocking the phone before a task, dismissing a foreign window.
+        PrepareDevice = "prepare_device",
+        DismissOverlay = "dismiss_overlay",
     }
 }
 

@@ -175,7 +175,8 @@ fn phone(cfg: &Config, allow_live: bool) -> Result<(Phone, Option<ProcessLock>),
     let device_lock =
         lock::lock_device(&cfg.lock_dir, &serial, &target.addr, &holder).map_err(refused)?;
     let source = AdbSource::open(target.addr, target.options)
-        .map_err(|e| Failure::usage(anyhow::anyhow!("device {serial}: {e}")))?;
+        .map_err(|e| Failure::usage(anyhow::anyhow!("device {serial}: {e}")))?
+        .with_thresholds(cfg.device_thresholds);
     if allow_live {
         tracing::warn!(
             device = %serial,

@@ -95,6 +95,15 @@ pub fn run(g: &Globals, a: StatusArgs) -> Result<(), Failure> {
             a.id
         );
     }
+    for a in alerts
+        .iter()
+        .filter(|a| a.kind == cmautobuy_client::runner::ALERT_DEVICE)
+    {
+        println!(
+            "PHONE NEEDS A HUMAN since {}: {} (closes by itself once the phone passes a check)",
+            a.raised_at, a.message
+        );
+    }
     match &s.registration {
         Some(r) if r.state == "ok" => println!("registration: ok ({})", r.at),
         Some(r) => println!(

@@ -628,6 +628,24 @@ impl Device for AdbDevice {
     fn shell(&self, argv: &[&str]) -> Result<ShellOutput, DeviceError> {
         self.run(Op::Shell, argv.iter().map(|s| s.to_string()).collect())
     }
+
+    fn shell_batch(&self, cmds: &[&[&str]]) -> Result<Vec<ShellOutput>, DeviceError> {
+        let marker = quote::new_marker();
+        let line = quote::batch_line(cmds, &marker)?;
+        let n = cmds.len();
+        let out = self.call(Op::Shell, move |link, _| link.shell(&line))?;
+        let parts = quote::split_batch(&out.stdout, &marker, n).ok_or_else(|| {
+            DeviceError::Protocol("a section of the command batch never arrived".into())
+        })?;
+        Ok(parts
+            .into_iter()
+            .map(|(stdout, exit_code)| ShellOutput {
+                stdout,
+                stderr: Vec::new(),
+                exit_code,
+            })
+            .collect())
+    }
 }
 
 /// Turn the output of `uiautomator dump /dev/tty` into a tree, or the typed failure.

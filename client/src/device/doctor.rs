@@ -11,9 +11,13 @@
 
 use serde::Serialize;
 
+use std::time::Duration;
+
 use super::adb::AdbDevice;
-use super::port::{Device, DeviceError};
-use crate::screen::PDD_PACKAGE;
+use super::port::{Device, DeviceError, KeyCode};
+use super::state::{self, DeviceState, Keyguard, ScreenPower, Thresholds, Verdict};
+pub use super::state::{lists_package, parse_focus, parse_wm_size};
+use crate::screen::{Point, PDD_PACKAGE};
 
 /// One thing that keeps the device from being ready.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -218,45 +222,168 @@ pub fn check(dev: &AdbDevice) -> DoctorReport {
     r
 }
 
-/// The claim loop's cheap device check (issue 12): one shell round trip,
-/// `pm list packages com.xunmeng.pinduoduo`. Answering proves the phone is listed, online
-/// and authorised (otherwise the call fails with that error's code); the answer says
-/// whether PDD is installed. Bounded by the device's deadlines.
-pub fn probe(dev: &dyn Device) -> Result<(), Problem> {
-    match dev.shell(&["pm", "list", "packages", PDD_PACKAGE]) {
-        Ok(o) if lists_package(&o.stdout_text(), PDD_PACKAGE) => Ok(()),
-        Ok(o) if !o.success() => Err(Problem {
-            code: "DEVICE_COMMAND_FAILED".into(),
-            message: format!("`pm list packages` failed: {}", o.stderr_text().trim()),
-        }),
-        Ok(_) => Err(Problem {
-            code: "PDD_NOT_INSTALLED".into(),
-            message: format!("{PDD_PACKAGE} is not installed on the phone"),
-        }),
-        Err(e) => Err(Problem {
-            code: e.code().into(),
-            message: e.to_string(),
+/// The claim loop's device check (issue 12): **one shell round trip**
+/// ([`Device::shell_batch`] of [`state::PROBE_COMMANDS`]: `pm list packages`, `dumpsys
+/// power`, `dumpsys window policy`, `dumpsys window displays`, `dumpsys battery`, `wm
+/// size`). Answering proves the phone is listed, online and authorised (otherwise the call
+/// fails with that error's code); the outputs say whether PDD is installed, the screen
+/// is on, a lock screen is up (swipe or PIN), and the battery's level and temperature.
+/// A screen that is off or a swipe lock is not a problem here (the task wakes and swipes
+/// first, [`wake_and_unlock`]); a PIN lock, a low or hot battery and a missing PDD are.
+/// Bounded by the device's deadlines.
+pub fn probe_with(dev: &dyn Device, t: Thresholds) -> Result<DeviceState, Problem> {
+    let state = read_state(dev)?;
+    match state::assess(&state, t) {
+        Verdict::Ready { .. } => Ok(state),
+        Verdict::NotReady { code, message, .. } => Err(Problem {
+            code: code.into(),
+            message,
         }),
     }
+}
+
+/// [`probe_with`] with the default thresholds.
+pub fn probe(dev: &dyn Device) -> Result<(), Problem> {
+    probe_with(dev, Thresholds::default()).map(drop)
+}
+
+/// One read of the phone's state (one round trip).
+pub fn read_state(dev: &dyn Device) -> Result<DeviceState, Problem> {
+    let outs = dev
+        .shell_batch(state::PROBE_COMMANDS)
+        // The task-level code (`DEVICE_OFFLINE` for a refused, cut or timed-out
+        // connection alike: a phone nobody listens for yet is offline, not a protocol
+        // error); the message keeps the detail.
+        .map_err(|e| Problem {
+            code: e.failure_code().into(),
+            message: e.to_string(),
+        })?;
+    if let Some(pm) = outs.first() {
+        if !pm.success() && !lists_package(&pm.stdout_text(), PDD_PACKAGE) {
+            return Err(Problem {
+                code: "DEVICE_COMMAND_FAILED".into(),
+                message: format!(
+                    "`pm list packages` failed: {}",
+                    format!("{}{}", pm.stdout_text(), pm.stderr_text()).trim()
+                ),
+            });
+        }
+    }
+    let texts: Vec<String> = outs.iter().map(|o| o.stdout_text()).collect();
+    Ok(DeviceState::from_outputs(&texts))
+}
+
+/// What [`wake_and_unlock`] did.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct WakeReport {
+    /// `KEYCODE_WAKEUP` sent (the screen was off).
+    pub woke: bool,
+    /// One upward swipe sent (a swipe lock screen was up).
+    pub swiped: bool,
+    /// Device round trips spent (reads, the key, the swipe).
+    pub round_trips: u32,
+}
+
+/// Reads after a wake or a swipe before giving up on seeing its effect.
+pub const WAKE_REREADS: u32 = 3;
+
+/// Before a task (issue 12 item 4): read the state; a screen that is off gets
+/// `KEYCODE_WAKEUP`, a swipe lock screen one upward swipe, each verified by a re-read
+/// (at most [`WAKE_REREADS`], `pause` between them); a PIN / pattern lock is never
+/// attempted (`DEVICE_LOCKED`), nor a lock screen that is still up after the swipe.
+/// The common case — screen on, no lock — costs one round trip.
+pub fn wake_and_unlock(
+    dev: &dyn Device,
+    t: Thresholds,
+    pause: &dyn Fn(Duration),
+) -> Result<(DeviceState, WakeReport), Problem> {
+    let mut report = WakeReport::default();
+    let mut st = read_state(dev)?;
+    report.round_trips += 1;
+    let device_error = |e: DeviceError| Problem {
+        code: e.code().into(),
+        message: e.to_string(),
+    };
+    let not_ready = |v: Verdict| match v {
+        Verdict::NotReady { code, message, .. } => Some(Problem {
+            code: code.into(),
+            message,
+        }),
+        Verdict::Ready { .. } => None,
+    };
+    if let Some(p) = not_ready(state::assess(&st, t)) {
+        return Err(p);
+    }
+    if st.screen == ScreenPower::Off {
+        dev.key(KeyCode::WAKEUP).map_err(device_error)?;
+        report.woke = true;
+        report.round_trips += 1;
+        for _ in 0..WAKE_REREADS {
+            pause(Duration::from_millis(300));
+            st = read_state(dev)?;
+            report.round_trips += 1;
+            if st.screen != ScreenPower::Off {
+                break;
+            }
+        }
+        if st.screen == ScreenPower::Off {
+            return Err(Problem {
+                code: "DEVICE_COMMAND_FAILED".into(),
+                message: "the screen stayed off after KEYCODE_WAKEUP".into(),
+            });
+        }
+        if let Some(p) = not_ready(state::assess(&st, t)) {
+            return Err(p);
+        }
+    }
+    if st.keyguard == Keyguard::Swipe {
+        let (w, h) = st.size.unwrap_or((1080, 2400));
+        let x = i32::try_from(w / 2).unwrap_or(540);
+        let from = Point {
+            x,
+            y: i32::try_from(h.saturating_mul(4) / 5).unwrap_or(1920),
+        };
+        let to = Point {
+            x,
+            y: i32::try_from(h / 5).unwrap_or(480),
+        };
+        dev.swipe(from, to, Duration::from_millis(300))
+            .map_err(device_error)?;
+        report.swiped = true;
+        report.round_trips += 1;
+        for _ in 0..WAKE_REREADS {
+            pause(Duration::from_millis(300));
+            st = read_state(dev)?;
+            report.round_trips += 1;
+            if st.keyguard != Keyguard::Swipe {
+                break;
+            }
+        }
+        if st.keyguard != Keyguard::Unlocked && st.keyguard != Keyguard::Unknown {
+            return Err(Problem {
+                code: "DEVICE_LOCKED".into(),
+                message: "the lock screen is still up after one upward swipe: unlock the phone by hand and set the screen lock to None or Swipe".into(),
+            });
+        }
+    }
+    Ok((st, report))
+}
+
+/// The installed PDD's `versionName`: one shell round trip (`dumpsys package
+/// com.xunmeng.pinduoduo`), read once per task for the manifest and the reports (issue 12
+/// item 6). `None` when the phone does not answer or prints no version.
+pub fn read_pdd_version(dev: &dyn Device) -> Option<String> {
+    let o = dev.shell(&["dumpsys", "package", PDD_PACKAGE]).ok()?;
+    if !o.success() {
+        return None;
+    }
+    parse_version_name(&o.stdout_text())
 }
 
 fn getprop(dev: &AdbDevice, name: &str) -> Result<Option<String>, DeviceError> {
     let o = dev.shell(&["getprop", name])?;
     let v = o.stdout_text().trim().to_string();
     Ok((!v.is_empty()).then_some(v))
-}
-
-/// `wm size`: "Physical size: 1080x2400", and "Override size: 720x1600" when someone
-/// ran `wm size WxH` — the override is what the screen really uses.
-pub fn parse_wm_size(text: &str) -> Option<(u32, u32)> {
-    let find = |prefix: &str| {
-        text.lines().find_map(|l| {
-            let v = l.trim().strip_prefix(prefix)?.trim();
-            let (w, h) = v.split_once('x')?;
-            Some((w.trim().parse().ok()?, h.trim().parse().ok()?))
-        })
-    };
-    find("Override size:").or_else(|| find("Physical size:"))
 }
 
 /// The `versionName=` of `dumpsys package NAME` (the first package section: an updated
@@ -268,33 +395,165 @@ pub fn parse_version_name(text: &str) -> Option<String> {
         .find(|v| !v.is_empty())
 }
 
-/// `pm list packages NAME` filters by substring: look for the exact package line.
-pub fn lists_package(text: &str, package: &str) -> bool {
-    text.lines()
-        .any(|l| l.trim().strip_prefix("package:") == Some(package))
-}
-
-/// The focused window from `dumpsys window`: `mCurrentFocus=Window{5e1a7c2 u0
-/// com.xunmeng.pinduoduo/….HomeActivity}` → `com.xunmeng.pinduoduo/….HomeActivity`;
-/// falls back to `mFocusedApp=ActivityRecord{… u0 pkg/act t42}`.
-pub fn parse_focus(text: &str) -> Option<String> {
-    let pick = |key: &str| {
-        text.lines().find_map(|l| {
-            let rest = l.trim().strip_prefix(key)?;
-            let inner = rest.split_once('{')?.1;
-            let inner = inner.split('}').next()?;
-            inner
-                .split_whitespace()
-                .find(|w| w.contains('/'))
-                .map(str::to_string)
-        })
-    };
-    pick("mCurrentFocus=").or_else(|| pick("mFocusedApp="))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use crate::device::{Png, ShellOutput, UiDump};
+    use std::sync::Mutex;
+
+    /// A phone with a screen, a lock screen and a battery; every call is one round trip.
+    struct Phone {
+        st: Mutex<(bool, &'static str, u32)>, // screen on, lock ("none"|"swipe"|"pin"), level
+        log: Mutex<Vec<String>>,
+    }
+
+    impl Phone {
+        fn new(on: bool, lock: &'static str, level: u32) -> Phone {
+            Phone {
+                st: Mutex::new((on, lock, level)),
+                log: Mutex::new(Vec::new()),
+            }
+        }
+        fn log(&self) -> Vec<String> {
+            self.log.lock().unwrap().clone()
+        }
+    }
+
+    fn out(s: String) -> ShellOutput {
+        ShellOutput {
+            stdout: s.into_bytes(),
+            ..ShellOutput::default()
+        }
+    }
+
+    impl Device for Phone {
+        fn dump_ui(&self) -> Result<UiDump, DeviceError> {
+            Err(DeviceError::Io("no dumps".into()))
+        }
+        fn tap(&self, _: Point) -> Result<(), DeviceError> {
+            Err(DeviceError::Io("no taps".into()))
+        }
+        fn swipe(&self, from: Point, to: Point, _: Duration) -> Result<(), DeviceError> {
+            self.log
+                .lock()
+                .unwrap()
+                .push(format!("swipe {},{}->{},{}", from.x, from.y, to.x, to.y));
+            let mut st = self.st.lock().unwrap();
+            if st.0 && st.1 == "swipe" && to.y < from.y {
+                st.1 = "none";
+            }
+            Ok(())
+        }
+        fn key(&self, code: KeyCode) -> Result<(), DeviceError> {
+            self.log.lock().unwrap().push(format!("key {}", code.0));
+            if code == KeyCode::WAKEUP {
+                self.st.lock().unwrap().0 = true;
+            }
+            Ok(())
+        }
+        fn open_url(&self, _: &str) -> Result<(), DeviceError> {
+            Ok(())
+        }
+        fn screenshot(&self) -> Result<Png, DeviceError> {
+            Err(DeviceError::Io("no screenshots".into()))
+        }
+        fn shell(&self, argv: &[&str]) -> Result<ShellOutput, DeviceError> {
+            Err(DeviceError::Io(format!(
+                "unexpected single command {argv:?}"
+            )))
+        }
+        fn shell_batch(&self, cmds: &[&[&str]]) -> Result<Vec<ShellOutput>, DeviceError> {
+            self.log
+                .lock()
+                .unwrap()
+                .push(format!("batch of {}", cmds.len()));
+            let (on, lock, level) = *self.st.lock().unwrap();
+            Ok(cmds
+                .iter()
+                .map(|c| {
+                    out(match c.get(1).copied() {
+                        Some("list") => format!("package:{PDD_PACKAGE}\n"),
+                        Some("power") => format!(
+                            "  mWakefulness={}\n",
+                            if on { "Awake" } else { "Asleep" }
+                        ),
+                        Some("window") if c.get(2) == Some(&"policy") => format!(
+                            "    KeyguardServiceDelegate\n      showing={}\n      occluded=false\n      secure={}\n",
+                            lock != "none",
+                            lock == "pin"
+                        ),
+                        Some("battery") => format!("  USB powered: false\n  level: {level}\n  temperature: 300\n"),
+                        Some("size") => "Physical size: 1080x2400\n".to_string(),
+                        _ => String::new(),
+                    })
+                })
+                .collect())
+        }
+    }
+
+    #[test]
+    fn the_device_check_is_one_round_trip() {
+        let p = Phone::new(true, "none", 80);
+        let s = probe_with(&p, Thresholds::default()).expect("ready");
+        assert_eq!(s.screen, ScreenPower::On);
+        assert_eq!(p.log(), ["batch of 6"]);
+        // Off and swipe-locked: still ready (the task wakes it), nothing sent.
+        let p = Phone::new(false, "swipe", 80);
+        assert!(probe_with(&p, Thresholds::default()).is_ok());
+        assert_eq!(p.log(), ["batch of 6"]);
+        let p = Phone::new(true, "pin", 80);
+        assert_eq!(
+            probe_with(&p, Thresholds::default()).unwrap_err().code,
+            "DEVICE_LOCKED"
+        );
+        let p = Phone::new(true, "none", 9);
+        assert_eq!(
+            probe_with(&p, Thresholds::default()).unwrap_err().code,
+            "BATTERY_LOW"
+        );
+    }
+
+    #[test]
+    fn wake_and_unlock_wakes_swipes_once_and_verifies() {
+        let p = Phone::new(false, "swipe", 80);
+        let (st, rep) = wake_and_unlock(&p, Thresholds::default(), &|_| {}).expect("unlocked");
+        assert_eq!(
+            (st.screen, st.keyguard),
+            (ScreenPower::On, Keyguard::Unlocked)
+        );
+        assert_eq!(
+            rep,
+            WakeReport {
+                woke: true,
+                swiped: true,
+                round_trips: 5
+            }
+        );
+        assert_eq!(
+            p.log(),
+            [
+                "batch of 6",
+                "key 224",
+                "batch of 6",
+                "swipe 540,1920->540,480",
+                "batch of 6"
+            ]
+        );
+        // The common case: one read.
+        let p = Phone::new(true, "none", 80);
+        let (_, rep) = wake_and_unlock(&p, Thresholds::default(), &|_| {}).expect("ready");
+        assert_eq!(rep.round_trips, 1);
+        // A PIN: woken, never swiped, never typed into.
+        let p = Phone::new(false, "pin", 80);
+        let e = wake_and_unlock(&p, Thresholds::default(), &|_| {}).unwrap_err();
+        assert_eq!(e.code, "DEVICE_LOCKED");
+        assert!(
+            p.log().iter().all(|l| !l.starts_with("swipe")),
+            "{:?}",
+            p.log()
+        );
+    }
 
     #[test]
     fn version_name() {

@@ -9,7 +9,11 @@
 //! - [`adb`] — [`AdbDevice`]: the implementation on `adb_client`, through an adb server
 //!   (USB serials, `host:port` serials connected first) or directly over TCP
 //!   (`tcp:HOST:PORT`), every call on a worker thread under a deadline.
-//! - [`doctor`] — the readiness check behind `cmautobuy-client doctor`.
+//! - [`doctor`] — the readiness check behind `cmautobuy-client doctor`, the claim
+//!   loop's one-round-trip device check (`probe_with`) and the wake / swipe before a
+//!   task (`wake_and_unlock`).
+//! - [`state`] — pure parsers of `dumpsys power` / `window policy` / `battery` and the
+//!   verdict on the phone's own state (screen, lock, battery thresholds).
 //! - `relay` — the loopback port forward every device stream goes through, so a call
 //!   given up at its deadline can be cut (`adb_client` blocks or spins otherwise).
 //!
@@ -36,6 +40,7 @@ pub mod doctor;
 pub mod port;
 pub mod quote;
 mod relay;
+pub mod state;
 
 pub use adb::{AdbDevice, AdbOptions, Deadlines, DeviceAddress, DumpMode};
 pub use doctor::DoctorReport;

@@ -172,6 +172,14 @@ pub enum DeviceError {
     /// The device guard refused a tap (a pay button, or a submit that is not allowed).
     #[error("tap refused: {0}")]
     TapRefused(String),
+    /// The device guard refused a tap because a window of another package (notification
+    /// shade, heads-up, keyboard, system dialog, chooser) would receive it; nothing was
+    /// tapped (issue 12 item 4).
+    #[error("tap refused: the point is covered by {} `{window}`", .kind.as_str())]
+    TapCovered {
+        kind: crate::screen::windows::CoverKind,
+        window: String,
+    },
 }
 
 impl DeviceError {
@@ -193,6 +201,7 @@ impl DeviceError {
             DeviceError::Io(_) => "DEVICE_IO_ERROR",
             DeviceError::Key { .. } => "ADB_KEY_ERROR",
             DeviceError::TapRefused(_) => "TAP_REFUSED",
+            DeviceError::TapCovered { .. } => "TAP_COVERED",
         }
     }
 
@@ -207,7 +216,8 @@ impl DeviceError {
             | DeviceError::DumpFileMissing { .. }
             | DeviceError::BadPng(_)
             | DeviceError::Protocol(_)
-            | DeviceError::Io(_) => true,
+            | DeviceError::Io(_)
+            | DeviceError::TapCovered { .. } => true,
             DeviceError::Dump(e) => e.is_retryable(),
             DeviceError::Unauthorized { .. }
             | DeviceError::CommandFailed { .. }
@@ -226,6 +236,7 @@ impl DeviceError {
             DeviceError::CommandFailed { .. } => "DEVICE_COMMAND_FAILED",
             DeviceError::BadPng(_) => "SCREENSHOT_FAILED",
             DeviceError::NotOnScreen | DeviceError::TapRefused(_) => "PAGE_NOT_RECOGNIZED",
+            DeviceError::TapCovered { .. } => "SCREEN_OBSTRUCTED",
             DeviceError::InvalidArgument(_) | DeviceError::Key { .. } => "DEVICE_CONFIG_INVALID",
             DeviceError::NotFound { .. }
             | DeviceError::Offline { .. }
@@ -278,6 +289,13 @@ pub trait Device: Send + Sync {
     /// A non-zero exit status is returned in [`ShellOutput::exit_code`], not as an error.
     fn shell(&self, argv: &[&str]) -> Result<ShellOutput, DeviceError>;
 
+    /// Several read-only commands in one round trip (each quoted word by word, joined by
+    /// the device layer only): each command's output and exit status, in order. The
+    /// default runs them one by one (test doubles); the ADB device sends one line.
+    fn shell_batch(&self, cmds: &[&[&str]]) -> Result<Vec<ShellOutput>, DeviceError> {
+        cmds.iter().map(|argv| self.shell(argv)).collect()
+    }
+
     /// Back key.
     fn back(&self) -> Result<(), DeviceError> {
         self.key(KeyCode::BACK)
@@ -320,6 +338,9 @@ impl<D: Device + ?Sized> Device for std::sync::Arc<D> {
     fn shell(&self, argv: &[&str]) -> Result<ShellOutput, DeviceError> {
         (**self).shell(argv)
     }
+    fn shell_batch(&self, cmds: &[&[&str]]) -> Result<Vec<ShellOutput>, DeviceError> {
+        (**self).shell_batch(cmds)
+    }
 }
 
 /// A borrowed device is a device (tests wrap a device they still inspect afterwards).
@@ -344,5 +365,8 @@ impl<D: Device + ?Sized> Device for &D {
     }
     fn shell(&self, argv: &[&str]) -> Result<ShellOutput, DeviceError> {
         (**self).shell(argv)
+    }
+    fn shell_batch(&self, cmds: &[&[&str]]) -> Result<Vec<ShellOutput>, DeviceError> {
+        (**self).shell_batch(cmds)
     }
 }

@@ -102,6 +102,58 @@ pub fn split_status(stdout: &[u8], marker: &str) -> Option<Split> {
     })
 }
 
+/// The marker that ends section `i` of a batch ([`batch_line`]): the call's marker with
+/// the section number in it (`__CMRC_<nonce>_2=`).
+pub fn section_marker(marker: &str, i: usize) -> String {
+    format!("{}_{i}=", marker.trim_end_matches('='))
+}
+
+/// Several commands in one command line (one round trip), each quoted word by word and
+/// followed by its own status echo: `a b; echo M_0=$?; c d; echo M_1=$?`. Nothing of a
+/// command's words is interpreted by the phone's shell; only the `;` joins are ours.
+pub fn batch_line(cmds: &[&[&str]], marker: &str) -> Result<String, DeviceError> {
+    if cmds.is_empty() {
+        return Err(DeviceError::InvalidArgument("empty command batch".into()));
+    }
+    let mut parts = Vec::with_capacity(cmds.len());
+    for (i, argv) in cmds.iter().enumerate() {
+        let line = command_line(argv)?;
+        parts.push(format!("{line}; echo {}$?", section_marker(marker, i)));
+    }
+    Ok(parts.join("; "))
+}
+
+/// Cuts a batch's output back into `n` sections: each one's output and exit status.
+/// `None` when a section marker is missing (the stream was cut).
+pub fn split_batch(stdout: &[u8], marker: &str, n: usize) -> Option<Vec<(Vec<u8>, i32)>> {
+    let mut rest = stdout.to_vec();
+    let mut out = Vec::with_capacity(n);
+    for i in (0..n).rev() {
+        let s = split_status(&rest, &section_marker(marker, i))?;
+        // What followed the last marker belongs to nobody (a late stderr flush): dropped.
+        out.push((s.stdout.clone(), s.exit_code));
+        rest = s.stdout;
+        if i > 0 {
+            // The section's own output starts after the previous marker line.
+            let prev = section_marker(marker, i - 1);
+            let m = prev.as_bytes();
+            if let Some(at) = rest.windows(m.len()).rposition(|w| w == m) {
+                let line_end = rest[at..]
+                    .iter()
+                    .position(|b| *b == b'\n')
+                    .map(|p| at + p + 1)
+                    .unwrap_or(rest.len());
+                let own = rest[line_end..].to_vec();
+                if let Some(last) = out.last_mut() {
+                    last.0 = own;
+                }
+            }
+        }
+    }
+    out.reverse();
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -242,6 +294,38 @@ mod tests {
         assert_eq!(split_status(b"__CMRC_00000000000000ff=\n", m), None);
         assert_eq!(split_status(b"__CMRC_00000000000000fe=0\n", m), None);
         assert_eq!(split_status(b"__CMRC_00000000000000ff=1234\n", m), None);
+    }
+
+    #[test]
+    fn a_batch_is_one_line_and_splits_back_per_command() {
+        let m = "__CMRC_00000000000000ff=";
+        let line = batch_line(
+            &[&["pm", "list", "packages", "x"], &["dumpsys", "power"]],
+            m,
+        )
+        .expect("line");
+        assert_eq!(
+            line,
+            "pm list packages x; echo __CMRC_00000000000000ff_0=$?; dumpsys power; echo __CMRC_00000000000000ff_1=$?"
+        );
+        let out = b"package:x\n__CMRC_00000000000000ff_0=0\n  mWakefulness=Awake\n__CMRC_00000000000000ff_1=0\n";
+        let parts = split_batch(out, m, 2).expect("split");
+        assert_eq!(parts[0], (b"package:x\n".to_vec(), 0));
+        assert_eq!(parts[1], (b"  mWakefulness=Awake\n".to_vec(), 0));
+        // A failing middle command keeps its status; an empty output stays empty.
+        let out = b"__CMRC_00000000000000ff_0=1\nok\n__CMRC_00000000000000ff_1=0\n";
+        let parts = split_batch(out, m, 2).expect("split");
+        assert_eq!(parts[0], (Vec::new(), 1));
+        assert_eq!(parts[1], (b"ok\n".to_vec(), 0));
+        // Cut short: no answer rather than a wrong one.
+        assert_eq!(
+            split_batch(b"package:x\n__CMRC_00000000000000ff_0=0\n", m, 2),
+            None
+        );
+        // Words are still quoted one by one.
+        let line = batch_line(&[&["echo", "a;b"]], m).expect("line");
+        assert!(line.starts_with("echo 'a;b'; echo"), "{line}");
+        assert!(batch_line(&[], m).is_err());
     }
 
     #[test]

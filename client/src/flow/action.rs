@@ -12,6 +12,7 @@ use cmautobuy_contract::{
 
 use super::confirmation::Confirmation;
 use super::failure::FlowFailure;
+use crate::screen::windows::CoverKind;
 use crate::screen::{Point, Screen, TopGoods};
 
 /// What a flow asks the driver to do next.
@@ -41,6 +42,9 @@ pub enum Action {
     },
     /// The BACK key.
     Back { step: FlowStep },
+    /// Put the notification shade away (`cmd statusbar collapse`): a shell command, never
+    /// a tap into the shade. Answered by [`Observation::Done`].
+    CollapseShade { step: FlowStep },
     /// Read the goods id the phone shows from `dumpsys activity top` (real goods pages
     /// print none in the dump); answered by [`Observation::GoodsId`] (the parsed id,
     /// `crate::screen::activity`) or [`Observation::DeviceError`]. The raw output is
@@ -65,6 +69,7 @@ impl Action {
             Action::Tap { .. } => "tap",
             Action::Swipe { .. } => "swipe",
             Action::Back { .. } => "back",
+            Action::CollapseShade { .. } => "collapse_shade",
             Action::ReadGoodsId { .. } => "read_goods_id",
             Action::Wait { .. } => "wait",
             Action::Effect(_) => "effect",
@@ -140,6 +145,10 @@ pub enum Observation {
     /// The device guard refused the last tap (a submit control, a pay action, or no
     /// fresh dump to judge it on): nothing reached the phone. Flows fail closed.
     TapRefused { reason: String },
+    /// The device guard refused the last tap because a window of another package
+    /// (notification shade, heads-up, keyboard, system dialog, chooser) would receive it;
+    /// nothing reached the phone. The flow puts the window away and dumps again, bounded.
+    Covered { kind: CoverKind, window: String },
     /// The dump right after a gesture was byte-identical to the one before it: the
     /// screen may not have caught up yet. The flow pauses and dumps again; the driver
     /// bounds how often (then the identical dump is handed over as a screen).

@@ -18,6 +18,15 @@
 //! if a machine broke it. A refused tap ([`Observation::TapRefused`]) ends the flow
 //! (`manual_review`, nothing reached the phone); a stale dump
 //! ([`Observation::StaleDump`]) is answered with the poll pause and a new dump.
+//!
+//! **Foreign windows** (issue 12 item 4): a tap the guard refused because another
+//! package's window would receive it ([`Observation::Covered`]) is answered by putting the
+//! window away without touching it — the shade with `cmd statusbar collapse`
+//! ([`Action::CollapseShade`]), a heads-up by waiting [`HEADS_UP_WAIT`] for it to decay,
+//! a keyboard, a system dialog, a chooser or another app with BACK — then a fresh dump,
+//! from which the machine plans again. At most [`COVER_LIMIT`] times per flow; then, or at
+//! once for a status / navigation bar, the flow ends `SCREEN_OBSTRUCTED` (`retry_wait`
+//! before the mark).
 
 use std::time::Duration;
 
@@ -29,6 +38,13 @@ use super::action::{
 use super::failure::FlowFailure;
 use super::sheet::{reveal_swipe, Reveal};
 use crate::screen::goods;
+use crate::screen::windows::CoverKind;
+
+/// Foreign windows put away per flow before it gives up (`SCREEN_OBSTRUCTED`).
+pub const COVER_LIMIT: u32 = 5;
+
+/// How long a heads-up notification is waited for (AOSP decays it after 5 s).
+pub const HEADS_UP_WAIT: Duration = Duration::from_secs(2);
 use crate::screen::{Bounds, Point, Screen};
 
 /// A tap planned on a dump and queued: where, what the user reads there, what it may do
@@ -145,6 +161,7 @@ pub struct Dispatch {
     pub pending: Pending,
     dump_failures: u32,
     device_errors: u32,
+    covers: u32,
 }
 
 impl Dispatch {
@@ -155,6 +172,7 @@ impl Dispatch {
             step,
             dump_failures: 0,
             device_errors: 0,
+            covers: 0,
         }
     }
 
@@ -275,6 +293,7 @@ impl Dispatch {
             ),
             // The screen may not have caught up with the gesture: pause, dump again.
             Observation::StaleDump => Routed::Act(self.pause_then_observe()),
+            Observation::Covered { kind, window } => self.uncover(kind, window),
         }
     }
 
@@ -364,6 +383,42 @@ impl Dispatch {
             duration_ms: swipe_ms,
             step,
         }
+    }
+
+    /// Puts a covering window away (never by tapping it), then dumps again; bounded.
+    fn uncover(&mut self, kind: CoverKind, window: String) -> Routed {
+        self.covers += 1;
+        if kind == CoverKind::SystemBar || self.covers > COVER_LIMIT {
+            return Routed::Fail(
+                self.failure(
+                    FailureCode::ScreenObstructed,
+                    format!(
+                        "{} `{window}` kept covering the point to tap ({} time(s)); nothing was tapped into it",
+                        kind.as_str(),
+                        self.covers
+                    ),
+                )
+                .with("cover", kind.as_str())
+                .with("window", window),
+            );
+        }
+        let step = self.step.clone();
+        self.pending = Pending::Observe(step);
+        Routed::Act(match kind {
+            CoverKind::Shade => Action::CollapseShade {
+                step: FlowStep::DismissOverlay,
+            },
+            CoverKind::HeadsUp => Action::Wait {
+                duration: HEADS_UP_WAIT,
+            },
+            CoverKind::Keyboard
+            | CoverKind::SystemDialog
+            | CoverKind::Chooser
+            | CoverKind::OtherApp
+            | CoverKind::SystemBar => Action::Back {
+                step: FlowStep::DismissOverlay,
+            },
+        })
     }
 
     fn failure(&self, code: FailureCode, message: String) -> FlowFailure {
@@ -473,6 +528,63 @@ mod tests {
                 step: FlowStep::SelectSize
             })
         ));
+    }
+
+    #[test]
+    fn a_covered_tap_puts_the_window_away_without_a_tap_then_gives_up() {
+        let mut d = dispatch(Policy::before_mark(Duration::from_millis(300), 4));
+        d.step = FlowStep::SelectColor;
+        let covered = |kind| Observation::Covered {
+            kind,
+            window: "w".into(),
+        };
+        assert!(matches!(
+            d.route(covered(CoverKind::Shade)),
+            Routed::Act(Action::CollapseShade { .. })
+        ));
+        assert!(matches!(
+            d.route(Observation::Done),
+            Routed::Act(Action::Observe {
+                step: FlowStep::SelectColor
+            })
+        ));
+        assert!(matches!(
+            d.route(covered(CoverKind::HeadsUp)),
+            Routed::Act(Action::Wait { duration }) if duration == HEADS_UP_WAIT
+        ));
+        assert!(matches!(
+            d.route(Observation::Waited),
+            Routed::Act(Action::Observe { .. })
+        ));
+        for k in [
+            CoverKind::Keyboard,
+            CoverKind::SystemDialog,
+            CoverKind::Chooser,
+        ] {
+            assert!(
+                matches!(d.route(covered(k)), Routed::Act(Action::Back { .. })),
+                "{k:?}"
+            );
+        }
+        let Routed::Fail(f) = d.route(covered(CoverKind::Keyboard)) else {
+            panic!("bounded")
+        };
+        assert_eq!(
+            (f.status, f.code),
+            (FailureStatus::RetryWait, FailureCode::ScreenObstructed)
+        );
+        // A system bar cannot be put away: at once.
+        let mut d = dispatch(Policy::before_mark(Duration::from_millis(300), 4));
+        assert!(matches!(
+            d.route(covered(CoverKind::SystemBar)),
+            Routed::Fail(_)
+        ));
+        // After the mark: manual_review.
+        let mut d = dispatch(Policy::after_mark(Duration::from_millis(300), 4));
+        let Routed::Fail(f) = d.route(covered(CoverKind::SystemBar)) else {
+            panic!("fails")
+        };
+        assert_eq!(f.status, FailureStatus::ManualReview);
     }
 
     #[test]

@@ -134,3 +134,42 @@ pub fn failure_request(
         extra: Map::new(),
     }
 }
+
+/// Reads the installed PDD's version for one job (one shell round trip; `None` when the
+/// phone does not answer) — issue 12 item 6.
+pub fn read_pdd_version<S: super::source::DeviceSource + ?Sized>(source: &S) -> Option<String> {
+    let d = source.device().ok()?;
+    crate::device::doctor::read_pdd_version(&*d)
+}
+
+/// Puts the PDD version of the job into its report and its artifact directory: a
+/// failure's `diagnostics.pdd_version`, a result's top-level `diagnostics.pdd_version`
+/// (an unknown field, which the contract lets the Admin ignore), and the attempt's
+/// [`crate::artifacts::DEVICE_SIDECAR`]. Nothing is added when the version is unknown
+/// except the sidecar's `null`.
+pub fn stamp_pdd_version(
+    cfg: &FlowExecutorConfig,
+    job: &Job,
+    outcome: &mut Outcome,
+    pdd_version: Option<&str>,
+) {
+    if let Some(mut a) = artifacts_for(cfg, job) {
+        a.write_device(pdd_version);
+    }
+    let Some(v) = pdd_version else { return };
+    let v = Value::String(v.chars().take(64).collect());
+    match outcome {
+        Outcome::Failure(f) => {
+            f.diagnostics.insert("pdd_version".into(), v);
+        }
+        Outcome::Result(r) => {
+            let d = r
+                .extra
+                .entry("diagnostics")
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let Value::Object(m) = d {
+                m.insert("pdd_version".into(), v);
+            }
+        }
+    }
+}

@@ -95,6 +95,11 @@ pub fn run_job<S: DeviceSource + ?Sized>(
             )
         }
     };
+    // Wake and unlock first; a PIN lock or a flat battery ends the task before PDD is
+    // touched (and pauses the worker).
+    if let Err(f) = super::prepare::prepare_device(&*device, source.thresholds()) {
+        return fail_now(*f, &arts);
+    }
     // Defence in depth: collect never taps a pay button or 提交订单.
     let device = GuardedDevice::new(device, false);
     let t0 = source.device_time_ms();

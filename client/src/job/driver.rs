@@ -36,7 +36,11 @@ use crate::flow::{
     Observed, TapKind,
 };
 use crate::screen::activity::{displayed_goods_id, ACTIVITY_TOP_ARGV};
+use crate::screen::windows::CoverKind;
 use crate::screen::{classify, TopGoods};
+
+/// The shell command that puts the notification shade away.
+pub const COLLAPSE_SHADE_ARGV: &[&str] = &["cmd", "statusbar", "collapse"];
 
 /// Dumps asked again, in a row, when a dump right after a gesture is byte-identical to
 /// the one before it.
@@ -93,6 +97,14 @@ pub struct DriveStats {
     pub screenshots: u32,
     /// `dumpsys activity top` reads of the goods id.
     pub goods_id_reads: u32,
+    /// `dumpsys window windows` reads by the guard (one per dump a tap was judged on).
+    pub window_reads: u32,
+    /// Taps refused because another package's window covered the point.
+    pub covered_taps: u32,
+    /// `cmd statusbar collapse` sent.
+    pub collapses: u32,
+    /// Dumps that showed no PDD window because another package's window had the focus.
+    pub covered_dumps: u32,
     pub waits: u32,
     pub device_errors: u32,
     /// Wall time of the whole drive, ms.
@@ -109,6 +121,8 @@ impl DriveStats {
             + self.open_urls
             + self.screenshots
             + self.goods_id_reads
+            + self.window_reads
+            + self.collapses
     }
 }
 
@@ -151,6 +165,7 @@ where
     let mut obs = Observation::Start;
     let mut actions: u32 = 0;
     let mut stale = Staleness::default();
+    let window_reads_before = device.window_reads();
     let outcome = loop {
         let now = clock.now();
         let action = flow.observe(now, obs);
@@ -178,7 +193,27 @@ where
                             .and_then(|a| a.save(step.as_str(), "xml", dump.xml.as_bytes(), at));
                         let screen = classify(&dump.tree);
                         detail = screen.kind().as_str().to_string();
-                        if stale.is_stale(dump.xml) {
+                        // No PDD window in the dump: a shade, a system dialog, a chooser
+                        // or a keyboard may have the focus (issue 12 item 4).
+                        let cover = if dump.tree.roots().next().is_none() {
+                            device.foreign_focus().filter(|c| {
+                                !matches!(c.kind, CoverKind::OtherApp | CoverKind::SystemBar)
+                            })
+                        } else {
+                            None
+                        };
+                        if let Some(c) = cover {
+                            stats.covered_dumps += 1;
+                            detail.push_str(&format!(
+                                " (focus on {} `{}`)",
+                                c.kind.as_str(),
+                                c.window
+                            ));
+                            Observation::Covered {
+                                kind: c.kind,
+                                window: c.window,
+                            }
+                        } else if stale.is_stale(dump.xml) {
                             stats.stale_dumps += 1;
                             detail.push_str(" (stale: identical to the dump before the gesture)");
                             Observation::StaleDump
@@ -250,6 +285,11 @@ where
                         detail.push_str(&format!(" (refused: {reason})"));
                         Observation::TapRefused { reason }
                     }
+                    Err(DeviceError::TapCovered { kind, window }) => {
+                        stats.covered_taps += 1;
+                        detail.push_str(&format!(" (covered by {} `{window}`)", kind.as_str()));
+                        Observation::Covered { kind, window }
+                    }
                     r => {
                         stats.taps += 1;
                         stale.gesture();
@@ -276,6 +316,21 @@ where
                 stats.backs += 1;
                 stale.gesture();
                 done(device.back(), &mut stats, &mut detail)
+            }
+            Action::CollapseShade { .. } => {
+                stats.collapses += 1;
+                stale.gesture();
+                detail = "cmd statusbar collapse".into();
+                let r = match device.shell(COLLAPSE_SHADE_ARGV) {
+                    Ok(o) if o.success() => Ok(()),
+                    Ok(o) => Err(DeviceError::CommandFailed {
+                        program: "cmd statusbar".into(),
+                        exit_code: o.exit_code,
+                        stderr: o.stderr_text().chars().take(200).collect(),
+                    }),
+                    Err(e) => Err(e),
+                };
+                done(r, &mut stats, &mut detail)
             }
             Action::ReadGoodsId { step } => {
                 stats.goods_id_reads += 1;
@@ -366,6 +421,7 @@ where
             }
         }
     }
+    stats.window_reads = device.window_reads().saturating_sub(window_reads_before);
     stats.wall_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     DriveReport {
         outcome,
@@ -414,6 +470,7 @@ fn step_of(a: &Action) -> Option<FlowStep> {
         | Action::Tap { step, .. }
         | Action::Swipe { step, .. }
         | Action::Back { step }
+        | Action::CollapseShade { step }
         | Action::ReadGoodsId { step } => Some(step.clone()),
         Action::Effect(e @ Effect::MarkIrreversible { .. }) => Some(e.step()),
         _ => None,

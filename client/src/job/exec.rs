@@ -10,7 +10,10 @@ use std::sync::{Arc, Mutex};
 
 use cmautobuy_contract::{FailureCode, FlowStep};
 
-use super::attempt::{failure_request, label, FlowExecutorConfig, ReportHook, TaskReport};
+use super::attempt::{
+    failure_request, label, read_pdd_version, stamp_pdd_version, FlowExecutorConfig, ReportHook,
+    TaskReport,
+};
 use super::driver::DriveStats;
 use super::purchase::PurchaseBackend;
 use super::source::DeviceSource;
@@ -97,11 +100,18 @@ impl<S: DeviceSource> Executor for FlowExecutor<S> {
         let cfg = self.cfg.clone();
         let fallback = job.clone();
         let purchase = self.purchase.clone();
-        let joined = tokio::task::spawn_blocking(move || match &purchase {
-            Some(b) if job.task.task_type == "purchase" => {
-                super::purchase::run_job(&*source, &cfg, &**b, &job)
-            }
-            _ => super::collect::run_job(&*source, &cfg, &job),
+        let joined = tokio::task::spawn_blocking(move || {
+            // One round trip per task: the version goes into the manifest's sidecar and
+            // the report (issue 12 item 6).
+            let pdd_version = read_pdd_version(&*source);
+            let (mut out, rep) = match &purchase {
+                Some(b) if job.task.task_type == "purchase" => {
+                    super::purchase::run_job(&*source, &cfg, &**b, &job)
+                }
+                _ => super::collect::run_job(&*source, &cfg, &job),
+            };
+            stamp_pdd_version(&cfg, &job, &mut out, pdd_version.as_deref());
+            (out, rep)
         })
         .await;
         let (outcome, report) = match joined {
@@ -153,7 +163,10 @@ impl<S: DeviceSource> Executor for FlowExecutor<S> {
         let source = self.source.clone();
         let cfg = self.cfg.clone();
         let joined = tokio::task::spawn_blocking(move || {
-            super::purchase::recover_run(&*source, &cfg, &*backend, &job)
+            let pdd_version = read_pdd_version(&*source);
+            let (mut out, rep) = super::purchase::recover_run(&*source, &cfg, &*backend, &job);
+            stamp_pdd_version(&cfg, &job, &mut out, pdd_version.as_deref());
+            (out, rep)
         })
         .await;
         match joined {

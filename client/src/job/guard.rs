@@ -21,6 +21,14 @@
 //!   the driver reported the irreversible mark ([`GuardedDevice::marked`]), the first
 //!   time. A `Submit` tap that lands on no submit control is refused too.
 //!
+//! - **A point another package's window would receive → refused** (issue 12 item 4): the
+//!   window stack (`dumpsys window windows`, [`crate::screen::windows`]) is read once per
+//!   fresh dump, at the first tap judged on it (dumps no tap follows cost nothing), and
+//!   the receiver of a touch at the point is found as Android finds it. A notification
+//!   shade, heads-up, keyboard, system dialog or chooser there is a retryable
+//!   [`DeviceError::TapCovered`]: the flow puts it away with a key or a shell command
+//!   (never a tap) and dumps again, bounded (`flow::observe`).
+//!
 //! A refused tap never reaches the phone: it is a non-retryable
 //! [`DeviceError::TapRefused`] (code `TAP_REFUSED`), which the driver hands the flow as
 //! `Observation::TapRefused`; the flow fails closed (`manual_review`).
@@ -31,6 +39,9 @@ use std::time::Duration;
 use crate::device::{Device, DeviceError, KeyCode, Png, ShellOutput, UiDump};
 use crate::flow::TapKind;
 use crate::screen::controls::{controls_at, ControlKind};
+use crate::screen::windows::{
+    cover_at, focused_cover, parse_windows, Cover, WindowInfo, WINDOWS_ARGV,
+};
 use crate::screen::{Point, Tree, WindowFilter};
 
 /// Keys that navigate without pressing anything on screen.
@@ -107,6 +118,12 @@ struct GuardState {
     submit: SubmitState,
     /// Taps refused so far.
     refused: u32,
+    /// The window stack read for the fresh dump (`None`: not read yet).
+    windows: Option<Vec<WindowInfo>>,
+    /// `dumpsys window windows` reads so far (device round trips).
+    window_reads: u32,
+    /// Taps refused because a foreign window covered the point.
+    covered: u32,
 }
 
 /// A [`Device`] that refuses pay actions, unwanted submits and blind taps.
@@ -129,6 +146,9 @@ impl<D: Device> GuardedDevice<D> {
                     SubmitState::NotAllowed
                 },
                 refused: 0,
+                windows: None,
+                window_reads: 0,
+                covered: 0,
             }),
         }
     }
@@ -141,6 +161,56 @@ impl<D: Device> GuardedDevice<D> {
     /// Taps refused so far.
     pub fn refused(&self) -> u32 {
         self.state().refused
+    }
+
+    /// `dumpsys window windows` reads so far (one per fresh dump a tap was judged on).
+    pub fn window_reads(&self) -> u32 {
+        self.state().window_reads
+    }
+
+    /// Taps refused because another package's window covered the point.
+    pub fn covered(&self) -> u32 {
+        self.state().covered
+    }
+
+    /// The window stack for the fresh dump: read once per dump (outside the lock). An
+    /// unreadable stack is empty: the dump's own checks still hold, coverage is unknown.
+    fn windows_for_fresh_dump(&self) -> Vec<WindowInfo> {
+        if let Some(w) = &self.state().windows {
+            return w.clone();
+        }
+        let read = self.inner.shell(WINDOWS_ARGV);
+        let wins = match &read {
+            Ok(o) if o.success() => parse_windows(&o.stdout_text()),
+            Ok(o) => {
+                tracing::warn!(
+                    exit_code = o.exit_code,
+                    "dumpsys window windows failed: coverage unknown"
+                );
+                Vec::new()
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "dumpsys window windows failed: coverage unknown");
+                Vec::new()
+            }
+        };
+        let mut st = self.state();
+        st.window_reads += 1;
+        if st.fresh.is_some() {
+            st.windows = Some(wins.clone());
+        }
+        wins
+    }
+
+    /// The focused window when another package's (read with the fresh dump's window
+    /// stack): asked when a dump shows no PDD window at all.
+    pub fn foreign_focus(&self) -> Option<Cover> {
+        let height = self
+            .state()
+            .fresh
+            .as_ref()
+            .and_then(|t| t.roots().map(|r| r.bounds().bottom).max());
+        focused_cover(&self.windows_for_fresh_dump(), height)
     }
 
     /// Where the one submit stands.
@@ -159,8 +229,27 @@ impl<D: Device> GuardedDevice<D> {
 
     /// A tap the flow declared as `kind`, judged on the freshest dump ([`judge`]).
     pub fn tap_as(&self, at: Point, kind: TapKind) -> Result<(), DeviceError> {
+        let height = {
+            let mut st = self.state();
+            if let Err(why) = judge(st.fresh.as_ref(), st.submit, at, kind) {
+                return Err(refuse(&mut st, why));
+            }
+            st.fresh
+                .as_ref()
+                .and_then(|t| t.roots().map(|r| r.bounds().bottom).max())
+        };
+        let windows = self.windows_for_fresh_dump();
         {
             let mut st = self.state();
+            if let Some(c) = cover_at(&windows, at, height) {
+                st.covered += 1;
+                tracing::warn!(cover = c.kind.as_str(), window = %c.window, package = %c.package, x = at.x, y = at.y, "tap refused: another package's window covers the point");
+                return Err(DeviceError::TapCovered {
+                    kind: c.kind,
+                    window: c.window,
+                });
+            }
+            // Judged again under the same lock that spends the submit.
             match judge(st.fresh.as_ref(), st.submit, at, kind) {
                 Err(why) => return Err(refuse(&mut st, why)),
                 Ok(true) => st.submit = SubmitState::Spent,
@@ -170,6 +259,7 @@ impl<D: Device> GuardedDevice<D> {
             // fresh dump.
             if kind.changes_screen() {
                 st.fresh = None;
+                st.windows = None;
             }
         }
         self.inner.tap(at)
@@ -181,7 +271,9 @@ impl<D: Device> GuardedDevice<D> {
 
     /// A gesture that may change the screen: the dump in hand is no longer fresh.
     fn screen_may_change(&self) {
-        self.state().fresh = None;
+        let mut st = self.state();
+        st.fresh = None;
+        st.windows = None;
     }
 }
 
@@ -195,13 +287,16 @@ impl<D: Device> Device for GuardedDevice<D> {
     fn dump_ui(&self) -> Result<UiDump, DeviceError> {
         let out = self.inner.dump_ui();
         // Every window counts (a cashier in another app); a failed dump leaves nothing to
-        // judge on.
-        self.state().fresh = out.as_ref().ok().map(|d| {
+        // judge on. The window stack belongs to the dump before: read again when needed.
+        let mut st = self.state();
+        st.windows = None;
+        st.fresh = out.as_ref().ok().map(|d| {
             if d.tree.dropped_packages().next().is_none() {
                 return d.tree.clone();
             }
             Tree::parse_with(&d.xml, WindowFilter::All).unwrap_or_else(|_| d.tree.clone())
         });
+        drop(st);
         out
     }
 
@@ -259,6 +354,7 @@ impl<D: Device> Device for GuardedDevice<D> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::screen::windows::CoverKind;
 
     fn tree(body: &str) -> Tree {
         Tree::parse(&format!(
@@ -373,6 +469,8 @@ mod tests {
     struct Fake {
         xml: Mutex<String>,
         log: Mutex<Vec<String>>,
+        /// What `dumpsys window windows` prints.
+        windows: Mutex<String>,
     }
 
     impl Fake {
@@ -380,6 +478,7 @@ mod tests {
             Fake {
                 xml: Mutex::new(xml.into()),
                 log: Mutex::new(Vec::new()),
+                windows: Mutex::new(String::new()),
             }
         }
         fn log(&self) -> Vec<String> {
@@ -414,8 +513,79 @@ mod tests {
         }
         fn shell(&self, argv: &[&str]) -> Result<ShellOutput, DeviceError> {
             self.push(format!("shell {}", argv.join(" ")))?;
+            if argv == WINDOWS_ARGV {
+                return Ok(ShellOutput {
+                    stdout: self.windows.lock().unwrap().clone().into_bytes(),
+                    ..ShellOutput::default()
+                });
+            }
             Ok(ShellOutput::default())
         }
+    }
+
+    /// `dumpsys window windows` with the keyboard up (bottom 885 px) over PDD.
+    fn keyboard_over_pdd(keyboard: bool) -> String {
+        let win = |i: usize,
+                   title: &str,
+                   pkg: &str,
+                   ty: &str,
+                   fl: &str,
+                   frame: &str,
+                   visible: bool| {
+            format!("  Window #{i} Window{{a1b2c3 u0 {title}}}:\n    mOwnerUid=10102 showForAllUsers=false package={pkg} appop=NONE\n    mAttrs={{(0,0)(fillxfill) ty={ty} fmt=TRANSLUCENT\n      fl={fl}\n      bhv=DEFAULT}}\n    mViewVisibility=0x0 mHaveFrame=true mObscured=false\n    Frames: parent=[0,0][1080,2400] display=[0,0][1080,2400] frame={frame} last={frame} insetsChanged=false\n    isOnScreen={visible}\n    isVisible={visible}\n")
+        };
+        format!(
+            "WINDOW MANAGER WINDOWS (dumpsys window windows)\n{}{}  mGlobalConfiguration={{}}\n",
+            win(
+                0,
+                "InputMethod",
+                "com.sohu.inputmethod.sogou.xiaomi",
+                "INPUT_METHOD",
+                "NOT_FOCUSABLE LAYOUT_IN_SCREEN",
+                "[0,1515][1080,2400]",
+                keyboard
+            ),
+            win(
+                1,
+                "com.xunmeng.pinduoduo/.activity.NewPageActivity",
+                "com.xunmeng.pinduoduo",
+                "BASE_APPLICATION",
+                "LAYOUT_IN_SCREEN",
+                "[0,0][1080,2400]",
+                true
+            ),
+        )
+    }
+
+    #[test]
+    fn a_point_under_another_packages_window_is_refused_and_the_stack_is_read_once_per_dump() {
+        let fake = Fake::new(&sheet_xml("提交订单 ¥59"));
+        *fake.windows.lock().unwrap() = keyboard_over_pdd(true);
+        let g = GuardedDevice::new(&fake, false);
+        g.dump_ui().unwrap();
+        // Above the keyboard: PDD gets it.
+        g.tap_as(Point { x: 990, y: 1240 }, TapKind::InPage)
+            .unwrap();
+        // The option at y 1550 is under the keyboard: refused, not tapped.
+        let e = g.tap_as(OPTION, TapKind::InPage).unwrap_err();
+        assert!(
+            matches!(&e, DeviceError::TapCovered { kind: CoverKind::Keyboard, window } if window == "InputMethod"),
+            "{e:?}"
+        );
+        assert_eq!(e.failure_code(), "SCREEN_OBSTRUCTED");
+        assert_eq!((g.window_reads(), g.covered()), (1, 1));
+        // BACK (the flow's answer) hides it; the next dump is judged on a new read.
+        g.back().unwrap();
+        *fake.windows.lock().unwrap() = keyboard_over_pdd(false);
+        g.dump_ui().unwrap();
+        g.tap_as(OPTION, TapKind::InPage).unwrap();
+        assert_eq!(g.window_reads(), 2);
+        let taps: Vec<_> = fake
+            .log()
+            .into_iter()
+            .filter(|l| l.starts_with("tap"))
+            .collect();
+        assert_eq!(taps, ["tap 990,1240", "tap 150,1550"]);
     }
 
     fn sheet_xml(submit: &str) -> String {

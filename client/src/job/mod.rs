@@ -14,6 +14,9 @@
 //! - [`collect`] — collect jobs.
 //! - [`purchase`] — purchase jobs and crash recovery: the effects (the durable
 //!   irreversible mark, the stored §7.1 resolution) and the store/Admin backend.
+//! - [`prepare`] — before a task: wake the screen, swipe a swipe lock away, or end the
+//!   task (`retry_wait DEVICE_LOCKED` / `BATTERY_LOW` / `BATTERY_HOT`) before PDD is
+//!   touched.
 //! - [`skew`] — the host ↔ phone clock skew for the reconcile window (`date +%s`).
 //! - [`exec`] — [`exec::FlowExecutor`]: the claim loop's [`crate::executor::Executor`].
 //!
@@ -30,6 +33,7 @@ pub mod collect;
 pub mod driver;
 pub mod exec;
 pub mod guard;
+pub mod prepare;
 pub mod purchase;
 #[cfg(test)]
 pub(crate) mod sim_device;

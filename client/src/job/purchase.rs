@@ -350,6 +350,13 @@ pub fn run_job<S: DeviceSource + ?Sized>(
             return (out, r);
         }
     };
+    // Wake and unlock first; a PIN lock or a flat battery ends the task before PDD is
+    // touched (and pauses the worker).
+    if let Err(f) = super::prepare::prepare_device(&*device, source.thresholds()) {
+        let out = ctx.fail(&f, None);
+        let r = ctx.report(&out, DriveStats::default(), None);
+        return (out, r);
+    }
     if live {
         // Read before anything is tapped: without it no order could be told apart from
         // another task's, so the purchase does not start.
@@ -463,6 +470,11 @@ pub fn recover_run<S: DeviceSource + ?Sized>(
             return (out, r);
         }
     };
+    // Wake and unlock if it can be done; if not, reconciliation fails on its own
+    // (manual_review) — an order may exist either way.
+    if let Err(f) = super::prepare::prepare_device(&*device, source.thresholds()) {
+        tracing::warn!(code = %f.code.as_str(), "recovery on a phone that is not ready: {}", f.message);
+    }
     // Recovery never submits: the guard lets no 提交订单 through.
     let device = GuardedDevice::new(device, false);
     let mut flow = ReconcileFlow::new(conf, mark, true, PurchaseLimits::default().reconcile)

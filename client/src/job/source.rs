@@ -12,11 +12,17 @@ pub trait DeviceSource: Send + Sync + 'static {
     fn configured(&self) -> bool {
         true
     }
-    /// The claim loop's device check ([`crate::device::doctor::probe`] on
-    /// [`DeviceSource::device`]); blocking, bounded by the device's deadlines.
+    /// The device check's battery thresholds (config `battery_min_percent`,
+    /// `battery_max_temp_c`).
+    fn thresholds(&self) -> crate::device::state::Thresholds {
+        crate::device::state::Thresholds::default()
+    }
+    /// The claim loop's device check ([`crate::device::doctor::probe_with`] on
+    /// [`DeviceSource::device`]: one round trip); blocking, bounded by the device's
+    /// deadlines.
     fn check(&self) -> Result<(), crate::device::doctor::Problem> {
         match self.device() {
-            Ok(d) => crate::device::doctor::probe(&*d),
+            Ok(d) => crate::device::doctor::probe_with(&*d, self.thresholds()).map(drop),
             Err(e) => Err(crate::device::doctor::Problem {
                 code: e.code().into(),
                 message: e.to_string(),

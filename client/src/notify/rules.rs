@@ -161,9 +161,13 @@ fn message(
 pub fn alert_message(a: &Alert, client: &Origin) -> Message {
     let what = match a.kind.as_str() {
         "account_paused" => "账号暂停 / account paused".to_string(),
+        "unrecognized_rate" => {
+            "页面识别率下降 / many unrecognised pages (claiming continues)".to_string()
+        }
         "protocol_error" => "Admin 协议错误 / protocol error".to_string(),
         "claim_not_saved" => "领取的任务未保存 / a claimed task was not saved".to_string(),
         "claim_rejected" => "Admin 拒绝领取 / the Admin rejected the claim".to_string(),
+        "device_attention" => "手机需要人工处理 / the phone needs a human".to_string(),
         other => format!("需要人工处理 / a human is needed: {other}"),
     };
     let task = a
@@ -175,10 +179,18 @@ pub fn alert_message(a: &Alert, client: &Origin) -> Message {
         (&a.kind, CATEGORY_ALERT),
         a.remote_task_id.as_deref().unwrap_or(""),
         what,
-        format!(
-            "{task}{}\n停止领取任务，处理后执行 / no claims until `cmautobuy-client ack {}`",
-            a.message, a.id
-        ),
+        if a.kind == "device_attention" {
+            // A device pause: it ends by itself at the first passing check, no `ack`.
+            format!(
+                "{task}{}\n暂停领取，手机恢复后自动继续 / paused; resumes by itself once the phone passes a check",
+                a.message
+            )
+        } else {
+            format!(
+                "{task}{}\n停止领取任务，处理后执行 / no claims until `cmautobuy-client ack {}`",
+                a.message, a.id
+            )
+        },
         &a.raised_at,
         client,
         json!({"alert_id": a.id, "alert_kind": a.kind, "task_id": a.remote_task_id,

@@ -252,6 +252,8 @@ pub fn rehearse(opts: RehearseOptions) -> anyhow::Result<Summary> {
         // runs to the end, so account trouble does not pause it (issue 12).
         gate: crate::gate::GateConfig {
             account_pause: false,
+            // … nor raise the unrecognised-page rate alert (issue 12 item 6).
+            unrecognized_rate_count: 0,
             ..Default::default()
         },
         expected_address,

@@ -69,6 +69,7 @@ mod scanner;
 pub mod sku_sheet;
 pub mod target;
 pub mod tree;
+pub mod windows;
 
 pub use activity::TopGoods;
 pub use confirm_order::ConfirmOrder;

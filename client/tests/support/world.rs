@@ -8,7 +8,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use cmautobuy_mock_admin::{MockAdmin, MockAdminConfig, Operator};
-use cmautobuy_sim_phone::{Catalog, SimConfig, SimPhone, SimPhoneHandle};
+use cmautobuy_sim_phone::{Catalog, SimConfig, SimPhone, SimPhoneHandle, SystemConfig};
 use serde_json::{json, Value};
 
 /// The bundled mock Admin on loopback HTTP and the simulated phone on loopback TCP.
@@ -31,6 +31,7 @@ pub struct WorldBuilder {
     clock_offset_secs: i64,
     admin_date_offset_secs: i64,
     private_locks: bool,
+    system: Option<SystemConfig>,
 }
 
 impl WorldBuilder {
@@ -57,6 +58,12 @@ impl WorldBuilder {
     /// (`CMAUTOBUY_LOCK_DIR`), not the machine-wide default.
     pub fn private_locks(mut self) -> Self {
         self.private_locks = true;
+        self
+    }
+
+    /// The phone's own state at start (screen, lock, battery, chooser, keyboard).
+    pub fn system(mut self, system: SystemConfig) -> Self {
+        self.system = Some(system);
         self
     }
 
@@ -87,6 +94,9 @@ impl WorldBuilder {
         };
         let mut cfg = SimConfig::new(catalog);
         cfg.clock_offset_secs = self.clock_offset_secs;
+        if let Some(sys) = self.system {
+            cfg.system = sys;
+        }
         let phone = SimPhone::bind("127.0.0.1:0".parse().unwrap(), cfg).unwrap();
         let (locks, tmp) = if self.private_locks {
             let tmp = tempfile::tempdir().unwrap();
@@ -115,6 +125,7 @@ impl World {
             clock_offset_secs: 0,
             admin_date_offset_secs: 0,
             private_locks: false,
+            system: None,
         }
     }
 
@@ -150,13 +161,19 @@ impl World {
     /// own data directory `data`, no config file and no `CMAUTOBUY_ALLOW_LIVE` from the
     /// environment. Add arguments or environment for what a test needs.
     pub fn command(&self, data: &Path) -> Command {
+        self.command_on(data, &format!("tcp:{}", self.phone.addr()))
+    }
+
+    /// [`command`](World::command) against another device address (a phone that is not
+    /// this world's, or not there yet).
+    pub fn command_on(&self, data: &Path, device: &str) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_cmautobuy-client"));
         c.arg("--data-dir")
             .arg(data)
             .args(["run", "--admin", &self.url, "--token", &self.token])
             .args(["--exit-when-idle", "--poll-interval", "0.2"])
             .arg("--device")
-            .arg(format!("tcp:{}", self.phone.addr()))
+            .arg(device)
             .env_remove("CMAUTOBUY_CONFIG")
             .env_remove("CMAUTOBUY_ALLOW_LIVE")
             // Batches run back to back (the pacing gap has its own tests); set it again
