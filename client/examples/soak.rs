@@ -91,7 +91,10 @@ fn parse_args() -> Result<Args, String> {
             ("CMAUTOBUY_LIVE_ORDERS_PER_DAY".into(), "0".into()),
             // The delivery address fingerprint of the simulated account (issue 12
             // item 5), as an operator configures the warehouse's street and receiver.
-            ("CMAUTOBUY_EXPECTED_ADDRESS".into(), "科技园路1号|张三".into()),
+            (
+                "CMAUTOBUY_EXPECTED_ADDRESS".into(),
+                "科技园路1号|张三".into(),
+            ),
         ],
         phone_faults: true,
     };
