@@ -27,7 +27,9 @@
 //! - **lost results**: an attempt in a client's store (`task_runs`) never reported at the
 //!   Admin; **duplicated results**: an attempt reported twice;
 //! - **second orders**: a task with two orders in its phone's ledger, an order number
-//!   reported by two tasks, and ledger orders no task reported (`orphans`);
+//!   reported by two tasks, and ledger orders no task reported: each must belong to a
+//!   live task of that phone on those goods that ended `manual_review` (its report sends
+//!   the operator to look for the order — "left to a human"); any other is an orphan;
 //! - tasks left open, final statuses by code;
 //! - RSS of each client (first 5 minutes vs. the last 5), and the data directories'
 //!   size over time;
@@ -256,6 +258,9 @@ fn soak() -> Result<bool, String> {
 
     let end = args.minutes * 60.0;
     let mut created: Vec<(String, &'static str)> = Vec::new();
+    // Task id → goods id, to match an order nobody reported with the task that left it
+    // to a human.
+    let mut goods_of: BTreeMap<String, String> = BTreeMap::new();
     let mut next_feed = 0.0;
     let mut next_admin_fault = rng.gen_range(90.0..150.0);
     let mut next_trouble = rng.gen_range(120.0..240.0);
@@ -365,6 +370,9 @@ fn soak() -> Result<bool, String> {
                 let mut task = tpl.clone();
                 let id = format!("soak-{seq:05}-{kind}");
                 task["id"] = json!(id);
+                if let Some(g) = task["payload"]["goods_id"].as_str() {
+                    goods_of.insert(id.clone(), g.to_string());
+                }
                 rt.block_on(op.create_task(task))
                     .map_err(|e| format!("create {id}: {e:?}"))?;
                 created.push((id, kind));
@@ -509,6 +517,7 @@ fn soak() -> Result<bool, String> {
     let mut per_attempt_all: BTreeMap<String, usize> = BTreeMap::new();
     let mut attempts_reported = 0usize;
     let mut left_open = Vec::new();
+    let mut last_of: BTreeMap<String, String> = BTreeMap::new();
     for (id, kind) in &created {
         let v = rt
             .block_on(op.get_task(id))
@@ -543,6 +552,7 @@ fn soak() -> Result<bool, String> {
             })
             .unwrap_or_else(|| "no report".into());
         *statuses.entry(format!("{kind} {last}")).or_default() += 1;
+        last_of.insert(id.clone(), last.clone());
         if !is_terminal(&status) {
             left_open.push(format!("{id} {status}"));
         }
@@ -550,16 +560,30 @@ fn soak() -> Result<bool, String> {
     let duplicated: Vec<_> = per_attempt_all.iter().filter(|(_, n)| **n > 1).collect();
     let mut lost = Vec::new();
     let mut attempts_local = 0usize;
+    // Per phone: the live tasks it ended `manual_review` (a human must look for their
+    // order), each matched with at most one order nobody reported.
+    let mut for_a_human: Vec<Vec<String>> = Vec::new();
     for s in &stations {
+        let mut mine: Vec<String> = Vec::new();
         for (task, attempt) in task_runs(&s.data)? {
+            if task.ends_with("-live")
+                && last_of
+                    .get(&task)
+                    .is_some_and(|l| l.starts_with("manual_review:"))
+                && !mine.contains(&task)
+            {
+                mine.push(task.clone());
+            }
             attempts_local += 1;
             if !per_attempt_all.contains_key(&attempt) {
                 lost.push(format!("{task}/{attempt}"));
             }
         }
+        for_a_human.push(mine);
     }
     let mut orders_total = 0;
     let mut orphans = Vec::new();
+    let mut handed = Vec::new();
     let mut paid = 0;
     for (i, s) in stations.iter().enumerate() {
         for o in s.phone.orders() {
@@ -568,7 +592,23 @@ fn soak() -> Result<bool, String> {
                 paid += 1;
             }
             if !reported_by.contains_key(&o.order_sn) {
-                orphans.push(format!("phone {i}: {} ({})", o.order_sn, o.goods_id));
+                // Left to a human: a live task of this phone on these goods that ended
+                // `manual_review` (its report tells the operator to look for the order).
+                let fits = for_a_human[i]
+                    .iter()
+                    .position(|t| goods_of.get(t) == Some(&o.goods_id));
+                match fits {
+                    Some(k) => {
+                        let t = for_a_human[i].remove(k);
+                        handed.push(format!(
+                            "phone {i}: {} ({}) ← {t} {}",
+                            o.order_sn,
+                            o.goods_id,
+                            last_of.get(&t).map(String::as_str).unwrap_or("")
+                        ));
+                    }
+                    None => orphans.push(format!("phone {i}: {} ({})", o.order_sn, o.goods_id)),
+                }
             }
         }
     }
@@ -650,9 +690,10 @@ fn soak() -> Result<bool, String> {
         duplicated.len()
     ));
     lines.push(format!(
-        "orders: {orders_total} in the ledgers; reported by two tasks {}, tasks with two orders {}, unreported (orphans) {}, paid/committed {paid}",
+        "orders: {orders_total} in the ledgers; reported by two tasks {}, tasks with two orders {}, unreported and left to a human by a manual_review task {}, unreported and unexplained (orphans) {}, paid/committed {paid}",
         twice.len(),
         second_orders.len(),
+        handed.len(),
         orphans.len()
     ));
     lines.push(format!(
@@ -698,6 +739,9 @@ fn soak() -> Result<bool, String> {
     }
     for o in orphans.iter().take(20) {
         lines.push(format!("  ORPHAN ORDER {o}"));
+    }
+    for o in handed.iter().take(20) {
+        lines.push(format!("  for a human: {o}"));
     }
     for (sn, t) in twice.iter().take(20) {
         lines.push(format!("  ORDER {sn} REPORTED BY {t:?}"));
