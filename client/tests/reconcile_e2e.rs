@@ -119,6 +119,10 @@ fn an_identical_order_of_another_task_is_never_adopted() {
 /// The phone's clock runs 150 s behind the host's, which stamps the mark: the order's
 /// 下单时间 reads about 150 s before the mark. The client measures the skew (`date +%s`)
 /// and accepts it — the bare 60 s would have ended `ORDER_TIME_OUT_OF_WINDOW`.
+///
+/// Since issue 12 item 9 a skew above `max_clock_skew_secs` (30 s) refuses live
+/// purchases (`client/tests/clock_skew.rs`); this operator has raised the limit, so the
+/// reconcile window is what is tested here.
 #[test]
 fn a_phone_clock_behind_the_host_is_measured_and_its_order_adopted() {
     let w = World::builder(TOKEN).clock_offset(-150).start();
@@ -129,7 +133,11 @@ fn a_phone_clock_behind_the_host_is_measured_and_its_order_adopted() {
         1500,
     ));
     let data = tempfile::tempdir().unwrap();
-    w.run_live(data.path());
+    support::world::run_ok(
+        w.command(data.path())
+            .arg("--allow-live")
+            .env("CMAUTOBUY_MAX_CLOCK_SKEW_SECS", "300"),
+    );
     let orders = w.phone.orders();
     assert_eq!(orders.len(), 1, "{orders:?}");
     let p = purchase(&w, "recon-skew");
