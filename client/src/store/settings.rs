@@ -55,6 +55,7 @@ fn binding(token: Option<&str>, admin_url: Option<&str>, saved_for: Option<&str>
 
 const SETTING_LIVE_CAP: &str = "live_cap";
 const SETTING_CLOCK_SKEW: &str = "clock_skew";
+const SETTING_PDD_VERSION_HOLD: &str = "pdd_version_hold";
 
 /// Why the worker declares `dry_run` although live is allowed (issue 12 pacing): a live
 /// order cap reached. Written by the running client, removed when the window has passed;
@@ -277,6 +278,28 @@ impl Store {
                 Ok(())
             }
         }
+    }
+
+    /// Records (`Some(why)`) or clears why live is paused for an unproven PDD version
+    /// (issue 12 item 6).
+    pub fn set_pdd_version_hold(&self, why: Option<&str>) -> Result<()> {
+        let conn = self.lock();
+        match why {
+            Some(w) => put_setting(&conn, SETTING_PDD_VERSION_HOLD, w, Utc::now()),
+            None => {
+                conn.execute(
+                    "DELETE FROM settings WHERE key = ?1",
+                    [SETTING_PDD_VERSION_HOLD],
+                )?;
+                Ok(())
+            }
+        }
+    }
+
+    /// Why live is paused for the PDD version, as last recorded by a running client.
+    pub fn pdd_version_hold(&self) -> Result<Option<String>> {
+        let conn = self.lock();
+        get_setting(&conn, SETTING_PDD_VERSION_HOLD)
     }
 
     /// Why live is refused for clock skew, as last recorded by a running client.
