@@ -20,13 +20,12 @@
 mod support;
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Child, Stdio};
+use std::time::Duration;
 
 use serde_json::{json, Value};
-use support::world::{live_purchase, World};
+use support::world::{live_purchase, status_json, wait_until, World};
 
-const BIN: &str = env!("CARGO_BIN_EXE_cmautobuy-client");
 const GOODS: &str = "811223344507";
 const TOTAL: i64 = 1290;
 
@@ -35,46 +34,13 @@ fn task(id: &str) -> Value {
 }
 
 fn status(data: &Path) -> Value {
-    let out = Command::new(BIN)
-        .arg("--data-dir")
-        .arg(data)
-        .args(["status", "--json"])
-        .env_remove("CMAUTOBUY_CONFIG")
-        .output()
-        .unwrap();
-    serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
-}
-
-/// Polls `f` every 50 ms until it holds; panics with `what` after `limit`.
-fn wait_until(what: &str, limit: Duration, child: &mut Child, mut f: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !f() {
-        if let Ok(Some(status)) = child.try_wait() {
-            panic!("the client exited ({status}) while waiting for {what}");
-        }
-        assert!(start.elapsed() < limit, "no {what} within {limit:?}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    status_json(data)
 }
 
 fn wait_exit(child: &mut Child, limit: Duration, log: &Path) {
-    let start = Instant::now();
-    let exit = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(
-            start.elapsed() < limit,
-            "the client did not finish: {}",
-            std::fs::read_to_string(log).unwrap_or_default()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    assert!(
-        exit.success(),
-        "run failed ({exit}): {}",
-        std::fs::read_to_string(log).unwrap_or_default()
-    );
+    let read = || std::fs::read_to_string(log).unwrap_or_default();
+    let exit = support::world::wait_exit(child, limit, read);
+    assert!(exit.success(), "run failed ({exit}): {}", read());
 }
 
 fn reports(w: &World, id: &str) -> Vec<Value> {
