@@ -31,6 +31,11 @@
 //! - pacing ([`crate::pacing`]): no claim sooner than `min_task_gap` after the last task
 //!   ended; at a live order cap (per rolling hour / day, counted from the store's
 //!   irreversible marks) the declared mode narrows to `dry_run` until the window passes;
+//! - the account fingerprint ([`crate::account`], issue 12 item 5): a client that would
+//!   declare `live` reads 个人中心 between tasks (first passing device check of the run,
+//!   daily, 5 min after a failure) and declares `dry_run` until a check succeeds or
+//!   while an `account_changed` alert is open (claims continue; `ack` accepts the new
+//!   account);
 //! - transient claim errors back off like the outbox (1 s doubling to 5 min, full jitter,
 //!   `Retry-After` honoured); permanent ones (4xx) raise an alert and stop claiming.
 
@@ -243,8 +248,9 @@ pub struct Runner<G, E, C> {
 struct AccountState {
     check: crate::account::CheckState,
     applies: Option<bool>,
-    /// The refusal last recorded for `status`.
-    noted: Option<String>,
+    /// The refusal last recorded for `status` (`None`: nothing recorded by this run
+    /// yet, so the first note always writes over what an earlier run left).
+    noted: Option<Option<String>>,
 }
 
 #[derive(Default)]
@@ -635,14 +641,14 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
     fn note_account_refusal(&self) {
         let now = self.account_refusal();
         let mut st = self.account_state();
-        if st.noted == now {
+        if st.noted.as_ref() == Some(&now) {
             return;
         }
         if let Err(e) = self.store.set_account_refusal(now.as_deref()) {
             tracing::warn!(error = %e, "cannot record the account refusal");
             return;
         }
-        st.noted = now;
+        st.noted = Some(now);
     }
 
     /// Marks the end of a task: the pacing gap counts from now.
