@@ -761,6 +761,9 @@ fn client_cmd(b: &Bins, data: &Path, dir: &Path, admin_url: &str, device: &str) 
         .args(["--poll-interval", "0.2"])
         .env("RUST_LOG", "warn")
         .env("CMAUTOBUY_LOCK_DIR", dir.join("locks"))
+        // Pacing's gap between tasks (3 s by default) only slows the matrix down: the
+        // scenarios are about what survives a kill, not about how fast tasks follow.
+        .env("CMAUTOBUY_MIN_TASK_GAP_SECS", "0")
         .env_remove("CMAUTOBUY_CONFIG");
     cmd
 }

@@ -51,6 +51,8 @@ pub struct FileConfig {
     pub request_timeout_secs: Option<f64>,
     pub max_body_bytes: Option<usize>,
     pub log: Option<String>,
+    /// `text` (default) or `json` (one JSON object per line, for log shippers).
+    pub log_format: Option<String>,
     /// Artifact retention: the newest attempts kept per task (≥ 1; default 5).
     pub artifacts_keep_attempts: Option<u64>,
     /// Artifact retention: attempts older than this many days are removed whatever
@@ -157,6 +159,28 @@ pub struct Overrides {
     pub device: Option<String>,
     pub name: Option<String>,
     pub poll_interval_secs: Option<f64>,
+    /// `--log-format`.
+    pub log_format: Option<String>,
+}
+
+/// How log lines are written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LogFormat {
+    /// Human-readable lines (coloured only on a terminal).
+    #[default]
+    Text,
+    /// One JSON object per line (timestamp, level, target, fields, spans).
+    Json,
+}
+
+impl LogFormat {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "text" => Some(Self::Text),
+            "json" => Some(Self::Json),
+            _ => None,
+        }
+    }
 }
 
 /// The effective configuration.
@@ -180,6 +204,8 @@ pub struct Config {
     pub lock_dir: PathBuf,
     /// A tracing filter (`info`, `cmautobuy_client=debug`, …).
     pub log: String,
+    /// `log_format`: how log lines are written (stderr and the log files).
+    pub log_format: LogFormat,
     /// When the worker may claim (`device_check_max_age_secs`, `device_probe_max_secs`,
     /// `retry_wait_gap_secs`, `retry_wait_gap_max_secs`; see [`crate::gate`]).
     pub gate: GateConfig,
@@ -376,6 +402,7 @@ fn env_config(env: &dyn Fn(&str) -> Option<String>) -> Result<FileConfig, Config
         request_timeout_secs: num("REQUEST_TIMEOUT_SECS")?,
         max_body_bytes: num("MAX_BODY_BYTES")?.map(|v| v as usize),
         log: get("LOG"),
+        log_format: get("LOG_FORMAT"),
         artifacts_keep_attempts: get("ARTIFACTS_KEEP_ATTEMPTS")
             .map(|v| {
                 v.trim().parse::<u64>().map_err(|_| ConfigError::Value {
@@ -502,6 +529,7 @@ fn merge(base: FileConfig, over: FileConfig) -> FileConfig {
         request_timeout_secs: over.request_timeout_secs.or(base.request_timeout_secs),
         max_body_bytes: over.max_body_bytes.or(base.max_body_bytes),
         log: over.log.or(base.log),
+        log_format: over.log_format.or(base.log_format),
         artifacts_keep_attempts: over
             .artifacts_keep_attempts
             .or(base.artifacts_keep_attempts),
@@ -572,6 +600,7 @@ pub fn load(flags: Overrides, env: &dyn Fn(&str) -> Option<String>) -> Result<Co
         device: flags.device.clone(),
         name: flags.name.clone(),
         poll_interval_secs: flags.poll_interval_secs,
+        log_format: flags.log_format.clone(),
         ..Default::default()
     };
     // The file's location cannot come from the file itself.
@@ -649,6 +678,13 @@ pub fn load(flags: Overrides, env: &dyn Fn(&str) -> Option<String>) -> Result<Co
             .max_body_bytes
             .unwrap_or(crate::gateway::DEFAULT_MAX_BODY_BYTES),
         log: c.log.unwrap_or_else(|| "info".to_string()),
+        log_format: match c.log_format.as_deref().map(str::trim) {
+            None | Some("") => LogFormat::Text,
+            Some(v) => LogFormat::parse(v).ok_or_else(|| ConfigError::Value {
+                name: "log_format".into(),
+                message: format!("{v:?} is not `text` or `json`"),
+            })?,
+        },
         retention,
         allow_live: c.allow_live.unwrap_or(false),
         lock_dir: c

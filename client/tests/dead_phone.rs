@@ -14,17 +14,16 @@
 //! the test asserts that nothing happens.
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Stdio;
+use std::time::Duration;
 
 use cmautobuy_mock_admin::{Endpoint, Operator};
 use cmautobuy_sim_phone::{Catalog, SimConfig, SimPhone};
 use serde_json::{json, Value};
 
 mod support;
-use support::world::{goods_url, World};
+use support::world::{goods_url, status_json, wait_exit, wait_until, World};
 
-const BIN: &str = env!("CARGO_BIN_EXE_cmautobuy-client");
 const TASKS: usize = 20;
 /// How long the phone stays away once the worker is paused (the probes run at 1, 2, 4 s…).
 const AWAY: Duration = Duration::from_secs(8);
@@ -34,18 +33,6 @@ fn count(op: &Operator, endpoint: Endpoint) -> usize {
         .iter()
         .filter(|e| e.endpoint == endpoint)
         .count()
-}
-
-/// Polls `f` every 50 ms until it holds; panics with `what` after `limit`.
-fn wait_until(what: &str, limit: Duration, child: &mut Child, mut f: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !f() {
-        if let Ok(Some(status)) = child.try_wait() {
-            panic!("the client exited ({status}) while waiting for {what}");
-        }
-        assert!(start.elapsed() < limit, "no {what} within {limit:?}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 fn dir_bytes(p: &Path) -> u64 {
@@ -59,17 +46,6 @@ fn dir_bytes(p: &Path) -> u64 {
         };
     }
     n
-}
-
-fn status(data: &Path) -> Value {
-    let out = Command::new(BIN)
-        .arg("--data-dir")
-        .arg(data)
-        .args(["status", "--json"])
-        .env_remove("CMAUTOBUY_CONFIG")
-        .output()
-        .unwrap();
-    serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
 }
 
 #[test]
@@ -115,7 +91,7 @@ fn a_phone_that_goes_away_pauses_the_worker_and_the_batch_completes_when_it_retu
         Duration::from_secs(60),
         &mut child,
         || {
-            paused = status(data.path())["device_pause"].clone();
+            paused = status_json(data.path())["device_pause"].clone();
             !paused.is_null()
         },
     );
@@ -158,17 +134,9 @@ fn a_phone_that_goes_away_pauses_the_worker_and_the_batch_completes_when_it_retu
 
     // Back: the worker resumes by itself and completes the batch.
     phone.set_offline(false);
-    let start = Instant::now();
-    let exit = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(240),
-            "the batch did not complete after the phone came back"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let exit = wait_exit(&mut child, Duration::from_secs(240), || {
+        "the batch did not complete after the phone came back".to_string()
+    });
     let err = std::fs::read_to_string(&log_path).unwrap_or_default();
     assert!(exit.success(), "run failed: {err}");
     assert!(err.contains("worker paused"), "the log says why: {err}");
@@ -185,7 +153,7 @@ fn a_phone_that_goes_away_pauses_the_worker_and_the_batch_completes_when_it_retu
             "dead-{i:02}: {t}"
         );
     }
-    assert!(status(data.path())["device_pause"].is_null());
+    assert!(status_json(data.path())["device_pause"].is_null());
     w.stop();
 }
 
@@ -222,7 +190,7 @@ fn a_phone_that_starts_listening_later_gets_the_whole_batch_after_at_most_one_cl
         Duration::from_secs(60),
         &mut child,
         || {
-            paused = status(data.path())["device_pause"].clone();
+            paused = status_json(data.path())["device_pause"].clone();
             !paused.is_null()
         },
     );
@@ -247,17 +215,9 @@ fn a_phone_that_starts_listening_later_gets_the_whole_batch_after_at_most_one_cl
         SimConfig::new(Catalog::load(&Catalog::bundled_dir()).unwrap()),
     )
     .unwrap();
-    let start = Instant::now();
-    let exit = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(240),
-            "the batch did not complete after the phone started listening"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let exit = wait_exit(&mut child, Duration::from_secs(240), || {
+        "the batch did not complete after the phone started listening".to_string()
+    });
     let err = std::fs::read_to_string(&log_path).unwrap_or_default();
     assert!(exit.success(), "run failed: {err}");
     assert!(err.contains("worker resumed"), "{err}");

@@ -11,17 +11,16 @@
 //! Admin's journal, the process exit).
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Stdio;
+use std::time::Duration;
 
 use cmautobuy_mock_admin::Endpoint;
 use cmautobuy_sim_phone::{Battery, HeadsUp, LockKind, Plug, SimPhoneHandle, SystemConfig};
 use serde_json::{json, Value};
 
 mod support;
-use support::world::{goods_url, World};
+use support::world::{goods_url, status_json, wait_exit, wait_until, World};
 
-const BIN: &str = env!("CARGO_BIN_EXE_cmautobuy-client");
 const GOODS: &str = "602938475610";
 
 fn world(token: &str, sys: SystemConfig) -> World {
@@ -105,28 +104,6 @@ fn a_heads_up_is_waited_out_and_the_chooser_never_appears() {
     );
 }
 
-fn status(data: &Path) -> Value {
-    let out = Command::new(BIN)
-        .arg("--data-dir")
-        .arg(data)
-        .args(["status", "--json"])
-        .env_remove("CMAUTOBUY_CONFIG")
-        .output()
-        .unwrap();
-    serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
-}
-
-fn wait_until(what: &str, limit: Duration, child: &mut Child, mut f: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !f() {
-        if let Ok(Some(s)) = child.try_wait() {
-            panic!("the client exited ({s}) while waiting for {what}");
-        }
-        assert!(start.elapsed() < limit, "no {what} within {limit:?}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 /// The worker pauses with `code` and a `device_attention` alert, claims nothing; once
 /// `fix` runs it resumes by itself, the task succeeds and the alert is closed.
 fn pauses_until_fixed(
@@ -149,7 +126,7 @@ fn pauses_until_fixed(
         Duration::from_secs(60),
         &mut child,
         || {
-            st = status(data.path());
+            st = status_json(data.path());
             st["device_pause"]["code"] == code
                 && st["alerts"]
                     .as_array()
@@ -173,22 +150,13 @@ fn pauses_until_fixed(
         "no claim while the phone cannot work"
     );
     fix(&w.phone);
-    let start = Instant::now();
-    let exit = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(120),
-            "no completion after the fix: {}",
-            log_of(data.path())
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let exit = wait_exit(&mut child, Duration::from_secs(120), || {
+        format!("no completion after the fix: {}", log_of(data.path()))
+    });
     assert!(exit.success(), "{}", log_of(data.path()));
     let (kind, body) = w.report(&format!("{token}-1"));
     assert_eq!(kind, "result", "{body}");
-    let after = status(data.path());
+    let after = status_json(data.path());
     assert!(after["device_pause"].is_null(), "{after}");
     assert!(
         after["alerts"]

@@ -411,14 +411,7 @@ fn run_writes_a_log_file_without_ansi_or_token() {
         .spawn()
         .unwrap();
     let file = logs.join(cmautobuy_client::logfile::LOG_FILE);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let text = loop {
-        let t = std::fs::read_to_string(&file).unwrap_or_default();
-        if t.contains("claim failed") || Instant::now() > deadline {
-            break t;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let text = read_until_contains(&file, "claim failed");
     let _ = child.kill();
     let _ = child.wait();
     assert!(text.contains("starting"), "{text}");
@@ -427,4 +420,91 @@ fn run_writes_a_log_file_without_ansi_or_token() {
     assert!(!text.contains(TOKEN), "the token in the log file");
     #[cfg(unix)]
     assert_eq!(mode(&file), 0o600);
+}
+
+/// The text of `file` once it contains `needle` (polled every 100 ms, at most 30 s; the
+/// caller asserts on what it got).
+fn read_until_contains(file: &Path, needle: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let t = std::fs::read_to_string(file).unwrap_or_default();
+        if t.contains(needle) || Instant::now() > deadline {
+            return t;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// `run` against an Admin nobody answers, stderr redirected to a file, until the log
+/// says "claim failed"; returns that stderr.
+fn stderr_of_a_failing_run(format: Option<&str>) -> String {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("d");
+    let err_path = tmp.path().join("stderr.txt");
+    let mut c = client(&data);
+    if let Some(f) = format {
+        c.args(["--log-format", f]);
+    }
+    let mut child = c
+        .args(["run", "--stub-executor", "--admin", "http://127.0.0.1:9"])
+        .args(["--token", TOKEN, "--poll-interval", "0.2", "--no-console"])
+        .env("TERM", "xterm-256color")
+        .env_remove("NO_COLOR")
+        .env_remove("CMAUTOBUY_LOG_FORMAT")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&err_path).unwrap())
+        .spawn()
+        .unwrap();
+    let text = read_until_contains(&err_path, "claim failed");
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(text.contains("claim failed"), "{text}");
+    assert!(!text.contains(TOKEN), "the token on stderr");
+    text
+}
+
+#[test]
+fn a_redirected_stderr_gets_no_ansi_and_json_on_request() {
+    // Issue 13 item 5: a service's journal or a file never gets colour codes.
+    let text = stderr_of_a_failing_run(None);
+    assert!(
+        !text.contains('\u{1b}'),
+        "ANSI escapes on a redirected stderr: {text}"
+    );
+    // `--log-format json`: one object per line, with the level, the message and fields.
+    let json = stderr_of_a_failing_run(Some("json"));
+    let mut messages = Vec::new();
+    for line in json.lines().filter(|l| !l.trim().is_empty()) {
+        let v: serde_json::Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("not a JSON line ({e}): {line}"));
+        assert!(v["level"].is_string(), "{line}");
+        assert!(v["timestamp"].is_string(), "{line}");
+        messages.push(v["fields"]["message"].as_str().unwrap_or("").to_string());
+    }
+    assert!(
+        messages.iter().any(|m| m.contains("starting")),
+        "{messages:?}"
+    );
+    assert!(!json.contains('\u{1b}'), "ANSI escapes in JSON logs");
+    // A wrong value is a usage error that names the choices.
+    let tmp = tempfile::tempdir().unwrap();
+    let out = client(tmp.path())
+        .args(["--log-format", "xml", "status"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("json"),
+        "{out:?}"
+    );
+    let out = client(tmp.path())
+        .arg("status")
+        .env("CMAUTOBUY_LOG_FORMAT", "xml")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("log_format"),
+        "{out:?}"
+    );
 }

@@ -17,6 +17,9 @@ pub struct Globals {
     /// Where the store (and default config) live.
     #[arg(long, global = true, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
+    /// Log lines as `text` (coloured only on a terminal) or `json` (one object per line).
+    #[arg(long, global = true, value_name = "FORMAT", value_parser = ["text", "json"])]
+    pub log_format: Option<String>,
 }
 
 impl Globals {
@@ -31,6 +34,7 @@ impl Globals {
             device: conn.and_then(|c| c.device.clone()),
             name: conn.and_then(|c| c.name.clone()),
             poll_interval_secs,
+            log_format: self.log_format.clone(),
         }
     }
 }

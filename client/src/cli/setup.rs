@@ -3,7 +3,7 @@
 
 use anyhow::Context;
 
-use cmautobuy_client::config::{self, Config, Overrides};
+use cmautobuy_client::config::{self, Config, LogFormat, Overrides};
 use cmautobuy_client::gateway::{GatewaySettings, HttpAdminGateway};
 use cmautobuy_client::logfile::{LogFiles, RotatingFile};
 use cmautobuy_client::registration;
@@ -16,7 +16,7 @@ use super::exit::Failure;
 /// with its filter.
 pub fn load(o: Overrides) -> Result<Config, Failure> {
     let cfg = config::load(o, &|k| std::env::var(k).ok())?;
-    init_tracing(&cfg.log);
+    init_tracing_with(&cfg.log, cfg.log_format, None);
     Ok(cfg)
 }
 
@@ -42,33 +42,53 @@ pub fn load_for_run(o: Overrides, log_dir: Option<std::path::PathBuf>) -> Result
             }
         }
     };
-    init_tracing_with(&cfg.log, files);
+    init_tracing_with(&cfg.log, cfg.log_format, files);
     Ok(cfg)
 }
 
 /// Logs to stderr with `RUST_LOG`, else `default`.
 pub fn init_tracing(default: &str) {
-    init_tracing_with(default, None);
+    init_tracing_with(default, LogFormat::Text, None);
 }
 
-/// Logs to stderr and, given `files`, to the rotated log files (no ANSI colours there).
-fn init_tracing_with(default: &str, files: Option<LogFiles>) {
+/// Whether stderr gets ANSI colours: only on a terminal, and never with `NO_COLOR` set
+/// (<https://no-color.org>) — a redirected stderr (a service's journal, a file, a pipe)
+/// gets plain text.
+fn stderr_colours() -> bool {
+    use std::io::IsTerminal;
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+/// Logs to stderr and, given `files`, to the rotated log files (never coloured), as
+/// `format`.
+fn init_tracing_with(default: &str, format: LogFormat, files: Option<LogFiles>) {
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
-    use tracing_subscriber::EnvFilter;
+    use tracing_subscriber::{EnvFilter, Layer};
     let filter = EnvFilter::try_from_default_env()
         .or_else(|_| EnvFilter::try_new(default))
         .unwrap_or_else(|_| EnvFilter::new("info"));
-    let stderr = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
-    let file = files.map(|w| {
-        tracing_subscriber::fmt::layer()
-            .with_ansi(false)
-            .with_writer(w)
-    });
+    type Base = tracing_subscriber::layer::Layered<EnvFilter, tracing_subscriber::Registry>;
+    type Boxed = Box<dyn Layer<Base> + Send + Sync>;
+    let layer = |ansi: bool| tracing_subscriber::fmt::layer().with_ansi(ansi);
+    let mut layers: Vec<Boxed> = Vec::with_capacity(2);
+    match format {
+        LogFormat::Text => {
+            layers.push(layer(stderr_colours()).with_writer(std::io::stderr).boxed());
+            if let Some(w) = files {
+                layers.push(layer(false).with_writer(w).boxed());
+            }
+        }
+        LogFormat::Json => {
+            layers.push(layer(false).json().with_writer(std::io::stderr).boxed());
+            if let Some(w) = files {
+                layers.push(layer(false).json().with_writer(w).boxed());
+            }
+        }
+    }
     let _ = tracing_subscriber::registry()
         .with(filter)
-        .with(stderr)
-        .with(file)
+        .with(layers)
         .try_init();
 }
 

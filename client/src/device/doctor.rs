@@ -318,14 +318,7 @@ pub fn wake_and_unlock(
         dev.key(KeyCode::WAKEUP).map_err(device_error)?;
         report.woke = true;
         report.round_trips += 1;
-        for _ in 0..WAKE_REREADS {
-            pause(Duration::from_millis(300));
-            st = read_state(dev)?;
-            report.round_trips += 1;
-            if st.screen != ScreenPower::Off {
-                break;
-            }
-        }
+        st = reread_until(dev, pause, &mut report, |s| s.screen != ScreenPower::Off)?;
         if st.screen == ScreenPower::Off {
             return Err(Problem {
                 code: "DEVICE_COMMAND_FAILED".into(),
@@ -351,14 +344,7 @@ pub fn wake_and_unlock(
             .map_err(device_error)?;
         report.swiped = true;
         report.round_trips += 1;
-        for _ in 0..WAKE_REREADS {
-            pause(Duration::from_millis(300));
-            st = read_state(dev)?;
-            report.round_trips += 1;
-            if st.keyguard != Keyguard::Swipe {
-                break;
-            }
-        }
+        st = reread_until(dev, pause, &mut report, |s| s.keyguard != Keyguard::Swipe)?;
         if st.keyguard != Keyguard::Unlocked && st.keyguard != Keyguard::Unknown {
             return Err(Problem {
                 code: "DEVICE_LOCKED".into(),
@@ -367,6 +353,32 @@ pub fn wake_and_unlock(
         }
     }
     Ok((st, report))
+}
+
+/// Re-reads the phone's state after a gesture, at most [`WAKE_REREADS`] times 300 ms
+/// apart, until `done` holds; returns the last state read (whether or not `done` held).
+fn reread_until(
+    dev: &dyn Device,
+    pause: &dyn Fn(Duration),
+    report: &mut WakeReport,
+    done: impl Fn(&DeviceState) -> bool,
+) -> Result<DeviceState, Problem> {
+    let mut st = None;
+    for _ in 0..WAKE_REREADS {
+        pause(Duration::from_millis(300));
+        let now = read_state(dev)?;
+        report.round_trips += 1;
+        let finished = done(&now);
+        st = Some(now);
+        if finished {
+            break;
+        }
+    }
+    // WAKE_REREADS > 0, so at least one state was read.
+    st.ok_or_else(|| Problem {
+        code: "DEVICE_COMMAND_FAILED".into(),
+        message: "no state read after the gesture".into(),
+    })
 }
 
 /// The installed PDD's `versionName`: one shell round trip (`dumpsys package

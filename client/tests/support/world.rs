@@ -4,8 +4,8 @@
 //! against them.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::Duration;
+use std::process::{Child, Command, ExitStatus};
+use std::time::{Duration, Instant};
 
 use cmautobuy_mock_admin::{MockAdmin, MockAdminConfig, Operator};
 use cmautobuy_sim_phone::{Catalog, SimConfig, SimPhone, SimPhoneHandle, SystemConfig};
@@ -209,6 +209,49 @@ pub fn run_ok(c: &mut Command) {
         "run failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// `cmautobuy-client status --json` on `data`, parsed (`Null` when it prints nothing
+/// readable).
+pub fn status_json(data: &Path) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_cmautobuy-client"))
+        .arg("--data-dir")
+        .arg(data)
+        .args(["status", "--json"])
+        .env_remove("CMAUTOBUY_CONFIG")
+        .output()
+        .unwrap();
+    serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
+}
+
+/// Waits (polling every 100 ms) for `child` to exit within `limit`; fails the test with
+/// `why()` (e.g. the client's log) when it does not.
+pub fn wait_exit(child: &mut Child, limit: Duration, why: impl Fn() -> String) -> ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s;
+        }
+        assert!(
+            start.elapsed() < limit,
+            "the client did not exit within {limit:?}: {}",
+            why()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Polls `f` every 50 ms until it holds; fails the test with `what` after `limit`, or
+/// at once when `child` exits first.
+pub fn wait_until(what: &str, limit: Duration, child: &mut Child, mut f: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !f() {
+        if let Ok(Some(s)) = child.try_wait() {
+            panic!("the client exited ({s}) while waiting for {what}");
+        }
+        assert!(start.elapsed() < limit, "no {what} within {limit:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// The goods page link of `goods`.
