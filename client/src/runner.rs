@@ -21,6 +21,13 @@
 //!   (no claims; the pause is logged and saved for `status`) until a probe passes, probes
 //!   backing off 1 s → 60 s; consecutive `retry_wait`s of any code space the claims
 //!   (5 s doubling to 5 min) — the rules live in [`crate::gate`];
+//! - the phone lost after a purchase's irreversible mark (a device-loss failure,
+//!   [`crate::gate::device_lost_after_mark`]) is treated like a crash: nothing is
+//!   reported, the run stays open (marked, no outcome), the worker pauses for the phone,
+//!   and when a probe passes the run is reconciled through crash recovery
+//!   ([`Executor::recover_marked`]: never a second submit) before any new claim; a run
+//!   whose phone stays away `reconcile_wait_max` past its mark is reported
+//!   `manual_review` without the phone (the contract has no deadline: this bound is ours);
 //! - account trouble (a login page, a risk/verification page, `PAYMENT_METHOD_NOT_ALLOWED`,
 //!   or `unrecognized_pages_pause_after` `PAGE_NOT_RECOGNIZED` outcomes in a row) raises
 //!   an `account_paused` alert naming the task, the code and the attempt's artifacts;
@@ -46,8 +53,8 @@ use tokio::sync::{watch, Notify};
 
 use cmautobuy_contract::{hash, validate};
 use cmautobuy_contract::{
-    Capabilities, ClientInfo, ClientProfile, DeviceInfo, ExecutionMode, FailureStatus, Task,
-    TaskType,
+    Capabilities, ClientInfo, ClientProfile, DeviceInfo, ExecutionMode, FailureStatus, FlowStep,
+    Task, TaskType,
 };
 
 use crate::clock::Clock;
@@ -717,6 +724,13 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
         let outcome = if marked {
             match self.executor.recover_marked(job.clone()).await {
                 Some(Outcome::Failure(mut f)) => {
+                    // The phone went away (again): the run stays open until it answers.
+                    if crate::gate::device_lost_after_mark(&f.error.code) {
+                        match self.keep_open(&job, &f.error.code, &f.error.message) {
+                            Ok(()) => return Ok(()),
+                            Err(overdue) => overdue.apply(&mut f),
+                        }
+                    }
                     // Defence in depth: after the mark, every failure is manual_review.
                     f.status = FailureStatus::ManualReview;
                     f.error.retryable = false;
@@ -742,6 +756,154 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
         };
         self.task_ended();
         self.record(&job, outcome)
+    }
+
+    /// A marked run whose phone went away (a device-loss failure after the mark): keeps
+    /// it open — no outcome, nothing reported, exactly as a crash leaves it — and pauses
+    /// the worker for the phone; the claim loop reconciles it through
+    /// [`Runner::reconcile_waiting`] once a probe passes. `Err` when it has waited past
+    /// `reconcile_wait_max` since its mark: the caller reports it `manual_review`.
+    fn keep_open(&self, job: &Job, code: &str, message: &str) -> Result<(), Overdue> {
+        let now = self.clock.now();
+        let marked_at = self
+            .store
+            .run(job.run.id)
+            .ok()
+            .and_then(|r| r.irreversible_action_at);
+        let mark = marked_at
+            .as_deref()
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+            .map(|t| t.with_timezone(&chrono::Utc));
+        let max = self.cfg.gate.reconcile_wait_max;
+        let overdue = Overdue {
+            device: self.device_name(),
+            marked_at: marked_at.clone().unwrap_or_default(),
+            max,
+        };
+        let Some(mark) = mark else {
+            return Err(overdue);
+        };
+        if crate::gate::reconcile_overdue(mark, now, max) {
+            tracing::error!(task_id = %job.task.remote_task_id, attempt_id = %job.run.attempt_id, marked_at = %overdue.marked_at, "the phone stayed away past reconcile_wait_max after the 提交订单 tap: reporting manual_review, the order may exist");
+            return Err(overdue);
+        }
+        tracing::warn!(task_id = %job.task.remote_task_id, attempt_id = %job.run.attempt_id, marked_at = %overdue.marked_at, %code, %message, "the phone went away after the 提交订单 tap: the run stays open (like a crash) and is reconciled when the phone answers, never submitted again");
+        let why = format!(
+            "order placed on {}, waiting for the phone to reconcile it (task {}, submitted {}): {message}",
+            overdue.device, job.task.remote_task_id, overdue.marked_at
+        );
+        let t = self.gate().on_device_lost(now, code, &why);
+        self.transition(t);
+        self.task_ended();
+        Ok(())
+    }
+
+    /// The phone this client drives, as configured (for messages).
+    fn device_name(&self) -> String {
+        self.store
+            .settings()
+            .ok()
+            .and_then(|s| s.device)
+            .filter(|d| !d.is_empty())
+            .unwrap_or_else(|| "the phone".to_string())
+    }
+
+    /// The marked runs left open (the phone went away after the mark, or a crash), with
+    /// their tasks, oldest first.
+    fn waiting_runs(&self) -> Result<Vec<(crate::store::StoredTask, crate::store::Run)>, RunError> {
+        let mut out = Vec::new();
+        for t in self.store.unfinished_tasks()? {
+            if t.task_type != TaskType::Purchase.as_str() || t.state == TaskState::Reporting {
+                continue;
+            }
+            for run in self.store.open_runs(t.id)? {
+                if run.irreversible_action_at.is_some() {
+                    out.push((t.clone(), run));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Runs waiting for their phone past `reconcile_wait_max` while the worker is paused
+    /// for it: reported `manual_review` now, without the phone (the message says an
+    /// order may exist and where to look).
+    fn report_overdue(&self) -> Result<(), RunError> {
+        if self.gate().pause().is_none() {
+            return Ok(());
+        }
+        let now = self.clock.now();
+        let max = self.cfg.gate.reconcile_wait_max;
+        for (task, run) in self.waiting_runs()? {
+            let Some(mark) = run
+                .irreversible_action_at
+                .as_deref()
+                .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+                .map(|t| t.with_timezone(&chrono::Utc))
+            else {
+                continue;
+            };
+            if !crate::gate::reconcile_overdue(mark, now, max) {
+                continue;
+            }
+            let overdue = Overdue {
+                device: self.device_name(),
+                marked_at: run.irreversible_action_at.clone().unwrap_or_default(),
+                max,
+            };
+            let job = Job {
+                client_id: self.store.client_id()?,
+                task: task.clone(),
+                run,
+                declared_mode: ExecutionMode::DryRun,
+                previous_run: None,
+            };
+            let since = self
+                .gate()
+                .pause()
+                .map(|p| cmautobuy_contract::time::format_utc(p.since))
+                .unwrap_or_default();
+            let mut f = failure(
+                &job,
+                FailureStatus::ManualReview,
+                "DEVICE_OFFLINE",
+                &format!("the phone has not answered since {since}"),
+                Some(FlowStep::ReconcileOrder.as_str()),
+            );
+            overdue.apply(&mut f);
+            f.diagnostics.insert(
+                "artifact_ref".into(),
+                serde_json::Value::String(format!(
+                    "{}:artifacts/{}/{}/",
+                    job.client_id,
+                    crate::artifacts::safe_component(&job.task.remote_task_id),
+                    crate::artifacts::safe_component(&job.run.attempt_id)
+                )),
+            );
+            tracing::error!(task_id = %job.task.remote_task_id, attempt_id = %job.run.attempt_id, marked_at = %overdue.marked_at, "the phone stayed away past reconcile_wait_max after the 提交订单 tap: reporting manual_review, the order may exist");
+            self.task_ended();
+            self.record(&job, Outcome::Failure(Box::new(f)))?;
+        }
+        Ok(())
+    }
+
+    /// Before any new claim (the device gate has just passed): reconciles the marked runs
+    /// left open through crash recovery. `Some(step)` when there was one.
+    async fn reconcile_waiting(&self) -> Result<Option<ClaimStep>, RunError> {
+        let waiting = self.waiting_runs()?;
+        let Some((task, _)) = waiting.first() else {
+            return Ok(None);
+        };
+        let remote_task_id = task.remote_task_id.clone();
+        let declared = self.profile()?.capabilities.purchase_mode;
+        for (task, run) in waiting {
+            tracing::info!(task_id = %task.remote_task_id, attempt_id = %run.attempt_id, "the phone answers: reconciling the order placed before it went away");
+            self.recover_purchase(&task, run, declared).await?;
+            if self.gate().pause().is_some() {
+                break; // away again: the rest waits too
+            }
+        }
+        Ok(Some(ClaimStep::Processed { remote_task_id }))
     }
 
     fn gate(&self) -> std::sync::MutexGuard<'_, DeviceGate> {
@@ -856,7 +1018,12 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
         if let Some(step) = self.gap_step() {
             return Ok(step);
         }
+        self.report_overdue()?;
         if let Some(step) = self.gate_step().await {
+            return Ok(step);
+        }
+        // Orders placed on a phone that went away are reconciled before any new claim.
+        if let Some(step) = self.reconcile_waiting().await? {
             return Ok(step);
         }
         self.check_clocks().await;
@@ -971,6 +1138,23 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
             )))
         } else {
             self.executor.execute(job.clone()).await
+        };
+        let outcome = match outcome {
+            Outcome::Failure(mut f) if crate::gate::device_lost_after_mark(&f.error.code) => {
+                let marked = self
+                    .store
+                    .run(job.run.id)
+                    .is_ok_and(|r| r.irreversible_action_at.is_some());
+                if marked {
+                    match self.keep_open(&job, &f.error.code, &f.error.message) {
+                        // Open, like a crash leaves it; reconciled when the phone answers.
+                        Ok(()) => return Ok(()),
+                        Err(overdue) => overdue.apply(&mut f),
+                    }
+                }
+                Outcome::Failure(f)
+            }
+            o => o,
         };
         self.task_ended();
         self.record(&job, outcome)?;
@@ -1123,6 +1307,45 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
                 }
             }
         }
+    }
+}
+
+/// A marked run whose phone stayed away past `reconcile_wait_max`: what its
+/// `manual_review` says.
+struct Overdue {
+    device: String,
+    marked_at: String,
+    max: Duration,
+}
+
+impl Overdue {
+    /// Makes `f` the `manual_review` report of a run the phone left unreconciled: the
+    /// message says that an unpaid order may exist and where to look for it.
+    fn apply(&self, f: &mut cmautobuy_contract::FailureRequest) {
+        f.status = FailureStatus::ManualReview;
+        f.error.retryable = false;
+        let before = std::mem::take(&mut f.error.message);
+        f.error.message = format!(
+            "订单可能已生成：提交订单后手机离线，{} 秒内未能核对，请在手机 {} 的待付款中查找（不要付款） / the order may exist: the phone {} went away after the 提交订单 tap at {} and did not answer within {} s to reconcile it; look for an unpaid order in 待付款 on it (never pay){}",
+            self.max.as_secs(),
+            self.device,
+            self.device,
+            self.marked_at,
+            self.max.as_secs(),
+            if before.is_empty() {
+                String::new()
+            } else {
+                format!(" — {before}")
+            }
+        );
+        f.diagnostics.insert(
+            "irreversible_action_at".into(),
+            serde_json::Value::String(self.marked_at.clone()),
+        );
+        f.diagnostics.insert(
+            "reconcile_wait_max_secs".into(),
+            serde_json::Value::from(self.max.as_secs()),
+        );
     }
 }
 

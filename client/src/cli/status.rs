@@ -1,5 +1,6 @@
 //! `cmautobuy-client status`: identity, registration outcome, operator alerts, task and
-//! outbox counts, tasks in flight and undelivered outbox items (`--json`: one object).
+//! outbox counts, tasks in flight, orders waiting for their phone to be reconciled and
+//! undelivered outbox items (`--json`: one object).
 
 use clap::Args;
 
@@ -29,6 +30,9 @@ pub fn run(g: &Globals, a: StatusArgs) -> Result<(), Failure> {
     };
     let summary = store.summary()?;
     let undelivered: Vec<_> = store.outbox_list(false)?;
+    // Orders placed whose phone went away before they were read back (or a crash there):
+    // reconciled when the phone answers, never submitted again.
+    let awaiting = store.awaiting_reconcile()?;
     if json {
         let v = serde_json::json!({
             "client_id": s.client_id,
@@ -38,6 +42,7 @@ pub fn run(g: &Globals, a: StatusArgs) -> Result<(), Failure> {
             "device": s.device,
             "registration": s.registration,
             "device_pause": pause,
+            "awaiting_reconcile": awaiting,
             "expected_address": cfg.expected_address,
             "live_cap": live_cap,
             "clock_skew": clock_skew,
@@ -82,6 +87,15 @@ pub fn run(g: &Globals, a: StatusArgs) -> Result<(), Failure> {
         println!(
             "PAUSED for the phone since {}: [{}] {} (no claims; resumes by itself when the phone answers)",
             p.since, p.code, p.message
+        );
+    }
+    for r in &awaiting {
+        println!(
+            "ORDER PLACED on {} (task {}, attempt {}, submitted {}), waiting for the phone to reconcile it (never submitted again)",
+            s.device.as_deref().unwrap_or("the phone"),
+            r.remote_task_id,
+            r.attempt_id,
+            r.marked_at
         );
     }
     if let Some(why) = &clock_skew {

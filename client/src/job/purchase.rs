@@ -450,10 +450,13 @@ pub fn recover_run<S: DeviceSource + ?Sized>(
     let device = match source.device() {
         Ok(d) => d,
         Err(e) => {
-            let f = interrupted(format!(
-                "interrupted after the irreversible mark and the phone is not reachable: {}",
-                e
-            ));
+            // A device-loss code: the runner keeps the run open until the phone answers
+            // (`gate::device_lost_after_mark`), and reports this only past its bound.
+            let f = FlowFailure::manual(
+                FailureCode::DeviceOffline,
+                FlowStep::Recover,
+                format!("after the irreversible mark the phone is not reachable: {e}"),
+            );
             let out = ctx.fail(&f, None);
             let r = ctx.report(&out, DriveStats::default(), None);
             return (out, r);

@@ -69,7 +69,7 @@ pub use metrics::MetricsCounts;
 pub use notify::{DueDelivery, NewEvent, PeriodReport, Resolution};
 pub use outbox::{Acceptance, OutboxDraft, OutboxItem, OutboxKind, OutboxState};
 pub use purchase::MarkOutcome;
-pub use runs::Run;
+pub use runs::{AwaitingReconcile, Run};
 pub use settings::{
     DevicePause, LiveCapNote, RegistrationStatus, Settings, SettingsPatch, TokenBinding,
 };
