@@ -465,7 +465,7 @@ mod tests {
                 let spec = s.spec_resolution("spec-resolution-v1:ffff").unwrap();
                 assert!(spec.is_some());
                 assert_eq!(s.open_alerts().unwrap().len(), 1);
-                // Migration 6: no PDD version known yet, so none is proven (the gate
+                // Migration 7: no PDD version known yet, so none is proven (the gate
                 // holds live until a dry run proves the phone's version).
                 assert!(s.pdd_versions().unwrap().is_empty());
                 assert_eq!(s.pdd_version("192.168.0.173:5555", "7.36.0").unwrap(), None);
@@ -475,6 +475,17 @@ mod tests {
                 // A version-0 file is a fresh store: it gets its own client id.
                 assert!(s.client_id().unwrap().starts_with("CLIENT-"));
             }
+            // Migration 6 (the account fingerprint): no phone has a baseline after the
+            // upgrade; the first reading becomes it.
+            assert_eq!(s.account_fingerprint("127.0.0.1:5555").unwrap(), None);
+            let reading = crate::screen::AccountReading {
+                nickname: Some("拼多多用户".into()),
+                masked_phone: Some("138****0000".into()),
+            };
+            let (v, _) = s
+                .record_account_check("127.0.0.1:5555", &reading, Utc::now())
+                .unwrap();
+            assert_eq!(v, crate::account::Verdict::Baseline, "version {version}");
         }
     }
 

@@ -195,7 +195,20 @@ pub(crate) const MIGRATIONS: &[&[&str]] = &[
             ON CONFLICT (task_type, outcome) DO UPDATE SET n = n + 1;
          END",
     ],
-    // 6: PDD versions per phone (issue 12 item 6): live only on a version proven on that
+    // 6: the account fingerprint per phone (issue 12 item 5): what 个人中心 showed at the
+    // first successful check (the baseline), when, the last check, and a different
+    // reading waiting for the operator's `ack` (which makes it the baseline).
+    &["CREATE TABLE account_fingerprints (
+            serial               TEXT PRIMARY KEY,
+            nickname             TEXT,
+            masked_phone         TEXT,
+            first_seen           TEXT NOT NULL,
+            last_checked         TEXT NOT NULL,
+            pending_nickname     TEXT,
+            pending_masked_phone TEXT,
+            pending_seen         TEXT
+        )"],
+    // 7: PDD versions per phone (issue 12 item 6): live only on a version proven on that
     // phone — by a dry-run purchase that succeeded on it (`proven_by` = its attempt id) or
     // by an operator's `ack N` of its alert (`proven_by` = `ack N by USER`).
     &["CREATE TABLE pdd_versions (
@@ -334,6 +347,19 @@ pub(crate) const REQUIRED: &[(&str, &[&str])] = &[
             "proven_at",
             "proven_by",
             "alert_id",
+        ],
+    ),
+    (
+        "account_fingerprints",
+        &[
+            "serial",
+            "nickname",
+            "masked_phone",
+            "first_seen",
+            "last_checked",
+            "pending_nickname",
+            "pending_masked_phone",
+            "pending_seen",
         ],
     ),
     (
