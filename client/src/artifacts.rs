@@ -123,7 +123,11 @@ pub struct AttemptArtifacts {
 }
 
 impl AttemptArtifacts {
-    /// Creates `{root}/{task}/{attempt}/`.
+    /// Creates `{root}/{task}/{attempt}/`, or continues it: an attempt reconciled after
+    /// a crash or after its phone went away writes into the folder of the attempt that
+    /// placed the order, so its earlier files and manifest entries are kept and the
+    /// numbering goes on after the highest `NN-` already there (evidence is never
+    /// overwritten).
     pub fn create(
         root: &Path,
         task_id: &str,
@@ -136,12 +140,28 @@ impl AttemptArtifacts {
             path: dir.clone(),
             source,
         })?;
+        let entries: Vec<ManifestEntry> = std::fs::read(dir.join("manifest.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default();
+        // Files written before a crash may be missing from the manifest: count them too.
+        let seq = std::fs::read_dir(&dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let (n, _) = name.split_once('-')?;
+                n.parse::<u32>().ok()
+            })
+            .max()
+            .unwrap_or(0);
         Ok(AttemptArtifacts {
             dir,
             rel: format!("artifacts/{task}/{attempt}/"),
             attempt_id: attempt_id.to_string(),
-            seq: 0,
-            entries: Vec::new(),
+            seq,
+            entries,
             last_error: None,
         })
     }
@@ -556,6 +576,40 @@ mod tests {
         assert_eq!(safe_component("COM"), "COM");
         assert_ne!(safe_component("a/b"), safe_component("a_b"));
         assert!(safe_component(&"x".repeat(500)).len() < 100);
+    }
+
+    #[test]
+    fn a_second_create_continues_the_attempt_and_keeps_its_evidence() {
+        let root = tempfile::tempdir().unwrap();
+        let now = Utc::now();
+        let mut a = AttemptArtifacts::create(root.path(), "t-1", "att-1").unwrap();
+        a.save("submit_order", "xml", b"<confirm/>", now).unwrap();
+        a.save("leave_payment", "png", b"\x89PNG", now).unwrap();
+        // A file written before a crash, missing from the manifest.
+        std::fs::write(a.dir().join("03-reconcile_order.xml"), b"<cut/>").unwrap();
+        let mut b = AttemptArtifacts::create(root.path(), "t-1", "att-1").unwrap();
+        assert_eq!(b.entries().len(), 2);
+        let id = b.save("reconcile_order", "xml", b"<list/>", now).unwrap();
+        assert_eq!(id, "att-1-04");
+        let m: Vec<ManifestEntry> =
+            serde_json::from_slice(&std::fs::read(b.dir().join("manifest.json")).unwrap()).unwrap();
+        let files: Vec<_> = m.iter().map(|e| e.file.as_str()).collect();
+        assert_eq!(
+            files,
+            [
+                "01-submit_order.xml",
+                "02-leave_payment.png",
+                "04-reconcile_order.xml"
+            ]
+        );
+        assert_eq!(
+            std::fs::read(b.dir().join("01-submit_order.xml")).unwrap(),
+            b"<confirm/>"
+        );
+        assert_eq!(
+            std::fs::read(b.dir().join("03-reconcile_order.xml")).unwrap(),
+            b"<cut/>"
+        );
     }
 
     #[test]

@@ -74,6 +74,10 @@ pub struct FileConfig {
     pub retry_wait_gap_secs: Option<f64>,
     /// … capped at this (default 300 s).
     pub retry_wait_gap_max_secs: Option<f64>,
+    /// A purchase whose phone went away after the 提交订单 tap waits this long (from the
+    /// tap) for the phone to reconcile it before it is reported `manual_review` without
+    /// the phone (default 1800 s). See [`crate::gate::reconcile_overdue`].
+    pub reconcile_wait_max_secs: Option<f64>,
     /// `PAGE_NOT_RECOGNIZED` outcomes in a row that pause the worker until an operator
     /// acknowledges (default 3; 0 = never). See [`crate::gate`].
     pub unrecognized_pages_pause_after: Option<u32>,
@@ -427,6 +431,7 @@ fn env_config(env: &dyn Fn(&str) -> Option<String>) -> Result<FileConfig, Config
         device_probe_max_secs: num("DEVICE_PROBE_MAX_SECS")?,
         retry_wait_gap_secs: num("RETRY_WAIT_GAP_SECS")?,
         retry_wait_gap_max_secs: num("RETRY_WAIT_GAP_MAX_SECS")?,
+        reconcile_wait_max_secs: num("RECONCILE_WAIT_MAX_SECS")?,
         unrecognized_pages_pause_after: get("UNRECOGNIZED_PAGES_PAUSE_AFTER")
             .map(|v| {
                 v.trim().parse::<u32>().map_err(|_| ConfigError::Value {
@@ -544,6 +549,9 @@ fn merge(base: FileConfig, over: FileConfig) -> FileConfig {
         retry_wait_gap_max_secs: over
             .retry_wait_gap_max_secs
             .or(base.retry_wait_gap_max_secs),
+        reconcile_wait_max_secs: over
+            .reconcile_wait_max_secs
+            .or(base.reconcile_wait_max_secs),
         unrecognized_pages_pause_after: over
             .unrecognized_pages_pause_after
             .or(base.unrecognized_pages_pause_after),
@@ -875,6 +883,11 @@ fn gate(c: &FileConfig) -> Result<GateConfig, ConfigError> {
         unrecognized_rate_window: c
             .unrecognized_rate_window
             .unwrap_or(d.unrecognized_rate_window),
+        reconcile_wait_max: key(
+            "reconcile_wait_max_secs",
+            c.reconcile_wait_max_secs,
+            d.reconcile_wait_max,
+        )?,
     };
     Ok(GateConfig {
         probe_max: g.probe_max.max(g.probe_min),

@@ -49,6 +49,29 @@ pub const DEVICE_FAILURE_CODES: &[&str] = &[
     "INPUT_INJECTION_DENIED",
 ];
 
+/// Failure codes that mean the phone went away (ADB gone, offline, device calls timing
+/// out: `DeviceError::failure_code` maps them all to `DEVICE_OFFLINE`). After a
+/// purchase's irreversible mark such a failure is not reported: the run stays open as a
+/// crash would leave it, the worker pauses for the phone, and the run is reconciled
+/// through crash recovery when the phone answers ([`device_lost_after_mark`]). A phone
+/// that answers but whose dumps fail (`UI_DUMP_FAILED`) is not "away": reconciliation
+/// has looked at it and could not read it, so its `manual_review` stands.
+pub const DEVICE_LOSS_CODES: &[&str] = &["DEVICE_OFFLINE"];
+
+/// Whether a failure of a marked purchase run means the phone went away (see
+/// [`DEVICE_LOSS_CODES`]): keep the run open and reconcile it when the phone is back.
+pub fn device_lost_after_mark(code: &str) -> bool {
+    DEVICE_LOSS_CODES.contains(&code)
+}
+
+/// Whether a marked run whose phone is away has waited past `max_wait` (counted from its
+/// irreversible mark): then it is reported `manual_review` without the phone. The
+/// contract sets no deadline (no lease, no heartbeat: §1.1, §5); this bound is the
+/// client's own, so an order is never left unreported for days.
+pub fn reconcile_overdue(mark: DateTime<Utc>, now: DateTime<Utc>, max_wait: Duration) -> bool {
+    now >= after(mark, max_wait)
+}
+
 /// Device pause codes only a human can end (unlock the PIN, plug in the charger, cool the
 /// phone, install PDD, accept the USB debugging prompt): the pause raises a
 /// `device_attention` operator alert that says what to do. It does not stop claiming by
@@ -112,6 +135,10 @@ pub struct GateConfig {
     pub unrecognized_rate_count: u32,
     /// … among the last this many tasks raise a non-blocking operator alert.
     pub unrecognized_rate_window: u32,
+    /// How long a purchase whose phone went away after its irreversible mark waits for
+    /// the phone (counted from the mark) before it is reported `manual_review` without
+    /// it (`reconcile_wait_max_secs`, default 30 min; see [`reconcile_overdue`]).
+    pub reconcile_wait_max: Duration,
 }
 
 impl Default for GateConfig {
@@ -126,6 +153,7 @@ impl Default for GateConfig {
             unrecognized_pause_after: 3,
             unrecognized_rate_count: 3,
             unrecognized_rate_window: 20,
+            reconcile_wait_max: Duration::from_secs(30 * 60),
         }
     }
 }
@@ -310,6 +338,30 @@ impl DeviceGate {
     /// `PAGE_NOT_RECOGNIZED` outcomes in a row.
     pub fn unrecognized(&self) -> u32 {
         self.unrecognized
+    }
+
+    /// The phone went away after a purchase's irreversible mark (its run stays open for
+    /// reconciliation): pause for the phone like a device `retry_wait` does, without
+    /// counting a `retry_wait` (nothing was reported).
+    pub fn on_device_lost(
+        &mut self,
+        now: DateTime<Utc>,
+        code: &str,
+        message: &str,
+    ) -> Option<Transition> {
+        self.last_ready = None;
+        if self.pause.is_some() {
+            return None;
+        }
+        let p = Pause {
+            since: now,
+            code: code.to_string(),
+            message: message.to_string(),
+            probes: 0,
+            next_probe: after(now, self.cfg.probe_min),
+        };
+        self.pause = Some(p.clone());
+        Some(Transition::Paused(p))
     }
 
     /// A task's outcome was recorded at `now`: `Some((code))` for a `retry_wait` failure,
@@ -646,5 +698,33 @@ mod tests {
             g.on_rate(Some("PAGE_NOT_RECOGNIZED")),
             Some(RateChange::Raised { hits: 2, window: 3 })
         );
+    }
+
+    #[test]
+    fn a_phone_lost_after_the_mark_pauses_without_a_retry_wait_and_is_overdue_after_the_bound() {
+        assert!(device_lost_after_mark("DEVICE_OFFLINE"));
+        for code in [
+            "UI_DUMP_FAILED",
+            "ORDER_NOT_FOUND",
+            "INTERRUPTED_AFTER_SUBMIT",
+        ] {
+            assert!(!device_lost_after_mark(code), "{code}");
+        }
+        let mut g = DeviceGate::new(GateConfig::default());
+        g.on_check(t0(), &DeviceCheck::Ready);
+        let tr = g.on_device_lost(at(2), "DEVICE_OFFLINE", "connection reset");
+        assert!(
+            matches!(tr, Some(Transition::Paused(ref p)) if p.since == at(2) && p.probes == 0),
+            "{tr:?}"
+        );
+        assert_eq!(g.retry_waits(), 0, "nothing was reported");
+        assert_eq!(g.next(at(2)), GateStep::Wait(s(1)));
+        assert_eq!(g.next(at(3)), GateStep::Probe);
+        // Already paused: no second transition.
+        assert_eq!(g.on_device_lost(at(3), "DEVICE_OFFLINE", "again"), None);
+        let max = GateConfig::default().reconcile_wait_max;
+        assert_eq!(max, s(1800));
+        assert!(!reconcile_overdue(t0(), at(1799), max));
+        assert!(reconcile_overdue(t0(), at(1800), max));
     }
 }

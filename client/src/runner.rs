@@ -21,6 +21,13 @@
 //!   (no claims; the pause is logged and saved for `status`) until a probe passes, probes
 //!   backing off 1 s → 60 s; consecutive `retry_wait`s of any code space the claims
 //!   (5 s doubling to 5 min) — the rules live in [`crate::gate`];
+//! - the phone lost after a purchase's irreversible mark (a device-loss failure,
+//!   [`crate::gate::device_lost_after_mark`]) is treated like a crash: nothing is
+//!   reported, the run stays open (marked, no outcome), the worker pauses for the phone,
+//!   and when a probe passes the run is reconciled through crash recovery
+//!   ([`Executor::recover_marked`]: never a second submit) before any new claim; a run
+//!   whose phone stays away `reconcile_wait_max` past its mark is reported
+//!   `manual_review` without the phone (the contract has no deadline: this bound is ours);
 //! - account trouble (a login page, a risk/verification page, `PAYMENT_METHOD_NOT_ALLOWED`,
 //!   or `unrecognized_pages_pause_after` `PAGE_NOT_RECOGNIZED` outcomes in a row) raises
 //!   an `account_paused` alert naming the task, the code and the attempt's artifacts;
@@ -31,6 +38,11 @@
 //! - pacing ([`crate::pacing`]): no claim sooner than `min_task_gap` after the last task
 //!   ended; at a live order cap (per rolling hour / day, counted from the store's
 //!   irreversible marks) the declared mode narrows to `dry_run` until the window passes;
+//! - the account fingerprint ([`crate::account`], issue 12 item 5): a client that would
+//!   declare `live` reads 个人中心 between tasks (first passing device check of the run,
+//!   daily, 5 min after a failure) and declares `dry_run` until a check succeeds or
+//!   while an `account_changed` alert is open (claims continue; `ack` accepts the new
+//!   account);
 //! - transient claim errors back off like the outbox (1 s doubling to 5 min, full jitter,
 //!   `Retry-After` honoured); permanent ones (4xx) raise an alert and stop claiming.
 
@@ -41,8 +53,8 @@ use tokio::sync::{watch, Notify};
 
 use cmautobuy_contract::{hash, validate};
 use cmautobuy_contract::{
-    Capabilities, ClientInfo, ClientProfile, DeviceInfo, ExecutionMode, FailureStatus, Task,
-    TaskType,
+    Capabilities, ClientInfo, ClientProfile, DeviceInfo, ExecutionMode, FailureStatus, FlowStep,
+    Task, TaskType,
 };
 
 use crate::clock::Clock;
@@ -75,11 +87,16 @@ pub const ALERT_CLOCK_SKEW: &str = "clock_skew";
 /// Alert kinds that do not stop claiming (`low_disk` holds claims itself, through the
 /// upkeep's free-disk floor, and is resolved by the client when space returns).
 pub const NON_BLOCKING_ALERTS: &[&str] = &[
+    ALERT_ACCOUNT_CHANGED,
     ALERT_CLOCK_SKEW,
     ALERT_LOW_DISK,
     ALERT_DEVICE,
     ALERT_UNRECOGNIZED_RATE,
 ];
+
+/// The account on the phone is not the one recorded for it (issue 12 item 5): live
+/// stops (the profile declares `dry_run`), claims continue; `ack` accepts the new account.
+pub use crate::account::ALERT_ACCOUNT_CHANGED;
 
 /// Too many unrecognised pages among the recent tasks (issue 12 item 6;
 /// [`crate::gate::UnrecognizedRate`]): non-blocking, resolved when the rate falls again.
@@ -229,6 +246,18 @@ pub struct Runner<G, E, C> {
     /// The clock check: when the phone was last read, its offset, and the refusal now in
     /// force (if any).
     clocks: Mutex<ClockState>,
+    /// The account check ([`crate::account`]): this run's state, and whether the
+    /// executor can check at all (`None` until asked).
+    account: Mutex<AccountState>,
+}
+
+#[derive(Default)]
+struct AccountState {
+    check: crate::account::CheckState,
+    applies: Option<bool>,
+    /// The refusal last recorded for `status` (`None`: nothing recorded by this run
+    /// yet, so the first note always writes over what an earlier run left).
+    noted: Option<Option<String>>,
 }
 
 #[derive(Default)]
@@ -260,6 +289,7 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
             live_cap: Mutex::new(None),
             last_backup: Mutex::new(None),
             clocks: Mutex::new(ClockState::default()),
+            account: Mutex::new(AccountState::default()),
             cfg,
             upkeep: None,
         }
@@ -341,6 +371,9 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
     pub fn profile(&self) -> Result<ClientProfile, StoreError> {
         let mut p = client_profile(&self.store.settings()?, self.executor.readiness());
         if p.capabilities.purchase_mode == ExecutionMode::Live && self.clock_refusal().is_some() {
+            p.capabilities.purchase_mode = ExecutionMode::DryRun;
+        }
+        if p.capabilities.purchase_mode == ExecutionMode::Live && self.account_refusal().is_some() {
             p.capabilities.purchase_mode = ExecutionMode::DryRun;
         }
         if p.capabilities.purchase_mode == ExecutionMode::Live {
@@ -494,6 +527,137 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
         }
     }
 
+    fn account_state(&self) -> std::sync::MutexGuard<'_, AccountState> {
+        self.account.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Why live is refused for the account now, if it is (issue 12 item 5): an open
+    /// `account_changed` alert (also across a restart), or — once the executor has shown
+    /// it can check — no successful check yet this run, or a failed one since the last
+    /// success went stale.
+    pub fn account_refusal(&self) -> Option<String> {
+        match self.store.open_alerts() {
+            Ok(a) if a.iter().any(|a| a.kind == ALERT_ACCOUNT_CHANGED) => {
+                return Some("account changed on this phone".into())
+            }
+            Ok(_) => {}
+            Err(e) => return Some(format!("cannot read operator alerts: {e}")),
+        }
+        let st = self.account_state();
+        if st.applies != Some(true) {
+            return None;
+        }
+        st.check.refusal(self.clock.now())
+    }
+
+    /// The account check before a claim, between tasks (issue 12 item 5): only while
+    /// this client would declare `live`, at the first passing device check of the run,
+    /// daily after, and 5 min after a failed check. The first reading on this phone is
+    /// recorded as its baseline; another account raises an `account_changed` alert (live
+    /// stops, claims continue) until `ack` accepts it; the recorded account seen again
+    /// closes that alert. A failed check keeps live off until one succeeds.
+    pub async fn check_account(&self) {
+        let settings = match self.store.settings() {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read settings for the account check");
+                return;
+            }
+        };
+        let would_be_live = client_profile(&settings, self.executor.readiness())
+            .capabilities
+            .purchase_mode
+            == ExecutionMode::Live;
+        let now = self.clock.now();
+        if !would_be_live || !self.account_state().check.due(now) {
+            self.note_account_refusal();
+            return;
+        }
+        let Some(check) = self.executor.check_account().await else {
+            self.account_state().applies = Some(false);
+            return;
+        };
+        let serial = settings.device.clone().unwrap_or_default();
+        let outcome = match check {
+            crate::executor::AccountCheck::Read(r) => {
+                match self.store.record_account_check(&serial, &r, now) {
+                    Ok((verdict, before)) => Ok((r, verdict, before)),
+                    Err(e) => Err(format!("the reading could not be recorded: {e}")),
+                }
+            }
+            crate::executor::AccountCheck::Failed { code, message } => {
+                Err(format!("[{code}] {message}"))
+            }
+        };
+        {
+            let mut st = self.account_state();
+            st.applies = Some(true);
+            match &outcome {
+                Ok(_) => {
+                    st.check.ok_at = Some(now);
+                    st.check.failed = None;
+                }
+                Err(why) => st.check.failed = Some((now, why.clone())),
+            }
+        }
+        match outcome {
+            Ok((r, crate::account::Verdict::Baseline, _)) => {
+                tracing::info!(device = %serial, account = %r.describe(), "account fingerprint recorded as this phone's baseline");
+            }
+            Ok((r, crate::account::Verdict::Same, _)) => {
+                tracing::info!(device = %serial, account = %r.describe(), "account check: the recorded account");
+                match self.store.resolve_alerts(ALERT_ACCOUNT_CHANGED, now) {
+                    Ok(n) if n > 0 => tracing::info!(
+                        "the recorded account is back on the phone: account_changed closed"
+                    ),
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!(error = %e, "cannot close account_changed"),
+                }
+            }
+            Ok((r, crate::account::Verdict::Changed, before)) => {
+                let old = before
+                    .map(|f| f.baseline.describe())
+                    .unwrap_or_else(|| "-".into());
+                let open = self
+                    .store
+                    .open_alerts()
+                    .map(|a| a.iter().any(|a| a.kind == ALERT_ACCOUNT_CHANGED))
+                    .unwrap_or(false);
+                tracing::error!(device = %serial, recorded = %old, now = %r.describe(), "the account on the phone changed: declaring dry_run until acknowledged");
+                if !open {
+                    let msg = format!(
+                        "手机 {serial} 上的账号已变更 / the account on phone {serial} changed: recorded {old}, now {}",
+                        r.describe()
+                    );
+                    if let Err(e) = self
+                        .store
+                        .raise_alert(ALERT_ACCOUNT_CHANGED, None, &msg, now)
+                    {
+                        tracing::warn!(error = %e, "cannot save the account_changed alert");
+                    }
+                }
+            }
+            Err(why) => {
+                tracing::warn!(device = %serial, %why, "account check failed: declaring dry_run until a check succeeds (collects and dry runs continue)");
+            }
+        }
+        self.note_account_refusal();
+    }
+
+    /// Records the account refusal for `status` when it changed.
+    fn note_account_refusal(&self) {
+        let now = self.account_refusal();
+        let mut st = self.account_state();
+        if st.noted.as_ref() == Some(&now) {
+            return;
+        }
+        if let Err(e) = self.store.set_account_refusal(now.as_deref()) {
+            tracing::warn!(error = %e, "cannot record the account refusal");
+            return;
+        }
+        st.noted = Some(now);
+    }
+
     /// Marks the end of a task: the pacing gap counts from now.
     fn task_ended(&self) {
         *self.last_task_end.lock().unwrap_or_else(|p| p.into_inner()) = Some(self.clock.now());
@@ -560,6 +724,13 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
         let outcome = if marked {
             match self.executor.recover_marked(job.clone()).await {
                 Some(Outcome::Failure(mut f)) => {
+                    // The phone went away (again): the run stays open until it answers.
+                    if crate::gate::device_lost_after_mark(&f.error.code) {
+                        match self.keep_open(&job, &f.error.code, &f.error.message) {
+                            Ok(()) => return Ok(()),
+                            Err(overdue) => overdue.apply(&mut f),
+                        }
+                    }
                     // Defence in depth: after the mark, every failure is manual_review.
                     f.status = FailureStatus::ManualReview;
                     f.error.retryable = false;
@@ -585,6 +756,154 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
         };
         self.task_ended();
         self.record(&job, outcome)
+    }
+
+    /// A marked run whose phone went away (a device-loss failure after the mark): keeps
+    /// it open — no outcome, nothing reported, exactly as a crash leaves it — and pauses
+    /// the worker for the phone; the claim loop reconciles it through
+    /// [`Runner::reconcile_waiting`] once a probe passes. `Err` when it has waited past
+    /// `reconcile_wait_max` since its mark: the caller reports it `manual_review`.
+    fn keep_open(&self, job: &Job, code: &str, message: &str) -> Result<(), Overdue> {
+        let now = self.clock.now();
+        let marked_at = self
+            .store
+            .run(job.run.id)
+            .ok()
+            .and_then(|r| r.irreversible_action_at);
+        let mark = marked_at
+            .as_deref()
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+            .map(|t| t.with_timezone(&chrono::Utc));
+        let max = self.cfg.gate.reconcile_wait_max;
+        let overdue = Overdue {
+            device: self.device_name(),
+            marked_at: marked_at.clone().unwrap_or_default(),
+            max,
+        };
+        let Some(mark) = mark else {
+            return Err(overdue);
+        };
+        if crate::gate::reconcile_overdue(mark, now, max) {
+            tracing::error!(task_id = %job.task.remote_task_id, attempt_id = %job.run.attempt_id, marked_at = %overdue.marked_at, "the phone stayed away past reconcile_wait_max after the 提交订单 tap: reporting manual_review, the order may exist");
+            return Err(overdue);
+        }
+        tracing::warn!(task_id = %job.task.remote_task_id, attempt_id = %job.run.attempt_id, marked_at = %overdue.marked_at, %code, %message, "the phone went away after the 提交订单 tap: the run stays open (like a crash) and is reconciled when the phone answers, never submitted again");
+        let why = format!(
+            "order placed on {}, waiting for the phone to reconcile it (task {}, submitted {}): {message}",
+            overdue.device, job.task.remote_task_id, overdue.marked_at
+        );
+        let t = self.gate().on_device_lost(now, code, &why);
+        self.transition(t);
+        self.task_ended();
+        Ok(())
+    }
+
+    /// The phone this client drives, as configured (for messages).
+    fn device_name(&self) -> String {
+        self.store
+            .settings()
+            .ok()
+            .and_then(|s| s.device)
+            .filter(|d| !d.is_empty())
+            .unwrap_or_else(|| "the phone".to_string())
+    }
+
+    /// The marked runs left open (the phone went away after the mark, or a crash), with
+    /// their tasks, oldest first.
+    fn waiting_runs(&self) -> Result<Vec<(crate::store::StoredTask, crate::store::Run)>, RunError> {
+        let mut out = Vec::new();
+        for t in self.store.unfinished_tasks()? {
+            if t.task_type != TaskType::Purchase.as_str() || t.state == TaskState::Reporting {
+                continue;
+            }
+            for run in self.store.open_runs(t.id)? {
+                if run.irreversible_action_at.is_some() {
+                    out.push((t.clone(), run));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Runs waiting for their phone past `reconcile_wait_max` while the worker is paused
+    /// for it: reported `manual_review` now, without the phone (the message says an
+    /// order may exist and where to look).
+    fn report_overdue(&self) -> Result<(), RunError> {
+        if self.gate().pause().is_none() {
+            return Ok(());
+        }
+        let now = self.clock.now();
+        let max = self.cfg.gate.reconcile_wait_max;
+        for (task, run) in self.waiting_runs()? {
+            let Some(mark) = run
+                .irreversible_action_at
+                .as_deref()
+                .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+                .map(|t| t.with_timezone(&chrono::Utc))
+            else {
+                continue;
+            };
+            if !crate::gate::reconcile_overdue(mark, now, max) {
+                continue;
+            }
+            let overdue = Overdue {
+                device: self.device_name(),
+                marked_at: run.irreversible_action_at.clone().unwrap_or_default(),
+                max,
+            };
+            let job = Job {
+                client_id: self.store.client_id()?,
+                task: task.clone(),
+                run,
+                declared_mode: ExecutionMode::DryRun,
+                previous_run: None,
+            };
+            let since = self
+                .gate()
+                .pause()
+                .map(|p| cmautobuy_contract::time::format_utc(p.since))
+                .unwrap_or_default();
+            let mut f = failure(
+                &job,
+                FailureStatus::ManualReview,
+                "DEVICE_OFFLINE",
+                &format!("the phone has not answered since {since}"),
+                Some(FlowStep::ReconcileOrder.as_str()),
+            );
+            overdue.apply(&mut f);
+            f.diagnostics.insert(
+                "artifact_ref".into(),
+                serde_json::Value::String(format!(
+                    "{}:artifacts/{}/{}/",
+                    job.client_id,
+                    crate::artifacts::safe_component(&job.task.remote_task_id),
+                    crate::artifacts::safe_component(&job.run.attempt_id)
+                )),
+            );
+            tracing::error!(task_id = %job.task.remote_task_id, attempt_id = %job.run.attempt_id, marked_at = %overdue.marked_at, "the phone stayed away past reconcile_wait_max after the 提交订单 tap: reporting manual_review, the order may exist");
+            self.task_ended();
+            self.record(&job, Outcome::Failure(Box::new(f)))?;
+        }
+        Ok(())
+    }
+
+    /// Before any new claim (the device gate has just passed): reconciles the marked runs
+    /// left open through crash recovery. `Some(step)` when there was one.
+    async fn reconcile_waiting(&self) -> Result<Option<ClaimStep>, RunError> {
+        let waiting = self.waiting_runs()?;
+        let Some((task, _)) = waiting.first() else {
+            return Ok(None);
+        };
+        let remote_task_id = task.remote_task_id.clone();
+        let declared = self.profile()?.capabilities.purchase_mode;
+        for (task, run) in waiting {
+            tracing::info!(task_id = %task.remote_task_id, attempt_id = %run.attempt_id, "the phone answers: reconciling the order placed before it went away");
+            self.recover_purchase(&task, run, declared).await?;
+            if self.gate().pause().is_some() {
+                break; // away again: the rest waits too
+            }
+        }
+        Ok(Some(ClaimStep::Processed { remote_task_id }))
     }
 
     fn gate(&self) -> std::sync::MutexGuard<'_, DeviceGate> {
@@ -699,10 +1018,16 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
         if let Some(step) = self.gap_step() {
             return Ok(step);
         }
+        self.report_overdue()?;
         if let Some(step) = self.gate_step().await {
             return Ok(step);
         }
+        // Orders placed on a phone that went away are reconciled before any new claim.
+        if let Some(step) = self.reconcile_waiting().await? {
+            return Ok(step);
+        }
         self.check_clocks().await;
+        self.check_account().await;
         let profile = self.profile()?;
         let declared = profile.capabilities.purchase_mode;
         let result = self.gateway.claim_next(&profile).await;
@@ -813,6 +1138,23 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
             )))
         } else {
             self.executor.execute(job.clone()).await
+        };
+        let outcome = match outcome {
+            Outcome::Failure(mut f) if crate::gate::device_lost_after_mark(&f.error.code) => {
+                let marked = self
+                    .store
+                    .run(job.run.id)
+                    .is_ok_and(|r| r.irreversible_action_at.is_some());
+                if marked {
+                    match self.keep_open(&job, &f.error.code, &f.error.message) {
+                        // Open, like a crash leaves it; reconciled when the phone answers.
+                        Ok(()) => return Ok(()),
+                        Err(overdue) => overdue.apply(&mut f),
+                    }
+                }
+                Outcome::Failure(f)
+            }
+            o => o,
         };
         self.task_ended();
         self.record(&job, outcome)?;
@@ -965,6 +1307,45 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
                 }
             }
         }
+    }
+}
+
+/// A marked run whose phone stayed away past `reconcile_wait_max`: what its
+/// `manual_review` says.
+struct Overdue {
+    device: String,
+    marked_at: String,
+    max: Duration,
+}
+
+impl Overdue {
+    /// Makes `f` the `manual_review` report of a run the phone left unreconciled: the
+    /// message says that an unpaid order may exist and where to look for it.
+    fn apply(&self, f: &mut cmautobuy_contract::FailureRequest) {
+        f.status = FailureStatus::ManualReview;
+        f.error.retryable = false;
+        let before = std::mem::take(&mut f.error.message);
+        f.error.message = format!(
+            "订单可能已生成：提交订单后手机离线，{} 秒内未能核对，请在手机 {} 的待付款中查找（不要付款） / the order may exist: the phone {} went away after the 提交订单 tap at {} and did not answer within {} s to reconcile it; look for an unpaid order in 待付款 on it (never pay){}",
+            self.max.as_secs(),
+            self.device,
+            self.device,
+            self.marked_at,
+            self.max.as_secs(),
+            if before.is_empty() {
+                String::new()
+            } else {
+                format!(" — {before}")
+            }
+        );
+        f.diagnostics.insert(
+            "irreversible_action_at".into(),
+            serde_json::Value::String(self.marked_at.clone()),
+        );
+        f.diagnostics.insert(
+            "reconcile_wait_max_secs".into(),
+            serde_json::Value::from(self.max.as_secs()),
+        );
     }
 }
 

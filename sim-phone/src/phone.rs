@@ -176,6 +176,12 @@ impl SimPhoneHandle {
         d.extra_dump_faults.push((n, fault));
     }
 
+    /// Go offline right after the command that brings the ledger to `orders` orders
+    /// (the 提交订单 tap), once; `None` disarms it. See `FaultPlan::offline_after_orders`.
+    pub fn set_offline_after_orders(&self, orders: Option<usize>) {
+        self.shared.lock().cfg.faults.offline_after_orders = orders;
+    }
+
     /// Take the phone offline (every connection is cut, new ones are closed at once) or
     /// bring it back.
     pub fn set_offline(&self, offline: bool) {

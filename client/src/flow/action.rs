@@ -13,7 +13,7 @@ use cmautobuy_contract::{
 use super::confirmation::Confirmation;
 use super::failure::FlowFailure;
 use crate::screen::windows::CoverKind;
-use crate::screen::{Point, Screen, TopGoods};
+use crate::screen::{AccountReading, Point, Screen, TopGoods};
 
 /// What a flow asks the driver to do next.
 #[derive(Clone, Debug, PartialEq)]
@@ -193,6 +193,9 @@ pub enum EffectOutcome {
 #[derive(Clone, Debug)]
 pub struct Observed {
     pub screen: Screen,
+    /// The account 个人中心 shows, when the dump is the profile page
+    /// (`crate::screen::profile::read`; orthogonal to the page kind).
+    pub account: Option<AccountReading>,
     pub artifact_id: Option<String>,
 }
 
@@ -203,6 +206,8 @@ pub enum FlowOutcome {
     Collected(Box<PddData>),
     /// A purchase result (dry run or live).
     Purchased(Box<PurchaseResult>),
+    /// The account check read 个人中心 ([`super::account::AccountFlow`]).
+    Account(AccountReading),
     Failed(FlowFailure),
 }
 

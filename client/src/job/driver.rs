@@ -220,6 +220,7 @@ where
                         } else {
                             Observation::Screen(Box::new(Observed {
                                 screen,
+                                account: crate::screen::profile::read(&dump.tree),
                                 artifact_id,
                             }))
                         }

@@ -18,7 +18,7 @@ use super::attempt::{
 use super::driver::DriveStats;
 use super::purchase::PurchaseBackend;
 use super::source::DeviceSource;
-use crate::executor::{DeviceCheck, Executor, Job, Outcome, Readiness};
+use crate::executor::{AccountCheck, DeviceCheck, Executor, Job, Outcome, Readiness};
 use crate::flow::FlowFailure;
 
 /// Runs collect and purchase tasks on a device.
@@ -98,6 +98,29 @@ impl<S: DeviceSource> Executor for FlowExecutor<S> {
                 message: format!("the device check panicked: {e}"),
             },
         }
+    }
+
+    async fn check_account(&self) -> Option<AccountCheck> {
+        let source = self.source.clone();
+        let joined = tokio::task::spawn_blocking(move || super::account::check(&*source)).await;
+        Some(match joined {
+            Ok((check, stats)) => {
+                tracing::info!(
+                    round_trips = stats.round_trips(),
+                    dumps = stats.dumps,
+                    taps = stats.taps,
+                    open_urls = stats.open_urls,
+                    wall_ms = stats.wall_ms,
+                    ?check,
+                    "account check on 个人中心"
+                );
+                check
+            }
+            Err(e) => AccountCheck::Failed {
+                code: "PAGE_NOT_RECOGNIZED".into(),
+                message: format!("the account check panicked: {e}"),
+            },
+        })
     }
 
     async fn phone_clock_offset_ms(&self) -> Option<i64> {

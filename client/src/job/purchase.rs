@@ -399,7 +399,7 @@ pub fn run_job<S: DeviceSource + ?Sized>(
             let f = if flow.marked() { after_mark(f) } else { f };
             ctx.fail(&f, Some(&rep.trace))
         }
-        FlowOutcome::Collected(_) => ctx.fail(
+        FlowOutcome::Collected(_) | FlowOutcome::Account(_) => ctx.fail(
             &after_mark(FlowFailure::manual(
                 FailureCode::PageNotRecognized,
                 FlowStep::Report,
@@ -450,10 +450,13 @@ pub fn recover_run<S: DeviceSource + ?Sized>(
     let device = match source.device() {
         Ok(d) => d,
         Err(e) => {
-            let f = interrupted(format!(
-                "interrupted after the irreversible mark and the phone is not reachable: {}",
-                e
-            ));
+            // A device-loss code: the runner keeps the run open until the phone answers
+            // (`gate::device_lost_after_mark`), and reports this only past its bound.
+            let f = FlowFailure::manual(
+                FailureCode::DeviceOffline,
+                FlowStep::Recover,
+                format!("after the irreversible mark the phone is not reachable: {e}"),
+            );
             let out = ctx.fail(&f, None);
             let r = ctx.report(&out, DriveStats::default(), None);
             return (out, r);
@@ -495,7 +498,7 @@ pub fn recover_run<S: DeviceSource + ?Sized>(
     let outcome = match rep.outcome {
         FlowOutcome::Purchased(r) => result_of(job, *r),
         FlowOutcome::Failed(f) => ctx.fail(&after_mark(f), Some(&rep.trace)),
-        FlowOutcome::Collected(_) => {
+        FlowOutcome::Collected(_) | FlowOutcome::Account(_) => {
             ctx.fail(&interrupted("unexpected collect result".into()), None)
         }
     };

@@ -100,6 +100,38 @@ impl Store {
     }
 }
 
+/// A purchase run with its irreversible mark and no outcome: its order may exist on the
+/// phone and is waiting to be reconciled (the phone went away after the 提交订单 tap, or
+/// the process stopped there). [`Store::awaiting_reconcile`].
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct AwaitingReconcile {
+    pub remote_task_id: String,
+    pub attempt_id: String,
+    /// The irreversible mark (just before the 提交订单 tap), RFC 3339 UTC.
+    pub marked_at: String,
+}
+
+impl Store {
+    /// Every run that carries an irreversible mark and no outcome, oldest mark first.
+    pub fn awaiting_reconcile(&self) -> Result<Vec<AwaitingReconcile>> {
+        let conn = self.lock();
+        let mut st = conn.prepare(
+            "SELECT t.remote_task_id, r.attempt_id, r.irreversible_action_at
+             FROM task_runs r JOIN tasks t ON t.id = r.task_id
+             WHERE r.irreversible_action_at IS NOT NULL AND r.outcome IS NULL
+             ORDER BY r.irreversible_action_at, r.id",
+        )?;
+        let rows = st.query_map([], |r| {
+            Ok(AwaitingReconcile {
+                remote_task_id: r.get(0)?,
+                attempt_id: r.get(1)?,
+                marked_at: r.get(2)?,
+            })
+        })?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+}
+
 /// The outcome labels of evidence runs start with this (`manual_review:CODE`).
 const MANUAL_REVIEW_PREFIX: &str = "manual_review:";
 

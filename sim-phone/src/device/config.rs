@@ -47,6 +47,11 @@ pub struct FaultPlan {
     /// After this many shell commands the device goes offline (connections dropped,
     /// new ones closed) until `SimPhoneHandle::set_offline(false)`.
     pub offline_after_commands: Option<u64>,
+    /// Once the ledger holds this many orders, the phone goes offline right after the
+    /// command that placed the last one (the 提交订单 tap: its answer is cut too) until
+    /// `SimPhoneHandle::set_offline(false)`; fires once. A phone that drops off Wi-Fi
+    /// or USB just after the order was placed.
+    pub offline_after_orders: Option<usize>,
     /// Chance in percent that any dump fails with "could not get idle state" (drawn from
     /// the seeded RNG, so a given seed fails the same dumps every run).
     pub random_idle_failure_percent: u8,
