@@ -281,6 +281,10 @@ string_enum! {
         // changed since the claim was declared live; issue 12 item 6): nothing touched,
         // retry_wait — the client declares dry_run until a dry run proves the version.
         PddVersionUnproven = "PDD_VERSION_UNPROVEN",
+        // The phone refuses injected input (MIUI / HyperOS without "USB调试（安全设置）"):
+        // nothing was tapped; the worker pauses until a probe key event goes through
+        // (retry_wait).
+        InputInjectionDenied = "INPUT_INJECTION_DENIED",
     }
 }
 

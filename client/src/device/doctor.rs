@@ -46,6 +46,9 @@ pub struct DoctorReport {
     /// `package/activity` of the focused window.
     pub foreground: Option<String>,
     pub pdd_in_foreground: Option<bool>,
+    /// Whether the phone accepts injected input (one `input keyevent 0`; MIUI / HyperOS
+    /// refuse it until "USB调试（安全设置）" is on).
+    pub input_injection: Option<bool>,
     pub problems: Vec<Problem>,
     pub ready: bool,
 }
@@ -65,6 +68,7 @@ impl DoctorReport {
             pdd_version: None,
             foreground: None,
             pdd_in_foreground: None,
+            input_injection: None,
             problems: Vec::new(),
             ready: false,
         }
@@ -112,6 +116,14 @@ impl DoctorReport {
             None => s.push_str(&format!("pdd:          {pdd}\n")),
         }
         s.push_str(&format!("foreground:   {}\n", opt(&self.foreground)));
+        s.push_str(&format!(
+            "input:        {}\n",
+            match self.input_injection {
+                Some(true) => "accepted",
+                Some(false) => "REFUSED (INJECT_EVENTS)",
+                None => "-",
+            }
+        ));
         for p in &self.problems {
             s.push_str(&format!("problem:      [{}] {}\n", p.code, p.message));
         }
@@ -214,6 +226,17 @@ pub fn check(dev: &AdbDevice) -> DoctorReport {
                 .foreground
                 .as_ref()
                 .map(|f| f.starts_with(&format!("{PDD_PACKAGE}/")));
+        }
+        Err(e) => r.error(&e),
+    }
+
+    // The MIUI trap: `input` is refused until "USB调试（安全设置）" is on. One key no app
+    // acts on (KEYCODE_UNKNOWN) tells.
+    match dev.key(KeyCode::UNKNOWN) {
+        Ok(()) => r.input_injection = Some(true),
+        Err(e @ DeviceError::InputDenied { .. }) => {
+            r.input_injection = Some(false);
+            r.problem(e.failure_code(), e.to_string());
         }
         Err(e) => r.error(&e),
     }

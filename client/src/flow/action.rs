@@ -142,6 +142,10 @@ pub enum Observation {
     Done,
     /// The device did not perform the last action (offline, timed out).
     DeviceError { message: String, retryable: bool },
+    /// The phone refused the injected gesture or key (`INJECT_EVENTS`: MIUI / HyperOS
+    /// without "USB调试（安全设置）"): nothing reached the app, and nothing will until a
+    /// human turns the switch on. The task ends `INPUT_INJECTION_DENIED`.
+    InputRefused { message: String },
     /// The device guard refused the last tap (a submit control, a pay action, or no
     /// fresh dump to judge it on): nothing reached the phone. Flows fail closed.
     TapRefused { reason: String },

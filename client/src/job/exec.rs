@@ -6,6 +6,7 @@
 //! reported failure (`manual_review` once the run is marked), and keeps every job's
 //! [`TaskReport`] for `rehearse` and the run log.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use cmautobuy_contract::{FailureCode, FlowStep};
@@ -31,6 +32,10 @@ pub struct FlowExecutor<S: DeviceSource> {
     purchase: Option<Arc<dyn PurchaseBackend>>,
     /// The PDD version last read (device check or task start; `None`: not read yet).
     version_read: Arc<Mutex<Option<crate::gate::PddVersionRead>>>,
+    /// A task ended `INPUT_INJECTION_DENIED`: the device checks probe injected input
+    /// (one `KEYCODE_UNKNOWN`) until it goes through — the ordinary check cannot see
+    /// MIUI's switch.
+    input_refused: Arc<AtomicBool>,
 }
 
 impl<S: DeviceSource> FlowExecutor<S> {
@@ -42,6 +47,7 @@ impl<S: DeviceSource> FlowExecutor<S> {
             hook: None,
             purchase: None,
             version_read: Arc::new(Mutex::new(None)),
+            input_refused: Arc::default(),
         }
     }
 
@@ -141,7 +147,17 @@ impl<S: DeviceSource> Executor for FlowExecutor<S> {
 
     async fn check_device(&self) -> DeviceCheck {
         let source = self.source.clone();
-        match tokio::task::spawn_blocking(move || source.check()).await {
+        let probe_input = self.input_refused.clone();
+        let checked = tokio::task::spawn_blocking(move || {
+            let state = source.check()?;
+            if probe_input.load(Ordering::SeqCst) {
+                probe_injected_input(&*source)?;
+                probe_input.store(false, Ordering::SeqCst);
+                tracing::info!("the phone accepts injected input again");
+            }
+            Ok::<_, crate::device::doctor::Problem>(state)
+        });
+        match checked.await {
             Ok(Ok(state)) => {
                 self.note_version(state.pdd_version.as_deref());
                 DeviceCheck::Ready
@@ -250,6 +266,11 @@ impl<S: DeviceSource> Executor for FlowExecutor<S> {
                 (out, rep)
             }
         };
+        if let Outcome::Failure(f) = &outcome {
+            if f.error.code.as_str() == FailureCode::InputInjectionDenied.as_str() {
+                self.input_refused.store(true, Ordering::SeqCst);
+            }
+        }
         tracing::info!(task_id = %report.task_id, outcome = %report.outcome, dumps = report.stats.dumps, taps = report.stats.taps, wall_ms = report.stats.wall_ms, "task finished on the device");
         if let Some(h) = &self.hook {
             h(&report);
@@ -291,4 +312,17 @@ impl<S: DeviceSource> Executor for FlowExecutor<S> {
             }
         }
     }
+}
+
+/// One `input keyevent 0` (`KEYCODE_UNKNOWN`, which no app acts on): `Ok` when the phone
+/// accepts injected input.
+fn probe_injected_input<S: DeviceSource + ?Sized>(
+    source: &S,
+) -> Result<(), crate::device::doctor::Problem> {
+    let problem = |e: crate::device::DeviceError| crate::device::doctor::Problem {
+        code: e.failure_code().into(),
+        message: e.to_string(),
+    };
+    let device = source.device().map_err(problem)?;
+    device.key(crate::device::KeyCode::UNKNOWN).map_err(problem)
 }
