@@ -37,7 +37,9 @@
 //!   every tap with the window it reached): must be 0;
 //! - every pause seen, and whether it is explained: a device pause during or within
 //!   2 minutes after an offline window or a phone-state fault of that phone, an account pause on a task that
-//!   is a risk/login collect.
+//!   is a risk/login collect, a `pdd_version_unproven` hold naming the phone's version
+//!   (the first version of a fresh store: live waits for a dry run to prove it; the
+//!   simulated operator does not ack it).
 //!
 //! Exit 0 when the invariants hold (0 lost, 0 duplicated, 0 second orders, 0 orphans, 0
 //! unexplained pauses, nothing left open), 1 otherwise. `scripts/soak` builds the release
@@ -648,6 +650,8 @@ fn soak() -> Result<bool, String> {
                             .iter()
                             .any(|(a, b, _)| p.at + 10.0 >= *a && p.at <= b + 120.0)
                 }
+                // A fresh store's first PDD version (live only after a dry run proved it).
+                "version" => p.reason.contains("is not proven"),
                 _ => p.task.as_ref().is_some_and(|t| troubled.contains(t)),
             } && !p.reason.trim().is_empty();
             if !explained {
@@ -918,6 +922,19 @@ fn operator_poll(
     for a in v["alerts"].as_array().cloned().unwrap_or_default() {
         let Some(id) = a["id"].as_i64() else { continue };
         if s.acked.contains(&id) || s.pauses.iter().any(|p| p.alert_id == Some(id)) {
+            continue;
+        }
+        // The new-PDD-version gate (issue 12 item 6): live paused until a dry run proves
+        // the phone's version. Not acked — an operator does not prove a version blindly;
+        // the client closes it after the first successful dry-run purchase.
+        if a["kind"] == "pdd_version_unproven" {
+            s.pauses.push(Pause {
+                at: t,
+                kind: "version",
+                reason: a["message"].as_str().unwrap_or("").to_string(),
+                task: None,
+                alert_id: Some(id),
+            });
             continue;
         }
         s.pauses.push(Pause {
