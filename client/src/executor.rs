@@ -38,6 +38,15 @@ pub enum DeviceCheck {
     NotReady { code: String, message: String },
 }
 
+/// The account check's answer (issue 12 item 5).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AccountCheck {
+    /// 个人中心 showed this account.
+    Read(crate::screen::AccountReading),
+    /// 个人中心 was not reached or showed nothing readable: a stable code and why.
+    Failed { code: String, message: String },
+}
+
 /// A claimed task handed to the executor.
 #[derive(Clone, Debug)]
 pub struct Job {
@@ -75,6 +84,13 @@ pub trait Executor: Send + Sync + 'static {
     /// `max_clock_skew`); `None`: no phone, or it cannot be read. Asked at start and
     /// hourly.
     fn phone_clock_offset_ms(&self) -> impl Future<Output = Option<i64>> + Send {
+        async { None }
+    }
+
+    /// Reads the account 个人中心 shows (issue 12 item 5), between tasks; the runner asks
+    /// before the first claim that could be live and daily after. `None`: this executor
+    /// has no phone to read (no account gate applies).
+    fn check_account(&self) -> impl Future<Output = Option<AccountCheck>> + Send {
         async { None }
     }
 

@@ -45,6 +45,8 @@ pub const DEVICE_FAILURE_CODES: &[&str] = &[
     "BATTERY_LOW",
     "BATTERY_HOT",
     "PDD_NOT_INSTALLED",
+    // MIUI's input-injection switch: the device check probes input while paused for it.
+    "INPUT_INJECTION_DENIED",
 ];
 
 /// Failure codes that mean the phone went away (ADB gone, offline, device calls timing
@@ -80,6 +82,7 @@ pub const HUMAN_DEVICE_CODES: &[&str] = &[
     "BATTERY_HOT",
     "PDD_NOT_INSTALLED",
     "DEVICE_UNAUTHORIZED",
+    "INPUT_INJECTION_DENIED",
 ];
 
 /// Whether a device pause with this code needs a human (see [`HUMAN_DEVICE_CODES`]).

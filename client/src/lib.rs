@@ -20,6 +20,8 @@
 //!   `0600` (Unix).
 //! - [`upkeep`] — bounded resources: the artifact sweep, outbox compaction, the
 //!   free-disk floor (`low_disk`).
+//! - [`account`] — the account fingerprint read from 个人中心 (issue 12 item 5), sans-IO:
+//!   baseline, same or changed; when the check is due; why live is refused.
 //! - [`clock`], [`secret`] — injected time; the token wrapper that never prints.
 //! - [`notify`] — alerts out: webhooks (JSON, 企业微信, 钉钉, 飞书), deduplicated, with a
 //!   daily summary, from a durable queue; [`metrics`] and [`console`] — the Prometheus
@@ -45,6 +47,7 @@ pub mod device;
 pub mod money;
 pub mod screen;
 
+pub mod account;
 pub mod app;
 pub mod artifacts;
 pub mod clock;

@@ -38,6 +38,11 @@
 //! - pacing ([`crate::pacing`]): no claim sooner than `min_task_gap` after the last task
 //!   ended; at a live order cap (per rolling hour / day, counted from the store's
 //!   irreversible marks) the declared mode narrows to `dry_run` until the window passes;
+//! - the account fingerprint ([`crate::account`], issue 12 item 5): a client that would
+//!   declare `live` reads 个人中心 between tasks (first passing device check of the run,
+//!   daily, 5 min after a failure) and declares `dry_run` until a check succeeds or
+//!   while an `account_changed` alert is open (claims continue; `ack` accepts the new
+//!   account);
 //! - transient claim errors back off like the outbox (1 s doubling to 5 min, full jitter,
 //!   `Retry-After` honoured); permanent ones (4xx) raise an alert and stop claiming.
 
@@ -82,11 +87,16 @@ pub const ALERT_CLOCK_SKEW: &str = "clock_skew";
 /// Alert kinds that do not stop claiming (`low_disk` holds claims itself, through the
 /// upkeep's free-disk floor, and is resolved by the client when space returns).
 pub const NON_BLOCKING_ALERTS: &[&str] = &[
+    ALERT_ACCOUNT_CHANGED,
     ALERT_CLOCK_SKEW,
     ALERT_LOW_DISK,
     ALERT_DEVICE,
     ALERT_UNRECOGNIZED_RATE,
 ];
+
+/// The account on the phone is not the one recorded for it (issue 12 item 5): live
+/// stops (the profile declares `dry_run`), claims continue; `ack` accepts the new account.
+pub use crate::account::ALERT_ACCOUNT_CHANGED;
 
 /// Too many unrecognised pages among the recent tasks (issue 12 item 6;
 /// [`crate::gate::UnrecognizedRate`]): non-blocking, resolved when the rate falls again.
@@ -236,6 +246,18 @@ pub struct Runner<G, E, C> {
     /// The clock check: when the phone was last read, its offset, and the refusal now in
     /// force (if any).
     clocks: Mutex<ClockState>,
+    /// The account check ([`crate::account`]): this run's state, and whether the
+    /// executor can check at all (`None` until asked).
+    account: Mutex<AccountState>,
+}
+
+#[derive(Default)]
+struct AccountState {
+    check: crate::account::CheckState,
+    applies: Option<bool>,
+    /// The refusal last recorded for `status` (`None`: nothing recorded by this run
+    /// yet, so the first note always writes over what an earlier run left).
+    noted: Option<Option<String>>,
 }
 
 #[derive(Default)]
@@ -267,6 +289,7 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
             live_cap: Mutex::new(None),
             last_backup: Mutex::new(None),
             clocks: Mutex::new(ClockState::default()),
+            account: Mutex::new(AccountState::default()),
             cfg,
             upkeep: None,
         }
@@ -348,6 +371,9 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
     pub fn profile(&self) -> Result<ClientProfile, StoreError> {
         let mut p = client_profile(&self.store.settings()?, self.executor.readiness());
         if p.capabilities.purchase_mode == ExecutionMode::Live && self.clock_refusal().is_some() {
+            p.capabilities.purchase_mode = ExecutionMode::DryRun;
+        }
+        if p.capabilities.purchase_mode == ExecutionMode::Live && self.account_refusal().is_some() {
             p.capabilities.purchase_mode = ExecutionMode::DryRun;
         }
         if p.capabilities.purchase_mode == ExecutionMode::Live {
@@ -499,6 +525,137 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
             }
             _ => {}
         }
+    }
+
+    fn account_state(&self) -> std::sync::MutexGuard<'_, AccountState> {
+        self.account.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Why live is refused for the account now, if it is (issue 12 item 5): an open
+    /// `account_changed` alert (also across a restart), or — once the executor has shown
+    /// it can check — no successful check yet this run, or a failed one since the last
+    /// success went stale.
+    pub fn account_refusal(&self) -> Option<String> {
+        match self.store.open_alerts() {
+            Ok(a) if a.iter().any(|a| a.kind == ALERT_ACCOUNT_CHANGED) => {
+                return Some("account changed on this phone".into())
+            }
+            Ok(_) => {}
+            Err(e) => return Some(format!("cannot read operator alerts: {e}")),
+        }
+        let st = self.account_state();
+        if st.applies != Some(true) {
+            return None;
+        }
+        st.check.refusal(self.clock.now())
+    }
+
+    /// The account check before a claim, between tasks (issue 12 item 5): only while
+    /// this client would declare `live`, at the first passing device check of the run,
+    /// daily after, and 5 min after a failed check. The first reading on this phone is
+    /// recorded as its baseline; another account raises an `account_changed` alert (live
+    /// stops, claims continue) until `ack` accepts it; the recorded account seen again
+    /// closes that alert. A failed check keeps live off until one succeeds.
+    pub async fn check_account(&self) {
+        let settings = match self.store.settings() {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read settings for the account check");
+                return;
+            }
+        };
+        let would_be_live = client_profile(&settings, self.executor.readiness())
+            .capabilities
+            .purchase_mode
+            == ExecutionMode::Live;
+        let now = self.clock.now();
+        if !would_be_live || !self.account_state().check.due(now) {
+            self.note_account_refusal();
+            return;
+        }
+        let Some(check) = self.executor.check_account().await else {
+            self.account_state().applies = Some(false);
+            return;
+        };
+        let serial = settings.device.clone().unwrap_or_default();
+        let outcome = match check {
+            crate::executor::AccountCheck::Read(r) => {
+                match self.store.record_account_check(&serial, &r, now) {
+                    Ok((verdict, before)) => Ok((r, verdict, before)),
+                    Err(e) => Err(format!("the reading could not be recorded: {e}")),
+                }
+            }
+            crate::executor::AccountCheck::Failed { code, message } => {
+                Err(format!("[{code}] {message}"))
+            }
+        };
+        {
+            let mut st = self.account_state();
+            st.applies = Some(true);
+            match &outcome {
+                Ok(_) => {
+                    st.check.ok_at = Some(now);
+                    st.check.failed = None;
+                }
+                Err(why) => st.check.failed = Some((now, why.clone())),
+            }
+        }
+        match outcome {
+            Ok((r, crate::account::Verdict::Baseline, _)) => {
+                tracing::info!(device = %serial, account = %r.describe(), "account fingerprint recorded as this phone's baseline");
+            }
+            Ok((r, crate::account::Verdict::Same, _)) => {
+                tracing::info!(device = %serial, account = %r.describe(), "account check: the recorded account");
+                match self.store.resolve_alerts(ALERT_ACCOUNT_CHANGED, now) {
+                    Ok(n) if n > 0 => tracing::info!(
+                        "the recorded account is back on the phone: account_changed closed"
+                    ),
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!(error = %e, "cannot close account_changed"),
+                }
+            }
+            Ok((r, crate::account::Verdict::Changed, before)) => {
+                let old = before
+                    .map(|f| f.baseline.describe())
+                    .unwrap_or_else(|| "-".into());
+                let open = self
+                    .store
+                    .open_alerts()
+                    .map(|a| a.iter().any(|a| a.kind == ALERT_ACCOUNT_CHANGED))
+                    .unwrap_or(false);
+                tracing::error!(device = %serial, recorded = %old, now = %r.describe(), "the account on the phone changed: declaring dry_run until acknowledged");
+                if !open {
+                    let msg = format!(
+                        "手机 {serial} 上的账号已变更 / the account on phone {serial} changed: recorded {old}, now {}",
+                        r.describe()
+                    );
+                    if let Err(e) = self
+                        .store
+                        .raise_alert(ALERT_ACCOUNT_CHANGED, None, &msg, now)
+                    {
+                        tracing::warn!(error = %e, "cannot save the account_changed alert");
+                    }
+                }
+            }
+            Err(why) => {
+                tracing::warn!(device = %serial, %why, "account check failed: declaring dry_run until a check succeeds (collects and dry runs continue)");
+            }
+        }
+        self.note_account_refusal();
+    }
+
+    /// Records the account refusal for `status` when it changed.
+    fn note_account_refusal(&self) {
+        let now = self.account_refusal();
+        let mut st = self.account_state();
+        if st.noted.as_ref() == Some(&now) {
+            return;
+        }
+        if let Err(e) = self.store.set_account_refusal(now.as_deref()) {
+            tracing::warn!(error = %e, "cannot record the account refusal");
+            return;
+        }
+        st.noted = Some(now);
     }
 
     /// Marks the end of a task: the pacing gap counts from now.
@@ -870,6 +1027,7 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
             return Ok(step);
         }
         self.check_clocks().await;
+        self.check_account().await;
         let profile = self.profile()?;
         let declared = profile.capabilities.purchase_mode;
         let result = self.gateway.claim_next(&profile).await;

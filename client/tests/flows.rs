@@ -4,7 +4,7 @@
 //! directory, not new code.
 //!
 //! A case directory holds:
-//! - `case.json` — which machine (`collect`, `purchase`, `reconcile`), its task, the
+//! - `case.json` — which machine (`collect`, `purchase`, `reconcile`, `account`), its task, the
 //!   dumps the phone answers in order (paths from the repo root; the last one repeats
 //!   when the flow asks for more), what `dumpsys activity top` prints (the same way),
 //!   optional scripted device errors, the answers to effects, and `why`: what the case
@@ -41,6 +41,7 @@ use cmautobuy_contract::{
 };
 use serde::Deserialize;
 
+use cmautobuy_client::flow::account::{AccountFlow, AccountLimits};
 use cmautobuy_client::flow::collect::{CollectFlow, CollectLimits, CollectTask};
 use cmautobuy_client::flow::purchase::task::{PurchaseLimits, PurchaseTask};
 use cmautobuy_client::flow::purchase::PurchaseFlow;
@@ -144,7 +145,13 @@ enum Machine {
     Collect(CollectCase),
     Purchase(PurchaseCase),
     Reconcile(ReconcileCase),
+    /// The account check between tasks (`flow::account`); its task is `{}`.
+    Account(AccountCase),
 }
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AccountCase {}
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -629,6 +636,7 @@ fn build_flow(m: Machine) -> Result<Box<dyn Flow>, Box<FlowFailure>> {
             )
             .with_context(t.context.context()),
         ),
+        Machine::Account(AccountCase {}) => Box::new(AccountFlow::new(AccountLimits::default())),
     })
 }
 
@@ -736,6 +744,14 @@ fn render(r: &DriveReport, served: &[String], tops: &[String]) -> String {
         }
         FlowOutcome::Collected(d) => render_collected(&mut out, d),
         FlowOutcome::Purchased(p) => render_purchased(&mut out, p),
+        FlowOutcome::Account(a) => {
+            let _ = writeln!(
+                out,
+                "outcome: account nickname={} masked_phone={}",
+                a.nickname.as_deref().unwrap_or("-"),
+                a.masked_phone.as_deref().unwrap_or("-")
+            );
+        }
     }
     let s = &r.stats;
     let _ = writeln!(

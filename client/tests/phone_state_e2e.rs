@@ -223,3 +223,95 @@ fn a_low_or_hot_battery_pauses_with_an_alert_until_charged_or_cool() {
         },
     );
 }
+
+/// MIUI's "USB调试（安全设置）" trap: the phone refuses injected input. The one task that
+/// found out is reported `retry_wait INPUT_INJECTION_DENIED` (nothing was tapped), the
+/// worker pauses with an alert that names the switch, its checks keep probing with one
+/// harmless key event and claim nothing; once the switch is on the worker resumes and
+/// the task succeeds.
+#[test]
+fn refused_input_injection_pauses_with_the_fix_until_the_switch_is_on() {
+    let token = "ps-inject";
+    let w = world(
+        token,
+        SystemConfig {
+            input_injection_denied: true,
+            ..SystemConfig::default()
+        },
+    );
+    let data = tempfile::tempdir().unwrap();
+    let mut child = w
+        .command(data.path())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(data.path().join("run.log")).unwrap())
+        .spawn()
+        .unwrap();
+    let mut st = Value::Null;
+    wait_until(
+        "the pause and its alert",
+        Duration::from_secs(60),
+        &mut child,
+        || {
+            st = status_json(data.path());
+            st["device_pause"]["code"] == "INPUT_INJECTION_DENIED"
+                && st["alerts"]
+                    .as_array()
+                    .is_some_and(|a| a.iter().any(|x| x["kind"] == "device_attention"))
+        },
+    );
+    let msg = st["alerts"]
+        .as_array()
+        .and_then(|a| a.iter().find(|x| x["kind"] == "device_attention"))
+        .and_then(|a| a["message"].as_str())
+        .unwrap_or("")
+        .to_string();
+    assert!(
+        msg.contains("USB调试（安全设置）"),
+        "the alert names the fix: {msg}"
+    );
+    // The probes go on being refused while the switch is off (each check probes once).
+    let refused = w.phone.counters().inputs_refused;
+    wait_until(
+        "two more refused probes",
+        Duration::from_secs(60),
+        &mut child,
+        || w.phone.counters().inputs_refused >= refused + 2,
+    );
+    let claims = || {
+        w.op.journal()
+            .iter()
+            .filter(|e| e.endpoint == Endpoint::Claim)
+            .count()
+    };
+    assert_eq!(
+        claims(),
+        1,
+        "one claim found out; the pause claims nothing more"
+    );
+    assert!(w.phone.taps().is_empty(), "nothing was tapped");
+    w.phone.set_input_injection_denied(false);
+    let exit = wait_exit(&mut child, Duration::from_secs(120), || {
+        format!("no completion after the fix: {}", log_of(data.path()))
+    });
+    assert!(exit.success(), "{}", log_of(data.path()));
+    let t = w.task(&format!("{token}-1"));
+    let results = t["results"].as_array().cloned().unwrap_or_default();
+    assert_eq!(results.len(), 2, "{t}");
+    assert_eq!(results[0]["kind"], "failure", "{t}");
+    assert_eq!(results[0]["body"]["status"], "retry_wait", "{t}");
+    assert_eq!(
+        results[0]["body"]["error"]["code"], "INPUT_INJECTION_DENIED",
+        "{t}"
+    );
+    assert_eq!(results[1]["kind"], "result", "{t}");
+    let after = status_json(data.path());
+    assert!(after["device_pause"].is_null(), "{after}");
+    assert!(
+        after["alerts"]
+            .as_array()
+            .is_none_or(|a| a.iter().all(|x| x["kind"] != "device_attention")),
+        "the alert closes itself: {after}"
+    );
+    no_foreign_taps(&w.phone);
+    w.stop();
+}

@@ -277,6 +277,10 @@ string_enum! {
         // keyboard, system dialog, app chooser) kept covering the point to tap after the
         // bounded dismissals: nothing was tapped into it (retry_wait).
         ScreenObstructed = "SCREEN_OBSTRUCTED",
+        // The phone refuses injected input (MIUI / HyperOS without "USB调试（安全设置）"):
+        // nothing was tapped; the worker pauses until a probe key event goes through
+        // (retry_wait).
+        InputInjectionDenied = "INPUT_INJECTION_DENIED",
     }
 }
 

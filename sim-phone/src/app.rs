@@ -281,6 +281,15 @@ impl App {
             }
         }
         self.popup = None;
+        if path == "personal.html" {
+            // 个人中心 is a tab of the main activity: the link opens it over 首页, as the
+            // bottom tab does (field notes §3a; `personal.html` is also the mobile web's
+            // profile page).
+            self.stack.clear();
+            self.stack.push(Page::Home { scroll: 0 });
+            self.arrive(Page::Profile);
+            return Ok(Outcome { transition: true });
+        }
         let page = match (path, goods_id) {
             ("goods.html" | "goods2.html", Some(id))
                 if !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()) =>

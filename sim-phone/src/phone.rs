@@ -305,6 +305,12 @@ impl SimPhoneHandle {
         self.shared.lock().system_mut().cfg.keyboard = on;
     }
 
+    /// Refuse injected input (`input …` fails with the `INJECT_EVENTS` exception), as a
+    /// MIUI phone does without "USB调试（安全设置）"; `false` is that switch turned on.
+    pub fn set_input_injection_denied(&self, denied: bool) {
+        self.shared.lock().system_mut().cfg.input_injection_denied = denied;
+    }
+
     /// Every tap so far with the window and package it landed in (`None`: dropped, the
     /// screen was off).
     pub fn taps(&self) -> Vec<TapRecord> {

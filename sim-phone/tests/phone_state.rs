@@ -660,3 +660,39 @@ fn handle_controls_and_tap_records() {
     assert_eq!(phone.swipes().len(), 1);
     phone.shutdown();
 }
+
+#[test]
+fn refused_input_injection_fails_every_input_command_and_delivers_nothing() {
+    let mut d = device(SystemConfig {
+        input_injection_denied: true,
+        ..SystemConfig::default()
+    });
+    open_goods(&mut d);
+    let before = d.dump_xml();
+    for (line, cmd) in [
+        ("input tap 540 1200", "tap"),
+        ("input swipe 540 1800 540 600 300", "swipe"),
+        ("input keyevent 4", "keyevent"),
+        ("input text 2", "text"),
+    ] {
+        let e = d.run_line(line);
+        assert_eq!(e.code, 255, "{line}");
+        let err = String::from_utf8_lossy(&e.stderr);
+        assert!(
+            err.starts_with(&format!("Exception occurred while executing '{cmd}':\n")),
+            "{err}"
+        );
+        assert!(err.contains("INJECT_EVENTS permission"), "{err}");
+        assert!(e.stdout.is_empty());
+    }
+    assert_eq!(d.counters().inputs_refused, 4);
+    // Nothing reached the app: the same screen, no tap, swipe or key recorded.
+    assert_eq!(d.dump_xml(), before);
+    assert!(d.system().taps.is_empty());
+    assert!(d.system().swipes.is_empty());
+    assert!(d.system().keys.is_empty());
+    // The switch turned on (the operator enabled "USB调试（安全设置）"): input works.
+    d.system_mut().cfg.input_injection_denied = false;
+    sh(&mut d, "input keyevent 4");
+    assert_eq!(d.system().keys.len(), 1);
+}

@@ -1661,6 +1661,25 @@ fn canvas_profile_hides_the_unpaid_entry_and_the_deep_link_reaches_it() {
 }
 
 #[test]
+fn the_personal_link_opens_the_profile_over_home_with_the_account() {
+    let mut p = Phone::new(&fixed_config());
+    p.open("737116531267");
+    let e = p.sh("am start -a android.intent.action.VIEW -d 'pinduoduo://com.xunmeng.pinduoduo/personal.html'");
+    assert_eq!(e.code, 0);
+    assert_eq!(p.page(), "profile");
+    let x = p.xml();
+    assert!(
+        x.contains("text=\"拼多多用户\"") && x.contains("text=\"138****0000\""),
+        "{x}"
+    );
+    // Over 首页, as the bottom tab opens it: BACK leaves the profile for home.
+    p.sh("input keyevent 4");
+    assert_eq!(p.page(), "home");
+    p.sh("am start -a android.intent.action.VIEW -d 'https://mobile.yangkeduo.com/personal.html?refer_page_name=index'");
+    assert_eq!(p.page(), "profile");
+}
+
+#[test]
 fn folded_order_detail_must_be_scrolled_and_expanded() {
     let mut p = Phone::new(&fixed_config());
     open_sheet(&mut p, "811223344508", &["黑色"]);

@@ -23,6 +23,11 @@ pub fn run(g: &Globals, a: StatusArgs) -> Result<(), Failure> {
     let pause = store.device_pause()?;
     let live_cap = store.live_cap()?;
     let clock_skew = store.clock_skew()?;
+    let account_refusal = store.account_refusal()?;
+    let account = match s.device.as_deref() {
+        Some(d) => store.account_fingerprint(d)?,
+        None => None,
+    };
     let summary = store.summary()?;
     let undelivered: Vec<_> = store.outbox_list(false)?;
     // Orders placed whose phone went away before they were read back (or a crash there):
@@ -41,6 +46,14 @@ pub fn run(g: &Globals, a: StatusArgs) -> Result<(), Failure> {
             "expected_address": cfg.expected_address,
             "live_cap": live_cap,
             "clock_skew": clock_skew,
+            "account_refusal": account_refusal,
+            "account": account.as_ref().map(|f| serde_json::json!({
+                "nickname": f.baseline.nickname, "masked_phone": f.baseline.masked_phone,
+                "first_seen": f.first_seen, "last_checked": f.last_checked,
+                "pending": f.pending.as_ref().map(|(r, seen)| serde_json::json!({
+                    "nickname": r.nickname, "masked_phone": r.masked_phone, "first_seen": seen,
+                })),
+            })),
             "alerts": alerts.iter().map(|a| serde_json::json!({
                 "id": a.id, "kind": a.kind, "task_id": a.remote_task_id,
                 "message": a.message, "raised_at": a.raised_at,
@@ -87,6 +100,30 @@ pub fn run(g: &Globals, a: StatusArgs) -> Result<(), Failure> {
     }
     if let Some(why) = &clock_skew {
         println!("LIVE REFUSED for clock skew: {why}; declaring dry_run (collects and dry runs continue)");
+    }
+    if let Some(f) = &account {
+        println!(
+            "account:      {} (first seen {}, last checked {})",
+            f.baseline.describe(),
+            f.first_seen,
+            f.last_checked
+        );
+    }
+    for a in alerts
+        .iter()
+        .filter(|a| a.kind == cmautobuy_client::account::ALERT_ACCOUNT_CHANGED)
+    {
+        println!(
+            "live paused: account changed on this phone ({}); collects and dry runs continue. Run `cmautobuy-client ack {}` to accept the new account as this phone's",
+            a.message, a.id
+        );
+    }
+    if let Some(why) = account_refusal.as_deref().filter(|_| {
+        !alerts
+            .iter()
+            .any(|a| a.kind == cmautobuy_client::account::ALERT_ACCOUNT_CHANGED)
+    }) {
+        println!("live paused: {why}; declaring dry_run until an account check succeeds (collects and dry runs continue)");
     }
     if let Some(c) = &live_cap {
         // HH:MM in the machine's time zone (what the operator's clock shows), then UTC.

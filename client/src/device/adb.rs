@@ -526,6 +526,14 @@ fn check_success(program: &str, out: ShellOutput) -> Result<ShellOutput, DeviceE
             || l.starts_with("Exception")
             || ((l.starts_with("java.") || l.starts_with("android.")) && l.contains("Exception"))
     });
+    if (out.exit_code != 0 || error_text) && text.contains("INJECT_EVENTS") {
+        // MIUI / HyperOS without "USB调试（安全设置）" (Android 10: "Injecting to another
+        // application requires INJECT_EVENTS permission"; 12+: "Injecting input events
+        // requires the caller … to have the INJECT_EVENTS permission.").
+        return Err(DeviceError::InputDenied {
+            program: program.to_string(),
+        });
+    }
     if out.exit_code != 0 || error_text {
         let shown = if out.stderr.is_empty() {
             out.stdout_text()
@@ -1125,7 +1133,18 @@ mod tests {
                 0,
             ),
         );
-        assert!(inject.is_err());
+        assert!(matches!(inject, Err(DeviceError::InputDenied { .. })));
+        let inject13 = check_success(
+            "input tap",
+            out(
+                "",
+                "Exception occurred while executing 'tap':\njava.lang.SecurityException: Injecting input events requires the caller (or the source of the instrumentation, if any) to have the INJECT_EVENTS permission.\n",
+                255,
+            ),
+        )
+        .expect_err("refused");
+        assert_eq!(inject13.failure_code(), "INPUT_INJECTION_DENIED");
+        assert!(inject13.is_retryable());
         assert!(check_success("input tap", out("", "", 0)).is_ok());
         // The echoed intent may hold any URL, newlines included.
         let echo = "Starting: Intent { act=android.intent.action.VIEW dat=https://x/Exception\nError: not really }\n";

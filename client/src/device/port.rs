@@ -19,6 +19,8 @@ impl KeyCode {
     pub const ENTER: KeyCode = KeyCode(66);
     pub const APP_SWITCH: KeyCode = KeyCode(187);
     pub const WAKEUP: KeyCode = KeyCode(224);
+    /// `KEYCODE_UNKNOWN`: no app acts on it; the probe that injected input is allowed.
+    pub const UNKNOWN: KeyCode = KeyCode(0);
 }
 
 /// A fresh UI dump: the raw text (for the artifact directory) and its parsed tree.
@@ -150,6 +152,10 @@ pub enum DeviceError {
         /// At most 200 characters of stderr (or stdout when stderr is empty).
         stderr: String,
     },
+    /// The phone refused injected input (`INJECT_EVENTS`): MIUI / HyperOS until
+    /// 开发者选项 › "USB调试（安全设置）" is on. Nothing was tapped or typed.
+    #[error("the phone refuses injected input (`{program}`: INJECT_EVENTS): turn on 开发者选项 › \"USB调试（安全设置）\" (MIUI / HyperOS; it may ask for a Mi account sign-in), then the worker resumes by itself")]
+    InputDenied { program: String },
     /// `screencap -p` output is not a complete PNG.
     #[error("screenshot is not a valid PNG: {0}")]
     BadPng(String),
@@ -194,6 +200,7 @@ impl DeviceError {
             DeviceError::Dump(e) => e.code(),
             DeviceError::DumpFileMissing { .. } => "UI_DUMP_STALE_FILE",
             DeviceError::CommandFailed { .. } => "DEVICE_COMMAND_FAILED",
+            DeviceError::InputDenied { .. } => "INPUT_INJECTION_DENIED",
             DeviceError::BadPng(_) => "SCREENSHOT_INVALID",
             DeviceError::NotOnScreen => "TAP_TARGET_OFF_SCREEN",
             DeviceError::InvalidArgument(_) => "DEVICE_INVALID_ARGUMENT",
@@ -217,7 +224,8 @@ impl DeviceError {
             | DeviceError::BadPng(_)
             | DeviceError::Protocol(_)
             | DeviceError::Io(_)
-            | DeviceError::TapCovered { .. } => true,
+            | DeviceError::TapCovered { .. }
+            | DeviceError::InputDenied { .. } => true,
             DeviceError::Dump(e) => e.is_retryable(),
             DeviceError::Unauthorized { .. }
             | DeviceError::CommandFailed { .. }
@@ -234,6 +242,7 @@ impl DeviceError {
             DeviceError::Dump(_) | DeviceError::DumpFileMissing { .. } => "UI_DUMP_FAILED",
             DeviceError::Unauthorized { .. } => "DEVICE_UNAUTHORIZED",
             DeviceError::CommandFailed { .. } => "DEVICE_COMMAND_FAILED",
+            DeviceError::InputDenied { .. } => "INPUT_INJECTION_DENIED",
             DeviceError::BadPng(_) => "SCREENSHOT_FAILED",
             DeviceError::NotOnScreen | DeviceError::TapRefused(_) => "PAGE_NOT_RECOGNIZED",
             DeviceError::TapCovered { .. } => "SCREEN_OBSTRUCTED",

@@ -13,7 +13,7 @@ use cmautobuy_contract::{
 use super::confirmation::Confirmation;
 use super::failure::FlowFailure;
 use crate::screen::windows::CoverKind;
-use crate::screen::{Point, Screen, TopGoods};
+use crate::screen::{AccountReading, Point, Screen, TopGoods};
 
 /// What a flow asks the driver to do next.
 #[derive(Clone, Debug, PartialEq)]
@@ -142,6 +142,10 @@ pub enum Observation {
     Done,
     /// The device did not perform the last action (offline, timed out).
     DeviceError { message: String, retryable: bool },
+    /// The phone refused the injected gesture or key (`INJECT_EVENTS`: MIUI / HyperOS
+    /// without "USB调试（安全设置）"): nothing reached the app, and nothing will until a
+    /// human turns the switch on. The task ends `INPUT_INJECTION_DENIED`.
+    InputRefused { message: String },
     /// The device guard refused the last tap (a submit control, a pay action, or no
     /// fresh dump to judge it on): nothing reached the phone. Flows fail closed.
     TapRefused { reason: String },
@@ -189,6 +193,9 @@ pub enum EffectOutcome {
 #[derive(Clone, Debug)]
 pub struct Observed {
     pub screen: Screen,
+    /// The account 个人中心 shows, when the dump is the profile page
+    /// (`crate::screen::profile::read`; orthogonal to the page kind).
+    pub account: Option<AccountReading>,
     pub artifact_id: Option<String>,
 }
 
@@ -199,6 +206,8 @@ pub enum FlowOutcome {
     Collected(Box<PddData>),
     /// A purchase result (dry run or live).
     Purchased(Box<PurchaseResult>),
+    /// The account check read 个人中心 ([`super::account::AccountFlow`]).
+    Account(AccountReading),
     Failed(FlowFailure),
 }
 

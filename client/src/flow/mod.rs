@@ -36,6 +36,8 @@
 //! - [`purchase`] — the purchase flow: option plan, §7.1 spec resolution, quantity,
 //!   confirmation and the irreversible mark, then [`reconcile`] — leaving payment and
 //!   finding the order (also crash recovery).
+//! - [`account`] — the account check between tasks (issue 12 item 5): reach 个人中心
+//!   (`personal.html`, else the bottom tab) and read the nickname and masked phone.
 //!
 //! # Architecture invariants
 //! - **Flow code does no I/O**: no adb, no SQLite, no clock, no sleeping, no process
@@ -50,6 +52,7 @@
 //!   and acts only after [`EffectOutcome::Marked`]; [`EffectOutcome::Refused`] ends it
 //!   without a tap. After the mark, [`Flow::abort`] must answer `manual_review`.
 
+pub mod account;
 pub mod action;
 pub mod collect;
 pub mod confirmation;

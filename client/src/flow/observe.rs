@@ -281,6 +281,10 @@ impl Dispatch {
                 }
                 Routed::GoodsId(read)
             }
+            // Retrying cannot help: every gesture will be refused until a human acts.
+            Observation::InputRefused { message } => {
+                Routed::Fail(self.failure(FailureCode::InputInjectionDenied, message))
+            }
             // Nothing reached the phone, but the flow's picture of the screen was wrong
             // enough to aim at a money control (or at nothing fresh): a human looks.
             Observation::TapRefused { reason } => Routed::Fail(
@@ -636,6 +640,25 @@ mod tests {
         ));
         let Routed::Fail(f) = d.route(dump_failed(false)) else {
             panic!("limit reached")
+        };
+        assert_eq!(f.status, FailureStatus::ManualReview);
+    }
+
+    #[test]
+    fn refused_input_ends_the_task_at_once_with_its_own_code() {
+        let refused = || Observation::InputRefused {
+            message: "INJECT_EVENTS".into(),
+        };
+        let mut d = dispatch(Policy::before_mark(Duration::from_millis(300), 5));
+        let Routed::Fail(f) = d.route(refused()) else {
+            panic!("no retry: nothing will go through until a human acts")
+        };
+        assert_eq!(f.code, FailureCode::InputInjectionDenied);
+        assert_eq!(f.status, FailureStatus::RetryWait);
+        // After the mark it is manual_review like everything else.
+        let mut d = dispatch(Policy::after_mark(Duration::from_millis(300), 5));
+        let Routed::Fail(f) = d.route(refused()) else {
+            panic!("ends at once")
         };
         assert_eq!(f.status, FailureStatus::ManualReview);
     }

@@ -125,16 +125,18 @@ pub fn run_job<S: DeviceSource + ?Sized>(
             purchase: None,
             extra: Map::new(),
         })),
-        FlowOutcome::Purchased(_) => Outcome::Failure(Box::new(failure_request(
-            job,
-            &FlowFailure::manual(
-                FailureCode::PageNotRecognized,
-                FlowStep::Report,
-                "a collect task produced a purchase result",
-            ),
-            arts.as_ref(),
-            None,
-        ))),
+        FlowOutcome::Purchased(_) | FlowOutcome::Account(_) => {
+            Outcome::Failure(Box::new(failure_request(
+                job,
+                &FlowFailure::manual(
+                    FailureCode::PageNotRecognized,
+                    FlowStep::Report,
+                    "a collect task produced a purchase result",
+                ),
+                arts.as_ref(),
+                None,
+            )))
+        }
         FlowOutcome::Failed(f) => Outcome::Failure(Box::new(failure_request(
             job,
             &f,

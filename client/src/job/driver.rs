@@ -220,6 +220,7 @@ where
                         } else {
                             Observation::Screen(Box::new(Observed {
                                 screen,
+                                account: crate::screen::profile::read(&dump.tree),
                                 artifact_id,
                             }))
                         }
@@ -499,6 +500,11 @@ fn done(r: Result<(), DeviceError>, stats: &mut DriveStats, detail: &mut String)
 fn device_error(e: DeviceError, detail: &mut String) -> Observation {
     detail.push_str(&format!(" (device error: {e})"));
     tracing::warn!(error = %e, retryable = e.is_retryable(), "device call failed");
+    if let DeviceError::InputDenied { .. } = e {
+        return Observation::InputRefused {
+            message: e.to_string(),
+        };
+    }
     Observation::DeviceError {
         message: e.to_string(),
         retryable: e.is_retryable(),

@@ -6,6 +6,7 @@
 //! reported failure (`manual_review` once the run is marked), and keeps every job's
 //! [`TaskReport`] for `rehearse` and the run log.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use cmautobuy_contract::{FailureCode, FlowStep};
@@ -17,7 +18,7 @@ use super::attempt::{
 use super::driver::DriveStats;
 use super::purchase::PurchaseBackend;
 use super::source::DeviceSource;
-use crate::executor::{DeviceCheck, Executor, Job, Outcome, Readiness};
+use crate::executor::{AccountCheck, DeviceCheck, Executor, Job, Outcome, Readiness};
 use crate::flow::FlowFailure;
 
 /// Runs collect and purchase tasks on a device.
@@ -29,6 +30,10 @@ pub struct FlowExecutor<S: DeviceSource> {
     /// Purchases: store and Admin behind the purchase flow's effects; `None`
     /// = this executor runs collect tasks only.
     purchase: Option<Arc<dyn PurchaseBackend>>,
+    /// A task ended `INPUT_INJECTION_DENIED`: the device checks probe injected input
+    /// (one `KEYCODE_UNKNOWN`) until it goes through — the ordinary check cannot see
+    /// MIUI's switch.
+    input_refused: Arc<AtomicBool>,
 }
 
 impl<S: DeviceSource> FlowExecutor<S> {
@@ -39,6 +44,7 @@ impl<S: DeviceSource> FlowExecutor<S> {
             reports: Arc::new(Mutex::new(Vec::new())),
             hook: None,
             purchase: None,
+            input_refused: Arc::default(),
         }
     }
 
@@ -71,7 +77,17 @@ impl<S: DeviceSource> Executor for FlowExecutor<S> {
 
     async fn check_device(&self) -> DeviceCheck {
         let source = self.source.clone();
-        match tokio::task::spawn_blocking(move || source.check()).await {
+        let probe_input = self.input_refused.clone();
+        let checked = tokio::task::spawn_blocking(move || {
+            source.check()?;
+            if probe_input.load(Ordering::SeqCst) {
+                probe_injected_input(&*source)?;
+                probe_input.store(false, Ordering::SeqCst);
+                tracing::info!("the phone accepts injected input again");
+            }
+            Ok::<(), crate::device::doctor::Problem>(())
+        });
+        match checked.await {
             Ok(Ok(())) => DeviceCheck::Ready,
             Ok(Err(p)) => DeviceCheck::NotReady {
                 code: p.code,
@@ -82,6 +98,29 @@ impl<S: DeviceSource> Executor for FlowExecutor<S> {
                 message: format!("the device check panicked: {e}"),
             },
         }
+    }
+
+    async fn check_account(&self) -> Option<AccountCheck> {
+        let source = self.source.clone();
+        let joined = tokio::task::spawn_blocking(move || super::account::check(&*source)).await;
+        Some(match joined {
+            Ok((check, stats)) => {
+                tracing::info!(
+                    round_trips = stats.round_trips(),
+                    dumps = stats.dumps,
+                    taps = stats.taps,
+                    open_urls = stats.open_urls,
+                    wall_ms = stats.wall_ms,
+                    ?check,
+                    "account check on 个人中心"
+                );
+                check
+            }
+            Err(e) => AccountCheck::Failed {
+                code: "PAGE_NOT_RECOGNIZED".into(),
+                message: format!("the account check panicked: {e}"),
+            },
+        })
     }
 
     async fn phone_clock_offset_ms(&self) -> Option<i64> {
@@ -147,6 +186,11 @@ impl<S: DeviceSource> Executor for FlowExecutor<S> {
                 (out, rep)
             }
         };
+        if let Outcome::Failure(f) = &outcome {
+            if f.error.code.as_str() == FailureCode::InputInjectionDenied.as_str() {
+                self.input_refused.store(true, Ordering::SeqCst);
+            }
+        }
         tracing::info!(task_id = %report.task_id, outcome = %report.outcome, dumps = report.stats.dumps, taps = report.stats.taps, wall_ms = report.stats.wall_ms, "task finished on the device");
         if let Some(h) = &self.hook {
             h(&report);
@@ -188,4 +232,17 @@ impl<S: DeviceSource> Executor for FlowExecutor<S> {
             }
         }
     }
+}
+
+/// One `input keyevent 0` (`KEYCODE_UNKNOWN`, which no app acts on): `Ok` when the phone
+/// accepts injected input.
+fn probe_injected_input<S: DeviceSource + ?Sized>(
+    source: &S,
+) -> Result<(), crate::device::doctor::Problem> {
+    let problem = |e: crate::device::DeviceError| crate::device::doctor::Problem {
+        code: e.failure_code().into(),
+        message: e.to_string(),
+    };
+    let device = source.device().map_err(problem)?;
+    device.key(crate::device::KeyCode::UNKNOWN).map_err(problem)
 }

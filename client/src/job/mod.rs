@@ -18,6 +18,8 @@
 //!   task (`retry_wait DEVICE_LOCKED` / `BATTERY_LOW` / `BATTERY_HOT`) before PDD is
 //!   touched.
 //! - [`skew`] — the host ↔ phone clock skew for the reconcile window (`date +%s`).
+//! - [`account`] — the account check between tasks (issue 12 item 5): 个人中心 read
+//!   through [`crate::flow::account::AccountFlow`].
 //! - [`exec`] — [`exec::FlowExecutor`]: the claim loop's [`crate::executor::Executor`].
 //!
 //! # Architecture invariants
@@ -27,6 +29,7 @@
 //!   answered `Marked`** for the run (typed [`crate::flow::EffectOutcome::Marked`]); a
 //!   refusal is [`crate::flow::EffectOutcome::Refused`], never a message to parse.
 
+pub mod account;
 pub mod adb;
 pub mod attempt;
 pub mod collect;

@@ -399,7 +399,7 @@ pub fn run_job<S: DeviceSource + ?Sized>(
             let f = if flow.marked() { after_mark(f) } else { f };
             ctx.fail(&f, Some(&rep.trace))
         }
-        FlowOutcome::Collected(_) => ctx.fail(
+        FlowOutcome::Collected(_) | FlowOutcome::Account(_) => ctx.fail(
             &after_mark(FlowFailure::manual(
                 FailureCode::PageNotRecognized,
                 FlowStep::Report,
@@ -498,7 +498,7 @@ pub fn recover_run<S: DeviceSource + ?Sized>(
     let outcome = match rep.outcome {
         FlowOutcome::Purchased(r) => result_of(job, *r),
         FlowOutcome::Failed(f) => ctx.fail(&after_mark(f), Some(&rep.trace)),
-        FlowOutcome::Collected(_) => {
+        FlowOutcome::Collected(_) | FlowOutcome::Account(_) => {
             ctx.fail(&interrupted("unexpected collect result".into()), None)
         }
     };

@@ -161,6 +161,9 @@ fn message(
 pub fn alert_message(a: &Alert, client: &Origin) -> Message {
     let what = match a.kind.as_str() {
         "account_paused" => "账号暂停 / account paused".to_string(),
+        "account_changed" => {
+            "手机上的拼多多账号已变更，暂停实单 / the account on this phone changed: live paused (collects and dry runs continue)".to_string()
+        }
         "unrecognized_rate" => {
             "页面识别率下降 / many unrecognised pages (claiming continues)".to_string()
         }
@@ -184,6 +187,12 @@ pub fn alert_message(a: &Alert, client: &Origin) -> Message {
             format!(
                 "{task}{}\n暂停领取，手机恢复后自动继续 / paused; resumes by itself once the phone passes a check",
                 a.message
+            )
+        } else if a.kind == "account_changed" {
+            // Live only: claims continue (`runner::NON_BLOCKING_ALERTS`).
+            format!(
+                "{task}{}\n暂停实单，确认后执行 / no live orders until `cmautobuy-client ack {}` accepts the new account",
+                a.message, a.id
             )
         } else {
             format!(

@@ -62,6 +62,7 @@ pub mod names;
 pub mod page;
 pub mod pages;
 pub mod payment;
+pub mod profile;
 mod query;
 pub mod recognize;
 pub mod render;
@@ -80,6 +81,7 @@ pub use pages::{
     RiskVerification, Unknown,
 };
 pub use payment::PaymentVerdict;
+pub use profile::AccountReading;
 pub use recognize::{classify, Screen, ScreenKind};
 pub use render::render_text;
 pub use sku_sheet::{ListView, OptionForm, QuantityStepper, SkuGroup, SkuOption, SkuSheet};

@@ -7,6 +7,7 @@ use rusqlite::params;
 
 use super::db::{ts, Store};
 use super::error::Result;
+use crate::account::ALERT_ACCOUNT_CHANGED;
 
 /// An operator alert: something only a human can resolve; open alerts stop claiming.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -64,20 +65,39 @@ impl Store {
         )?)
     }
 
-    /// Acknowledges one alert or all (`None`); returns how many were open.
+    /// Acknowledges one alert or all (`None`); returns how many were open. Acknowledging
+    /// an `account_changed` alert accepts the account read since as the phone's new
+    /// baseline (issue 12 item 5), in the same transaction.
     pub fn ack_alerts(&self, id: Option<i64>, now: DateTime<Utc>) -> Result<usize> {
-        let conn = self.lock();
-        let n = match id {
-            Some(id) => conn.execute(
-                "UPDATE operator_alerts SET acked_at = ?2 WHERE id = ?1 AND acked_at IS NULL",
-                params![id, ts(now)],
-            )?,
-            None => conn.execute(
-                "UPDATE operator_alerts SET acked_at = ?1 WHERE acked_at IS NULL",
-                params![ts(now)],
-            )?,
-        };
-        Ok(n)
+        self.immediate(|tx| {
+            let account: i64 = match id {
+                Some(id) => tx.query_row(
+                    "SELECT COUNT(*) FROM operator_alerts
+                     WHERE id = ?1 AND acked_at IS NULL AND kind = ?2",
+                    params![id, ALERT_ACCOUNT_CHANGED],
+                    |r| r.get(0),
+                )?,
+                None => tx.query_row(
+                    "SELECT COUNT(*) FROM operator_alerts WHERE acked_at IS NULL AND kind = ?1",
+                    [ALERT_ACCOUNT_CHANGED],
+                    |r| r.get(0),
+                )?,
+            };
+            let n = match id {
+                Some(id) => tx.execute(
+                    "UPDATE operator_alerts SET acked_at = ?2 WHERE id = ?1 AND acked_at IS NULL",
+                    params![id, ts(now)],
+                )?,
+                None => tx.execute(
+                    "UPDATE operator_alerts SET acked_at = ?1 WHERE acked_at IS NULL",
+                    params![ts(now)],
+                )?,
+            };
+            if account > 0 {
+                super::account::accept_pending(tx)?;
+            }
+            Ok(n)
+        })
     }
 }
 

@@ -469,6 +469,17 @@ mod tests {
                 // A version-0 file is a fresh store: it gets its own client id.
                 assert!(s.client_id().unwrap().starts_with("CLIENT-"));
             }
+            // Migration 6 (the account fingerprint): no phone has a baseline after the
+            // upgrade; the first reading becomes it.
+            assert_eq!(s.account_fingerprint("127.0.0.1:5555").unwrap(), None);
+            let reading = crate::screen::AccountReading {
+                nickname: Some("拼多多用户".into()),
+                masked_phone: Some("138****0000".into()),
+            };
+            let (v, _) = s
+                .record_account_check("127.0.0.1:5555", &reading, Utc::now())
+                .unwrap();
+            assert_eq!(v, crate::account::Verdict::Baseline, "version {version}");
         }
     }
 

@@ -19,6 +19,8 @@
 //!   token), written in the same transaction as the run's outcome
 //!   ([`Store::record_outcome`]); sending, retrying, parking, acceptance.
 //! - `alerts.rs` — operator alerts; open alerts stop claiming.
+//! - `account.rs` — the account fingerprint per phone serial (issue 12 item 5): baseline,
+//!   first seen, last checked, a changed reading pending until `ack` accepts it.
 //! - `artifacts.rs` — artifact manifests; `spec.rs` — spec resolution requests.
 //! - `summary.rs` — counts by state for `status`.
 //! - `backup.rs` — `VACUUM INTO` backups in `<data dir>/backups/` (before a migration,
@@ -38,6 +40,7 @@
 //! `synchronous=FULL`. Migrations are append-only (`store/schema.rs`); a database missing a
 //! table or column the code needs refuses to open.
 
+mod account;
 mod alerts;
 mod artifacts;
 pub mod backup;
@@ -57,6 +60,7 @@ mod tasks;
 #[cfg(test)]
 mod test_support;
 
+pub use account::AccountFingerprint;
 pub use alerts::Alert;
 pub use artifacts::ArtifactEntry;
 pub use db::{Store, BUSY_TIMEOUT};

@@ -195,6 +195,19 @@ pub(crate) const MIGRATIONS: &[&[&str]] = &[
             ON CONFLICT (task_type, outcome) DO UPDATE SET n = n + 1;
          END",
     ],
+    // 6: the account fingerprint per phone (issue 12 item 5): what 个人中心 showed at the
+    // first successful check (the baseline), when, the last check, and a different
+    // reading waiting for the operator's `ack` (which makes it the baseline).
+    &["CREATE TABLE account_fingerprints (
+            serial               TEXT PRIMARY KEY,
+            nickname             TEXT,
+            masked_phone         TEXT,
+            first_seen           TEXT NOT NULL,
+            last_checked         TEXT NOT NULL,
+            pending_nickname     TEXT,
+            pending_masked_phone TEXT,
+            pending_seen         TEXT
+        )"],
 ];
 
 /// Tables and the columns the code relies on; checked at every start.
@@ -313,6 +326,19 @@ pub(crate) const REQUIRED: &[(&str, &[&str])] = &[
         ],
     ),
     ("run_outcome_counts", &["task_type", "outcome", "n"]),
+    (
+        "account_fingerprints",
+        &[
+            "serial",
+            "nickname",
+            "masked_phone",
+            "first_seen",
+            "last_checked",
+            "pending_nickname",
+            "pending_masked_phone",
+            "pending_seen",
+        ],
+    ),
     (
         "operator_alerts",
         &[

@@ -55,6 +55,8 @@ fn binding(token: Option<&str>, admin_url: Option<&str>, saved_for: Option<&str>
 
 const SETTING_LIVE_CAP: &str = "live_cap";
 const SETTING_CLOCK_SKEW: &str = "clock_skew";
+/// Why live is refused for the account check (issue 12 item 5), as last recorded.
+const SETTING_ACCOUNT_REFUSAL: &str = "account_refusal";
 
 /// Why the worker declares `dry_run` although live is allowed (issue 12 pacing): a live
 /// order cap reached. Written by the running client, removed when the window has passed;
@@ -277,6 +279,28 @@ impl Store {
                 Ok(())
             }
         }
+    }
+
+    /// Records (or clears) why live is refused for the account check: not checked yet,
+    /// a check that failed, or a changed account.
+    pub fn set_account_refusal(&self, why: Option<&str>) -> Result<()> {
+        let conn = self.lock();
+        match why {
+            Some(w) => put_setting(&conn, SETTING_ACCOUNT_REFUSAL, w, Utc::now()),
+            None => {
+                conn.execute(
+                    "DELETE FROM settings WHERE key = ?1",
+                    [SETTING_ACCOUNT_REFUSAL],
+                )?;
+                Ok(())
+            }
+        }
+    }
+
+    /// Why live is refused for the account check, as last recorded by a running client.
+    pub fn account_refusal(&self) -> Result<Option<String>> {
+        let conn = self.lock();
+        get_setting(&conn, SETTING_ACCOUNT_REFUSAL)
     }
 
     /// Why live is refused for clock skew, as last recorded by a running client.

@@ -9,10 +9,11 @@ pub(crate) fn run(d: &mut Device, args: &[&str], _: &[u8], e: &mut Exec) -> u64 
         Some(&("touchscreen" | "touchpad" | "mouse" | "keyboard" | "dpad")) => &args[1..],
         _ => args,
     };
-    if matches!(
-        args.first().copied(),
-        Some("tap" | "swipe" | "keyevent" | "text")
-    ) {
+    if let Some(cmd @ ("tap" | "swipe" | "keyevent" | "text")) = args.first().copied() {
+        if d.system().cfg.input_injection_denied {
+            d.counters.inputs_refused += 1;
+            return denied(cmd, e);
+        }
         d.user_activity();
     }
     match args.first().copied() {
@@ -26,6 +27,24 @@ pub(crate) fn run(d: &mut Device, args: &[&str], _: &[u8], e: &mut Exec) -> u64 
             5
         }
     }
+}
+
+/// What Android 13's `input` (`cmd input`, `InputShellCommand` in system_server) prints
+/// when the caller may not inject events — MIUI / HyperOS without "USB调试（安全设置）":
+/// `ShellCommand` catches the exception, prints it to stderr and the command exits 255.
+/// Nothing is delivered.
+fn denied(cmd: &str, e: &mut Exec) -> u64 {
+    e.stderr = format!(
+        "Exception occurred while executing '{cmd}':\n\
+         java.lang.SecurityException: Injecting input events requires the caller (or the source of the instrumentation, if any) to have the INJECT_EVENTS permission.\n\
+         \tat com.android.server.input.InputManagerService.injectInputEventToTarget(InputManagerService.java:900)\n\
+         \tat android.hardware.input.InputManager.injectInputEvent(InputManager.java:1163)\n\
+         \tat com.android.server.input.InputShellCommand.onCommand(InputShellCommand.java:235)\n\
+         \tat android.os.ShellCommand.exec(ShellCommand.java:38)\n"
+    )
+    .into_bytes();
+    e.code = 255;
+    20
 }
 
 /// Coordinates as `input` reads them (fractions are truncated).

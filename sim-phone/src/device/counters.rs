@@ -13,6 +13,8 @@ pub struct Counters {
     pub taps: u64,
     pub swipes: u64,
     pub keyevents: u64,
+    /// `input …` commands refused (`input_injection_denied`).
+    pub inputs_refused: u64,
     pub screencaps: u64,
     pub am_starts: u64,
     pub sync_sessions: u64,

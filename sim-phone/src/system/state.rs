@@ -126,6 +126,10 @@ pub struct SystemConfig {
     /// Focusing a text field (the sheet's quantity) raises the input method window (the
     /// MIUI 搜狗输入法小米版 keyboard) over the bottom of the screen.
     pub keyboard: bool,
+    /// The phone refuses injected input, as MIUI / HyperOS do until 开发者选项 › "USB调试
+    /// （安全设置）" is turned on: every `input tap|swipe|keyevent|text` fails with the
+    /// `INJECT_EVENTS` `SecurityException` and has no effect.
+    pub input_injection_denied: bool,
 }
 
 /// One tap as the phone delivered it.
