@@ -761,6 +761,9 @@ fn client_cmd(b: &Bins, data: &Path, dir: &Path, admin_url: &str, device: &str) 
         .args(["--poll-interval", "0.2"])
         .env("RUST_LOG", "warn")
         .env("CMAUTOBUY_LOCK_DIR", dir.join("locks"))
+        // Crash recovery, not PDD versions: live tasks on a fresh store (the gate has its
+        // own e2e test).
+        .env("CMAUTOBUY_PDD_VERSION_GATE", "false")
         // Pacing's gap between tasks (3 s by default) only slows the matrix down: the
         // scenarios are about what survives a kill, not about how fast tasks follow.
         .env("CMAUTOBUY_MIN_TASK_GAP_SECS", "0")

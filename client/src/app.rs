@@ -123,6 +123,7 @@ impl Client {
                 let mut exec_cfg = FlowExecutorConfig::new(config.artifacts_root.clone());
                 exec_cfg.retention = config.retention;
                 exec_cfg.expected_address = config.expected_address.clone();
+                exec_cfg.pdd_version_gate = config.gate.pdd_version_gate;
                 let mut exec = FlowExecutor::new(source, exec_cfg).with_purchase(Arc::new(backend));
                 if let Some(hook) = &config.on_report {
                     exec = exec.with_hook(hook.clone());

@@ -151,6 +151,9 @@ pub struct FileConfig {
     /// Live purchases are refused while the host's clock is more than this many seconds
     /// off the Admin's `Date` or the phone's (default 30; see [`crate::clock_check`]).
     pub max_clock_skew_secs: Option<f64>,
+    /// Live purchases only on a PDD version proven on this phone by a successful dry-run
+    /// purchase (or `ack N` of its alert); default true (issue 12 item 6, [`crate::gate`]).
+    pub pdd_version_gate: Option<bool>,
 }
 
 /// What the user typed on the command line (all optional).
@@ -494,6 +497,16 @@ fn env_config(env: &dyn Fn(&str) -> Option<String>) -> Result<FileConfig, Config
         live_orders_per_day: whole(&get, "LIVE_ORDERS_PER_DAY")?,
         backups_keep: whole(&get, "BACKUPS_KEEP")?,
         max_clock_skew_secs: num("MAX_CLOCK_SKEW_SECS")?,
+        pdd_version_gate: get("PDD_VERSION_GATE")
+            .map(|v| match v.trim() {
+                "true" | "1" => Ok(true),
+                "false" | "0" => Ok(false),
+                other => Err(ConfigError::Value {
+                    name: "CMAUTOBUY_PDD_VERSION_GATE".into(),
+                    message: format!("{other:?} is not true/false/1/0"),
+                }),
+            })
+            .transpose()?,
     })
 }
 
@@ -594,6 +607,7 @@ fn merge(base: FileConfig, over: FileConfig) -> FileConfig {
         live_orders_per_day: over.live_orders_per_day.or(base.live_orders_per_day),
         backups_keep: over.backups_keep.or(base.backups_keep),
         max_clock_skew_secs: over.max_clock_skew_secs.or(base.max_clock_skew_secs),
+        pdd_version_gate: over.pdd_version_gate.or(base.pdd_version_gate),
     }
 }
 
@@ -883,6 +897,7 @@ fn gate(c: &FileConfig) -> Result<GateConfig, ConfigError> {
         unrecognized_rate_window: c
             .unrecognized_rate_window
             .unwrap_or(d.unrecognized_rate_window),
+        pdd_version_gate: c.pdd_version_gate.unwrap_or(d.pdd_version_gate),
         reconcile_wait_max: key(
             "reconcile_wait_max_secs",
             c.reconcile_wait_max_secs,
@@ -1086,6 +1101,34 @@ mod tests {
         )
         .unwrap_err();
         assert!(!err.to_string().contains("secret-tok"), "{err}");
+    }
+
+    #[test]
+    fn the_pdd_version_gate_is_on_unless_switched_off() {
+        let c = load(Overrides::default(), &env_of(&[("HOME", "/h")])).unwrap();
+        assert!(c.gate.pdd_version_gate);
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("c.toml");
+        std::fs::write(&file, "pdd_version_gate = false\n").unwrap();
+        let path = file.to_str().unwrap().to_string();
+        let env = [("CMAUTOBUY_CONFIG", path.as_str()), ("HOME", "/h")];
+        let c = load(Overrides::default(), &env_of(&env)).unwrap();
+        assert!(!c.gate.pdd_version_gate);
+        let c = load(
+            Overrides::default(),
+            &env_of(&[
+                ("CMAUTOBUY_CONFIG", &path),
+                ("HOME", "/h"),
+                ("CMAUTOBUY_PDD_VERSION_GATE", "true"),
+            ]),
+        )
+        .unwrap();
+        assert!(c.gate.pdd_version_gate);
+        let bad = load(
+            Overrides::default(),
+            &env_of(&[("HOME", "/h"), ("CMAUTOBUY_PDD_VERSION_GATE", "maybe")]),
+        );
+        assert!(bad.is_err());
     }
 
     #[test]

@@ -38,6 +38,44 @@ pub enum DeviceCheck {
     NotReady { code: String, message: String },
 }
 
+/// The installed PDD's version as last read on the phone (issue 12 item 6): by the
+/// device check before a claim (its one round trip carries `dumpsys package … | grep
+/// versionName`) and again at the start of each task.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PddVersionRead {
+    /// A plausible `versionName` ([`plausible_version`]).
+    Version(String),
+    /// No answer, no `versionName`, or garbage: why.
+    Unreadable(String),
+    /// Not read yet (before the first device check of this process).
+    NotReadYet,
+}
+
+impl PddVersionRead {
+    /// From a parsed `versionName` (`None`: absent): garbage counts as unreadable.
+    pub fn from_parsed(v: Option<&str>) -> PddVersionRead {
+        match v {
+            Some(v) if plausible_version(v) => PddVersionRead::Version(v.to_string()),
+            Some(v) => PddVersionRead::Unreadable(format!(
+                "`dumpsys package` printed an implausible versionName {:?}",
+                v.chars().take(40).collect::<String>()
+            )),
+            None => PddVersionRead::Unreadable(
+                "`dumpsys package com.xunmeng.pinduoduo` printed no versionName".into(),
+            ),
+        }
+    }
+}
+
+/// A `versionName` worth keying proofs on: 1–64 characters, ASCII letters, digits and
+/// `. _ - +`, with at least one digit (`7.36.0`, `7.36.0-beta`).
+pub fn plausible_version(v: &str) -> bool {
+    (1..=64).contains(&v.len())
+        && v.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b'+'))
+        && v.bytes().any(|b| b.is_ascii_digit())
+}
+
 /// The account check's answer (issue 12 item 5).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum AccountCheck {
@@ -78,6 +116,14 @@ pub trait Executor: Send + Sync + 'static {
     /// (executors without a phone).
     fn check_device(&self) -> impl Future<Output = DeviceCheck> + Send {
         async { DeviceCheck::Ready }
+    }
+
+    /// The installed PDD's version as last read on the phone (the device check before a
+    /// claim, and each task's own read): the new-version gate's input (issue 12 item 6,
+    /// `gate::version_hold`). `None`: this executor has no phone to read
+    /// (nothing to gate).
+    fn pdd_version(&self) -> Option<PddVersionRead> {
+        None
     }
 
     /// The phone's clock minus the host's, ms (issue 12 item 9: live is refused above

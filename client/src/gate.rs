@@ -135,6 +135,9 @@ pub struct GateConfig {
     pub unrecognized_rate_count: u32,
     /// … among the last this many tasks raise a non-blocking operator alert.
     pub unrecognized_rate_window: u32,
+    /// Live only on a PDD version proven on this phone ([`version_hold`], issue 12 item
+    /// 6; config `pdd_version_gate`, default true).
+    pub pdd_version_gate: bool,
     /// How long a purchase whose phone went away after its irreversible mark waits for
     /// the phone (counted from the mark) before it is reported `manual_review` without
     /// it (`reconcile_wait_max_secs`, default 30 min; see [`reconcile_overdue`]).
@@ -153,6 +156,7 @@ impl Default for GateConfig {
             unrecognized_pause_after: 3,
             unrecognized_rate_count: 3,
             unrecognized_rate_window: 20,
+            pdd_version_gate: true,
             reconcile_wait_max: Duration::from_secs(30 * 60),
         }
     }
@@ -461,10 +465,150 @@ impl UnrecognizedRate {
     }
 }
 
+pub use crate::executor::{plausible_version, PddVersionRead};
+
+/// What the store knows of one version on this phone.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KnownVersion {
+    /// RFC 3339: when this phone first showed it.
+    pub first_seen: String,
+    /// When it was proven (`None`: not yet).
+    pub proven_at: Option<String>,
+}
+
+/// Live refused for the PDD version: the `status` line and the alert say why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VersionHold {
+    /// The version read (`None`: it could not be read).
+    pub version: Option<String>,
+    /// When this phone first showed it.
+    pub since: Option<String>,
+    /// One line for `status` and the log.
+    pub reason: String,
+    /// Whether it is worth an operator alert (not before the first read).
+    pub alert: bool,
+}
+
+/// The new-version gate (issue 12 item 6), pure: live is declared only when the version
+/// read on this phone has been proven on it — by a dry-run purchase that succeeded on
+/// that version ([`proves_version`]), or by an operator's `ack N` of its alert. A version
+/// never seen (the first one on a fresh store included) or one that cannot be read holds
+/// live back (fail closed). `read = None`: the executor has no phone to read (no gate).
+pub fn version_hold(
+    enabled: bool,
+    read: Option<&PddVersionRead>,
+    known: Option<&KnownVersion>,
+) -> Option<VersionHold> {
+    if !enabled {
+        return None;
+    }
+    match read? {
+        PddVersionRead::NotReadYet => Some(VersionHold {
+            version: None,
+            since: None,
+            reason: "live paused: the PDD version on this phone has not been read yet".into(),
+            alert: false,
+        }),
+        PddVersionRead::Unreadable(why) => Some(VersionHold {
+            version: None,
+            since: None,
+            reason: format!(
+                "live paused: the PDD version on this phone cannot be read ({why}); live needs a readable version proven by a dry-run purchase"
+            ),
+            alert: true,
+        }),
+        PddVersionRead::Version(v) => match known {
+            Some(k) if k.proven_at.is_some() => None,
+            _ => Some(VersionHold {
+                version: Some(v.clone()),
+                since: known.map(|k| k.first_seen.clone()),
+                reason: format!("live paused: PDD {v} not yet proven on this phone"),
+                alert: true,
+            }),
+        },
+    }
+}
+
+/// Whether an outcome proves the version it ran on (issue 12 item 6): a `purchase` task
+/// in `dry_run` mode that ended with a result (success), on a plausible version as read
+/// for that attempt. Returns that version.
+pub fn proves_version<'a>(
+    task_type: &str,
+    execution_mode: &str,
+    succeeded: bool,
+    version: Option<&'a str>,
+) -> Option<&'a str> {
+    let v = version?;
+    (task_type == "purchase" && execution_mode == "dry_run" && succeeded && plausible_version(v))
+        .then_some(v)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use chrono::TimeZone;
+
+    #[test]
+    fn live_only_on_a_proven_version() {
+        let v = PddVersionRead::Version("7.36.0".into());
+        let new = KnownVersion {
+            first_seen: "2026-12-01T08:00:00Z".into(),
+            proven_at: None,
+        };
+        let proven = KnownVersion {
+            proven_at: Some("2026-12-01T08:05:00Z".into()),
+            ..new.clone()
+        };
+        // A phone-less executor has nothing to gate; the escape switches it off.
+        assert_eq!(version_hold(true, None, None), None);
+        assert_eq!(version_hold(false, Some(&v), None), None);
+        // Never seen (a fresh store's first version too) and seen-but-unproven hold.
+        let h = version_hold(true, Some(&v), None).unwrap();
+        assert_eq!(h.version.as_deref(), Some("7.36.0"));
+        assert_eq!(
+            h.reason,
+            "live paused: PDD 7.36.0 not yet proven on this phone"
+        );
+        let h = version_hold(true, Some(&v), Some(&new)).unwrap();
+        assert_eq!(h.since.as_deref(), Some("2026-12-01T08:00:00Z"));
+        assert_eq!(version_hold(true, Some(&v), Some(&proven)), None);
+        // Unreadable fails closed, with its own reason.
+        let u = PddVersionRead::from_parsed(None);
+        let h = version_hold(true, Some(&u), None).unwrap();
+        assert_eq!(h.version, None);
+        assert!(h.reason.contains("cannot be read"), "{}", h.reason);
+        let garbage = PddVersionRead::from_parsed(Some("<html>"));
+        assert!(matches!(garbage, PddVersionRead::Unreadable(ref w) if w.contains("implausible")));
+        assert!(version_hold(true, Some(&garbage), Some(&proven)).is_some());
+        // Before the first read: held, without an alert.
+        let h = version_hold(true, Some(&PddVersionRead::NotReadYet), None).unwrap();
+        assert!(!h.alert);
+    }
+
+    #[test]
+    fn only_a_successful_dry_run_purchase_proves_its_version() {
+        assert_eq!(
+            proves_version("purchase", "dry_run", true, Some("7.36.0")),
+            Some("7.36.0")
+        );
+        assert_eq!(
+            proves_version("purchase", "dry_run", false, Some("7.36.0")),
+            None
+        );
+        assert_eq!(
+            proves_version("purchase", "live", true, Some("7.36.0")),
+            None
+        );
+        assert_eq!(
+            proves_version("collect", "dry_run", true, Some("7.36.0")),
+            None
+        );
+        assert_eq!(proves_version("purchase", "dry_run", true, None), None);
+        assert_eq!(proves_version("purchase", "dry_run", true, Some("")), None);
+        assert!(plausible_version("7.36.0-beta"));
+        assert!(!plausible_version("abc"));
+        assert!(!plausible_version("7.0 x"));
+    }
 
     fn t0() -> DateTime<Utc> {
         Utc.with_ymd_and_hms(2026, 12, 1, 8, 0, 0).unwrap()

@@ -92,8 +92,14 @@ pub const NON_BLOCKING_ALERTS: &[&str] = &[
     ALERT_LOW_DISK,
     ALERT_DEVICE,
     ALERT_UNRECOGNIZED_RATE,
+    ALERT_PDD_VERSION,
 ];
 
+/// The phone shows a PDD version not proven on it (issue 12 item 6,
+/// [`crate::gate::version_hold`]): live purchases paused (`dry_run` declared; collects
+/// and dry runs continue). Closed by the client when a dry-run purchase succeeds on that
+/// version; `ack N` of it proves the version by hand (recorded as `ack N by USER`).
+pub const ALERT_PDD_VERSION: &str = "pdd_version_unproven";
 /// The account on the phone is not the one recorded for it (issue 12 item 5): live
 /// stops (the profile declares `dry_run`), claims continue; `ack` accepts the new account.
 pub use crate::account::ALERT_ACCOUNT_CHANGED;
@@ -246,6 +252,8 @@ pub struct Runner<G, E, C> {
     /// The clock check: when the phone was last read, its offset, and the refusal now in
     /// force (if any).
     clocks: Mutex<ClockState>,
+    /// The PDD version hold last recorded for `status` (to log and save changes only).
+    version_hold: Mutex<Option<crate::gate::VersionHold>>,
     /// The account check ([`crate::account`]): this run's state, and whether the
     /// executor can check at all (`None` until asked).
     account: Mutex<AccountState>,
@@ -289,6 +297,7 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
             live_cap: Mutex::new(None),
             last_backup: Mutex::new(None),
             clocks: Mutex::new(ClockState::default()),
+            version_hold: Mutex::new(None),
             account: Mutex::new(AccountState::default()),
             cfg,
             upkeep: None,
@@ -369,7 +378,18 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
     /// The profile this client declares now: [`client_profile`], narrowed to `dry_run`
     /// while a live order cap binds ([`crate::pacing`]; contract §5 allows narrowing).
     pub fn profile(&self) -> Result<ClientProfile, StoreError> {
-        let mut p = client_profile(&self.store.settings()?, self.executor.readiness());
+        let settings = self.store.settings()?;
+        let mut p = client_profile(&settings, self.executor.readiness());
+        if p.capabilities.purchase_mode == ExecutionMode::Live {
+            let hold = self.version_hold_now(settings.device.as_deref())?;
+            if hold.is_some() {
+                p.capabilities.purchase_mode = ExecutionMode::DryRun;
+            }
+            // Before the first read nothing is known yet: narrowed, not noted.
+            if hold.as_ref().is_none_or(|h| h.alert) {
+                self.note_version_hold(settings.device.as_deref(), hold);
+            }
+        }
         if p.capabilities.purchase_mode == ExecutionMode::Live && self.clock_refusal().is_some() {
             p.capabilities.purchase_mode = ExecutionMode::DryRun;
         }
@@ -384,6 +404,153 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
             self.note_live_cap(cap);
         }
         Ok(p)
+    }
+
+    /// The new-version gate now (issue 12 item 6): the version the executor last read
+    /// on the phone against what the store knows of it on this device (a version seen
+    /// for the first time is recorded, unproven).
+    pub fn version_hold_now(
+        &self,
+        device: Option<&str>,
+    ) -> Result<Option<crate::gate::VersionHold>, StoreError> {
+        use crate::gate::{version_hold, KnownVersion, PddVersionRead};
+        if !self.cfg.gate.pdd_version_gate {
+            return Ok(None);
+        }
+        let read = self.executor.pdd_version();
+        let known = match (&read, device) {
+            (Some(PddVersionRead::Version(v)), Some(d)) => {
+                let row = self.store.note_pdd_version(d, v, self.clock.now())?;
+                Some(KnownVersion {
+                    first_seen: row.first_seen,
+                    proven_at: row.proven_at,
+                })
+            }
+            _ => None,
+        };
+        Ok(version_hold(true, read.as_ref(), known.as_ref()))
+    }
+
+    /// Logs and records (for `status`) a version hold that began, changed or ended; a
+    /// hold raises one `pdd_version_unproven` alert per version (remembered on its row,
+    /// so `ack N` can prove it), an end closes it.
+    fn note_version_hold(&self, device: Option<&str>, hold: Option<crate::gate::VersionHold>) {
+        let mut last = self.version_hold.lock().unwrap_or_else(|p| p.into_inner());
+        if *last == hold {
+            return;
+        }
+        let now = self.clock.now();
+        let open: Vec<_> = self
+            .store
+            .open_alerts()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|a| a.kind == ALERT_PDD_VERSION)
+            .collect();
+        let saved = match &hold {
+            Some(h) => {
+                tracing::warn!(version = ?h.version, since = ?h.since, reason = %h.reason, "PDD version not proven on this phone: declaring dry_run until a dry-run purchase succeeds on it");
+                let since = h
+                    .since
+                    .clone()
+                    .unwrap_or_else(|| cmautobuy_contract::time::format_utc(now));
+                let message = match &h.version {
+                    Some(v) => format!(
+                        "拼多多新版本未验证，暂停实单 / PDD {v} on this phone ({}) is not proven, seen since {since}: live purchases paused (dry_run declared; collects and dry runs continue). Proof: a dry-run purchase that succeeds on {v} (the client closes this alert), or `cmautobuy-client ack` with this alert's id after you checked {v} by hand (recorded as proven by you)",
+                        device.unwrap_or("-")
+                    ),
+                    None => format!(
+                        "拼多多版本无法读取，暂停实单 / {} on this phone ({}): check `cmautobuy-client doctor`; live resumes once the version reads and is proven",
+                        h.reason,
+                        device.unwrap_or("-")
+                    ),
+                };
+                // The alert already open for this version (an earlier process raised it)
+                // stays; any other closes.
+                let linked = match (&h.version, device) {
+                    (Some(v), Some(d)) => self
+                        .store
+                        .pdd_version(d, v)
+                        .ok()
+                        .flatten()
+                        .and_then(|r| r.alert_id),
+                    _ => None,
+                };
+                let keep = open
+                    .iter()
+                    .find(|a| Some(a.id) == linked || (linked.is_none() && a.message == message))
+                    .map(|a| a.id);
+                for a in open.iter().filter(|a| Some(a.id) != keep) {
+                    let _ = self.store.ack_alerts(Some(a.id), now);
+                }
+                if keep.is_none() {
+                    match self
+                        .store
+                        .raise_alert(ALERT_PDD_VERSION, None, &message, now)
+                    {
+                        Ok(id) => {
+                            if let (Some(v), Some(d)) = (&h.version, device) {
+                                if let Err(e) = self.store.set_pdd_version_alert(d, v, id) {
+                                    tracing::warn!(error = %e, "cannot link the alert to its version");
+                                }
+                            }
+                        }
+                        Err(e) => {
+                            tracing::warn!(error = %e, "cannot save the pdd_version_unproven alert")
+                        }
+                    }
+                }
+                self.store.set_pdd_version_hold(Some(&h.reason))
+            }
+            None => {
+                tracing::info!("PDD version proven on this phone: declaring live again");
+                if let Err(e) = self.store.resolve_alerts(ALERT_PDD_VERSION, now) {
+                    tracing::warn!(error = %e, "cannot close the pdd_version_unproven alert");
+                }
+                self.store.set_pdd_version_hold(None)
+            }
+        };
+        if let Err(e) = saved {
+            tracing::warn!(error = %e, "cannot record the PDD version hold in the store");
+        }
+        *last = hold;
+    }
+
+    /// A successful dry-run purchase proves the PDD version it ran on (as read for that
+    /// attempt: the report's `diagnostics.pdd_version`) on this phone.
+    fn prove_version(&self, job: &Job, outcome: &Outcome) {
+        let Outcome::Result(r) = outcome else { return };
+        let version = r
+            .extra
+            .get("diagnostics")
+            .and_then(|d| d.get("pdd_version"))
+            .and_then(|v| v.as_str());
+        let Some(v) = crate::gate::proves_version(
+            &job.task.task_type,
+            &job.task.execution_mode,
+            true,
+            version,
+        ) else {
+            return;
+        };
+        let device = match self.store.settings() {
+            Ok(s) => s.device,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the device to record a proven PDD version");
+                return;
+            }
+        };
+        let Some(device) = device else { return };
+        match self
+            .store
+            .prove_pdd_version(&device, v, &job.run.attempt_id, self.clock.now())
+        {
+            Ok(true) => {
+                tracing::info!(version = v, attempt_id = %job.run.attempt_id, "PDD version proven on this phone by a successful dry-run purchase")
+            }
+            Ok(false) => {}
+            Err(e) => tracing::warn!(error = %e, "cannot record the proven PDD version"),
+        }
     }
 
     /// The live cap at this moment, from the orders the store holds.
@@ -1207,6 +1374,7 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
         let id = self
             .store
             .record_outcome(job.run.id, &draft, self.clock.now())?;
+        self.prove_version(job, &outcome);
         let retry_wait = match &outcome {
             Outcome::Failure(f) if f.status == FailureStatus::RetryWait => {
                 Some((f.error.code.as_str(), f.error.message.as_str()))
@@ -1260,6 +1428,7 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
         // So are a clock refusal and a live cap: both are judged afresh.
         let _ = self.store.set_clock_skew(None);
         let _ = self.store.set_live_cap(None);
+        let _ = self.store.set_pdd_version_hold(None);
         self.upkeep(None).await;
         self.recover().await?;
         loop {

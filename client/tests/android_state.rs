@@ -55,6 +55,7 @@ fn battery_and_its_thresholds() {
             focus: None,
             battery: Some(b),
             size: None,
+            pdd_version: None,
         };
         match assess(&s, Thresholds::default()) {
             Verdict::Ready { .. } => None,

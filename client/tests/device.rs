@@ -520,6 +520,7 @@ fn check_ready(r: &doctor::DoctorReport) {
         .foreground
         .as_deref()
         .is_some_and(|f| f.starts_with("com.xunmeng.pinduoduo/")));
+    assert_eq!(r.input_injection, Some(true));
     assert!(r.problems.is_empty());
     let text = r.render_text();
     assert!(text.contains("ready:        yes"), "{text}");
@@ -542,6 +543,23 @@ fn doctor_through_the_server_and_directly() {
     assert!(!r.ready);
     assert_eq!(r.state, "not found");
     assert_eq!(r.problems[0].code, "DEVICE_NOT_FOUND");
+}
+
+/// MIUI's "USB调试（安全设置）" trap: doctor tries one harmless key event and says what
+/// to turn on.
+#[test]
+fn doctor_finds_a_phone_that_refuses_injected_input() {
+    let phone = phone();
+    phone.set_input_injection_denied(true);
+    let r = doctor::check(&direct(&phone, options()));
+    assert!(!r.ready, "{}", r.render_text());
+    assert_eq!(r.input_injection, Some(false));
+    assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
+    assert_eq!(r.problems[0].code, "INPUT_INJECTION_DENIED");
+    assert!(r.problems[0].message.contains("USB调试（安全设置）"));
+    assert!(r.render_text().contains("input:        REFUSED"));
+    phone.set_input_injection_denied(false);
+    check_ready(&doctor::check(&direct(&phone, options())));
 }
 
 /// Issue 12: the claim loop's cheap check — ready on an online phone, the offline

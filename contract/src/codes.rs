@@ -277,6 +277,10 @@ string_enum! {
         // keyboard, system dialog, app chooser) kept covering the point to tap after the
         // bounded dismissals: nothing was tapped into it (retry_wait).
         ScreenObstructed = "SCREEN_OBSTRUCTED",
+        // A live purchase whose attempt read a PDD version not proven on this phone (it
+        // changed since the claim was declared live; issue 12 item 6): nothing touched,
+        // retry_wait — the client declares dry_run until a dry run proves the version.
+        PddVersionUnproven = "PDD_VERSION_UNPROVEN",
         // The phone refuses injected input (MIUI / HyperOS without "USB调试（安全设置）"):
         // nothing was tapped; the worker pauses until a probe key event goes through
         // (retry_wait).

@@ -1,5 +1,7 @@
 //! `cmautobuy-client ack`: acknowledges operator alerts (one by id, or all of them), so
-//! that claiming resumes.
+//! that claiming resumes. `ack N` of a `pdd_version_unproven` alert also proves that PDD
+//! version on that phone by hand (recorded as `ack N by USER`, with the time); `ack`
+//! without an id never proves a version (the client raises the alert again).
 
 use clap::Args;
 
@@ -15,7 +17,18 @@ pub struct AckArgs {
 pub fn run(g: &Globals, a: AckArgs) -> Result<(), Failure> {
     let cfg = setup::load(g.overrides(None, None))?;
     let store = setup::open_store(&cfg)?;
-    let n = store.ack_alerts(a.id, chrono::Utc::now())?;
+    let now = chrono::Utc::now();
+    if let Some(id) = a.id {
+        let who = std::env::var("USER")
+            .or_else(|_| std::env::var("USERNAME"))
+            .ok()
+            .filter(|u| !u.trim().is_empty())
+            .unwrap_or_else(|| "operator".into());
+        if let Some((device, version)) = store.prove_pdd_version_by_ack(id, &who, now)? {
+            println!("PDD {version} on {device} proven by hand (ack {id} by {who}): live purchases may be declared again");
+        }
+    }
+    let n = store.ack_alerts(a.id, now)?;
     println!("{n} alert(s) acknowledged");
     Ok(())
 }

@@ -23,6 +23,8 @@ pub fn run(g: &Globals, a: StatusArgs) -> Result<(), Failure> {
     let pause = store.device_pause()?;
     let live_cap = store.live_cap()?;
     let clock_skew = store.clock_skew()?;
+    let version_hold = store.pdd_version_hold()?;
+    let versions = store.pdd_versions()?;
     let account_refusal = store.account_refusal()?;
     let account = match s.device.as_deref() {
         Some(d) => store.account_fingerprint(d)?,
@@ -46,6 +48,11 @@ pub fn run(g: &Globals, a: StatusArgs) -> Result<(), Failure> {
             "expected_address": cfg.expected_address,
             "live_cap": live_cap,
             "clock_skew": clock_skew,
+            "pdd_version_hold": version_hold,
+            "pdd_versions": versions.iter().map(|v| serde_json::json!({
+                "device": v.device, "version": v.version, "first_seen": v.first_seen,
+                "proven_at": v.proven_at, "proven_by": v.proven_by,
+            })).collect::<Vec<_>>(),
             "account_refusal": account_refusal,
             "account": account.as_ref().map(|f| serde_json::json!({
                 "nickname": f.baseline.nickname, "masked_phone": f.baseline.masked_phone,
@@ -100,6 +107,24 @@ pub fn run(g: &Globals, a: StatusArgs) -> Result<(), Failure> {
     }
     if let Some(why) = &clock_skew {
         println!("LIVE REFUSED for clock skew: {why}; declaring dry_run (collects and dry runs continue)");
+    }
+    if let Some(why) = &version_hold {
+        println!("{why}; declaring dry_run (collects and dry runs continue) until a dry-run purchase succeeds on it, or `cmautobuy-client ack N` of its alert after you checked it by hand");
+    }
+    for v in versions.iter().take(5) {
+        match (&v.proven_at, &v.proven_by) {
+            (Some(at), by) => println!(
+                "pdd version: {} on {} proven {at} by {} (first seen {})",
+                v.version,
+                v.device,
+                by.as_deref().unwrap_or("-"),
+                v.first_seen
+            ),
+            (None, _) => println!(
+                "pdd version: {} on {} NOT proven (first seen {})",
+                v.version, v.device, v.first_seen
+            ),
+        }
     }
     if let Some(f) = &account {
         println!(

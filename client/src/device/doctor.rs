@@ -16,7 +16,7 @@ use std::time::Duration;
 use super::adb::AdbDevice;
 use super::port::{Device, DeviceError, KeyCode};
 use super::state::{self, DeviceState, Keyguard, ScreenPower, Thresholds, Verdict};
-pub use super::state::{lists_package, parse_focus, parse_wm_size};
+pub use super::state::{lists_package, parse_focus, parse_version_name, parse_wm_size};
 use crate::screen::{Point, PDD_PACKAGE};
 
 /// One thing that keeps the device from being ready.
@@ -46,6 +46,9 @@ pub struct DoctorReport {
     /// `package/activity` of the focused window.
     pub foreground: Option<String>,
     pub pdd_in_foreground: Option<bool>,
+    /// Whether the phone accepts injected input (one `input keyevent 0`; MIUI / HyperOS
+    /// refuse it until "USB调试（安全设置）" is on).
+    pub input_injection: Option<bool>,
     pub problems: Vec<Problem>,
     pub ready: bool,
 }
@@ -65,6 +68,7 @@ impl DoctorReport {
             pdd_version: None,
             foreground: None,
             pdd_in_foreground: None,
+            input_injection: None,
             problems: Vec::new(),
             ready: false,
         }
@@ -112,6 +116,14 @@ impl DoctorReport {
             None => s.push_str(&format!("pdd:          {pdd}\n")),
         }
         s.push_str(&format!("foreground:   {}\n", opt(&self.foreground)));
+        s.push_str(&format!(
+            "input:        {}\n",
+            match self.input_injection {
+                Some(true) => "accepted",
+                Some(false) => "REFUSED (INJECT_EVENTS)",
+                None => "-",
+            }
+        ));
         for p in &self.problems {
             s.push_str(&format!("problem:      [{}] {}\n", p.code, p.message));
         }
@@ -214,6 +226,17 @@ pub fn check(dev: &AdbDevice) -> DoctorReport {
                 .foreground
                 .as_ref()
                 .map(|f| f.starts_with(&format!("{PDD_PACKAGE}/")));
+        }
+        Err(e) => r.error(&e),
+    }
+
+    // The MIUI trap: `input` is refused until "USB调试（安全设置）" is on. One key no app
+    // acts on (KEYCODE_UNKNOWN) tells.
+    match dev.key(KeyCode::UNKNOWN) {
+        Ok(()) => r.input_injection = Some(true),
+        Err(e @ DeviceError::InputDenied { .. }) => {
+            r.input_injection = Some(false);
+            r.problem(e.failure_code(), e.to_string());
         }
         Err(e) => r.error(&e),
     }
@@ -382,13 +405,11 @@ fn reread_until(
 }
 
 /// The installed PDD's `versionName`: one shell round trip (`dumpsys package
-/// com.xunmeng.pinduoduo`), read once per task for the manifest and the reports (issue 12
-/// item 6). `None` when the phone does not answer or prints no version.
+/// com.xunmeng.pinduoduo | grep versionName`, filtered on the phone as in the device
+/// check), read once per task for the manifest, the reports and the new-version gate
+/// (issue 12 item 6). `None` when the phone does not answer or prints no version.
 pub fn read_pdd_version(dev: &dyn Device) -> Option<String> {
-    let o = dev.shell(&["dumpsys", "package", PDD_PACKAGE]).ok()?;
-    if !o.success() {
-        return None;
-    }
+    let o = dev.shell(&["sh", "-c", state::PDD_VERSION_SCRIPT]).ok()?;
     parse_version_name(&o.stdout_text())
 }
 
@@ -396,15 +417,6 @@ fn getprop(dev: &AdbDevice, name: &str) -> Result<Option<String>, DeviceError> {
     let o = dev.shell(&["getprop", name])?;
     let v = o.stdout_text().trim().to_string();
     Ok((!v.is_empty()).then_some(v))
-}
-
-/// The `versionName=` of `dumpsys package NAME` (the first package section: an updated
-/// system app lists its update first). `None` when absent or empty.
-pub fn parse_version_name(text: &str) -> Option<String> {
-    text.lines()
-        .filter_map(|l| l.trim().strip_prefix("versionName="))
-        .map(|v| v.split_whitespace().next().unwrap_or("").to_string())
-        .find(|v| !v.is_empty())
 }
 
 #[cfg(test)]
@@ -497,6 +509,8 @@ mod tests {
                         ),
                         Some("battery") => format!("  USB powered: false\n  level: {level}\n  temperature: 300\n"),
                         Some("size") => "Physical size: 1080x2400\n".to_string(),
+                        // `sh -c 'dumpsys package … | grep versionName'`
+                        Some("-c") => "    versionName=7.36.0\n".to_string(),
                         _ => String::new(),
                     })
                 })
@@ -509,11 +523,13 @@ mod tests {
         let p = Phone::new(true, "none", 80);
         let s = probe_with(&p, Thresholds::default()).expect("ready");
         assert_eq!(s.screen, ScreenPower::On);
-        assert_eq!(p.log(), ["batch of 6"]);
+        // The PDD version rides in the same round trip (issue 12 item 6).
+        assert_eq!(s.pdd_version.as_deref(), Some("7.36.0"));
+        assert_eq!(p.log(), ["batch of 7"]);
         // Off and swipe-locked: still ready (the task wakes it), nothing sent.
         let p = Phone::new(false, "swipe", 80);
         assert!(probe_with(&p, Thresholds::default()).is_ok());
-        assert_eq!(p.log(), ["batch of 6"]);
+        assert_eq!(p.log(), ["batch of 7"]);
         let p = Phone::new(true, "pin", 80);
         assert_eq!(
             probe_with(&p, Thresholds::default()).unwrap_err().code,
@@ -545,11 +561,11 @@ mod tests {
         assert_eq!(
             p.log(),
             [
-                "batch of 6",
+                "batch of 7",
                 "key 224",
-                "batch of 6",
+                "batch of 7",
                 "swipe 540,1920->540,480",
-                "batch of 6"
+                "batch of 7"
             ]
         );
         // The common case: one read.

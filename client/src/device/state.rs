@@ -21,7 +21,14 @@ pub const PROBE_COMMANDS: &[&[&str]] = &[
     &["dumpsys", "window", "displays"],
     &["dumpsys", "battery"],
     &["wm", "size"],
+    // The installed PDD's version (issue 12 item 6: live only on a proven version),
+    // filtered on the phone so a few dozen bytes travel instead of the whole package
+    // dump; a constant script, so no word of it comes from outside.
+    &["sh", "-c", PDD_VERSION_SCRIPT],
 ];
+
+/// `dumpsys package com.xunmeng.pinduoduo | grep versionName`, run by the phone's shell.
+pub const PDD_VERSION_SCRIPT: &str = "dumpsys package com.xunmeng.pinduoduo | grep versionName";
 
 /// Whether the display is on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -68,6 +75,8 @@ pub struct DeviceState {
     pub battery: Option<Battery>,
     /// The screen size (`wm size`), for the unlock swipe.
     pub size: Option<(u32, u32)>,
+    /// The installed PDD's `versionName` (`None`: not printed).
+    pub pdd_version: Option<String>,
 }
 
 impl DeviceState {
@@ -90,6 +99,7 @@ impl DeviceState {
             focus: parse_focus(windows).or_else(|| parse_focus(policy)),
             battery: parse_battery(get(4)),
             size: parse_wm_size(get(5)),
+            pdd_version: parse_version_name(get(6)),
         }
     }
 }
@@ -320,6 +330,15 @@ pub fn assess(s: &DeviceState, t: Thresholds) -> Verdict {
     }
 }
 
+/// The `versionName=` of `dumpsys package NAME` (the first package section: an updated
+/// system app lists its update first). `None` when absent or empty.
+pub fn parse_version_name(text: &str) -> Option<String> {
+    text.lines()
+        .filter_map(|l| l.trim().strip_prefix("versionName="))
+        .map(|v| v.split_whitespace().next().unwrap_or("").to_string())
+        .find(|v| !v.is_empty())
+}
+
 /// `wm size`: "Physical size: 1080x2400", and "Override size: 720x1600" when someone
 /// ran `wm size WxH` — the override is what the screen really uses.
 pub fn parse_wm_size(text: &str) -> Option<(u32, u32)> {
@@ -482,6 +501,7 @@ mod tests {
                 charging: false,
             }),
             size: None,
+            pdd_version: None,
         }
     }
 
@@ -557,8 +577,14 @@ mod tests {
             DELEGATE_SWIPE.to_string(),
             "  mCurrentFocus=Window{5e1a7c2 u0 com.xunmeng.pinduoduo/com.xunmeng.pinduoduo.ui.activity.HomeActivity}\n".to_string(),
             "  level: 50\n  temperature: 300\n".to_string(),
+            "Physical size: 1080x2400\n".to_string(),
+            "    versionName=7.36.0\n".to_string(),
         ];
         let s = DeviceState::from_outputs(&outs);
+        assert_eq!(s.pdd_version.as_deref(), Some("7.36.0"));
+        assert_eq!(s.size, Some((1080, 2400)));
+        // Missing sections read as empty: no version.
+        assert_eq!(DeviceState::from_outputs(&outs[..6]).pdd_version, None);
         assert!(s.pdd_installed);
         assert_eq!(s.screen, ScreenPower::Off);
         assert_eq!(s.keyguard, Keyguard::Swipe);

@@ -28,6 +28,9 @@ pub struct FlowExecutorConfig {
     /// The phone's delivery-address fingerprint (config `expected_address`; empty: not
     /// checked): purchases hold the confirming screen's address against it.
     pub expected_address: Vec<String>,
+    /// The new-version gate (config `pdd_version_gate`): a live purchase runs only when
+    /// the version read for its attempt is proven on this phone (issue 12 item 6).
+    pub pdd_version_gate: bool,
 }
 
 impl FlowExecutorConfig {
@@ -38,6 +41,7 @@ impl FlowExecutorConfig {
             collect: CollectLimits::default(),
             drive: DriveLimits::default(),
             expected_address: Vec::new(),
+            pdd_version_gate: false,
         }
     }
 }

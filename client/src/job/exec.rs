@@ -30,6 +30,8 @@ pub struct FlowExecutor<S: DeviceSource> {
     /// Purchases: store and Admin behind the purchase flow's effects; `None`
     /// = this executor runs collect tasks only.
     purchase: Option<Arc<dyn PurchaseBackend>>,
+    /// The PDD version last read (device check or task start; `None`: not read yet).
+    version_read: Arc<Mutex<Option<crate::gate::PddVersionRead>>>,
     /// A task ended `INPUT_INJECTION_DENIED`: the device checks probe injected input
     /// (one `KEYCODE_UNKNOWN`) until it goes through — the ordinary check cannot see
     /// MIUI's switch.
@@ -44,6 +46,7 @@ impl<S: DeviceSource> FlowExecutor<S> {
             reports: Arc::new(Mutex::new(Vec::new())),
             hook: None,
             purchase: None,
+            version_read: Arc::new(Mutex::new(None)),
             input_refused: Arc::default(),
         }
     }
@@ -65,6 +68,63 @@ impl<S: DeviceSource> FlowExecutor<S> {
     }
 }
 
+/// A live purchase on a PDD version not proven on this phone (the version changed after
+/// the claim was declared live: the device check that declared it is up to
+/// `device_check_max_age` old): why, when it must not run. Fails closed: an unreadable
+/// version or store is unproven.
+fn unproven_live(
+    cfg: &super::attempt::FlowExecutorConfig,
+    backend: &dyn PurchaseBackend,
+    job: &crate::executor::Job,
+    version: Option<&str>,
+) -> Option<String> {
+    let live = job.task.execution_mode == "live"
+        && job.declared_mode == cmautobuy_contract::ExecutionMode::Live
+        && backend.live_enabled();
+    if !cfg.pdd_version_gate || !live {
+        return None;
+    }
+    let v = match crate::gate::PddVersionRead::from_parsed(version) {
+        crate::gate::PddVersionRead::Version(v) => v,
+        _ => return Some("the PDD version cannot be read for this attempt".into()),
+    };
+    let store = backend.store();
+    let device = store.settings().ok().and_then(|s| s.device);
+    let proven = device
+        .and_then(|d| store.pdd_version(&d, &v).ok().flatten())
+        .is_some_and(|r| r.proven_at.is_some());
+    (!proven).then(|| format!("PDD {v} is not proven on this phone (it changed since the claim)"))
+}
+
+/// The report of a live purchase refused before PDD was touched: `retry_wait
+/// PDD_VERSION_UNPROVEN`.
+fn refuse_unproven(job: &crate::executor::Job, why: &str) -> (Outcome, TaskReport) {
+    tracing::warn!(task_id = %job.task.remote_task_id, reason = %why, "live purchase refused: PDD version not proven");
+    let f = FlowFailure::retry(
+        FailureCode::PddVersionUnproven,
+        FlowStep::OpenGoods,
+        format!("{why}; nothing was touched — a dry-run purchase on it proves it"),
+    );
+    let out = Outcome::Failure(Box::new(failure_request(job, &f, None, None)));
+    let rep = TaskReport {
+        task_id: job.task.remote_task_id.clone(),
+        task_type: job.task.task_type.clone(),
+        attempt_id: job.run.attempt_id.clone(),
+        outcome: label(&out),
+        stats: DriveStats::default(),
+        device_ms: None,
+        artifact_ref: None,
+    };
+    (out, rep)
+}
+
+impl<S: DeviceSource> FlowExecutor<S> {
+    fn note_version(&self, v: Option<&str>) {
+        *self.version_read.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some(crate::gate::PddVersionRead::from_parsed(v));
+    }
+}
+
 impl<S: DeviceSource> Executor for FlowExecutor<S> {
     fn readiness(&self) -> Readiness {
         // Collect needs a device; purchases need the purchase backend.
@@ -75,20 +135,33 @@ impl<S: DeviceSource> Executor for FlowExecutor<S> {
         }
     }
 
+    fn pdd_version(&self) -> Option<crate::gate::PddVersionRead> {
+        let read = self
+            .version_read
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        // Fail closed: a phone whose version was never read is not a proven one.
+        Some(read.unwrap_or(crate::gate::PddVersionRead::NotReadYet))
+    }
+
     async fn check_device(&self) -> DeviceCheck {
         let source = self.source.clone();
         let probe_input = self.input_refused.clone();
         let checked = tokio::task::spawn_blocking(move || {
-            source.check()?;
+            let state = source.check()?;
             if probe_input.load(Ordering::SeqCst) {
                 probe_injected_input(&*source)?;
                 probe_input.store(false, Ordering::SeqCst);
                 tracing::info!("the phone accepts injected input again");
             }
-            Ok::<(), crate::device::doctor::Problem>(())
+            Ok::<_, crate::device::doctor::Problem>(state)
         });
         match checked.await {
-            Ok(Ok(())) => DeviceCheck::Ready,
+            Ok(Ok(state)) => {
+                self.note_version(state.pdd_version.as_deref());
+                DeviceCheck::Ready
+            }
             Ok(Err(p)) => DeviceCheck::NotReady {
                 code: p.code,
                 message: p.message,
@@ -139,13 +212,20 @@ impl<S: DeviceSource> Executor for FlowExecutor<S> {
         let cfg = self.cfg.clone();
         let fallback = job.clone();
         let purchase = self.purchase.clone();
+        let version_read = self.version_read.clone();
         let joined = tokio::task::spawn_blocking(move || {
             // One round trip per task: the version goes into the manifest's sidecar and
-            // the report (issue 12 item 6).
+            // the report (issue 12 item 6), and is the freshest the gate knows.
             let pdd_version = read_pdd_version(&*source);
+            *version_read.lock().unwrap_or_else(|p| p.into_inner()) = Some(
+                crate::gate::PddVersionRead::from_parsed(pdd_version.as_deref()),
+            );
             let (mut out, rep) = match &purchase {
                 Some(b) if job.task.task_type == "purchase" => {
-                    super::purchase::run_job(&*source, &cfg, &**b, &job)
+                    match unproven_live(&cfg, &**b, &job, pdd_version.as_deref()) {
+                        Some(why) => refuse_unproven(&job, &why),
+                        None => super::purchase::run_job(&*source, &cfg, &**b, &job),
+                    }
                 }
                 _ => super::collect::run_job(&*source, &cfg, &job),
             };

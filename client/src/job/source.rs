@@ -18,11 +18,11 @@ pub trait DeviceSource: Send + Sync + 'static {
         crate::device::state::Thresholds::default()
     }
     /// The claim loop's device check ([`crate::device::doctor::probe_with`] on
-    /// [`DeviceSource::device`]: one round trip); blocking, bounded by the device's
-    /// deadlines.
-    fn check(&self) -> Result<(), crate::device::doctor::Problem> {
+    /// [`DeviceSource::device`]: one round trip, which also reads the PDD version);
+    /// blocking, bounded by the device's deadlines.
+    fn check(&self) -> Result<crate::device::state::DeviceState, crate::device::doctor::Problem> {
         match self.device() {
-            Ok(d) => crate::device::doctor::probe_with(&*d, self.thresholds()).map(drop),
+            Ok(d) => crate::device::doctor::probe_with(&*d, self.thresholds()),
             Err(e) => Err(crate::device::doctor::Problem {
                 code: e.code().into(),
                 message: e.to_string(),

@@ -171,6 +171,10 @@ pub fn alert_message(a: &Alert, client: &Origin) -> Message {
         "claim_not_saved" => "领取的任务未保存 / a claimed task was not saved".to_string(),
         "claim_rejected" => "Admin 拒绝领取 / the Admin rejected the claim".to_string(),
         "device_attention" => "手机需要人工处理 / the phone needs a human".to_string(),
+        "pdd_version_unproven" => {
+            "拼多多版本未验证，暂停实单 / PDD version not proven: live paused (claiming continues)"
+                .to_string()
+        }
         other => format!("需要人工处理 / a human is needed: {other}"),
     };
     let task = a
@@ -178,11 +182,24 @@ pub fn alert_message(a: &Alert, client: &Origin) -> Message {
         .as_deref()
         .map(|t| format!("task {t}: "))
         .unwrap_or_default();
+    // One alert per PDD version: each is its own subject, so a new version's alert is
+    // not taken for a repeat of the last one's.
+    let own_subject = format!("alert {}", a.id);
+    let subject = match (a.kind.as_str(), a.remote_task_id.as_deref()) {
+        ("pdd_version_unproven", _) => own_subject.as_str(),
+        (_, t) => t.unwrap_or(""),
+    };
     message(
         (&a.kind, CATEGORY_ALERT),
-        a.remote_task_id.as_deref().unwrap_or(""),
+        subject,
         what,
-        if a.kind == "device_attention" {
+        if a.kind == "pdd_version_unproven" {
+            // Non-blocking: collects and dry runs go on; it closes by itself.
+            format!(
+                "{task}{}\n实单暂停，试运行成功后自动恢复 / live paused; resumes by itself after a successful dry-run purchase on this version, or `cmautobuy-client ack {}` after checking it by hand",
+                a.message, a.id
+            )
+        } else if a.kind == "device_attention" {
             // A device pause: it ends by itself at the first passing check, no `ack`.
             format!(
                 "{task}{}\n暂停领取，手机恢复后自动继续 / paused; resumes by itself once the phone passes a check",

@@ -254,6 +254,10 @@ pub fn rehearse(opts: RehearseOptions) -> anyhow::Result<Summary> {
             account_pause: false,
             // … nor raise the unrecognised-page rate alert (issue 12 item 6).
             unrecognized_rate_count: 0,
+            // … nor hold live back until a dry run proved the simulated phone's PDD
+            // version (issue 12 item 6): the demo batches (`--live`, `purchase_demo`)
+            // may hold live tasks only, which a dry_run declaration would never be handed.
+            pdd_version_gate: false,
             ..Default::default()
         },
         expected_address,

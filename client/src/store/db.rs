@@ -465,6 +465,12 @@ mod tests {
                 let spec = s.spec_resolution("spec-resolution-v1:ffff").unwrap();
                 assert!(spec.is_some());
                 assert_eq!(s.open_alerts().unwrap().len(), 1);
+                // Migration 7: no PDD version known yet, so none is proven (the gate
+                // holds live until a dry run proves the phone's version).
+                assert!(s.pdd_versions().unwrap().is_empty());
+                assert_eq!(s.pdd_version("192.168.0.173:5555", "7.36.0").unwrap(), None);
+                s.note_pdd_version("192.168.0.173:5555", "7.36.0", chrono::Utc::now())
+                    .unwrap();
             } else {
                 // A version-0 file is a fresh store: it gets its own client id.
                 assert!(s.client_id().unwrap().starts_with("CLIENT-"));

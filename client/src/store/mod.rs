@@ -30,6 +30,8 @@
 //!   alert, a `manual_review` outcome, a parked outbox item, a device pause) and the
 //!   webhook delivery queue; the daily summary's counts. `metrics.rs` — the counts
 //!   `/metrics` reads.
+//! - `versions.rs` — PDD versions per phone: first seen, proven (by which attempt, or
+//!   which operator's `ack`), the open alert (issue 12 item 6).
 //!
 //! Files depend downwards only: `error` ← `db` ← the table groups; `outbox` and
 //! `summary` use `tasks`' [`TaskState`]. This file only declares and re-exports.
@@ -59,6 +61,7 @@ mod summary;
 mod tasks;
 #[cfg(test)]
 mod test_support;
+mod versions;
 
 pub use account::AccountFingerprint;
 pub use alerts::Alert;
@@ -76,3 +79,4 @@ pub use settings::{
 pub use spec::SpecResolutionRecord;
 pub use summary::Summary;
 pub use tasks::{StoredTask, TaskState};
+pub use versions::PddVersionRow;

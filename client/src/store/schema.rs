@@ -208,6 +208,18 @@ pub(crate) const MIGRATIONS: &[&[&str]] = &[
             pending_masked_phone TEXT,
             pending_seen         TEXT
         )"],
+    // 7: PDD versions per phone (issue 12 item 6): live only on a version proven on that
+    // phone — by a dry-run purchase that succeeded on it (`proven_by` = its attempt id) or
+    // by an operator's `ack N` of its alert (`proven_by` = `ack N by USER`).
+    &["CREATE TABLE pdd_versions (
+            device     TEXT NOT NULL,
+            version    TEXT NOT NULL,
+            first_seen TEXT NOT NULL,
+            proven_at  TEXT,
+            proven_by  TEXT,
+            alert_id   INTEGER,
+            PRIMARY KEY (device, version)
+        )"],
 ];
 
 /// Tables and the columns the code relies on; checked at every start.
@@ -326,6 +338,17 @@ pub(crate) const REQUIRED: &[(&str, &[&str])] = &[
         ],
     ),
     ("run_outcome_counts", &["task_type", "outcome", "n"]),
+    (
+        "pdd_versions",
+        &[
+            "device",
+            "version",
+            "first_seen",
+            "proven_at",
+            "proven_by",
+            "alert_id",
+        ],
+    ),
     (
         "account_fingerprints",
         &[

@@ -55,6 +55,7 @@ fn binding(token: Option<&str>, admin_url: Option<&str>, saved_for: Option<&str>
 
 const SETTING_LIVE_CAP: &str = "live_cap";
 const SETTING_CLOCK_SKEW: &str = "clock_skew";
+const SETTING_PDD_VERSION_HOLD: &str = "pdd_version_hold";
 /// Why live is refused for the account check (issue 12 item 5), as last recorded.
 const SETTING_ACCOUNT_REFUSAL: &str = "account_refusal";
 
@@ -281,6 +282,22 @@ impl Store {
         }
     }
 
+    /// Records (`Some(why)`) or clears why live is paused for an unproven PDD version
+    /// (issue 12 item 6).
+    pub fn set_pdd_version_hold(&self, why: Option<&str>) -> Result<()> {
+        let conn = self.lock();
+        match why {
+            Some(w) => put_setting(&conn, SETTING_PDD_VERSION_HOLD, w, Utc::now()),
+            None => {
+                conn.execute(
+                    "DELETE FROM settings WHERE key = ?1",
+                    [SETTING_PDD_VERSION_HOLD],
+                )?;
+                Ok(())
+            }
+        }
+    }
+
     /// Records (or clears) why live is refused for the account check: not checked yet,
     /// a check that failed, or a changed account.
     pub fn set_account_refusal(&self, why: Option<&str>) -> Result<()> {
@@ -295,6 +312,12 @@ impl Store {
                 Ok(())
             }
         }
+    }
+
+    /// Why live is paused for the PDD version, as last recorded by a running client.
+    pub fn pdd_version_hold(&self) -> Result<Option<String>> {
+        let conn = self.lock();
+        get_setting(&conn, SETTING_PDD_VERSION_HOLD)
     }
 
     /// Why live is refused for the account check, as last recorded by a running client.

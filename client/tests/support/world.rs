@@ -178,7 +178,10 @@ impl World {
             .env_remove("CMAUTOBUY_ALLOW_LIVE")
             // Batches run back to back (the pacing gap has its own tests); set it again
             // on the command to test it.
-            .env("CMAUTOBUY_MIN_TASK_GAP_SECS", "0");
+            .env("CMAUTOBUY_MIN_TASK_GAP_SECS", "0")
+            // Live on a fresh store without a dry run first (the new-version gate has
+            // its own test, `pdd_version_gate.rs`, which sets it again on the command).
+            .env("CMAUTOBUY_PDD_VERSION_GATE", "false");
         if let Some(locks) = &self.locks {
             c.env("CMAUTOBUY_LOCK_DIR", locks);
         }

@@ -24,6 +24,7 @@ pub mod monkey;
 pub mod pm;
 pub mod rm;
 pub mod screencap;
+pub mod sh;
 pub mod sleep;
 pub mod status;
 pub mod uiautomator;
@@ -39,6 +40,8 @@ pub(crate) type Builtin = fn(&mut Device, &[&str], &[u8], &mut Exec) -> u64;
 /// Every command name the shell knows (full paths where scripts use them).
 pub(crate) const BUILTINS: &[(&str, Builtin)] = &[
     ("true", status::truth),
+    ("sh", sh::run),
+    ("/system/bin/sh", sh::run),
     (":", status::truth),
     ("false", status::falsity),
     ("echo", echo::run),
