@@ -29,7 +29,10 @@
 //! - **second orders**: a task with two orders in its phone's ledger, an order number
 //!   reported by two tasks, and ledger orders no task reported: each must belong to a
 //!   live task of that phone on those goods that ended `manual_review` (its report sends
-//!   the operator to look for the order — "left to a human"); any other is an orphan;
+//!   the operator to look for the order — "left to a human"); any other is an orphan.
+//!   A phone lost right after the submit tap no longer leaves its order to a human: the
+//!   client keeps the attempt open and reconciles it when the phone answers; the summary
+//!   counts those attempts (from the client logs) and how they ended;
 //! - tasks left open, final statuses by code;
 //! - RSS of each client (first 5 minutes vs. the last 5), and the data directories'
 //!   size over time;
@@ -520,6 +523,7 @@ fn soak() -> Result<bool, String> {
     let mut attempts_reported = 0usize;
     let mut left_open = Vec::new();
     let mut last_of: BTreeMap<String, String> = BTreeMap::new();
+    let mut outcome_of_attempt: BTreeMap<String, String> = BTreeMap::new();
     for (id, kind) in &created {
         let v = rt
             .block_on(op.get_task(id))
@@ -528,6 +532,16 @@ fn soak() -> Result<bool, String> {
         let results = v["results"].as_array().cloned().unwrap_or_default();
         for r in &results {
             let a = r["body"]["attempt_id"].as_str().unwrap_or("?").to_string();
+            let label = if r["kind"] == "result" {
+                "succeeded".to_string()
+            } else {
+                format!(
+                    "{}:{}",
+                    r["body"]["status"].as_str().unwrap_or("?"),
+                    r["body"]["error"]["code"].as_str().unwrap_or("?")
+                )
+            };
+            outcome_of_attempt.insert(a.clone(), label);
             *per_attempt_all.entry(a).or_default() += 1;
             attempts_reported += 1;
             if r["kind"] == "result" {
@@ -583,6 +597,27 @@ fn soak() -> Result<bool, String> {
         }
         for_a_human.push(mine);
     }
+    // Attempts whose phone went away after the 提交订单 tap: the client kept them open
+    // and reconciled them when the phone answered (its log says "the run stays open").
+    let mut kept_open: BTreeMap<String, String> = BTreeMap::new();
+    for i in 0..stations.len() {
+        let log =
+            std::fs::read_to_string(args.out.join(format!("client-{i}.log"))).unwrap_or_default();
+        for line in log.lines().filter(|l| l.contains("the run stays open")) {
+            if let Some(a) = line
+                .split_whitespace()
+                .find_map(|w| w.strip_prefix("attempt_id="))
+            {
+                let a = a.trim_matches('"').to_string();
+                let out = outcome_of_attempt
+                    .get(&a)
+                    .cloned()
+                    .unwrap_or_else(|| "no report".into());
+                kept_open.insert(a, out);
+            }
+        }
+    }
+    let kept_succeeded = kept_open.values().filter(|o| *o == "succeeded").count();
     let mut orders_total = 0;
     let mut orphans = Vec::new();
     let mut handed = Vec::new();
@@ -699,6 +734,15 @@ fn soak() -> Result<bool, String> {
         second_orders.len(),
         handed.len(),
         orphans.len()
+    ));
+    lines.push(format!(
+        "phone lost after the submit tap: {} attempt(s) kept open for the phone, {kept_succeeded} reconciled to a success, {} otherwise ({:?})",
+        kept_open.len(),
+        kept_open.len() - kept_succeeded,
+        kept_open
+            .values()
+            .filter(|o| *o != "succeeded")
+            .collect::<Vec<_>>()
     ));
     lines.push(format!(
         "faults: {} offline windows, {admin_faults} Admin fault bursts, {troubles} risk/login tasks",
