@@ -1,7 +1,8 @@
 //! `cmautobuy-client ack`: acknowledges operator alerts (one by id, or all of them), so
 //! that claiming resumes. `ack N` of a `pdd_version_unproven` alert also proves that PDD
 //! version on that phone by hand (recorded as `ack N by USER`, with the time); `ack`
-//! without an id never proves a version (the client raises the alert again).
+//! without an id never proves a version (live stays paused and `status` keeps saying so;
+//! a running client raises the alert again when it restarts or the version changes).
 
 use clap::Args;
 
