@@ -294,17 +294,7 @@ impl DeviceGate {
                         p.message = message.clone();
                         changed.then(|| Transition::Paused(p.clone()))
                     }
-                    None => {
-                        let p = Pause {
-                            since: now,
-                            code: code.clone(),
-                            message: message.clone(),
-                            probes: 1,
-                            next_probe: after(now, self.cfg.probe_min),
-                        };
-                        self.pause = Some(p.clone());
-                        Some(Transition::Paused(p))
-                    }
+                    None => self.start_pause(now, code, message, 1),
                 }
             }
         }
@@ -357,15 +347,7 @@ impl DeviceGate {
         if self.pause.is_some() {
             return None;
         }
-        let p = Pause {
-            since: now,
-            code: code.to_string(),
-            message: message.to_string(),
-            probes: 0,
-            next_probe: after(now, self.cfg.probe_min),
-        };
-        self.pause = Some(p.clone());
-        Some(Transition::Paused(p))
+        self.start_pause(now, code, message, 0)
     }
 
     /// A task's outcome was recorded at `now`: `Some((code))` for a `retry_wait` failure,
@@ -389,11 +371,23 @@ impl DeviceGate {
             return None;
         }
         self.last_ready = None;
+        self.start_pause(now, code, message, 0)
+    }
+
+    /// Starts a pause at `now` (after `probes` failed checks); the next probe comes after
+    /// the shortest backoff.
+    fn start_pause(
+        &mut self,
+        now: DateTime<Utc>,
+        code: &str,
+        message: &str,
+        probes: u32,
+    ) -> Option<Transition> {
         let p = Pause {
             since: now,
             code: code.to_string(),
             message: message.to_string(),
-            probes: 0,
+            probes,
             next_probe: after(now, self.cfg.probe_min),
         };
         self.pause = Some(p.clone());

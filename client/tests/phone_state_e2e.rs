@@ -11,7 +11,7 @@
 //! Admin's journal, the process exit).
 
 use std::path::Path;
-use std::process::Stdio;
+use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use cmautobuy_mock_admin::Endpoint;
@@ -104,6 +104,37 @@ fn a_heads_up_is_waited_out_and_the_chooser_never_appears() {
     );
 }
 
+/// Starts `run` (its log in `data/run.log`) and waits for the worker to pause with `code`
+/// and a `device_attention` alert; returns the running client and the alert's message.
+fn run_until_paused(w: &World, data: &Path, code: &str) -> (Child, String) {
+    let mut child = w
+        .command(data)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(data.join("run.log")).unwrap())
+        .spawn()
+        .unwrap();
+    let mut st = Value::Null;
+    wait_until(
+        "the pause and its alert",
+        Duration::from_secs(60),
+        &mut child,
+        || {
+            st = status_json(data);
+            st["device_pause"]["code"] == code
+                && st["alerts"]
+                    .as_array()
+                    .is_some_and(|a| a.iter().any(|x| x["kind"] == "device_attention"))
+        },
+    );
+    let msg = st["alerts"]
+        .as_array()
+        .and_then(|a| a.iter().find(|x| x["kind"] == "device_attention"))
+        .and_then(|a| a["message"].as_str())
+        .unwrap_or("")
+        .to_string();
+    (child, msg)
+}
+
 /// The worker pauses with `code` and a `device_attention` alert, claims nothing; once
 /// `fix` runs it resumes by itself, the task succeeds and the alert is closed.
 fn pauses_until_fixed(
@@ -114,32 +145,8 @@ fn pauses_until_fixed(
 ) {
     let w = world(token, sys);
     let data = tempfile::tempdir().unwrap();
-    let mut child = w
-        .command(data.path())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(data.path().join("run.log")).unwrap())
-        .spawn()
-        .unwrap();
-    let mut st = Value::Null;
-    wait_until(
-        "the pause and its alert",
-        Duration::from_secs(60),
-        &mut child,
-        || {
-            st = status_json(data.path());
-            st["device_pause"]["code"] == code
-                && st["alerts"]
-                    .as_array()
-                    .is_some_and(|a| a.iter().any(|x| x["kind"] == "device_attention"))
-        },
-    );
-    let alert = st["alerts"]
-        .as_array()
-        .and_then(|a| a.iter().find(|x| x["kind"] == "device_attention"))
-        .cloned()
-        .unwrap_or_default();
-    let msg = alert["message"].as_str().unwrap_or("");
-    assert!(msg.contains(code), "{alert}");
+    let (mut child, msg) = run_until_paused(&w, data.path(), code);
+    assert!(msg.contains(code), "{msg}");
     eprintln!("{token}: alert: {msg}");
     assert_eq!(
         w.op.journal()
@@ -240,31 +247,7 @@ fn refused_input_injection_pauses_with_the_fix_until_the_switch_is_on() {
         },
     );
     let data = tempfile::tempdir().unwrap();
-    let mut child = w
-        .command(data.path())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(data.path().join("run.log")).unwrap())
-        .spawn()
-        .unwrap();
-    let mut st = Value::Null;
-    wait_until(
-        "the pause and its alert",
-        Duration::from_secs(60),
-        &mut child,
-        || {
-            st = status_json(data.path());
-            st["device_pause"]["code"] == "INPUT_INJECTION_DENIED"
-                && st["alerts"]
-                    .as_array()
-                    .is_some_and(|a| a.iter().any(|x| x["kind"] == "device_attention"))
-        },
-    );
-    let msg = st["alerts"]
-        .as_array()
-        .and_then(|a| a.iter().find(|x| x["kind"] == "device_attention"))
-        .and_then(|a| a["message"].as_str())
-        .unwrap_or("")
-        .to_string();
+    let (mut child, msg) = run_until_paused(&w, data.path(), "INPUT_INJECTION_DENIED");
     assert!(
         msg.contains("USB调试（安全设置）"),
         "the alert names the fix: {msg}"
