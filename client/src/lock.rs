@@ -29,7 +29,10 @@
 //! that SQLite serialises, and are meant to be used while `run` runs (`ack` resumes a
 //! running client's claiming); `doctor` only reads the phone.
 //!
-//! Outside Unix no OS lock is taken (the client drives phones from Linux/macOS hosts).
+//! The locks are `std`'s (`File::try_lock`: `flock(2)` on Unix, `LockFileEx` on Windows),
+//! so Windows hosts get the same guarantee. The lock *directory*'s shared lock (for
+//! `systemd-tmpfiles`) is taken where a directory can be opened as a file (Unix); a
+//! phone lock does not depend on it.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
@@ -292,26 +295,20 @@ fn create_shared_dir(dir: &Path) -> io::Result<()> {
     Ok(())
 }
 
-/// `flock(LOCK_EX | LOCK_NB)` (or `LOCK_SH`): `Ok(false)` when another open file
-/// description holds a conflicting lock.
-#[cfg(unix)]
+/// A non-blocking exclusive (or shared) advisory lock: `Ok(false)` when another open
+/// file description holds a conflicting one. `std`'s file locks: `flock(2)` on Unix,
+/// `LockFileEx` on Windows — the same one-process guarantee on both.
 fn try_lock(file: &File, exclusive: bool) -> io::Result<bool> {
-    use rustix::fs::{flock, FlockOperation};
-    let op = if exclusive {
-        FlockOperation::NonBlockingLockExclusive
+    let r = if exclusive {
+        file.try_lock()
     } else {
-        FlockOperation::NonBlockingLockShared
+        file.try_lock_shared()
     };
-    match flock(file, op) {
+    match r {
         Ok(()) => Ok(true),
-        Err(e) if e == rustix::io::Errno::WOULDBLOCK => Ok(false),
-        Err(e) => Err(e.into()),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(false),
+        Err(std::fs::TryLockError::Error(e)) => Err(e),
     }
-}
-
-#[cfg(not(unix))]
-fn try_lock(_: &File, _: bool) -> io::Result<bool> {
-    Ok(true)
 }
 
 #[cfg(all(test, unix))]
