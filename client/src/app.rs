@@ -27,7 +27,7 @@ use crate::notify::{Notifier, NotifyConfig};
 use crate::outbox::Relay;
 use crate::pacing::PacingConfig;
 use crate::registration;
-use crate::runner::{client_profile, RunConfig, RunError, RunExit, Runner};
+use crate::runner::{RunConfig, RunError, RunExit, Runner};
 use crate::store::{Store, StoreError};
 use crate::upkeep::{Upkeep, UpkeepConfig};
 
@@ -144,8 +144,7 @@ impl Client {
         let clock = TokioClock::new();
         let settings = store.settings()?;
         tracing::info!(client_id = %settings.client_id, admin = ?settings.admin_url, device = ?settings.device, "starting");
-        let profile = client_profile(&settings, executor.readiness());
-        let reg = registration::spawn(store.clone(), gateway.clone(), clock.clone(), profile);
+        let reg_parts = (store.clone(), gateway.clone(), clock.clone());
         let relay = Arc::new(Relay::new(
             store.clone(),
             gateway.clone(),
@@ -182,6 +181,12 @@ impl Client {
         if let Some(u) = upkeep {
             runner = runner.with_upkeep(u);
         }
+        // §4.1 registration declares what a claim would declare now (§5: narrowed to
+        // dry_run by the live gates — clock skew, live caps, an unproven PDD version, a
+        // changed account), so it never widens what the Admin last stored.
+        let profile = runner.profile()?;
+        let (reg_store, reg_gateway, reg_clock) = reg_parts;
+        let reg = registration::spawn(reg_store, reg_gateway, reg_clock, profile);
         let (stop_tx, stop_rx) = watch::channel(false);
         // The relay stops after the claim loop, then drains (see `DRAIN_OUTBOX`).
         let (relay_stop, relay_rx) = watch::channel(false);

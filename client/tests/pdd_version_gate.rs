@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use support::receiver::Receiver;
-use support::world::{goods_url, live_purchase, World};
+use support::world::{goods_url, live_purchase, wait_until, World};
 
 const GOODS: &str = "737116531267";
 
@@ -286,5 +286,43 @@ fn an_unreadable_pdd_version_holds_live_back() {
         text.contains("live paused: the PDD version on this phone cannot be read"),
         "{text}"
     );
+    w.stop();
+}
+
+/// §4.1 / §5: the registration at start declares what a claim would — with the PDD version
+/// not yet proven that is `dry_run`, even with `--allow-live` — so it never widens what
+/// the Admin stored. (The phone is away: the client registers and claims nothing.)
+#[test]
+fn the_registration_at_start_declares_dry_run_while_the_version_is_unproven() {
+    let w = World::start("tok-version-reg");
+    w.phone.set_offline(true);
+    let data = tempfile::tempdir().unwrap();
+    let mut child = w
+        .command(data.path())
+        .arg("--allow-live")
+        .arg("--no-console")
+        .env("CMAUTOBUY_PDD_VERSION_GATE", "true")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut caps = Value::Null;
+    wait_until(
+        "the registration",
+        Duration::from_secs(60),
+        &mut child,
+        || {
+            let clients = w.rt.block_on(w.op.clients()).unwrap();
+            caps = clients["clients"]
+                .as_array()
+                .and_then(|a| a.first())
+                .map(|c| c["capabilities"].clone())
+                .unwrap_or(Value::Null);
+            !caps.is_null()
+        },
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(caps["purchase_mode"], "dry_run", "{caps}");
     w.stop();
 }
