@@ -971,6 +971,19 @@ fn operator_poll(
         // The new-PDD-version gate (issue 12 item 6): live paused until a dry run proves
         // the phone's version. Not acked — an operator does not prove a version blindly;
         // the client closes it after the first successful dry-run purchase.
+        // A phone-state pause (low battery, a lock, …): `device_attention` closes itself
+        // at the first passing check; an operator plugs the phone in rather than acking.
+        // Explained like the device pause it goes with, by the phone-state faults.
+        if a["kind"] == "device_attention" {
+            s.pauses.push(Pause {
+                at: t,
+                kind: "device",
+                reason: a["message"].as_str().unwrap_or("").to_string(),
+                task: None,
+                alert_id: Some(id),
+            });
+            continue;
+        }
         if a["kind"] == "pdd_version_unproven" {
             s.pauses.push(Pause {
                 at: t,

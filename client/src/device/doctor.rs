@@ -409,8 +409,14 @@ fn reread_until(
 /// check), read once per task for the manifest, the reports and the new-version gate
 /// (issue 12 item 6). `None` when the phone does not answer or prints no version.
 pub fn read_pdd_version(dev: &dyn Device) -> Option<String> {
-    let o = dev.shell(&["sh", "-c", state::PDD_VERSION_SCRIPT]).ok()?;
-    parse_version_name(&o.stdout_text())
+    try_read_pdd_version(dev).ok().flatten()
+}
+
+/// As [`read_pdd_version`], telling a phone that did not answer (`Err`) from one that
+/// printed no version (`Ok(None)`).
+pub fn try_read_pdd_version(dev: &dyn Device) -> Result<Option<String>, DeviceError> {
+    let o = dev.shell(&["sh", "-c", state::PDD_VERSION_SCRIPT])?;
+    Ok(parse_version_name(&o.stdout_text()))
 }
 
 fn getprop(dev: &AdbDevice, name: &str) -> Result<Option<String>, DeviceError> {
@@ -540,6 +546,16 @@ mod tests {
             probe_with(&p, Thresholds::default()).unwrap_err().code,
             "BATTERY_LOW"
         );
+    }
+
+    #[test]
+    fn a_phone_that_does_not_answer_is_not_an_unreadable_version() {
+        // This double fails every single command, as a phone that went away does: the
+        // per-task read says so (`Err`) instead of "no version" — the task then ends
+        // `retry_wait DEVICE_OFFLINE`, not `PDD_VERSION_UNPROVEN` (soak finding).
+        let p = Phone::new(true, "none", 80);
+        assert!(try_read_pdd_version(&p).is_err());
+        assert_eq!(read_pdd_version(&p), None);
     }
 
     #[test]

@@ -142,8 +142,16 @@ pub fn failure_request(
 /// Reads the installed PDD's version for one job (one shell round trip; `None` when the
 /// phone does not answer) — issue 12 item 6.
 pub fn read_pdd_version<S: super::source::DeviceSource + ?Sized>(source: &S) -> Option<String> {
-    let d = source.device().ok()?;
-    crate::device::doctor::read_pdd_version(&*d)
+    try_read_pdd_version(source).ok().flatten()
+}
+
+/// As [`read_pdd_version`]: `Err` when the phone did not answer (a device failure, not
+/// an unreadable version).
+pub fn try_read_pdd_version<S: super::source::DeviceSource + ?Sized>(
+    source: &S,
+) -> Result<Option<String>, crate::device::DeviceError> {
+    let d = source.device()?;
+    crate::device::doctor::try_read_pdd_version(&*d)
 }
 
 /// Puts the PDD version of the job into its report and its artifact directory: a

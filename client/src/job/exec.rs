@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex};
 use cmautobuy_contract::{FailureCode, FlowStep};
 
 use super::attempt::{
-    failure_request, label, read_pdd_version, stamp_pdd_version, FlowExecutorConfig, ReportHook,
-    TaskReport,
+    failure_request, label, read_pdd_version, stamp_pdd_version, try_read_pdd_version,
+    FlowExecutorConfig, ReportHook, TaskReport,
 };
 use super::driver::DriveStats;
 use super::purchase::PurchaseBackend;
@@ -100,11 +100,20 @@ fn unproven_live(
 /// PDD_VERSION_UNPROVEN`.
 fn refuse_unproven(job: &crate::executor::Job, why: &str) -> (Outcome, TaskReport) {
     tracing::warn!(task_id = %job.task.remote_task_id, reason = %why, "live purchase refused: PDD version not proven");
-    let f = FlowFailure::retry(
+    refuse_before_start(
+        job,
         FailureCode::PddVersionUnproven,
-        FlowStep::OpenGoods,
         format!("{why}; nothing was touched — a dry-run purchase on it proves it"),
-    );
+    )
+}
+
+/// The report of a task that ended before PDD was touched: `retry_wait code`.
+fn refuse_before_start(
+    job: &crate::executor::Job,
+    code: FailureCode,
+    message: String,
+) -> (Outcome, TaskReport) {
+    let f = FlowFailure::retry(code, FlowStep::OpenGoods, message);
     let out = Outcome::Failure(Box::new(failure_request(job, &f, None, None)));
     let rep = TaskReport {
         task_id: job.task.remote_task_id.clone(),
@@ -216,7 +225,19 @@ impl<S: DeviceSource> Executor for FlowExecutor<S> {
         let joined = tokio::task::spawn_blocking(move || {
             // One round trip per task: the version goes into the manifest's sidecar and
             // the report (issue 12 item 6), and is the freshest the gate knows.
-            let pdd_version = read_pdd_version(&*source);
+            let pdd_version = match try_read_pdd_version(&*source) {
+                Ok(v) => v,
+                // The phone did not answer (it went away since the device check): a
+                // device failure before anything was touched — not an unreadable
+                // version, which would hold live back for nothing.
+                Err(e) => {
+                    return refuse_before_start(
+                        &job,
+                        FailureCode::DeviceOffline,
+                        format!("the phone did not answer before the task began: {e}"),
+                    );
+                }
+            };
             *version_read.lock().unwrap_or_else(|p| p.into_inner()) = Some(
                 crate::gate::PddVersionRead::from_parsed(pdd_version.as_deref()),
             );
