@@ -247,3 +247,38 @@ fn a_phone_away_past_the_bound_is_left_to_a_human_with_a_clear_message() {
     assert_eq!(status(data.path())["awaiting_reconcile"], json!([]));
     w.stop();
 }
+
+/// The lock screen after the submit (the screen timed out or someone pressed power while
+/// PDD showed the order): the lock screen shares the shade's window, and collapsing it
+/// cannot put a keyguard away — the order used to be left to a human (`manual_review
+/// SCREEN_OBSTRUCTED`, the final soak: 9 of 149 orders). The driver wakes the phone and
+/// swipes it open, as before a task, and the order is reconciled; nothing is tapped into
+/// the lock screen.
+#[test]
+fn a_lock_screen_after_the_submit_tap_is_swiped_open_and_the_order_reconciled() {
+    use cmautobuy_sim_phone::{LockKind, SystemConfig};
+    let w = World::builder("tok-offline-lock")
+        .system(SystemConfig {
+            lock: LockKind::Swipe,
+            ..SystemConfig::default()
+        })
+        .start();
+    let id = "off-lock";
+    w.create(task(id));
+    w.phone.set_screen_off_after_orders(Some(1));
+    let data = tempfile::tempdir().unwrap();
+    let logs = tempfile::tempdir().unwrap();
+    let log = logs.path().join("run.log");
+    let mut child = spawn(&w, data.path(), &log, &[]);
+    wait_exit(&mut child, Duration::from_secs(120), &log);
+    assert_reconciled(&w, id);
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        text.contains("the lock screen came up mid-task"),
+        "the lock screen did come up after the submit: {text}"
+    );
+    assert!(!w.phone.system().locked, "swiped open");
+    let foreign = w.phone.foreign_taps();
+    assert!(foreign.is_empty(), "taps into another window: {foreign:?}");
+    w.stop();
+}

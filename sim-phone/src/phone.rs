@@ -182,6 +182,13 @@ impl SimPhoneHandle {
         self.shared.lock().cfg.faults.offline_after_orders = orders;
     }
 
+    /// The screen goes off right after the command that placed the `orders`-th order,
+    /// once (the lock engages when one is set); `None` disarms it. See
+    /// `FaultPlan::screen_off_after_orders`.
+    pub fn set_screen_off_after_orders(&self, orders: Option<usize>) {
+        self.shared.lock().cfg.faults.screen_off_after_orders = orders;
+    }
+
     /// Take the phone offline (every connection is cut, new ones are closed at once) or
     /// bring it back.
     pub fn set_offline(&self, offline: bool) {

@@ -105,6 +105,9 @@ pub struct DriveStats {
     pub collapses: u32,
     /// Dumps that showed no PDD window because another package's window had the focus.
     pub covered_dumps: u32,
+    /// Times the lock screen came up mid-task (the screen went off) and the phone was
+    /// woken and swiped open again (each costs a few round trips, counted here once).
+    pub unlocks: u32,
     pub waits: u32,
     pub device_errors: u32,
     /// Wall time of the whole drive, ms.
@@ -123,6 +126,7 @@ impl DriveStats {
             + self.goods_id_reads
             + self.window_reads
             + self.collapses
+            + self.unlocks
     }
 }
 
@@ -202,7 +206,18 @@ where
                         } else {
                             None
                         };
-                        if let Some(c) = cover {
+                        // The lock screen shares the shade's window (`NotificationShade`):
+                        // the screen went off mid-task. Collapsing cannot put a keyguard
+                        // away; waking and one upward swipe can, as before a task.
+                        let unlocked = cover.as_ref().is_some_and(|c| {
+                            c.kind == CoverKind::Shade
+                                && stats.unlocks < MAX_UNLOCKS
+                                && unlock_if_locked(device, clock, &mut stats)
+                        });
+                        if unlocked {
+                            detail.push_str(" (lock screen: woke and swiped it open)");
+                            Observation::StaleDump
+                        } else if let Some(c) = cover {
                             stats.covered_dumps += 1;
                             detail.push_str(&format!(
                                 " (focus on {} `{}`)",
@@ -475,6 +490,43 @@ fn step_of(a: &Action) -> Option<FlowStep> {
         | Action::ReadGoodsId { step } => Some(step.clone()),
         Action::Effect(e @ Effect::MarkIrreversible { .. }) => Some(e.step()),
         _ => None,
+    }
+}
+
+/// How often one task may wake and swipe open a lock screen that came up mid-task.
+const MAX_UNLOCKS: u32 = 2;
+
+/// When the phone shows its lock screen now (screen off, or a swipe keyguard up), wakes
+/// it and swipes it open (`doctor::wake_and_unlock`, verified by re-reads); `true` when it
+/// is open again. A PIN lock is never tried; battery thresholds do not apply mid-task
+/// (an order may be waiting to be reconciled).
+fn unlock_if_locked<D: Device, C: Clock + ?Sized>(
+    device: &GuardedDevice<D>,
+    clock: &C,
+    stats: &mut DriveStats,
+) -> bool {
+    use crate::device::doctor;
+    use crate::device::state::{Keyguard, ScreenPower, Thresholds};
+    let Ok(st) = doctor::read_state(device) else {
+        return false;
+    };
+    if st.screen != ScreenPower::Off && st.keyguard != Keyguard::Swipe {
+        return false;
+    }
+    stats.unlocks += 1;
+    let any_battery = Thresholds {
+        battery_min_percent: 0,
+        battery_max_temp_c: i32::MAX,
+    };
+    match doctor::wake_and_unlock(device, any_battery, &|d| clock.wait_blocking(d)) {
+        Ok(_) => {
+            tracing::info!("the lock screen came up mid-task: woke the phone and swiped it open");
+            true
+        }
+        Err(p) => {
+            tracing::warn!(code = %p.code, reason = %p.message, "the lock screen came up mid-task and stays");
+            false
+        }
     }
 }
 

@@ -52,6 +52,10 @@ pub struct FaultPlan {
     /// `SimPhoneHandle::set_offline(false)`; fires once. A phone that drops off Wi-Fi
     /// or USB just after the order was placed.
     pub offline_after_orders: Option<usize>,
+    /// Once the ledger holds this many orders, the screen goes off right after the
+    /// command that placed the last one (the keyguard engages when a lock is set); fires
+    /// once. The screen-off timeout or the power key while PDD shows the order.
+    pub screen_off_after_orders: Option<usize>,
     /// Chance in percent that any dump fails with "could not get idle state" (drawn from
     /// the seeded RNG, so a given seed fails the same dumps every run).
     pub random_idle_failure_percent: u8,

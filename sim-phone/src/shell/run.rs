@@ -74,6 +74,12 @@ impl Device {
                     self.offline = true;
                 }
             }
+            if let Some(n) = self.cfg.faults.screen_off_after_orders {
+                if self.app.ledger().orders().len() >= n {
+                    self.cfg.faults.screen_off_after_orders = None;
+                    self.system_mut().screen_off();
+                }
+            }
             if let Some(n) = self.cfg.faults.offline_after_orders {
                 if self.app.ledger().orders().len() >= n {
                     self.cfg.faults.offline_after_orders = None;
