@@ -46,7 +46,8 @@ pub fn load_for_run(o: Overrides, log_dir: Option<std::path::PathBuf>) -> Result
     Ok(cfg)
 }
 
-/// Logs to stderr with `RUST_LOG`, else `default`.
+/// Logs to stderr with `RUST_LOG`, else `default` (`rehearse`, which loads no config).
+#[cfg(feature = "rehearse")]
 pub fn init_tracing(default: &str) {
     init_tracing_with(default, LogFormat::Text, None);
 }
