@@ -154,6 +154,10 @@ pub struct FileConfig {
     /// Live purchases only on a PDD version proven on this phone by a successful dry-run
     /// purchase (or `ack N` of its alert); default true (issue 12 item 6, [`crate::gate`]).
     pub pdd_version_gate: Option<bool>,
+    /// The account check on 个人中心 before live purchases (issue 12 item 5); default
+    /// true. Off: no check, live is not held back for it (an `account_changed` alert
+    /// already open still holds it).
+    pub account_check: Option<bool>,
 }
 
 /// What the user typed on the command line (all optional).
@@ -507,6 +511,16 @@ fn env_config(env: &dyn Fn(&str) -> Option<String>) -> Result<FileConfig, Config
                 }),
             })
             .transpose()?,
+        account_check: get("ACCOUNT_CHECK")
+            .map(|v| match v.trim() {
+                "true" | "1" => Ok(true),
+                "false" | "0" => Ok(false),
+                other => Err(ConfigError::Value {
+                    name: "CMAUTOBUY_ACCOUNT_CHECK".into(),
+                    message: format!("{other:?} is not true/false/1/0"),
+                }),
+            })
+            .transpose()?,
     })
 }
 
@@ -608,6 +622,7 @@ fn merge(base: FileConfig, over: FileConfig) -> FileConfig {
         backups_keep: over.backups_keep.or(base.backups_keep),
         max_clock_skew_secs: over.max_clock_skew_secs.or(base.max_clock_skew_secs),
         pdd_version_gate: over.pdd_version_gate.or(base.pdd_version_gate),
+        account_check: over.account_check.or(base.account_check),
     }
 }
 
@@ -898,6 +913,7 @@ fn gate(c: &FileConfig) -> Result<GateConfig, ConfigError> {
             .unrecognized_rate_window
             .unwrap_or(d.unrecognized_rate_window),
         pdd_version_gate: c.pdd_version_gate.unwrap_or(d.pdd_version_gate),
+        account_check: c.account_check.unwrap_or(d.account_check),
         reconcile_wait_max: key(
             "reconcile_wait_max_secs",
             c.reconcile_wait_max_secs,
@@ -1101,6 +1117,18 @@ mod tests {
         )
         .unwrap_err();
         assert!(!err.to_string().contains("secret-tok"), "{err}");
+    }
+
+    #[test]
+    fn the_account_check_is_on_unless_switched_off() {
+        let c = load(Overrides::default(), &env_of(&[("HOME", "/h")])).unwrap();
+        assert!(c.gate.account_check);
+        let env = [("HOME", "/h"), ("CMAUTOBUY_ACCOUNT_CHECK", "0")];
+        let c = load(Overrides::default(), &env_of(&env)).unwrap();
+        assert!(!c.gate.account_check);
+        let env = [("HOME", "/h"), ("CMAUTOBUY_ACCOUNT_CHECK", "maybe")];
+        let e = load(Overrides::default(), &env_of(&env)).unwrap_err();
+        assert!(e.to_string().contains("CMAUTOBUY_ACCOUNT_CHECK"), "{e}");
     }
 
     #[test]

@@ -138,6 +138,9 @@ pub struct GateConfig {
     /// Live only on a PDD version proven on this phone ([`version_hold`], issue 12 item
     /// 6; config `pdd_version_gate`, default true).
     pub pdd_version_gate: bool,
+    /// The account check on 个人中心 before live purchases (issue 12 item 5; config
+    /// `account_check`, default true).
+    pub account_check: bool,
     /// How long a purchase whose phone went away after its irreversible mark waits for
     /// the phone (counted from the mark) before it is reported `manual_review` without
     /// it (`reconcile_wait_max_secs`, default 30 min; see [`reconcile_overdue`]).
@@ -157,6 +160,7 @@ impl Default for GateConfig {
             unrecognized_rate_count: 3,
             unrecognized_rate_window: 20,
             pdd_version_gate: true,
+            account_check: true,
             reconcile_wait_max: Duration::from_secs(30 * 60),
         }
     }

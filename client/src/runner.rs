@@ -731,6 +731,9 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
                 return;
             }
         };
+        if !self.cfg.gate.account_check {
+            return;
+        }
         let would_be_live = client_profile(&settings, self.executor.readiness())
             .capabilities
             .purchase_mode
