@@ -56,16 +56,7 @@ impl Store {
                 "SELECT device, version, first_seen, proven_at, proven_by, alert_id
                  FROM pdd_versions WHERE device = ?1 AND version = ?2",
                 params![device, version],
-                |r| {
-                    Ok(PddVersionRow {
-                        device: r.get(0)?,
-                        version: r.get(1)?,
-                        first_seen: r.get(2)?,
-                        proven_at: r.get(3)?,
-                        proven_by: r.get(4)?,
-                        alert_id: r.get(5)?,
-                    })
-                },
+                version_row,
             )
             .optional()?)
     }
@@ -139,18 +130,22 @@ impl Store {
             "SELECT device, version, first_seen, proven_at, proven_by, alert_id
              FROM pdd_versions ORDER BY first_seen DESC, rowid DESC",
         )?;
-        let rows = stmt.query_map([], |r| {
-            Ok(PddVersionRow {
-                device: r.get(0)?,
-                version: r.get(1)?,
-                first_seen: r.get(2)?,
-                proven_at: r.get(3)?,
-                proven_by: r.get(4)?,
-                alert_id: r.get(5)?,
-            })
-        })?;
+        let rows = stmt.query_map([], version_row)?;
         Ok(rows.collect::<std::result::Result<_, _>>()?)
     }
+}
+
+/// One `pdd_versions` row, selected as `device, version, first_seen, proven_at,
+/// proven_by, alert_id`.
+fn version_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<PddVersionRow> {
+    Ok(PddVersionRow {
+        device: r.get(0)?,
+        version: r.get(1)?,
+        first_seen: r.get(2)?,
+        proven_at: r.get(3)?,
+        proven_by: r.get(4)?,
+        alert_id: r.get(5)?,
+    })
 }
 
 #[cfg(test)]
