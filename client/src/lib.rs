@@ -76,3 +76,4 @@ pub mod secret;
 pub mod spec;
 pub mod store;
 pub mod upkeep;
+pub mod viewer;
