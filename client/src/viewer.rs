@@ -375,10 +375,14 @@ pub fn read_manifest(dir: &Path) -> Option<Vec<ManifestEntry>> {
 /// Whether `name` is a file the manifest lists (or one of the sidecars): the only names
 /// ever read or served from an attempt folder, so no request can walk out of it.
 pub fn listed_file(manifest: &[ManifestEntry], name: &str) -> bool {
-    name == "manifest.json"
-        || name == DEVICE_SIDECAR
-        || name == TRACE_SIDECAR
-        || manifest.iter().any(|e| e.file == name)
+    // One plain file name, whatever a manifest on disk says.
+    let plain =
+        !name.is_empty() && !name.starts_with('.') && !name.contains(['/', '\\', ':', '\0']);
+    plain
+        && (name == "manifest.json"
+            || name == DEVICE_SIDECAR
+            || name == TRACE_SIDECAR
+            || manifest.iter().any(|e| e.file == name))
 }
 
 /// The content type of an artifact file, by its extension.
@@ -538,6 +542,23 @@ pub fn overlay_svg(step: &StepView, wireframe: bool) -> String {
     svg
 }
 
+/// The viewer's stylesheet (served as `/viewer.css`: the console's Content-Security-Policy
+/// allows no inline style).
+pub const CSS: &str = "\
+.step{border-top:1px solid #ddd;padding:.5em 0}\
+.step-body{display:flex;gap:1em;align-items:flex-start;flex-wrap:wrap}\
+.shot{position:relative;width:320px;flex:none;background:#f3f4f6}\
+.shot-img{display:block;width:100%;height:auto}\
+.overlay{display:block;width:100%;height:auto}\
+.overlay.over{position:absolute;left:0;top:0;width:100%;height:100%}\
+.reading{flex:1;min-width:280px}\
+.reading pre{white-space:pre-wrap;word-break:break-all;font-size:12px;max-height:40em;overflow:auto;background:#fafafa}\
+.trace table{border-collapse:collapse;font-size:12px}\
+.trace td,.trace th{border:1px solid #ddd;padding:2px 6px;text-align:left}\
+.lg-option{color:#2563eb}.lg-selected{color:#16a34a}.lg-unavailable{color:#888}\
+.lg-submit{color:#dc2626}.lg-other{color:#f59e0b}.lg-tap{color:#db2777}\
+";
+
 /// The page body of one attempt. `file_url` gives the URL of a listed file.
 pub fn render(view: &AttemptView, file_url: &dyn Fn(&str) -> String) -> String {
     let mut h = String::new();
@@ -549,7 +570,7 @@ pub fn render(view: &AttemptView, file_url: &dyn Fn(&str) -> String) -> String {
         view.files.len(),
         view.trace.len()
     );
-    h.push_str(r#"<p class="legend">框 / boxes: <span style="color:#2563eb">选项 option</span> · <span style="color:#16a34a">已选 selected</span> · <span style="color:#888">不可选 unavailable</span> · <span style="color:#dc2626">提交 submit + 合计 total</span> · <span style="color:#f59e0b">其他控件 other controls</span> · <span style="color:#db2777">● 点击 tap (in order)</span></p>"#);
+    h.push_str(r#"<p class="legend">框 / boxes: <span class="lg-option">选项 option</span> · <span class="lg-selected">已选 selected</span> · <span class="lg-unavailable">不可选 unavailable</span> · <span class="lg-submit">提交 submit + 合计 total</span> · <span class="lg-other">其他控件 other controls</span> · <span class="lg-tap">● 点击 tap (in order)</span></p>"#);
     for (i, s) in view.steps.iter().enumerate() {
         let _ = write!(
             h,
@@ -558,33 +579,28 @@ pub fn render(view: &AttemptView, file_url: &dyn Fn(&str) -> String) -> String {
             step = esc(&s.step),
             at = esc(&s.taken_at),
         );
-        // The picture: screenshot (or wireframe) with the overlay.
-        let ratio = match &s.reading {
-            Reading::Screen { screen, .. } => {
-                format!("{} / {}", screen.width().max(1), screen.height().max(1))
-            }
-            _ => "9 / 19".into(),
-        };
-        let _ = write!(
-            h,
-            r#"<div class="shot" style="position:relative;width:320px;aspect-ratio:{ratio};background:#f3f4f6;flex:none">"#
-        );
+        // The picture: the screenshot with the overlay over it, or the overlay over the
+        // dump's wireframe (the SVG's viewBox gives its height).
+        h.push_str(r#"<div class="shot">"#);
         if let Some(png) = &s.screenshot {
             let _ = write!(
                 h,
-                r#"<img src="{}" alt="screenshot {}" style="position:absolute;inset:0;width:100%;height:100%">"#,
+                r#"<img class="shot-img" src="{}" alt="screenshot {}">"#,
                 esc(&file_url(png)),
                 esc(png)
             );
         }
         let svg = overlay_svg(s, s.screenshot.is_none());
-        if !svg.is_empty() {
-            let _ = write!(
-                h,
-                r#"<div style="position:absolute;inset:0">{}</div>"#,
-                svg.replacen("<svg ", r#"<svg style="width:100%;height:100%" "#, 1)
-            );
-        }
+        let class = if s.screenshot.is_some() {
+            "over"
+        } else {
+            "solo"
+        };
+        h.push_str(&svg.replacen(
+            r#"<svg class="overlay""#,
+            &format!(r#"<svg class="overlay {class}""#),
+            1,
+        ));
         h.push_str("</div>");
         // What was read.
         h.push_str(r#"<div class="reading">"#);
@@ -839,7 +855,7 @@ mod tests {
         assert_eq!(view.steps.len(), 1);
         assert!(view.steps[0].taps.is_empty());
         let html = render(&view, &|f| format!("/artifacts/a/{f}"));
-        assert!(html.contains(r#"<img src="/artifacts/a/02-select_options.png""#));
+        assert!(html.contains(r#"<img class="shot-img" src="/artifacts/a/02-select_options.png""#));
         assert!(html.contains("no trace.json"));
     }
 
