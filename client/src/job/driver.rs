@@ -463,7 +463,7 @@ where
             }
         }
     }
-    if let Some(a) = artifacts.as_deref_mut() {
+    if let Some(a) = artifacts {
         a.append_trace(&records);
     }
     stats.window_reads = device.window_reads().saturating_sub(window_reads_before);
