@@ -73,6 +73,7 @@ pub mod rehearse;
 pub mod retry;
 pub mod runner;
 pub mod secret;
+pub mod selftest;
 pub mod spec;
 pub mod store;
 pub mod upkeep;

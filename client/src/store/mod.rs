@@ -33,6 +33,8 @@
 //!   `/metrics` reads.
 //! - `versions.rs` — PDD versions per phone: first seen, proven (by which attempt, or
 //!   which operator's `ack`), the open alert (issue 12 item 6).
+//! - `selftests.rs` — the self-test per phone and PDD version (issue 13 item 3) and the
+//!   operator's request for one (`request_self_test`, a settings key the runner polls).
 //!
 //! Files depend downwards only: `error` ← `db` ← the table groups; `outbox` and
 //! `summary` use `tasks`' [`TaskState`]. This file only declares and re-exports.
@@ -57,6 +59,7 @@ mod outbox;
 mod purchase;
 mod runs;
 mod schema;
+mod selftests;
 mod settings;
 mod spec;
 mod summary;
@@ -76,6 +79,7 @@ pub use notify::{DueDelivery, NewEvent, PeriodReport, Resolution};
 pub use outbox::{Acceptance, OutboxDraft, OutboxItem, OutboxKind, OutboxState};
 pub use purchase::MarkOutcome;
 pub use runs::{AwaitingReconcile, Run};
+pub use selftests::SelfTestRow;
 pub use settings::{
     DevicePause, LiveCapNote, RegistrationStatus, Settings, SettingsPatch, TokenBinding,
 };
