@@ -14,6 +14,7 @@ mod outbox;
 mod register;
 mod rehearse;
 mod run;
+mod self_test;
 mod setup;
 mod spec_resolution_key;
 mod status;
@@ -55,6 +56,9 @@ enum Command {
     /// Check the phone: state, authorization, model, screen size, PDD installed,
     /// foreground activity. Exit 0 when ready, 6 when not.
     Doctor(doctor::DoctorArgs),
+    /// Ask the running client for a new self-test of the phone (a dry-run purchase on
+    /// `self_test_goods_id`, no Admin involved) before its next claim.
+    SelfTest(self_test::SelfTestArgs),
 }
 
 impl Cli {
@@ -71,6 +75,7 @@ impl Cli {
             Command::SpecResolutionKey(a) => spec_resolution_key::run(a),
             Command::Inspect(a) => inspect::run(a),
             Command::Doctor(a) => doctor::run(g, a),
+            Command::SelfTest(a) => self_test::run(g, a),
         }
     }
 }

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use clap::Args;
 
 use cmautobuy_client::app::{Client, ClientConfig, Phone};
-use cmautobuy_client::config::Config;
+use cmautobuy_client::config::{Config, PurchaseMode};
 use cmautobuy_client::console::{self, ConsoleAddr, ConsoleState, ConsoleWorker};
 use cmautobuy_client::job::adb::AdbSource;
 use cmautobuy_client::lock::{self, LockError, ProcessLock};
@@ -39,11 +39,16 @@ pub struct RunArgs {
     /// Run tasks with the phone-less stub executor (tests and rehearsals).
     #[arg(long, hide = true)]
     stub_executor: bool,
-    /// Declare `live` and run live purchase tasks live on the configured device —
-    /// real, unpaid orders (issue 7). Off by default: purchases run as dry runs.
-    /// The config key `allow_live = true` does the same for unattended machines.
+    /// The operator vouches for this phone: declare `live` and run live purchase tasks
+    /// live — real, unpaid orders — without waiting for a self-test. Without it,
+    /// `purchase_mode = auto` declares live once the self-test on `self_test_goods_id`
+    /// passed on the phone's current PDD version. Config key: `allow_live = true`.
     #[arg(long)]
     allow_live: bool,
+    /// Never declare `live`: every purchase is a dry run (config `purchase_mode =
+    /// "dry_run"`); wins over `--allow-live`.
+    #[arg(long)]
+    dry_run_only: bool,
     /// The directory of the per-phone lock files, shared by every client on this machine
     /// (config `lock_dir`, `CMAUTOBUY_LOCK_DIR`; default /tmp/cmautobuy-locks).
     #[arg(long, value_name = "DIR")]
@@ -76,13 +81,19 @@ pub fn run(g: &Globals, a: RunArgs) -> Result<(), Failure> {
     }
     // Held until this function returns, i.e. for the life of the client.
     let _data_dir_lock = lock::lock_data_dir(&cfg.data_dir, HOLDER).map_err(refused)?;
-    let allow_live = a.allow_live || cfg.allow_live;
+    let dry_run_only = a.dry_run_only || cfg.purchase_mode == PurchaseMode::DryRun;
+    let allow_live = (a.allow_live || cfg.allow_live) && !dry_run_only;
+    let policy = cmautobuy_client::runner::LivePolicy {
+        dry_run_only,
+        vouched: allow_live,
+        self_test_goods_id: cfg.self_test_goods_id.clone(),
+    };
     let (phone, _device_lock) = if a.stub_executor {
         (Phone::Stub, None)
     } else {
-        phone(&cfg, allow_live)?
+        phone(&cfg, &policy)?
     };
-    if allow_live && cfg.expected_address.is_empty() {
+    if policy.may_go_live() && cfg.expected_address.is_empty() {
         tracing::warn!("live purchases without an address fingerprint (`expected_address`): orders go to whatever address PDD preselects; set it to the warehouse's street and receiver");
     }
     let store = setup::open_and_save(&cfg)?;
@@ -98,6 +109,8 @@ pub fn run(g: &Globals, a: RunArgs) -> Result<(), Failure> {
         poll_interval: cfg.poll_interval,
         exit_when_idle: a.exit_when_idle,
         allow_live,
+        dry_run_only,
+        self_test_goods_id: cfg.self_test_goods_id.clone(),
         artifacts_root: cfg.data_dir.join("artifacts"),
         retention: cfg.retention,
         on_report: None,
@@ -183,7 +196,10 @@ fn refused(e: LockError) -> Failure {
 /// The configured (or saved) phone, locked for this process: collect and purchase tasks
 /// run on it through the flow executor; without one every task waits
 /// (`retry_wait DEVICE_OFFLINE`).
-fn phone(cfg: &Config, allow_live: bool) -> Result<(Phone, Option<ProcessLock>), Failure> {
+fn phone(
+    cfg: &Config,
+    policy: &cmautobuy_client::runner::LivePolicy,
+) -> Result<(Phone, Option<ProcessLock>), Failure> {
     let saved = setup::open_store(cfg)?.settings()?.device;
     let Some(target) = device::resolve(cfg, None, || saved, None, None)? else {
         tracing::warn!("no device configured (--device SERIAL or tcp:HOST:PORT): tasks will wait");
@@ -196,13 +212,20 @@ fn phone(cfg: &Config, allow_live: bool) -> Result<(Phone, Option<ProcessLock>),
     let source = AdbSource::open(target.addr, target.options)
         .map_err(|e| Failure::usage(anyhow::anyhow!("device {serial}: {e}")))?
         .with_thresholds(cfg.device_thresholds);
-    if allow_live {
+    if policy.dry_run_only {
+        tracing::info!("purchases run as dry runs (purchase_mode = dry_run / --dry-run-only)");
+    } else if policy.vouched {
         tracing::warn!(
             device = %serial,
-            "live purchases enabled: live tasks place real orders on this phone (never paid)"
+            "live purchases enabled (--allow-live / allow_live): live tasks place real orders on this phone (never paid)"
         );
+    } else if let Some(g) = &policy.self_test_goods_id {
+        tracing::info!(device = %serial, self_test_goods_id = %g, "purchase_mode = auto: live is declared once the self-test passes on this phone's PDD version");
     } else {
-        tracing::info!("purchases run as dry runs (live needs --allow-live or allow_live = true)");
+        tracing::info!(
+            "purchases run as dry runs: {}",
+            cmautobuy_client::selftest::NEEDS_GOODS
+        );
     }
     Ok((Phone::Adb(source), Some(device_lock)))
 }
