@@ -77,3 +77,4 @@ pub mod selftest;
 pub mod spec;
 pub mod store;
 pub mod upkeep;
+pub mod viewer;

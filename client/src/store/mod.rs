@@ -22,7 +22,8 @@
 //! - `account.rs` — the account fingerprint per phone serial (issue 12 item 5): baseline,
 //!   first seen, last checked, a changed reading pending until `ack` accepts it.
 //! - `artifacts.rs` — artifact manifests; `spec.rs` — spec resolution requests.
-//! - `summary.rs` — counts by state for `status`.
+//! - `summary.rs` — counts by state for `status`; `history.rs` — the console's 历史 pages
+//!   (tasks newest first with attempts, outcomes, order numbers and codes; attempts).
 //! - `backup.rs` — `VACUUM INTO` backups in `<data dir>/backups/` (before a migration,
 //!   daily from the claim loop), verified, `0600`, rotated: the file rules; `backups.rs`
 //!   — the `Store` methods over them.
@@ -51,6 +52,7 @@ pub mod backup;
 mod backups;
 mod db;
 mod error;
+mod history;
 mod metrics;
 mod notify;
 mod outbox;
@@ -71,6 +73,7 @@ pub use alerts::Alert;
 pub use artifacts::ArtifactEntry;
 pub use db::{Store, BUSY_TIMEOUT};
 pub use error::{Result, StoreError};
+pub use history::{HistoryRun, HistoryTask};
 pub use metrics::MetricsCounts;
 pub use notify::{DueDelivery, NewEvent, PeriodReport, Resolution};
 pub use outbox::{Acceptance, OutboxDraft, OutboxItem, OutboxKind, OutboxState};
