@@ -56,7 +56,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
-use cmautobuy_client::rehearse::batch::{demo_batch, embedded_catalog, purchase_demo};
 use cmautobuy_mock_admin::faults::{Fault, FaultPlan, FaultTarget, RetryAfter};
 use cmautobuy_mock_admin::{MockAdmin, MockAdminConfig, Operator};
 use cmautobuy_sim_phone::{
@@ -65,6 +64,10 @@ use cmautobuy_sim_phone::{
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
+
+#[path = "common/pool.rs"]
+mod pool;
+use pool::{is_terminal, open_tasks, pick, rss_kb, templates};
 
 const TOKEN: &str = "soak-token-0123456789";
 const RISK_GOODS: &str = "693344556677";
@@ -843,33 +846,6 @@ fn soak() -> Result<bool, String> {
     Ok(ok)
 }
 
-/// The task templates: (kind, task) with the id filled in later.
-fn templates() -> Result<Vec<(&'static str, Value)>, String> {
-    let catalog = embedded_catalog().map_err(|e| e.to_string())?;
-    let mut out = Vec::new();
-    for t in demo_batch(&catalog, "tpl", false) {
-        out.push((
-            "collect",
-            task_json(&t.task_type, t.execution_mode, t.payload),
-        ));
-    }
-    for t in purchase_demo("tpl", true, false) {
-        out.push(("live", task_json(&t.task_type, t.execution_mode, t.payload)));
-    }
-    for t in purchase_demo("tpl", false, false) {
-        out.push(("dry", task_json(&t.task_type, t.execution_mode, t.payload)));
-    }
-    Ok(out)
-}
-
-fn task_json(ty: &str, mode: Option<String>, payload: Value) -> Value {
-    let mut v = json!({"id": "", "type": ty, "payload": payload});
-    if let Some(m) = mode {
-        v["execution_mode"] = json!(m);
-    }
-    v
-}
-
 fn collect(id: &str, goods: &str) -> Value {
     json!({
         "id": id,
@@ -879,46 +855,6 @@ fn collect(id: &str, goods: &str) -> Value {
             "goods_url": format!("https://mobile.yangkeduo.com/goods.html?goods_id={goods}"),
         },
     })
-}
-
-/// 50 % collects, 25 % live purchases, 25 % dry runs.
-fn pick<'a>(t: &'a [(&'static str, Value)], rng: &mut StdRng) -> (&'static str, &'a Value) {
-    let want = match rng.gen_range(0..4) {
-        0 | 1 => "collect",
-        2 => "live",
-        _ => "dry",
-    };
-    let of: Vec<&(&'static str, Value)> = t.iter().filter(|(k, _)| *k == want).collect();
-    let (k, v) = of[rng.gen_range(0..of.len())];
-    (k, v)
-}
-
-fn open_tasks(
-    rt: &tokio::runtime::Runtime,
-    op: &Operator,
-    created: &[(String, &'static str)],
-) -> Result<usize, String> {
-    let v = rt.block_on(op.list_tasks()).map_err(|e| format!("{e:?}"))?;
-    let list = v["tasks"]
-        .as_array()
-        .or_else(|| v.as_array())
-        .cloned()
-        .unwrap_or_default();
-    let ours: BTreeSet<&str> = created.iter().map(|(id, _)| id.as_str()).collect();
-    Ok(list
-        .iter()
-        .filter(|t| t["id"].as_str().is_some_and(|id| ours.contains(id)))
-        .filter(|t| !is_terminal(t["status"].as_str().unwrap_or("")))
-        .count())
-}
-
-/// A task status the Admin will not move on from (`pending`, `assigned` and `claimed`
-/// are open).
-fn is_terminal(status: &str) -> bool {
-    matches!(
-        status,
-        "succeeded" | "failed" | "manual_review" | "cancelled"
-    )
 }
 
 /// Reads a client's `status --json`; records new pauses, schedules acks for account
@@ -1059,17 +995,6 @@ fn dir_size(dir: &Path) -> u64 {
         .filter_map(|p| std::fs::metadata(p).ok())
         .map(|m| m.len())
         .sum()
-}
-
-fn rss_kb(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1).and_then(|n| n.parse().ok()))
-        })
-        .unwrap_or(0)
 }
 
 fn max_in(samples: &[(f64, u64)], from: f64, to: f64) -> u64 {
