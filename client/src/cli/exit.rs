@@ -68,6 +68,15 @@ impl Failure {
         }
     }
 
+    /// What would be printed (empty for a silent failure): `doctor` shows it as a
+    /// check's detail.
+    pub fn message(&self) -> String {
+        self.error
+            .as_ref()
+            .map(|e| format!("{e:#}"))
+            .unwrap_or_default()
+    }
+
     /// Names the command in the printed message.
     pub fn in_command(mut self, command: &'static str) -> Self {
         self.command = Some(command);

@@ -926,6 +926,38 @@ impl Link {
     }
 }
 
+/// What an adb server says about itself (`doctor`): its version (`host:version`) and the
+/// devices it lists, each with its state (`device`, `unauthorized`, `offline`, …).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerListing {
+    /// As `adb version` prints it (`1.0.41`).
+    pub version: String,
+    /// `(serial, state)` in the server's order.
+    pub devices: Vec<(String, String)>,
+}
+
+/// Asks the adb server at `server` for its version and its device list, within
+/// `deadline` (two short connections; the server is never started).
+pub fn server_listing(
+    server: SocketAddrV4,
+    deadline: Duration,
+) -> Result<ServerListing, DeviceError> {
+    run_bounded(Op::State, deadline, move || {
+        let mut srv = server_client(server);
+        let version = srv
+            .version()
+            .map_err(|e| map_adb_error("-", Some(server), e))?
+            .to_string();
+        let devices = srv
+            .devices()
+            .map_err(|e| map_adb_error("-", Some(server), e))?
+            .into_iter()
+            .map(|d| (d.identifier, d.state.to_string()))
+            .collect();
+        Ok(ServerListing { version, devices })
+    })
+}
+
 fn server_client(server: SocketAddrV4) -> ADBServer {
     ADBServer::new_from_path(server, Some(NO_START_SERVER.to_string()))
 }
