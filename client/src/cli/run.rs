@@ -161,7 +161,7 @@ pub fn run(g: &Globals, a: RunArgs) -> Result<(), Failure> {
                         match l.local_addr() {
                             Ok(addr) => {
                                 // On stdout, for the operator and for scripts.
-                                println!("console: http://{addr}/ (GET /metrics, /healthz)");
+                                println!("console: http://{addr}/ (状态 Status, 设置 Settings, 历史 History; GET /metrics, /healthz)");
                                 let mut state = ConsoleState::new(
                                     vec![ConsoleWorker {
                                         label: device_label.clone(),
