@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use cmautobuy_client::device::adb::server_listing;
+use cmautobuy_client::device::adb::{list_devices, server_version};
 use cmautobuy_client::device::{doctor, AdbDevice, DeviceAddress};
 use cmautobuy_client::doctor::{self as report, Check, LiveInputs, Report};
 use cmautobuy_client::gateway::{AdminGateway, GatewayError};
@@ -85,47 +85,49 @@ pub fn run(g: &Globals, a: DoctorArgs) -> Result<(), Failure> {
         .map_err(|e| in_doctor(Failure::usage(anyhow::anyhow!(e.to_string()))))?;
     let phone = doctor::check_with(&dev, cfg.device_thresholds);
     match &target.addr {
-        DeviceAddress::Server { server, .. } => match server_listing(*server, ADB_SERVER_DEADLINE) {
-            Ok(l) => {
-                checks.push(Check::pass(
+        DeviceAddress::Server { server, .. } => {
+            match server_version(*server, ADB_SERVER_DEADLINE)
+                .and_then(|v| Ok((v, list_devices(*server, ADB_SERVER_DEADLINE)?)))
+            {
+                Ok((version, devices)) => {
+                    checks.push(Check::pass(
+                        "adb_server",
+                        format!("{server}: adb server version {version}"),
+                    ));
+                    let listed: Vec<String> = devices
+                        .iter()
+                        .map(|d| format!("{} ({})", d.serial, d.state))
+                        .collect();
+                    let unauthorized: Vec<&str> = devices
+                        .iter()
+                        .filter(|d| d.state == "unauthorized")
+                        .map(|d| d.serial.as_str())
+                        .collect();
+                    let detail = if listed.is_empty() {
+                        "no device listed".to_string()
+                    } else {
+                        format!("{} listed: {}", listed.len(), listed.join(", "))
+                    };
+                    checks.push(if unauthorized.is_empty() {
+                        Check::pass("adb_devices", detail)
+                    } else {
+                        Check::fail(
+                            "adb_devices",
+                            detail,
+                            format!(
+                                "accept the USB debugging (RSA key) prompt on {} (tick \"always allow\")",
+                                unauthorized.join(", ")
+                            ),
+                        )
+                    });
+                }
+                Err(e) => checks.push(Check::fail(
                     "adb_server",
-                    format!("{server}: adb server version {}", l.version),
-                ));
-                let listed = l
-                    .devices
-                    .iter()
-                    .map(|(s, st)| format!("{s} ({st})"))
-                    .collect::<Vec<_>>();
-                let unauthorized: Vec<&str> = l
-                    .devices
-                    .iter()
-                    .filter(|(_, st)| st == "unauthorized")
-                    .map(|(s, _)| s.as_str())
-                    .collect();
-                let detail = if listed.is_empty() {
-                    "no device listed".to_string()
-                } else {
-                    format!("{} listed: {}", listed.len(), listed.join(", "))
-                };
-                checks.push(if unauthorized.is_empty() {
-                    Check::pass("adb_devices", detail)
-                } else {
-                    Check::fail(
-                        "adb_devices",
-                        detail,
-                        format!(
-                            "accept the USB debugging (RSA key) prompt on {} (tick \"always allow\")",
-                            unauthorized.join(", ")
-                        ),
-                    )
-                });
+                    format!("{server}: {e}"),
+                    "start the adb server: `adb start-server` (or give its address with --adb-server HOST:PORT)",
+                )),
             }
-            Err(e) => checks.push(Check::fail(
-                "adb_server",
-                format!("{server}: {e}"),
-                "start the adb server: `adb start-server` (or give its address with --adb-server HOST:PORT)",
-            )),
-        },
+        }
         DeviceAddress::Tcp(addr) => checks.push(Check::pass(
             "adb_server",
             format!("skipped: tcp:{addr} is reached directly, not through an adb server"),

@@ -68,13 +68,12 @@ impl Failure {
         }
     }
 
-    /// What would be printed (empty for a silent failure): `doctor` shows it as a
-    /// check's detail.
+    /// The message (without the command's name), for a caller that reports it elsewhere.
     pub fn message(&self) -> String {
         self.error
             .as_ref()
             .map(|e| format!("{e:#}"))
-            .unwrap_or_default()
+            .unwrap_or_else(|| format!("exit {}", self.code as i32))
     }
 
     /// Names the command in the printed message.

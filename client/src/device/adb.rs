@@ -926,35 +926,61 @@ impl Link {
     }
 }
 
-/// What an adb server says about itself (`doctor`): its version (`host:version`) and the
-/// devices it lists, each with its state (`device`, `unauthorized`, `offline`, …).
+/// One phone the adb server lists (`host:devices-l`).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ServerListing {
-    /// As `adb version` prints it (`1.0.41`).
-    pub version: String,
-    /// `(serial, state)` in the server's order.
-    pub devices: Vec<(String, String)>,
+pub struct ListedDevice {
+    pub serial: String,
+    /// `device`, `unauthorized`, `offline`, …
+    pub state: String,
+    pub model: String,
 }
 
-/// Asks the adb server at `server` for its version and its device list, within
-/// `deadline` (two short connections; the server is never started).
-pub fn server_listing(
+/// The phones the adb server at `server` lists now (`host:devices-l`), within
+/// `deadline`. The request runs on its own thread: a server that does not answer in time
+/// is [`DeviceError::AdbServerUnavailable`] and the thread is left to end when the server
+/// answers or closes.
+pub fn list_devices(
     server: SocketAddrV4,
     deadline: Duration,
-) -> Result<ServerListing, DeviceError> {
+) -> Result<Vec<ListedDevice>, DeviceError> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::Builder::new()
+        .name("adb-devices".into())
+        .spawn(move || {
+            let mut srv = server_client(server);
+            let r = srv.devices_long().map(|ds| {
+                ds.into_iter()
+                    .map(|d| ListedDevice {
+                        serial: d.identifier,
+                        state: d.state.to_string(),
+                        model: d.model,
+                    })
+                    .collect::<Vec<_>>()
+            });
+            let _ = tx.send(r);
+        })
+        .map_err(|e| DeviceError::AdbServerUnavailable {
+            addr: server.to_string(),
+            detail: format!("cannot start a thread: {e}"),
+        })?;
+    match rx.recv_timeout(deadline) {
+        Ok(Ok(list)) => Ok(list),
+        Ok(Err(e)) => Err(map_adb_error("-", Some(server), e)),
+        Err(_) => Err(DeviceError::AdbServerUnavailable {
+            addr: server.to_string(),
+            detail: format!("no device list within {} ms", deadline.as_millis()),
+        }),
+    }
+}
+
+/// The adb server's version as `adb version` prints it (`1.0.41`; `host:version`),
+/// within `deadline` (`doctor`; the server is never started).
+pub fn server_version(server: SocketAddrV4, deadline: Duration) -> Result<String, DeviceError> {
     run_bounded(Op::State, deadline, move || {
-        let mut srv = server_client(server);
-        let version = srv
+        server_client(server)
             .version()
-            .map_err(|e| map_adb_error("-", Some(server), e))?
-            .to_string();
-        let devices = srv
-            .devices()
-            .map_err(|e| map_adb_error("-", Some(server), e))?
-            .into_iter()
-            .map(|d| (d.identifier, d.state.to_string()))
-            .collect();
-        Ok(ServerListing { version, devices })
+            .map(|v| v.to_string())
+            .map_err(|e| map_adb_error("-", Some(server), e))
     })
 }
 
