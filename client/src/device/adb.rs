@@ -1088,6 +1088,22 @@ mod tests {
     }
 
     #[test]
+    fn the_device_list_has_a_deadline() {
+        // A server that accepts and never answers: an error within the deadline.
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let SocketAddr::V4(addr) = silent.local_addr().unwrap() else {
+            unreachable!()
+        };
+        let t0 = Instant::now();
+        let e = list_devices(addr, Duration::from_millis(300)).unwrap_err();
+        assert!(matches!(e, DeviceError::AdbServerUnavailable { .. }), "{e}");
+        assert!(t0.elapsed() < Duration::from_secs(5));
+        // No server at all: an error too.
+        drop(silent);
+        assert!(list_devices(addr, Duration::from_secs(5)).is_err());
+    }
+
+    #[test]
     fn addresses() {
         assert_eq!(
             DeviceAddress::parse("R58M123ABC", server()).ok(),
