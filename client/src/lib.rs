@@ -67,6 +67,7 @@ pub mod notify;
 pub mod outbox;
 pub mod pacing;
 pub mod private;
+pub mod progress;
 pub mod registration;
 #[cfg(feature = "rehearse")]
 pub mod rehearse;

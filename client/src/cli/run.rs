@@ -15,9 +15,10 @@ use clap::Args;
 
 use cmautobuy_client::app::{Client, ClientConfig, Phone};
 use cmautobuy_client::config::{Config, PurchaseMode};
-use cmautobuy_client::console::{self, ConsoleAddr};
+use cmautobuy_client::console::{self, ConsoleAddr, ConsoleState, ConsoleWorker};
 use cmautobuy_client::job::adb::AdbSource;
 use cmautobuy_client::lock::{self, LockError, ProcessLock};
+use cmautobuy_client::progress::ProgressHandle;
 use cmautobuy_client::runner::RunExit;
 use cmautobuy_client::upkeep::UpkeepConfig;
 
@@ -98,6 +99,12 @@ pub fn run(g: &Globals, a: RunArgs) -> Result<(), Failure> {
     let store = setup::open_and_save(&cfg)?;
     let gw = Arc::new(setup::gateway(&cfg, &store)?);
     let rt = setup::runtime()?;
+    let progress = ProgressHandle::new();
+    let device_label = store
+        .settings()
+        .ok()
+        .and_then(|s| s.device)
+        .unwrap_or_else(|| "-".into());
     let config = ClientConfig {
         poll_interval: cfg.poll_interval,
         exit_when_idle: a.exit_when_idle,
@@ -120,6 +127,7 @@ pub fn run(g: &Globals, a: RunArgs) -> Result<(), Failure> {
         pacing: cfg.pacing,
         backups_keep: cfg.backups_keep,
         max_clock_skew: cfg.max_clock_skew,
+        progress: Some(progress.clone()),
     };
     if !cfg.notify.webhooks.is_empty() {
         let hooks: Vec<String> = cfg
@@ -136,11 +144,22 @@ pub fn run(g: &Globals, a: RunArgs) -> Result<(), Failure> {
             if let Some(l) = console {
                 match tokio::net::TcpListener::from_std(l) {
                     Ok(l) => {
-                        if let Ok(addr) = l.local_addr() {
-                            // On stdout, for the operator and for scripts.
-                            println!("console: http://{addr}/ (GET /metrics, /healthz)");
+                        match l.local_addr() {
+                            Ok(addr) => {
+                                // On stdout, for the operator and for scripts.
+                                println!("console: http://{addr}/ (GET /metrics, /healthz)");
+                                let state = ConsoleState::new(
+                                    vec![ConsoleWorker {
+                                        label: device_label.clone(),
+                                        store: store.clone(),
+                                        progress: progress.clone(),
+                                    }],
+                                    addr,
+                                );
+                                tokio::spawn(console::serve(l, state, std::future::pending()));
+                            }
+                            Err(e) => tracing::warn!(error = %e, "console not started"),
                         }
-                        tokio::spawn(console::serve(l, store.clone(), std::future::pending()));
                     }
                     Err(e) => tracing::warn!(error = %e, "console not started"),
                 }
