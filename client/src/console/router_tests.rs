@@ -51,6 +51,7 @@ pub(super) fn state(f: &Fixture) -> ConsoleState {
             label: "emulator-5554".into(),
             store: f.store.clone(),
             progress: f.progress.clone(),
+            artifacts_root: f._dir.path().join("artifacts"),
         }],
         HOST.parse::<SocketAddr>().unwrap(),
     )
