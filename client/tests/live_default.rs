@@ -122,6 +122,30 @@ fn a_passing_self_test_declares_live_and_the_live_task_places_one_order() {
     let w = World::builder("tok-live-a").private_locks().start();
     let data = tempfile::tempdir().unwrap();
 
+    // 0. `register` before any run: the store knows nothing about the phone yet, so it
+    // declares what a claim would then — purchases, but `dry_run`.
+    let device = format!("tcp:{}", w.phone.addr());
+    let out = client(
+        data.path(),
+        &[
+            "register",
+            "--admin",
+            &w.url,
+            "--token",
+            "tok-live-a",
+            "--device",
+            &device,
+        ],
+        Some(TEST_GOODS),
+    );
+    let said = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains("declaring: collect, purchase (purchase_mode dry_run)"),
+        "{said}"
+    );
+    assert_eq!(stored_mode(&w), "dry_run");
+
     // 1. No task yet: the self-test runs at start (after the first passing device
     // check) and passes; it is a dry run, so the phone's order ledger stays empty.
     let log = run(&w, data.path(), Some(TEST_GOODS), &[]);
@@ -319,5 +343,66 @@ fn a_pdd_update_mid_run_is_self_tested_again_before_the_next_live_claim() {
         format!("self-test {}", on_new["attempt_id"].as_str().unwrap()),
         "{s}"
     );
+    w.stop();
+}
+
+#[test]
+fn a_failed_self_test_pauses_live_with_an_alert_and_is_retried_on_request() {
+    let w = World::builder("tok-live-e").private_locks().start();
+    let data = tempfile::tempdir().unwrap();
+    // Goods the phone does not know: 商品不存在或已下架.
+    let gone = "100000000001";
+    w.create(live("live-e"));
+    w.create(collect("coll-e"));
+    // Non-blocking: the collect runs and the run exits 0 (not 5, blocked).
+    run(&w, data.path(), Some(gone), &[]);
+    assert_eq!(w.report("coll-e").0, "result", "collects go on");
+    never_handed(&w, "live-e");
+    assert!(w.phone.orders().is_empty());
+    let s = status_json(data.path());
+    let tests = self_tests(&s);
+    assert_eq!(tests.len(), 1, "{s}");
+    assert_eq!(tests[0]["outcome"], "failed", "{s}");
+    let code = tests[0]["code"].as_str().unwrap().to_string();
+    let first = tests[0]["attempt_id"].as_str().unwrap().to_string();
+    let alert = s["alerts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["kind"] == "self_test_failed")
+        .cloned()
+        .unwrap_or_else(|| panic!("no self_test_failed alert: {s}"));
+    let msg = alert["message"].as_str().unwrap();
+    assert!(
+        msg.contains(&format!("[{code}]")) && msg.contains("artifacts/self-test/"),
+        "{msg}"
+    );
+    let text = status_text(data.path());
+    assert!(
+        text.contains(&format!("live paused: self-test failed ({code}) at ")),
+        "{text}"
+    );
+    // Within its backoff (5 min) a new run does not test again…
+    run(&w, data.path(), Some(gone), &[]);
+    let again = self_tests(&status_json(data.path()));
+    assert_eq!(again[0]["attempt_id"], first.as_str());
+    // …unless the operator asks for one.
+    let out = client(data.path(), &["self-test"], Some(gone));
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("self-test requested"));
+    run(&w, data.path(), Some(gone), &[]);
+    let s = status_json(data.path());
+    let t = &self_tests(&s)[0];
+    assert_ne!(t["attempt_id"], first.as_str(), "{s}");
+    assert_eq!(t["failures"], 2, "{s}");
+    // One open alert, the newest failure's.
+    let open: Vec<_> = s["alerts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["kind"] == "self_test_failed")
+        .collect();
+    assert_eq!(open.len(), 1, "{s}");
+    never_handed(&w, "live-e");
     w.stop();
 }
