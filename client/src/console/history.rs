@@ -19,7 +19,7 @@ use axum::Router;
 use serde::Deserialize;
 
 use super::layout::{escape, page, Tab};
-use super::{ConsoleState, ConsoleWorker};
+use super::state::{ConsoleState, ConsoleWorker};
 use crate::artifacts::safe_component;
 use crate::store::{HistoryRun, HistoryTask};
 use crate::viewer;
@@ -361,7 +361,7 @@ mod tests {
     use axum::http::{header, StatusCode};
     use tower::ServiceExt;
 
-    use super::super::router;
+    use super::super::router::router;
     use super::super::router_tests::{fixture, get, state, TOKEN};
     use crate::artifacts::{AttemptArtifacts, TraceRecord};
     use crate::store::{OutboxDraft, OutboxKind, TaskState};

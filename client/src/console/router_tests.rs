@@ -103,7 +103,7 @@ async fn pages_carry_the_security_headers() {
             "{csp}"
         );
         assert_eq!(h[header::X_FRAME_OPTIONS], "DENY");
-        assert_eq!(h[header::REFERRER_POLICY], "no-referrer");
+        assert_eq!(h[header::REFERRER_POLICY], "same-origin");
         assert_eq!(h[header::CACHE_CONTROL], "no-store");
     }
     let (_, _, body) = send(&app, get("/")).await;
