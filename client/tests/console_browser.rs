@@ -293,8 +293,50 @@ fn the_console_in_headless_chromium() {
         assert_eq!(body.text().await.unwrap().trim(), "ok");
         served.push(("/healthz".into(), page_bytes(&c).await));
 
-        // A dry-run purchase first (it stops before 提交订单): its attempt is the one the
-        // viewer draws options and taps on.
+        // 设置 Settings: a new name, saved and registered — the mock Admin lists it.
+        c.goto(&format!("{console}/settings")).await.unwrap();
+        let name = c.wait().at_most(Duration::from_secs(10)).for_element(Locator::Id("name-0")).await.unwrap();
+        name.clear().await.unwrap();
+        name.send_keys("浏览器-01").await.unwrap();
+        shot(&c, &shots, "01-settings").await;
+        served.push(("/settings".into(), page_bytes(&c).await));
+        c.find(Locator::Css("form[action='/settings'] button[type=submit]"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        // Redirected to the page that says it saved (a CSRF-checked POST from a real
+        // browser, Origin and all).
+        wait_for(&c, &with_text("p", "ok", "已保存"), Duration::from_secs(10)).await;
+        assert!(c.current_url().await.unwrap().as_str().contains("/settings?saved=0"));
+        served.push(("/settings (saved)".into(), page_bytes(&c).await));
+        shot(&c, &shots, "02-settings-saved").await;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let clients: serde_json::Value = http
+                .get(format!("{}/api/v1/admin/clients", w.url))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            if clients.to_string().contains("浏览器-01") {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the new name at the Admin within 30 s: {clients}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+
+        // 状态 Status, live: a dry-run purchase (it stops before 提交订单; its attempt is
+        // the one the viewer draws options and taps on) reaches `succeeded`, then a
+        // collect whose goods shows a risk page ends manual_review and raises the
+        // account_paused alert — all of it arrives without a reload.
+        c.goto(&format!("{console}/")).await.unwrap();
+        wait_for(&c, "//section[@class='worker']", Duration::from_secs(10)).await;
+        c.execute("window.__sameDocument = 'yes';", vec![]).await.unwrap();
+        shot(&c, &shots, "03-status-idle").await;
         let mut buy = support::world::live_purchase(
             "buy-1",
             "737116531267",
@@ -304,23 +346,14 @@ fn the_console_in_headless_chromium() {
         );
         buy["execution_mode"] = json!("dry_run");
         w.op.create_task(buy).await.unwrap();
-        let deadline = Instant::now() + long;
-        loop {
-            let t = w.op.get_task("buy-1").await.unwrap();
-            if t["results"].as_array().is_some_and(|r| !r.is_empty()) {
-                assert_eq!(t["results"][0]["kind"], "result", "{t}");
-                break;
-            }
-            assert!(Instant::now() < deadline, "buy-1 reported within {long:?}: {t}");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-
-        // 状态 Status, live: a collect whose goods shows a risk page ends manual_review
-        // and raises the account_paused alert — both appear without a reload.
-        c.goto(&format!("{console}/")).await.unwrap();
-        c.wait().at_most(Duration::from_secs(10)).for_element(Locator::Css("section.worker")).await.unwrap();
-        c.execute("window.__sameDocument = 'yes';", vec![]).await.unwrap();
-        shot(&c, &shots, "03-status-idle").await;
+        wait_for(
+            &c,
+            "//table[@class='recent']//tr[contains(., 'buy-1') and td[@class='ok' and .='succeeded']]",
+            long,
+        )
+        .await;
+        shot(&c, &shots, "04-status-succeeded").await;
+        assert_eq!(w.op.get_task("buy-1").await.unwrap()["results"][0]["kind"], "result");
         w.op.create_task(json!({"id": "risk-1", "type": "collect",
             "payload": {"goods_id": "693344556677", "goods_url": goods_url("693344556677")}}))
             .await
@@ -329,22 +362,22 @@ fn the_console_in_headless_chromium() {
         wait_for(&c, &with_text("div", "alert", "account_paused"), long).await;
         let same = c.execute("return window.__sameDocument || 'reloaded';", vec![]).await.unwrap();
         assert_eq!(same, json!("yes"), "the outcome arrived by live update, not a reload");
-        shot(&c, &shots, "04-status-outcome-and-alert").await;
+        shot(&c, &shots, "05-status-manual-review-and-alert").await;
         served.push(("/ (live)".into(), page_bytes(&c).await));
 
         // 历史 History → the task → its attempt → the viewer → an artifact.
         c.goto(&format!("{console}/history")).await.unwrap();
         let link = wait_for(&c, "//table[@class='history']//a[contains(., 'risk-1')]", Duration::from_secs(10)).await;
-        shot(&c, &shots, "05-history").await;
+        shot(&c, &shots, "06-history").await;
         served.push(("/history".into(), page_bytes(&c).await));
         link.click().await.unwrap();
         let attempt = c.wait().at_most(Duration::from_secs(10)).for_element(Locator::Css("a.attempt")).await.unwrap();
-        shot(&c, &shots, "06-history-task").await;
+        shot(&c, &shots, "07-history-task").await;
         served.push(("/history/task".into(), page_bytes(&c).await));
         attempt.click().await.unwrap();
         c.wait().at_most(Duration::from_secs(10)).for_element(Locator::Css("svg.overlay")).await.unwrap();
         wait_for(&c, &with_text("b", "screen-kind", "risk_verification"), Duration::from_secs(10)).await;
-        shot(&c, &shots, "07-viewer").await;
+        shot(&c, &shots, "08-viewer-risk-page").await;
         served.push(("/history/attempt".into(), page_bytes(&c).await));
         // The drawn overlay has a real size in the page (the stylesheet applied).
         let h = c
@@ -361,7 +394,7 @@ fn the_console_in_headless_chromium() {
         png_link.click().await.unwrap();
         c.wait().at_most(Duration::from_secs(10)).for_element(Locator::Css("img")).await.unwrap();
         assert!(c.current_url().await.unwrap().as_str().ends_with(&href));
-        shot(&c, &shots, "08-artifact-png").await;
+        shot(&c, &shots, "09-artifact-png").await;
         let bytes = http.get(format!("{console}{href}")).send().await.unwrap();
         assert_eq!(bytes.headers()["content-type"], "image/png");
         assert!(bytes.bytes().await.unwrap().starts_with(b"\x89PNG"));
@@ -381,7 +414,7 @@ fn the_console_in_headless_chromium() {
         c.execute("arguments[0].scrollIntoView();", vec![serde_json::to_value(&sheet).unwrap()])
             .await
             .unwrap();
-        shot(&c, &shots, "07b-viewer-purchase").await;
+        shot(&c, &shots, "10-viewer-purchase").await;
         served.push(("/history/attempt (purchase)".into(), page_bytes(&c).await));
 
         // Acknowledge the alert: it goes, claiming resumes.
@@ -401,7 +434,7 @@ fn the_console_in_headless_chromium() {
             Duration::from_secs(30),
         )
         .await;
-        shot(&c, &shots, "09-status-acked").await;
+        shot(&c, &shots, "11-status-acked").await;
         served.push(("/ (acked)".into(), page_bytes(&c).await));
         c.close().await.unwrap();
     });

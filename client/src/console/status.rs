@@ -31,6 +31,9 @@ use crate::store::{Alert, DevicePause, LiveCapNote, Settings, StoreError};
 /// How often the live stream re-reads the stores when no board changed.
 pub const REREAD: Duration = Duration::from_secs(2);
 
+/// Recent tasks shown with their outcome (newest first).
+const RECENT_SHOWN: usize = 5;
+
 /// Recent `manual_review` tasks shown (newest first).
 const MANUAL_REVIEW_SHOWN: usize = 20;
 
@@ -59,6 +62,8 @@ pub struct Snapshot {
     pub version_hold: Option<String>,
     pub account_refusal: Option<String>,
     pub live_cap: Option<LiveCapNote>,
+    /// The newest tasks: (remote task id, type, local state, updated at).
+    pub recent: Vec<(String, String, String, String)>,
 }
 
 /// Reads a worker's snapshot.
@@ -88,7 +93,12 @@ pub fn snapshot(w: &ConsoleWorker) -> Result<Snapshot, StoreError> {
             .into_iter()
             .map(|r| (r.remote_task_id, r.attempt_id, r.marked_at))
             .collect(),
-        manual_review: s.tasks_in_state("manual_review", MANUAL_REVIEW_SHOWN)?,
+        manual_review: s
+            .recent_tasks(Some("manual_review"), MANUAL_REVIEW_SHOWN)?
+            .into_iter()
+            .map(|(id, ty, _, at)| (id, ty, at))
+            .collect(),
+        recent: s.recent_tasks(None, RECENT_SHOWN)?,
         clock_skew: s.clock_skew()?,
         version_hold: s.pdd_version_hold()?,
         account_refusal: s.account_refusal()?,
@@ -271,6 +281,28 @@ pub fn render_worker(
             escape(task),
             escape(at)
         ));
+    }
+    // The last few outcomes (the whole list is on 历史 History).
+    h.push_str("<h3>最近任务 <span class=\"en\">Recent tasks</span></h3>");
+    if s.recent.is_empty() {
+        h.push_str("<p>无 <span class=\"en\">none yet</span></p>");
+    } else {
+        h.push_str("<table class=\"recent\">");
+        for (task, ty, st, at) in &s.recent {
+            let class = match st.as_str() {
+                "succeeded" => "ok",
+                "manual_review" | "failed" => "bad",
+                _ => "warn",
+            };
+            h.push_str(&format!(
+                "<tr><td><code>{}</code></td><td>{}</td><td class=\"{class}\">{}</td><td><span class=\"en\">{}</span></td></tr>",
+                escape(task),
+                escape(ty),
+                escape(st),
+                escape(at)
+            ));
+        }
+        h.push_str("</table>");
     }
     h.push_str("</section>");
     h
