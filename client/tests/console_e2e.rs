@@ -1,8 +1,8 @@
 //! The web console end to end (issue 13 item 1): the real `cmautobuy-client run` with
 //! `--console 127.0.0.1:0` against the served mock Admin and the simulated phone.
 //!
-//! - `/` (状态) shows the task's outcome once it ran, and `/events` answers as an
-//!   event stream;
+//! - `/events` (opened before the task exists) shows the task in hand and the flow's
+//!   step while the phone runs it; `/` (状态) shows its outcome once it ran;
 //! - 设置: a save through the page's form (with its CSRF token) reaches the Admin — the
 //!   new name shows at the mock's `GET /api/v1/admin/clients` — and the page then says
 //!   `registered at …`;
@@ -74,8 +74,6 @@ fn csrf_of(page: &str) -> String {
 #[test]
 fn the_console_shows_outcomes_and_its_settings_page_registers() {
     let w = World::start(TOKEN);
-    w.create(json!({"id": "con-1", "type": "collect",
-        "payload": {"goods_id": "602938475610", "goods_url": goods_url("602938475610")}}));
     let data = tempfile::tempdir().unwrap();
     let (child, url) = run_with_console(&w, data.path());
     let mut child = Killed(child);
@@ -84,6 +82,36 @@ fn the_console_shows_outcomes_and_its_settings_page_registers() {
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .unwrap();
+
+    // The live stream, opened before the task exists: the progress board's fragments
+    // show the task in hand and the flow's step while the phone runs it.
+    let mut events =
+        w.rt.block_on(http.get(format!("{url}/events")).send())
+            .unwrap();
+    assert_eq!(events.status().as_u16(), 200);
+    assert!(events.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/event-stream"));
+    w.create(json!({"id": "con-1", "type": "collect",
+        "payload": {"goods_id": "602938475610", "goods_url": goods_url("602938475610")}}));
+    let mut live = String::new();
+    w.rt.block_on(async {
+        tokio::time::timeout(Duration::from_secs(120), async {
+            // The current-task table of a fragment rendered while con-1 was in hand
+            // (the board holds it for the whole task: begin wakes the stream).
+            while !(live.contains("class=\\\"current\\\"") && live.contains("<code>con-1</code>")) {
+                match events.chunk().await.unwrap() {
+                    Some(c) => live.push_str(&String::from_utf8_lossy(&c)),
+                    None => panic!("the stream ended: {live}"),
+                }
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("con-1 and its step on the live stream: {live}"))
+    });
+    assert!(!live.contains(TOKEN));
+    drop(events);
     let mut served: Vec<String> = Vec::new();
     let mut get = |path: &str| -> (u16, String) {
         let r =
@@ -173,17 +201,6 @@ fn the_console_shows_outcomes_and_its_settings_page_registers() {
         assert!(Instant::now() < until, "registered on the page: {page}");
         std::thread::sleep(Duration::from_millis(200));
     }
-
-    // The live stream answers (its content has the router tests).
-    let r =
-        w.rt.block_on(http.get(format!("{url}/events")).send())
-            .unwrap();
-    assert_eq!(r.status().as_u16(), 200);
-    assert!(r.headers()["content-type"]
-        .to_str()
-        .unwrap()
-        .starts_with("text/event-stream"));
-    drop(r);
 
     for path in ["/metrics", "/healthz", "/console.js", "/login"] {
         get(path);

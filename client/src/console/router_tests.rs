@@ -454,3 +454,70 @@ async fn no_served_byte_carries_the_token_or_the_password() {
         assert!(!s.contains("pw-SECRET-42"), "the password was served");
     }
 }
+
+#[tokio::test]
+async fn a_manual_review_task_stays_until_marked_reviewed() {
+    let f = fixture();
+    let now = chrono::Utc::now();
+    let task: cmautobuy_contract::Task = serde_json::from_value(serde_json::json!({
+        "id": "T-MR", "type": "purchase", "version": 1,
+        "payload": {"goods_id": "1", "goods_url": "u"}
+    }))
+    .unwrap();
+    let tid = f.store.save_claimed_task(&task, "{}", now).unwrap();
+    let run = f.store.start_run(tid, now).unwrap();
+    let ob = f
+        .store
+        .record_outcome(
+            run.id,
+            &OutboxDraft {
+                kind: OutboxKind::Failure,
+                remote_task_id: "T-MR".into(),
+                method: "POST".into(),
+                path: "/api/v1/client/tasks/T-MR/failure".into(),
+                headers: vec![],
+                body: b"{}".to_vec(),
+                idempotency_key: "T-MR:k".into(),
+                on_accept: TaskState::ManualReview,
+                outcome: "manual_review:INTERRUPTED_AFTER_SUBMIT".into(),
+            },
+            now,
+        )
+        .unwrap();
+    f.store.outbox_mark_sending(ob, now).unwrap();
+    f.store
+        .outbox_accepted(
+            ob,
+            &crate::store::Acceptance {
+                result_id: None,
+                accepted_at: "2026-12-02T00:00:00Z".into(),
+                response: b"{}".to_vec(),
+            },
+            now,
+        )
+        .unwrap();
+    assert_eq!(f.store.task(tid).unwrap().state, TaskState::ManualReview);
+    let st = state(&f);
+    let csrf = st.csrf().to_string();
+    let app = router(st);
+    let (_, _, page) = send(&app, get("/")).await;
+    assert!(page.contains(&format!("id=\"w0-review-{tid}\"")), "{page}");
+    // Still there after a reload; gone once marked reviewed (CSRF checked as always).
+    let (_, _, page) = send(&app, get("/")).await;
+    assert!(page.contains("T-MR") && page.contains("Reviewed"), "{page}");
+    let form = format!("worker=0&id={tid}");
+    assert_eq!(
+        send(&app, post("/review", &form)).await.0,
+        StatusCode::FORBIDDEN
+    );
+    let (status, _, _) = send(&app, post("/review", &format!("csrf={csrf}&{form}"))).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    let (_, _, page) = send(&app, get("/")).await;
+    assert!(!page.contains(&format!("id=\"w0-review-{tid}\"")), "{page}");
+    // The outcome stays in the recent list.
+    assert!(
+        page.contains("T-MR") && page.contains("manual_review"),
+        "{page}"
+    );
+    assert!(f.store.unreviewed_manual_review(10).unwrap().is_empty());
+}

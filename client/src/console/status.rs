@@ -2,8 +2,9 @@
 //! elapsed), the phone's health (the last device pause), whether claiming runs or is
 //! stopped and why, and every condition that needs a human — open operator alerts (with
 //! an **ack** button: `cmautobuy-client ack N`), parked outbox items (with a **retry**
-//! button: `cmautobuy-client outbox retry N`), `manual_review` tasks, orders waiting to
-//! be reconciled, live held back — kept on screen until they are dealt with.
+//! button: `cmautobuy-client outbox retry N`), `manual_review` tasks (with a
+//! **reviewed** button), orders waiting to be reconciled, live held back — kept on
+//! screen until they are dealt with.
 //!
 //! Live: `/events` is a server-sent event stream of `fragment` events
 //! (`{"id": "w0", "html": "<section …>"}`), one per worker section that changed — at
@@ -56,8 +57,9 @@ pub struct Snapshot {
     pub undelivered: usize,
     /// (remote task id, attempt id, marked at).
     pub awaiting: Vec<(String, String, String)>,
-    /// (remote task id, type, updated at).
-    pub manual_review: Vec<(String, String, String)>,
+    /// `manual_review` tasks not yet marked reviewed: (local id, remote task id, type,
+    /// updated at).
+    pub manual_review: Vec<(i64, String, String, String)>,
     pub clock_skew: Option<String>,
     pub version_hold: Option<String>,
     pub account_refusal: Option<String>,
@@ -93,11 +95,7 @@ pub fn snapshot(w: &ConsoleWorker) -> Result<Snapshot, StoreError> {
             .into_iter()
             .map(|r| (r.remote_task_id, r.attempt_id, r.marked_at))
             .collect(),
-        manual_review: s
-            .recent_tasks(Some("manual_review"), MANUAL_REVIEW_SHOWN)?
-            .into_iter()
-            .map(|(id, ty, _, at)| (id, ty, at))
-            .collect(),
+        manual_review: s.unreviewed_manual_review(MANUAL_REVIEW_SHOWN)?,
         recent: s.recent_tasks(None, RECENT_SHOWN)?,
         clock_skew: s.clock_skew()?,
         version_hold: s.pdd_version_hold()?,
@@ -274,12 +272,16 @@ pub fn render_worker(
             escape(at)
         ));
     }
-    for (task, ty, at) in &s.manual_review {
+    for (id, task, ty, at) in &s.manual_review {
         h.push_str(&format!(
-            "<div class=\"human manual\"><strong>manual_review</strong> {} task <code>{}</code> <span class=\"en\">({}) — check the order in PDD and on the Admin</span></div>",
-            escape(ty),
-            escape(task),
-            escape(at)
+            "<div class=\"human manual\" id=\"w{i}-review-{id}\"><strong>manual_review</strong> {ty} task <code>{task}</code> <span class=\"en\">({at}) — check the order in PDD and on the Admin, then mark it reviewed</span>\
+<form class=\"inline\" method=\"post\" action=\"/review\"><input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
+<input type=\"hidden\" name=\"worker\" value=\"{i}\"><input type=\"hidden\" name=\"id\" value=\"{id}\">\
+<button type=\"submit\">已处理 Reviewed</button></form></div>",
+            ty = escape(ty),
+            task = escape(task),
+            at = escape(at),
+            csrf = escape(csrf),
         ));
     }
     // The last few outcomes (the whole list is on 历史 History).

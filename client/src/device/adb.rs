@@ -973,6 +973,17 @@ pub fn list_devices(
     }
 }
 
+/// The adb server's version as `adb version` prints it (`1.0.41`; `host:version`),
+/// within `deadline` (`doctor`; the server is never started).
+pub fn server_version(server: SocketAddrV4, deadline: Duration) -> Result<String, DeviceError> {
+    run_bounded(Op::State, deadline, move || {
+        server_client(server)
+            .version()
+            .map(|v| v.to_string())
+            .map_err(|e| map_adb_error("-", Some(server), e))
+    })
+}
+
 fn server_client(server: SocketAddrV4) -> ADBServer {
     ADBServer::new_from_path(server, Some(NO_START_SERVER.to_string()))
 }
@@ -1074,6 +1085,22 @@ mod tests {
 
     fn server() -> SocketAddrV4 {
         default_adb_server(None)
+    }
+
+    #[test]
+    fn the_device_list_has_a_deadline() {
+        // A server that accepts and never answers: an error within the deadline.
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let SocketAddr::V4(addr) = silent.local_addr().unwrap() else {
+            unreachable!()
+        };
+        let t0 = Instant::now();
+        let e = list_devices(addr, Duration::from_millis(300)).unwrap_err();
+        assert!(matches!(e, DeviceError::AdbServerUnavailable { .. }), "{e}");
+        assert!(t0.elapsed() < Duration::from_secs(5));
+        // No server at all: an error too.
+        drop(silent);
+        assert!(list_devices(addr, Duration::from_secs(5)).is_err());
     }
 
     #[test]
