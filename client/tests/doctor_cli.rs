@@ -296,3 +296,58 @@ fn doctor_fails_with_the_fix_on_a_phone_that_refuses_injected_input() {
     assert_eq!(o.code, Some(0), "{}", o.all());
     w.stop();
 }
+
+/// The registration probe declares exactly what a claim would: after a `run` registered
+/// and claimed, `doctor` on the same data directory leaves the Admin's stored profile
+/// (types, capabilities, device) as the run left it — never narrower, never wider.
+#[test]
+fn doctor_declares_what_a_claim_would() {
+    let w = World::builder(TOKEN).require_token().start();
+    let data = tempfile::tempdir().expect("tmp");
+    w.run(data.path());
+    let profile = |w: &World| {
+        let v = w.rt.block_on(w.op.clients()).expect("clients");
+        let c = v["clients"][0].clone();
+        assert!(!c.is_null(), "no client registered: {v}");
+        (
+            c["supported_types"].clone(),
+            c["capabilities"].clone(),
+            c["device"].clone(),
+        )
+    };
+    let before = profile(&w);
+    assert!(
+        before.0.to_string().contains("purchase"),
+        "the run declared purchases: {before:?}"
+    );
+    // The saved Admin, token and device: no flags needed.
+    let o = doctor(data.path(), &[]);
+    o.assert_no_token(TOKEN);
+    assert_eq!(o.code, Some(0), "{}", o.all());
+    assert_eq!(profile(&w), before);
+    w.stop();
+}
+
+/// An Admin whose clock is two minutes ahead: the `clock` check fails with the fix.
+#[test]
+fn doctor_fails_with_the_fix_on_clock_skew() {
+    let w = World::builder(TOKEN)
+        .require_token()
+        .admin_date_offset(120)
+        .start();
+    let data = tempfile::tempdir().expect("tmp");
+    let dev = device(&w);
+    let o = doctor(
+        data.path(),
+        &["--admin", &w.url, "--token", TOKEN, "--device", &dev],
+    );
+    assert_eq!(o.code, Some(6), "{}", o.all());
+    let (line, fix) = o.check_line("clock");
+    assert!(
+        line.starts_with("FAIL") && line.contains("ahead of"),
+        "{line}"
+    );
+    assert!(fix.expect("a fix").contains("timedatectl set-ntp true"));
+    assert!(o.check_line("token").0.starts_with("ok "), "{}", o.stdout);
+    w.stop();
+}
