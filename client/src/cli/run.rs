@@ -173,6 +173,7 @@ pub fn run(g: &Globals, a: RunArgs) -> Result<(), Failure> {
                                         label: device_label.clone(),
                                         store: store.clone(),
                                         progress: progress.clone(),
+                                        artifacts_root: cfg.data_dir.join("artifacts"),
                                     }],
                                     addr,
                                 )
