@@ -196,7 +196,7 @@ fn bench() -> Result<bool, String> {
                 let tick = Instant::now();
                 let path = pages[n % pages.len()];
                 let page = get_page(console, path);
-                let events = (n % 5 == 0).then(|| open_events(console));
+                let events = n.is_multiple_of(5).then(|| open_events(console));
                 if measuring.load(Ordering::SeqCst) {
                     let mut t = timings.lock().unwrap_or_else(|p| p.into_inner());
                     let mut e = errors.lock().unwrap_or_else(|p| p.into_inner());
@@ -295,7 +295,9 @@ fn bench() -> Result<bool, String> {
                     println!("client exit after SIGTERM: {st}");
                     break;
                 }
-                Ok(None) if Instant::now() < limit => std::thread::sleep(Duration::from_millis(200)),
+                Ok(None) if Instant::now() < limit => {
+                    std::thread::sleep(Duration::from_millis(200))
+                }
                 _ => {
                     let _ = c.kill();
                     let _ = c.wait();
@@ -326,7 +328,10 @@ fn bench() -> Result<bool, String> {
         }
         *by.entry(format!("{kind} {status}")).or_default() += 1;
     }
-    println!("tasks: {} created, {left_open} open at the end", created.len());
+    println!(
+        "tasks: {} created, {left_open} open at the end",
+        created.len()
+    );
     for (k, n) in &by {
         println!("  {n:6}  {k}");
     }
@@ -342,7 +347,10 @@ fn bench() -> Result<bool, String> {
         "CPU: {cpu_secs:.1} s over {window:.0} s for {} phones = {per_phone:.2} % of one core per phone (target ≤ 2 %)",
         args.phones
     );
-    println!("RSS: max {rss_max:.1} MB (target ≤ {rss_limit:.0} MB = 20 + 5 × {})", args.phones);
+    println!(
+        "RSS: max {rss_max:.1} MB (target ≤ {rss_limit:.0} MB = 20 + 5 × {})",
+        args.phones
+    );
 
     // The console.
     let timings = timings.lock().unwrap_or_else(|p| p.into_inner()).clone();
@@ -380,10 +388,7 @@ fn bench() -> Result<bool, String> {
 
 /// Reads the client's stdout until it prints its console line (`console: http://ADDR/ …`)
 /// and keeps draining it afterwards so the client never blocks on a full pipe.
-fn console_addr(
-    stdout: std::process::ChildStdout,
-    limit: Duration,
-) -> Result<SocketAddr, String> {
+fn console_addr(stdout: std::process::ChildStdout, limit: Duration) -> Result<SocketAddr, String> {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let mut sent = false;
@@ -487,7 +492,10 @@ fn percentiles(ms: &[f64]) -> (f64, f64, f64) {
 /// counted after the command name, which may hold spaces).
 fn cpu_ticks(pid: u32) -> Result<u64, String> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).map_err(|e| e.to_string())?;
-    let rest = s.rsplit_once(')').map(|(_, r)| r).ok_or("stat: no command name")?;
+    let rest = s
+        .rsplit_once(')')
+        .map(|(_, r)| r)
+        .ok_or("stat: no command name")?;
     let f: Vec<&str> = rest.split_whitespace().collect();
     // After ")": state is field 3, so utime (14) and stime (15) are at 11 and 12.
     let n = |i: usize| -> Result<u64, String> {

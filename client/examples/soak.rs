@@ -57,7 +57,7 @@ use std::process::{Child, Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use cmautobuy_mock_admin::faults::{Fault, FaultPlan, FaultTarget, RetryAfter};
-use cmautobuy_mock_admin::{MockAdmin, MockAdminConfig, Operator};
+use cmautobuy_mock_admin::{MockAdmin, MockAdminConfig};
 use cmautobuy_sim_phone::{
     Battery, Catalog, HeadsUp, LatencyProfile, LockKind, Plug, PopupSchedule, SimConfig, SimPhone,
 };
