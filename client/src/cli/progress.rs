@@ -112,6 +112,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_idle_phone_says_so_and_names_itself() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&Store::path_in(dir.path())).unwrap();
+        let now = chrono::Utc::now();
+        assert_eq!(
+            state_of(Some("tcp:127.0.0.1:5555"), &store, now),
+            ("▶ phone tcp:127.0.0.1:5555: idle".to_string(), None)
+        );
+        assert_eq!(state_of(None, &store, now).0, "▶ phone: idle");
+    }
+
+    #[test]
     fn elapsed_reads_at_a_glance() {
         assert_eq!(clock(42), "42s");
         assert_eq!(clock(185), "3m05s");

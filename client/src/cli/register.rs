@@ -32,6 +32,7 @@ pub fn run(g: &Globals, a: RegisterArgs) -> Result<(), Failure> {
     for (serial, pc) in setup::phone_configs(&cfg)? {
         println!("phone {serial}:");
         if let Err(f) = register(&pc) {
+            let f = f.print_with(&format!("cmautobuy-client register: phone {serial}: "));
             first_failure.get_or_insert(f);
         }
     }
