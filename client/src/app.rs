@@ -49,8 +49,16 @@ pub struct ClientConfig {
     /// Return [`RunExit::Idle`] after a 204 once the outbox is empty (and
     /// [`RunExit::Blocked`] when claiming is stopped by an operator alert).
     pub exit_when_idle: bool,
-    /// Live purchase tasks run live (real, unpaid orders); otherwise purchases are dry runs.
+    /// The operator vouches (`--allow-live` / `allow_live = true`): live purchase tasks
+    /// run live (real, unpaid orders) without waiting for a self-test.
     pub allow_live: bool,
+    /// `purchase_mode = dry_run` / `run --dry-run-only`: never live (wins over
+    /// `allow_live`).
+    pub dry_run_only: bool,
+    /// `self_test_goods_id`: with `purchase_mode = auto`, live is declared once the
+    /// self-test on these goods passed on the phone's current PDD version
+    /// ([`crate::selftest`]).
+    pub self_test_goods_id: Option<String>,
     /// Where the flow executor writes each attempt's evidence.
     pub artifacts_root: PathBuf,
     pub retention: Retention,
@@ -72,6 +80,17 @@ pub struct ClientConfig {
     pub backups_keep: usize,
     /// Live refused above this host ↔ Admin / phone clock skew ([`crate::clock_check`]).
     pub max_clock_skew: Duration,
+}
+
+impl ClientConfig {
+    /// How live is decided ([`crate::runner::LivePolicy`]).
+    pub fn live_policy(&self) -> crate::runner::LivePolicy {
+        crate::runner::LivePolicy {
+            dry_run_only: self.dry_run_only,
+            vouched: self.allow_live,
+            self_test_goods_id: self.self_test_goods_id.clone(),
+        }
+    }
 }
 
 /// How long a stopping client keeps delivering its outbox after the claim loop ended (the
@@ -118,7 +137,7 @@ impl Client {
                     gateway.clone(),
                     TokioClock::new(),
                     tokio::runtime::Handle::current(),
-                    config.allow_live,
+                    config.live_policy().may_go_live(),
                 );
                 let mut exec_cfg = FlowExecutorConfig::new(config.artifacts_root.clone());
                 exec_cfg.retention = config.retention;
@@ -179,6 +198,7 @@ impl Client {
                 pacing: config.pacing,
                 backups_keep: config.backups_keep,
                 max_clock_skew: config.max_clock_skew,
+                live: config.live_policy(),
             },
             relay.waker(),
         );
@@ -306,6 +326,8 @@ mod tests {
             poll_interval: Duration::from_millis(50),
             exit_when_idle: true,
             allow_live: false,
+            dry_run_only: false,
+            self_test_goods_id: None,
             artifacts_root: dir.join("artifacts"),
             retention: Retention::default(),
             on_report: None,

@@ -243,6 +243,60 @@ impl AttemptArtifacts {
     }
 }
 
+/// The attempt's action trace, `trace.json` beside `manifest.json` (issue 13: the
+/// console's viewer draws each tap over the dump it was chosen on): one record per
+/// action the driver performed, in order, appended by every drive of the attempt (a
+/// reconcile after a purchase continues the same folder). Best effort, like every
+/// artifact. The details are what the failure request already carries (labels, screen
+/// kinds, deep links): no dump text.
+pub const TRACE_SIDECAR: &str = "trace.json";
+
+/// One action of [`TRACE_SIDECAR`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TraceRecord {
+    /// `observe`, `tap`, `swipe`, `back`, `open_url`, `screenshot`, `effect`, …
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<String>,
+    #[serde(default)]
+    pub detail: String,
+    /// Where a tap (or a swipe's start) went, in screen pixels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<[i32; 2]>,
+    /// Where a swipe ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<[i32; 2]>,
+    /// The file this action saved (a dump, a screenshot), when it saved one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+}
+
+/// Reads an attempt folder's [`TRACE_SIDECAR`]; empty when absent or unreadable (an
+/// attempt written before issue 13 has none).
+pub fn read_trace(dir: &Path) -> Vec<TraceRecord> {
+    std::fs::read(dir.join(TRACE_SIDECAR))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default()
+}
+
+impl AttemptArtifacts {
+    /// Appends `records` to [`TRACE_SIDECAR`]; an error is remembered like
+    /// [`AttemptArtifacts::save`]'s.
+    pub fn append_trace(&mut self, records: &[TraceRecord]) {
+        if records.is_empty() {
+            return;
+        }
+        let mut all = read_trace(&self.dir);
+        all.extend_from_slice(records);
+        let bytes = serde_json::to_vec_pretty(&all).unwrap_or_default();
+        if let Err(e) = write_atomic(&self.dir.join(TRACE_SIDECAR), &bytes) {
+            tracing::warn!(error = %e, "artifact trace not written");
+            self.last_error.get_or_insert_with(|| e.to_string());
+        }
+    }
+}
+
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ArtifactError> {
     let io = |source| ArtifactError::Io {
         path: path.to_path_buf(),

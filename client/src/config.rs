@@ -18,6 +18,34 @@ use crate::notify::{NotifyConfig, SummaryAt, Webhook, WebhookConfig};
 use crate::pacing::PacingConfig;
 use crate::secret::Secret;
 
+/// `purchase_mode` (issue 13, contract §5): what this client may declare.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PurchaseMode {
+    /// Live once proven (self-test on the current PDD version) or vouched
+    /// (`allow_live`); the other live gates may still narrow it.
+    #[default]
+    Auto,
+    /// Never live: every purchase is a dry run (`run --dry-run-only` too).
+    DryRun,
+}
+
+impl PurchaseMode {
+    pub fn parse(v: &str) -> Option<PurchaseMode> {
+        match v {
+            "auto" => Some(PurchaseMode::Auto),
+            "dry_run" => Some(PurchaseMode::DryRun),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PurchaseMode::Auto => "auto",
+            PurchaseMode::DryRun => "dry_run",
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("cannot read the config file {path}: {source}")]
@@ -65,6 +93,13 @@ pub struct FileConfig {
     /// `run` declares `live` and runs live purchase tasks live (real, unpaid orders), as
     /// `run --allow-live` does — for a machine that runs unattended. Default false.
     pub allow_live: Option<bool>,
+    /// `auto` (default): live is declared once the self-test passed on the phone's
+    /// current PDD version (or the operator vouches with `allow_live`); `dry_run`: never
+    /// live, whatever else says so (issue 13, contract §5).
+    pub purchase_mode: Option<String>,
+    /// The goods the self-test opens (a cheap one; digits, as a goods id): without it the
+    /// phone stays `dry_run` unless the operator vouches with `allow_live`.
+    pub self_test_goods_id: Option<String>,
     /// The directory of the per-phone lock files shared by every client on the machine
     /// (default `/tmp/cmautobuy-locks`; see [`crate::lock`]).
     pub lock_dir: Option<PathBuf>,
@@ -219,8 +254,13 @@ pub struct Config {
     /// Which artifact attempts are kept (`artifacts_keep_attempts`,
     /// `artifacts_max_age_days`).
     pub retention: Retention,
-    /// `allow_live`: live purchases enabled by configuration (`run --allow-live` also).
+    /// `allow_live`: the operator vouches — live without waiting for a self-test
+    /// (`run --allow-live` also). `purchase_mode = dry_run` wins over it.
     pub allow_live: bool,
+    /// `purchase_mode` (`auto` | `dry_run`; `run --dry-run-only` pins `dry_run`).
+    pub purchase_mode: PurchaseMode,
+    /// `self_test_goods_id`: the goods the self-test opens (validated like a goods id).
+    pub self_test_goods_id: Option<String>,
     /// `lock_dir`: where the per-phone lock files are ([`crate::lock`]).
     pub lock_dir: PathBuf,
     /// A tracing filter (`info`, `cmautobuy_client=debug`, …).
@@ -522,6 +562,8 @@ fn env_config(env: &dyn Fn(&str) -> Option<String>) -> Result<FileConfig, Config
                 }),
             })
             .transpose()?,
+        purchase_mode: get("PURCHASE_MODE"),
+        self_test_goods_id: get("SELF_TEST_GOODS_ID"),
         account_check: get("ACCOUNT_CHECK")
             .map(|v| match v.trim() {
                 "true" | "1" => Ok(true),
@@ -635,6 +677,8 @@ fn merge(base: FileConfig, over: FileConfig) -> FileConfig {
         max_clock_skew_secs: over.max_clock_skew_secs.or(base.max_clock_skew_secs),
         pdd_version_gate: over.pdd_version_gate.or(base.pdd_version_gate),
         account_check: over.account_check.or(base.account_check),
+        purchase_mode: over.purchase_mode.or(base.purchase_mode),
+        self_test_goods_id: over.self_test_goods_id.or(base.self_test_goods_id),
     }
 }
 
@@ -738,6 +782,26 @@ pub fn load(flags: Overrides, env: &dyn Fn(&str) -> Option<String>) -> Result<Co
         },
         retention,
         allow_live: c.allow_live.unwrap_or(false),
+        purchase_mode: match c.purchase_mode.as_deref().map(str::trim) {
+            None | Some("") => PurchaseMode::Auto,
+            Some(v) => PurchaseMode::parse(v).ok_or_else(|| ConfigError::Value {
+                name: "purchase_mode".into(),
+                message: format!("{v:?} is not `auto` or `dry_run`"),
+            })?,
+        },
+        self_test_goods_id: match c.self_test_goods_id.as_deref().map(str::trim) {
+            None | Some("") => None,
+            Some(v) if crate::selftest::valid_goods_id(v) => Some(v.to_string()),
+            Some(v) => {
+                return Err(ConfigError::Value {
+                    name: "self_test_goods_id".into(),
+                    message: format!(
+                        "{:?} is not a goods id (1–24 digits)",
+                        v.chars().take(40).collect::<String>()
+                    ),
+                })
+            }
+        },
         lock_dir: c
             .lock_dir
             .filter(|p| !p.as_os_str().is_empty())
@@ -1195,6 +1259,59 @@ mod tests {
             &env_of(&[("HOME", "/h"), ("CMAUTOBUY_PDD_VERSION_GATE", "maybe")]),
         );
         assert!(bad.is_err());
+    }
+
+    #[test]
+    fn purchase_mode_and_self_test_goods_are_read_and_checked() {
+        let c = load(Overrides::default(), &env_of(&[("HOME", "/h")])).unwrap();
+        assert_eq!(c.purchase_mode, PurchaseMode::Auto);
+        assert_eq!(c.self_test_goods_id, None);
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("c.toml");
+        std::fs::write(
+            &file,
+            "purchase_mode = \"dry_run\"\nself_test_goods_id = \"602938475610\"\n",
+        )
+        .unwrap();
+        let path = file.to_str().unwrap().to_string();
+        let c = load(
+            Overrides::default(),
+            &env_of(&[("CMAUTOBUY_CONFIG", &path), ("HOME", "/h")]),
+        )
+        .unwrap();
+        assert_eq!(c.purchase_mode, PurchaseMode::DryRun);
+        assert_eq!(c.self_test_goods_id.as_deref(), Some("602938475610"));
+        // The environment overrides the file.
+        let c = load(
+            Overrides::default(),
+            &env_of(&[
+                ("CMAUTOBUY_CONFIG", &path),
+                ("HOME", "/h"),
+                ("CMAUTOBUY_PURCHASE_MODE", "auto"),
+                ("CMAUTOBUY_SELF_TEST_GOODS_ID", "123"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(c.purchase_mode, PurchaseMode::Auto);
+        assert_eq!(c.self_test_goods_id.as_deref(), Some("123"));
+        for (k, v, name) in [
+            ("CMAUTOBUY_PURCHASE_MODE", "live", "purchase_mode"),
+            (
+                "CMAUTOBUY_SELF_TEST_GOODS_ID",
+                "https://x/?goods_id=1",
+                "self_test_goods_id",
+            ),
+            (
+                "CMAUTOBUY_SELF_TEST_GOODS_ID",
+                "1234567890123456789012345",
+                "self_test_goods_id",
+            ),
+        ] {
+            match load(Overrides::default(), &env_of(&[("HOME", "/h"), (k, v)])) {
+                Err(ConfigError::Value { name: n, .. }) => assert_eq!(n, name, "{k}={v}"),
+                other => panic!("{k}={v}: {other:?}"),
+            }
+        }
     }
 
     #[test]

@@ -85,6 +85,17 @@ pub enum AccountCheck {
     Failed { code: String, message: String },
 }
 
+/// How a self-test ended (issue 13 item 3, [`crate::selftest`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SelfTestRun {
+    /// The PDD version read at its start (`None`: unreadable, or the phone did not answer).
+    pub version: Option<String>,
+    /// Passed, or the failure's stable code and message.
+    pub outcome: Result<(), (String, String)>,
+    /// Where its evidence is (`CLIENT:artifacts/self-test/ATTEMPT/`).
+    pub artifact_ref: Option<String>,
+}
+
 /// A claimed task handed to the executor.
 #[derive(Clone, Debug)]
 pub struct Job {
@@ -137,6 +148,19 @@ pub trait Executor: Send + Sync + 'static {
     /// before the first claim that could be live and daily after. `None`: this executor
     /// has no phone to read (no account gate applies).
     fn check_account(&self) -> impl Future<Output = Option<AccountCheck>> + Send {
+        async { None }
+    }
+
+    /// Runs the self-test (issue 13 item 3): a dry-run purchase on `goods_id`, no Admin
+    /// involved, its artifacts under `self-test/ATTEMPT_ID/`. `None`: this executor has
+    /// no phone (nothing to test).
+    fn self_test(
+        &self,
+        client_id: String,
+        goods_id: String,
+        attempt_id: String,
+    ) -> impl Future<Output = Option<SelfTestRun>> + Send {
+        let _ = (client_id, goods_id, attempt_id);
         async { None }
     }
 

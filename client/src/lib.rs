@@ -75,6 +75,8 @@ pub mod rehearse;
 pub mod retry;
 pub mod runner;
 pub mod secret;
+pub mod selftest;
 pub mod spec;
 pub mod store;
 pub mod upkeep;
+pub mod viewer;

@@ -93,6 +93,7 @@ pub const NON_BLOCKING_ALERTS: &[&str] = &[
     ALERT_DEVICE,
     ALERT_UNRECOGNIZED_RATE,
     ALERT_PDD_VERSION,
+    crate::selftest::ALERT_SELF_TEST_FAILED,
 ];
 
 /// The phone shows a PDD version not proven on it (issue 12 item 6,
@@ -132,6 +133,41 @@ pub struct RunConfig {
     /// Live is refused while the host's clock is more than this off the Admin's or the
     /// phone's (`max_clock_skew_secs`, [`crate::clock_check`]).
     pub max_clock_skew: Duration,
+    /// What may be declared live without the other gates ([`LivePolicy`], issue 13).
+    pub live: LivePolicy,
+}
+
+/// How `purchase_mode` is decided (issue 13 item 3, [`crate::selftest`]). The claim
+/// loop's default vouches (live as the executor's readiness says — what in-process tests
+/// and `rehearse` want); `run` sets it from the configuration.
+#[derive(Clone, Debug)]
+pub struct LivePolicy {
+    /// `purchase_mode = dry_run` / `run --dry-run-only`: never live.
+    pub dry_run_only: bool,
+    /// The operator vouches (`--allow-live` / `allow_live = true`): no self-test needed.
+    pub vouched: bool,
+    /// The self-test's goods (`self_test_goods_id`); `None`: no self-test runs.
+    pub self_test_goods_id: Option<String>,
+}
+
+impl LivePolicy {
+    /// Whether live can ever be declared under this policy (the purchase backend's live
+    /// switch): not `dry_run`, and vouched for or provable by a self-test. Whether it
+    /// *is* declared at a claim is [`Runner::profile`]'s — the one source of truth the
+    /// job's `declared_mode` carries.
+    pub fn may_go_live(&self) -> bool {
+        !self.dry_run_only && (self.vouched || self.self_test_goods_id.is_some())
+    }
+}
+
+impl Default for LivePolicy {
+    fn default() -> Self {
+        LivePolicy {
+            dry_run_only: false,
+            vouched: true,
+            self_test_goods_id: None,
+        }
+    }
 }
 
 impl Default for RunConfig {
@@ -144,6 +180,7 @@ impl Default for RunConfig {
             pacing: PacingConfig::unpaced(),
             backups_keep: 0,
             max_clock_skew: crate::clock_check::DEFAULT_MAX_SKEW,
+            live: LivePolicy::default(),
         }
     }
 }
@@ -257,6 +294,9 @@ pub struct Runner<G, E, C> {
     /// The account check ([`crate::account`]): this run's state, and whether the
     /// executor can check at all (`None` until asked).
     account: Mutex<AccountState>,
+    /// The self-test refusal last recorded for `status` (`None`: nothing recorded by
+    /// this run yet).
+    self_test_noted: Mutex<Option<Option<String>>>,
 }
 
 #[derive(Default)]
@@ -299,6 +339,7 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
             clocks: Mutex::new(ClockState::default()),
             version_hold: Mutex::new(None),
             account: Mutex::new(AccountState::default()),
+            self_test_noted: Mutex::new(None),
             cfg,
             upkeep: None,
         }
@@ -379,7 +420,7 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
     /// while a live order cap binds ([`crate::pacing`]; contract §5 allows narrowing).
     pub fn profile(&self) -> Result<ClientProfile, StoreError> {
         let settings = self.store.settings()?;
-        let mut p = client_profile(&settings, self.executor.readiness());
+        let mut p = self.proven_profile(&settings);
         if p.capabilities.purchase_mode == ExecutionMode::Live {
             let hold = self.version_hold_now(settings.device.as_deref())?;
             if hold.is_some() {
@@ -404,6 +445,207 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
             self.note_live_cap(cap);
         }
         Ok(p)
+    }
+
+    /// [`client_profile`] narrowed to `dry_run` until the self-test passed on the
+    /// phone's current PDD version (issue 13 item 3, [`crate::selftest::refusal`]; the
+    /// operator's `allow_live` vouches instead). Why live waits is recorded for `status`.
+    fn proven_profile(&self, settings: &Settings) -> ClientProfile {
+        let mut p = client_profile(settings, self.executor.readiness());
+        let purchase = p.supported_types.contains(&TaskType::Purchase);
+        let refusal = if purchase {
+            self.self_test_refusal(settings)
+        } else {
+            None
+        };
+        if refusal.is_some() {
+            p.capabilities.purchase_mode = ExecutionMode::DryRun;
+        }
+        let mut noted = self
+            .self_test_noted
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if noted.as_ref() != Some(&refusal) {
+            match &refusal {
+                Some(why) => tracing::warn!(reason = %why, "live paused: declaring dry_run"),
+                None if purchase && self.cfg.live.self_test_goods_id.is_some() => {
+                    tracing::info!(
+                        "self-test passed on this phone's PDD version: live may be declared"
+                    )
+                }
+                None => {}
+            }
+            if let Err(e) = self.store.set_self_test_note(refusal.as_deref()) {
+                tracing::warn!(error = %e, "cannot record the self-test note");
+            } else {
+                *noted = Some(refusal);
+            }
+        }
+        p
+    }
+
+    /// Why live waits for the self-test on this phone now ([`crate::selftest::refusal`]).
+    pub fn self_test_refusal(&self, settings: &Settings) -> Option<String> {
+        use crate::gate::PddVersionRead;
+        let live = &self.cfg.live;
+        let version = match self.executor.pdd_version() {
+            Some(PddVersionRead::Version(v)) => Some(v),
+            _ => None,
+        };
+        let record = match (&version, settings.device.as_deref()) {
+            (Some(v), Some(d)) if !live.vouched && !live.dry_run_only => {
+                match self.store.self_test(d, v) {
+                    Ok(r) => r.map(|r| r.record()),
+                    Err(e) => return Some(format!("cannot read the self-test record: {e}")),
+                }
+            }
+            _ => None,
+        };
+        crate::selftest::refusal(&crate::selftest::LiveInputs {
+            dry_run_only: live.dry_run_only,
+            vouched: live.vouched,
+            goods_configured: live.self_test_goods_id.is_some(),
+            version: version.as_deref(),
+            record: record.as_ref(),
+        })
+    }
+
+    /// The self-test before a claim (issue 13 item 3): when `self_test_goods_id` is set
+    /// and [`crate::selftest::due`] says so for the phone's current PDD version — never
+    /// run on it, asked for (`Store::request_self_test`), or failed and its backoff
+    /// passed. A pass proves the version (`self-test ATTEMPT`) and closes
+    /// `self_test_failed`; a failure raises it (non-blocking).
+    pub async fn self_test_step(&self) {
+        use crate::gate::PddVersionRead;
+        let live = &self.cfg.live;
+        let Some(goods) = live.self_test_goods_id.clone() else {
+            return;
+        };
+        if live.dry_run_only {
+            return;
+        }
+        let r = self.executor.readiness();
+        if !(r.device_ready && r.purchase_adapter_ready && r.live_adapter_ready) {
+            return;
+        }
+        let settings = match self.store.settings() {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read settings for the self-test");
+                return;
+            }
+        };
+        let Some(serial) = settings.device.clone().filter(|d| !d.is_empty()) else {
+            return;
+        };
+        let Some(PddVersionRead::Version(version)) = self.executor.pdd_version() else {
+            return;
+        };
+        let now = self.clock.now();
+        let requested = self.store.self_test_requested(&serial).unwrap_or(false);
+        let record = match self.store.self_test(&serial, &version) {
+            Ok(r) => r.map(|r| r.record()),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the self-test record");
+                return;
+            }
+        };
+        if !crate::selftest::due(record.as_ref(), requested, now) {
+            return;
+        }
+        if requested {
+            if let Err(e) = self.store.clear_self_test_request() {
+                tracing::warn!(error = %e, "cannot clear the self-test request");
+            }
+        }
+        let attempt_id = format!(
+            "{}{}",
+            crate::selftest::ATTEMPT_PREFIX,
+            uuid::Uuid::new_v4()
+        );
+        tracing::info!(device = %serial, pdd_version = %version, %attempt_id, goods_id = %goods, requested, "self-test: a dry-run purchase on the test goods (no Admin involved)");
+        if let Err(e) = self
+            .store
+            .start_self_test(&serial, &version, &attempt_id, now)
+        {
+            tracing::warn!(error = %e, "cannot record the self-test start; not run");
+            return;
+        }
+        let Some(run) = self
+            .executor
+            .self_test(settings.client_id.clone(), goods, attempt_id.clone())
+            .await
+        else {
+            return;
+        };
+        let now = self.clock.now();
+        // Keyed on the version the self-test itself read, when it differs (PDD updated
+        // between the check and the test).
+        let v = run.version.clone().unwrap_or_else(|| version.clone());
+        if v != version {
+            let _ = self.store.start_self_test(&serial, &v, &attempt_id, now);
+        }
+        let folder = run.artifact_ref.clone().unwrap_or_else(|| "-".into());
+        let finished = match &run.outcome {
+            Ok(()) => self
+                .store
+                .finish_self_test(&serial, &v, &attempt_id, Ok(()), now),
+            Err((code, message)) => {
+                self.store
+                    .finish_self_test(&serial, &v, &attempt_id, Err((code, message)), now)
+            }
+        };
+        if let Err(e) = finished {
+            tracing::warn!(error = %e, "cannot record the self-test outcome");
+        }
+        match &run.outcome {
+            Ok(()) => {
+                tracing::info!(device = %serial, pdd_version = %v, %attempt_id, artifacts = %folder, "self-test passed");
+                let by = format!("self-test {attempt_id}");
+                if let Err(e) = self.store.prove_pdd_version(&serial, &v, &by, now) {
+                    tracing::warn!(error = %e, "cannot record the proven PDD version");
+                }
+                if let Err(e) = self
+                    .store
+                    .resolve_alerts(crate::selftest::ALERT_SELF_TEST_FAILED, now)
+                {
+                    tracing::warn!(error = %e, "cannot close the self_test_failed alert");
+                }
+            }
+            Err((code, message)) => {
+                let failures = self
+                    .store
+                    .self_test(&serial, &v)
+                    .ok()
+                    .flatten()
+                    .map_or(1, |r| r.failures);
+                let next = crate::selftest::retry_after(failures);
+                tracing::error!(device = %serial, pdd_version = %v, %attempt_id, %code, %message, artifacts = %folder, next_try_secs = next.as_secs(), "self-test failed: live paused (collects and dry runs continue)");
+                let text = format!(
+                    "自检失败，暂停实单 / self-test failed on phone {serial}, PDD {v}: [{code}] {message}; evidence: {folder}; live paused (collects and dry runs continue), next try in {} min (or `cmautobuy-client self-test`)",
+                    next.as_secs() / 60
+                );
+                let open = self
+                    .store
+                    .open_alerts()
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|a| a.kind == crate::selftest::ALERT_SELF_TEST_FAILED)
+                    .collect::<Vec<_>>();
+                // One open alert: the newest failure replaces the older one.
+                for a in &open {
+                    let _ = self.store.ack_alerts(Some(a.id), now);
+                }
+                if let Err(e) = self.store.raise_alert(
+                    crate::selftest::ALERT_SELF_TEST_FAILED,
+                    None,
+                    &text,
+                    now,
+                ) {
+                    tracing::warn!(error = %e, "cannot save the self_test_failed alert");
+                }
+            }
+        }
     }
 
     /// The new-version gate now (issue 12 item 6): the version the executor last read
@@ -734,10 +976,8 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
         if !self.cfg.gate.account_check {
             return;
         }
-        let would_be_live = client_profile(&settings, self.executor.readiness())
-            .capabilities
-            .purchase_mode
-            == ExecutionMode::Live;
+        let would_be_live =
+            self.proven_profile(&settings).capabilities.purchase_mode == ExecutionMode::Live;
         let now = self.clock.now();
         if !would_be_live || !self.account_state().check.due(now) {
             self.note_account_refusal();
@@ -1196,6 +1436,7 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
         if let Some(step) = self.reconcile_waiting().await? {
             return Ok(step);
         }
+        self.self_test_step().await;
         self.check_clocks().await;
         self.check_account().await;
         let profile = self.profile()?;

@@ -68,6 +68,34 @@ fn run_collects_on_the_configured_device_and_the_admin_stores_pdd_data() {
         .unwrap()
         .iter()
         .any(|e| e["file"].as_str().unwrap().ends_with(".png")));
+    // The action trace beside it (issue 13): every dump the manifest lists was saved by
+    // an `observe`, and the viewer reads the folder back: the risk page it stopped on.
+    let trace: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("trace.json")).unwrap()).unwrap();
+    for e in manifest.as_array().unwrap() {
+        let file = e["file"].as_str().unwrap();
+        let kind = if file.ends_with(".png") {
+            "screenshot"
+        } else {
+            "observe"
+        };
+        if file.ends_with(".png") || file.ends_with(".xml") {
+            assert!(
+                trace
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|r| r["file"] == file && r["kind"] == kind),
+                "{file} not in the trace: {trace}"
+            );
+        }
+    }
+    let view = cmautobuy_client::viewer::load(&dir).unwrap();
+    assert!(view.steps.iter().any(|s| matches!(
+        &s.reading,
+        cmautobuy_client::viewer::Reading::Screen { kind, .. } if kind == "risk_verification"
+    )));
+    assert!(view.steps.iter().any(|s| s.screenshot.is_some()));
     // The token never lands in the evidence.
     for e in std::fs::read_dir(&dir).unwrap().flatten() {
         let bytes = std::fs::read(e.path()).unwrap();

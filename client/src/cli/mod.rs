@@ -15,6 +15,7 @@ mod progress;
 mod register;
 mod rehearse;
 mod run;
+mod self_test;
 mod setup;
 mod spec_resolution_key;
 mod status;
@@ -56,6 +57,9 @@ enum Command {
     /// Check the phone: state, authorization, model, screen size, PDD installed,
     /// foreground activity. Exit 0 when ready, 6 when not.
     Doctor(doctor::DoctorArgs),
+    /// Ask the running client for a new self-test of the phone (a dry-run purchase on
+    /// `self_test_goods_id`, no Admin involved) before its next claim.
+    SelfTest(self_test::SelfTestArgs),
 }
 
 impl Cli {
@@ -72,6 +76,7 @@ impl Cli {
             Command::SpecResolutionKey(a) => spec_resolution_key::run(a),
             Command::Inspect(a) => inspect::run(a),
             Command::Doctor(a) => doctor::run(g, a),
+            Command::SelfTest(a) => self_test::run(g, a),
         }
     }
 }

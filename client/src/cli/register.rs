@@ -1,15 +1,14 @@
 //! `cmautobuy-client register`: saves the name, Admin, token and device locally first,
 //! then registers with the Admin (`PUT /registration`, §4.1); a remote failure keeps the
-//! local save and exits 4.
+//! local save and exits 4. It declares what a claim would ([`setup::declared_profile`]:
+//! from the store's state, never wider).
 
 use std::sync::Arc;
 
 use clap::Args;
 
 use cmautobuy_client::clock::TokioClock;
-use cmautobuy_client::executor::{Executor, NoDeviceExecutor};
 use cmautobuy_client::registration;
-use cmautobuy_client::runner::client_profile;
 
 use super::args::{Conn, Globals};
 use super::exit::{Code, Failure};
@@ -50,9 +49,20 @@ fn register(cfg: &cmautobuy_client::config::Config) -> Result<(), Failure> {
         settings.name.as_deref().unwrap_or("(none)")
     );
     let gw = Arc::new(setup::gateway(&cfg, &store)?);
+    // What a claim would declare now, from the store's state (never wider).
+    let profile = setup::declared_profile(&cfg, &store)?;
+    println!(
+        "declaring: {} (purchase_mode {})",
+        profile
+            .supported_types
+            .iter()
+            .map(|t| t.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+        profile.capabilities.purchase_mode.as_str()
+    );
     let rt = setup::runtime()?;
     let status = rt.block_on(async {
-        let profile = client_profile(&settings, NoDeviceExecutor.readiness());
         registration::spawn(store.clone(), gw, TokioClock::new(), profile).await
     });
     match status {

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use clap::Args;
 
 use cmautobuy_client::app::{Client, ClientConfig, Phone};
-use cmautobuy_client::config::Config;
+use cmautobuy_client::config::{Config, PurchaseMode};
 use cmautobuy_client::console::{self, ConsoleAddr};
 use cmautobuy_client::gateway::HttpAdminGateway;
 use cmautobuy_client::job::adb::AdbSource;
@@ -40,11 +40,16 @@ pub struct RunArgs {
     /// Run tasks with the phone-less stub executor (tests and rehearsals).
     #[arg(long, hide = true)]
     stub_executor: bool,
-    /// Declare `live` and run live purchase tasks live on the configured device —
-    /// real, unpaid orders (issue 7). Off by default: purchases run as dry runs.
-    /// The config key `allow_live = true` does the same for unattended machines.
+    /// The operator vouches for this phone: declare `live` and run live purchase tasks
+    /// live — real, unpaid orders — without waiting for a self-test. Without it,
+    /// `purchase_mode = auto` declares live once the self-test on `self_test_goods_id`
+    /// passed on the phone's current PDD version. Config key: `allow_live = true`.
     #[arg(long)]
     allow_live: bool,
+    /// Never declare `live`: every purchase is a dry run (config `purchase_mode =
+    /// "dry_run"`); wins over `--allow-live`.
+    #[arg(long)]
+    dry_run_only: bool,
     /// The directory of the per-phone lock files, shared by every client on this machine
     /// (config `lock_dir`, `CMAUTOBUY_LOCK_DIR`; default /tmp/cmautobuy-locks).
     #[arg(long, value_name = "DIR")]
@@ -77,28 +82,34 @@ pub fn run(g: &Globals, a: RunArgs) -> Result<(), Failure> {
     }
     // Held until this function returns, i.e. for the life of the client.
     let _data_dir_lock = lock::lock_data_dir(&cfg.data_dir, HOLDER).map_err(refused)?;
-    let allow_live = a.allow_live || cfg.allow_live;
-    if allow_live && cfg.expected_address.is_empty() {
+    let dry_run_only = a.dry_run_only || cfg.purchase_mode == PurchaseMode::DryRun;
+    let allow_live = (a.allow_live || cfg.allow_live) && !dry_run_only;
+    let policy = cmautobuy_client::runner::LivePolicy {
+        dry_run_only,
+        vouched: allow_live,
+        self_test_goods_id: cfg.self_test_goods_id.clone(),
+    };
+    if policy.may_go_live() && cfg.expected_address.is_empty() {
         tracing::warn!("live purchases without an address fingerprint (`expected_address`): orders go to whatever address PDD preselects; set it to the warehouse's street and receiver");
     }
     let workers = if cfg.devices.is_empty() || a.stub_executor {
         let (phone, device_lock) = if a.stub_executor {
             (Phone::Stub, None)
         } else {
-            phone(&cfg, allow_live, None)?
+            phone(&cfg, &policy, None)?
         };
         let store = setup::open_and_save(&cfg)?;
         let gateway = Arc::new(setup::gateway(&cfg, &store)?);
         vec![Worker {
             serial: None,
-            config: client_config(&cfg, a.exit_when_idle, allow_live),
+            config: client_config(&cfg, a.exit_when_idle, &policy),
             store,
             phone,
             gateway,
             _lock: device_lock,
         }]
     } else {
-        several(&cfg, a.exit_when_idle, allow_live)?
+        several(&cfg, a.exit_when_idle, &policy)?
     };
     if !cfg.notify.webhooks.is_empty() {
         let hooks: Vec<String> = cfg
@@ -268,11 +279,17 @@ fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
 }
 
 /// How a worker runs on the phone whose folder is `cfg.data_dir`.
-fn client_config(cfg: &Config, exit_when_idle: bool, allow_live: bool) -> ClientConfig {
+fn client_config(
+    cfg: &Config,
+    exit_when_idle: bool,
+    policy: &cmautobuy_client::runner::LivePolicy,
+) -> ClientConfig {
     ClientConfig {
         poll_interval: cfg.poll_interval,
         exit_when_idle,
-        allow_live,
+        allow_live: policy.vouched,
+        dry_run_only: policy.dry_run_only,
+        self_test_goods_id: cfg.self_test_goods_id.clone(),
         artifacts_root: cfg.data_dir.join("artifacts"),
         retention: cfg.retention,
         on_report: None,
@@ -296,11 +313,15 @@ fn client_config(cfg: &Config, exit_when_idle: bool, allow_live: bool) -> Client
 /// its folder (or the root store's), with its own store, identity, gateway, artifacts
 /// and process lock; the name `NAME · SERIAL` when a name is configured. The ADB key is
 /// the data directory's one.
-fn several(cfg: &Config, exit_when_idle: bool, allow_live: bool) -> Result<Vec<Worker>, Failure> {
+fn several(
+    cfg: &Config,
+    exit_when_idle: bool,
+    policy: &cmautobuy_client::runner::LivePolicy,
+) -> Result<Vec<Worker>, Failure> {
     let adb_key = cfg.data_dir.join("adbkey");
     let mut workers = Vec::new();
     for (serial, pc) in setup::phone_configs(cfg).map_err(|f| f.in_command("run"))? {
-        let (phone, device_lock) = phone(&pc, allow_live, Some(&adb_key))?;
+        let (phone, device_lock) = phone(&pc, policy, Some(&adb_key))?;
         let store = setup::open_and_save(&pc)?;
         let gateway = Arc::new(setup::gateway(&pc, &store)?);
         tracing::info!(
@@ -311,7 +332,7 @@ fn several(cfg: &Config, exit_when_idle: bool, allow_live: bool) -> Result<Vec<W
         );
         workers.push(Worker {
             serial: Some(serial),
-            config: client_config(&pc, exit_when_idle, allow_live),
+            config: client_config(&pc, exit_when_idle, policy),
             store,
             phone,
             gateway,
@@ -337,7 +358,7 @@ fn refused(e: LockError) -> Failure {
 /// (`retry_wait DEVICE_OFFLINE`).
 fn phone(
     cfg: &Config,
-    allow_live: bool,
+    policy: &cmautobuy_client::runner::LivePolicy,
     adb_key: Option<&std::path::Path>,
 ) -> Result<(Phone, Option<ProcessLock>), Failure> {
     let saved = || {
@@ -357,13 +378,20 @@ fn phone(
     let source = AdbSource::open(target.addr, target.options)
         .map_err(|e| Failure::usage(anyhow::anyhow!("device {serial}: {e}")))?
         .with_thresholds(cfg.device_thresholds);
-    if allow_live {
+    if policy.dry_run_only {
+        tracing::info!("purchases run as dry runs (purchase_mode = dry_run / --dry-run-only)");
+    } else if policy.vouched {
         tracing::warn!(
             device = %serial,
-            "live purchases enabled: live tasks place real orders on this phone (never paid)"
+            "live purchases enabled (--allow-live / allow_live): live tasks place real orders on this phone (never paid)"
         );
+    } else if let Some(g) = &policy.self_test_goods_id {
+        tracing::info!(device = %serial, self_test_goods_id = %g, "purchase_mode = auto: live is declared once the self-test passes on this phone's PDD version");
     } else {
-        tracing::info!("purchases run as dry runs (live needs --allow-live or allow_live = true)");
+        tracing::info!(
+            "purchases run as dry runs: {}",
+            cmautobuy_client::selftest::NEEDS_GOODS
+        );
     }
     Ok((Phone::Adb(source), Some(device_lock)))
 }

@@ -3,12 +3,15 @@
 
 use anyhow::Context;
 
-use cmautobuy_client::config::{self, Config, LogFormat, Overrides};
+use cmautobuy_client::config::{self, Config, LogFormat, Overrides, PurchaseMode};
+use cmautobuy_client::executor::Readiness;
 use cmautobuy_client::gateway::{GatewaySettings, HttpAdminGateway};
 use cmautobuy_client::logfile::{LogFiles, RotatingFile};
 use cmautobuy_client::registration;
+use cmautobuy_client::runner::{client_profile, LivePolicy};
 use cmautobuy_client::secret::TokenForOtherAdmin;
 use cmautobuy_client::store::{SettingsPatch, Store, TokenBinding};
+use cmautobuy_contract::{ClientProfile, ExecutionMode};
 
 use super::exit::Failure;
 
@@ -256,4 +259,104 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
         .build()
         .context("cannot start the async runtime")
         .map_err(Failure::from)
+}
+
+/// The §4.1 profile a claim would declare now, computed from the store alone (no phone is
+/// touched): `register` sends it, and `doctor`'s registration probe shows it. With a
+/// saved device it offers purchases; it declares `live` only when a `run` with this
+/// configuration would: not `purchase_mode = dry_run`, vouched for (`allow_live = true`)
+/// or proven by a passing self-test on the phone's newest PDD version in the store, and
+/// none of the live gates a running client recorded holds it (an unproven PDD version,
+/// clock skew, the account check, a live cap in force). When the store knows nothing
+/// about the device yet (no PDD version read on it) it declares `dry_run`: never wider
+/// than a claim would declare. (`run --allow-live` is a flag of that process only; here
+/// only the config key `allow_live` vouches.)
+pub fn declared_profile(cfg: &Config, store: &Store) -> Result<ClientProfile, Failure> {
+    let settings = store.settings()?;
+    let device = settings.device.clone().filter(|d| !d.is_empty());
+    let dry_run_only = cfg.purchase_mode == PurchaseMode::DryRun;
+    let policy = LivePolicy {
+        dry_run_only,
+        vouched: cfg.allow_live && !dry_run_only,
+        self_test_goods_id: cfg.self_test_goods_id.clone(),
+    };
+    let ready = device.is_some();
+    let mut p = client_profile(
+        &settings,
+        Readiness {
+            device_ready: ready,
+            purchase_adapter_ready: ready,
+            live_adapter_ready: ready && policy.may_go_live(),
+        },
+    );
+    if p.capabilities.purchase_mode == ExecutionMode::Live
+        && live_refused_by_store(cfg, store, &policy, device.as_deref())?.is_some()
+    {
+        p.capabilities.purchase_mode = ExecutionMode::DryRun;
+    }
+    Ok(p)
+}
+
+/// Why the store says a claim would not declare live now (`None`: it would).
+fn live_refused_by_store(
+    cfg: &Config,
+    store: &Store,
+    policy: &LivePolicy,
+    device: Option<&str>,
+) -> Result<Option<String>, Failure> {
+    let Some(device) = device else {
+        return Ok(Some("no device saved".into()));
+    };
+    let newest = store
+        .pdd_versions()?
+        .into_iter()
+        .find(|v| v.device == device);
+    let Some(version) = newest else {
+        return Ok(Some("no PDD version read on this phone yet".into()));
+    };
+    if !policy.vouched {
+        let record = store
+            .self_test(device, &version.version)?
+            .map(|r| r.record());
+        let why = cmautobuy_client::selftest::refusal(&cmautobuy_client::selftest::LiveInputs {
+            dry_run_only: policy.dry_run_only,
+            vouched: false,
+            goods_configured: policy.self_test_goods_id.is_some(),
+            version: Some(&version.version),
+            record: record.as_ref(),
+        });
+        if why.is_some() {
+            return Ok(why);
+        }
+    }
+    if cfg.gate.pdd_version_gate && version.proven_at.is_none() {
+        return Ok(Some(format!("PDD {} not proven", version.version)));
+    }
+    if let Some(why) = store.pdd_version_hold()? {
+        return Ok(Some(why));
+    }
+    if let Some(why) = store.clock_skew()? {
+        return Ok(Some(why));
+    }
+    let account_changed = store
+        .open_alerts()?
+        .iter()
+        .any(|a| a.kind == cmautobuy_client::account::ALERT_ACCOUNT_CHANGED);
+    if account_changed {
+        return Ok(Some("account changed on this phone".into()));
+    }
+    if cfg.gate.account_check {
+        if let Some(why) = store.account_refusal()? {
+            return Ok(Some(why));
+        }
+    }
+    if let Some(cap) = store.live_cap()? {
+        let until = chrono::DateTime::parse_from_rfc3339(&cap.until)
+            .map(|t| t.with_timezone(&chrono::Utc))
+            .ok();
+        if until.is_none_or(|u| u > chrono::Utc::now()) {
+            return Ok(Some(cap.reason));
+        }
+    }
+    Ok(None)
 }

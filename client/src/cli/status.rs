@@ -59,6 +59,8 @@ fn report(
     let version_hold = store.pdd_version_hold()?;
     let versions = store.pdd_versions()?;
     let account_refusal = store.account_refusal()?;
+    let self_test_note = store.self_test_note()?;
+    let self_tests = store.self_tests()?;
     let account = match s.device.as_deref() {
         Some(d) => store.account_fingerprint(d)?,
         None => None,
@@ -87,6 +89,12 @@ fn report(
                 "proven_at": v.proven_at, "proven_by": v.proven_by,
             })).collect::<Vec<_>>(),
             "account_refusal": account_refusal,
+            "self_test_note": self_test_note,
+            "self_tests": self_tests.iter().map(|t| serde_json::json!({
+                "device": t.device, "pdd_version": t.pdd_version, "started_at": t.started_at,
+                "finished_at": t.finished_at, "outcome": t.outcome, "code": t.code,
+                "message": t.message, "failures": t.failures, "attempt_id": t.attempt_id,
+            })).collect::<Vec<_>>(),
             "account": account.as_ref().map(|f| serde_json::json!({
                 "nickname": f.baseline.nickname, "masked_phone": f.baseline.masked_phone,
                 "first_seen": f.first_seen, "last_checked": f.last_checked,
@@ -157,6 +165,27 @@ fn report(
                 v.version, v.device, v.first_seen
             ),
         }
+    }
+    if let Some(why) = &self_test_note {
+        println!("live paused: {why}; declaring dry_run (collects and dry runs continue)");
+    }
+    for t in self_tests.iter().take(3) {
+        println!(
+            "self-test:    {} on {} PDD {}: {} (started {}{}; attempt {})",
+            t.outcome.as_deref().unwrap_or("running or cut short"),
+            t.device,
+            t.pdd_version,
+            match (&t.code, &t.message) {
+                (Some(c), Some(m)) => format!("[{c}] {m}"),
+                _ => "-".into(),
+            },
+            t.started_at,
+            t.finished_at
+                .as_deref()
+                .map(|f| format!(", finished {f}"))
+                .unwrap_or_default(),
+            t.attempt_id
+        );
     }
     if let Some(f) = &account {
         println!(

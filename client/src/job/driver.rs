@@ -28,7 +28,7 @@ use cmautobuy_contract::FlowStep;
 use serde::Serialize;
 
 use super::guard::GuardedDevice;
-use crate::artifacts::AttemptArtifacts;
+use crate::artifacts::{AttemptArtifacts, TraceRecord};
 use crate::clock::Clock;
 use crate::device::{Device, DeviceError};
 use crate::flow::{
@@ -166,6 +166,9 @@ where
     let mut artifacts = artifacts;
     let mut stats = DriveStats::default();
     let mut trace: Vec<TraceEntry> = Vec::new();
+    // The same actions for the attempt's `trace.json` (the console's viewer), with the
+    // tap points and the file each action saved.
+    let mut records: Vec<TraceRecord> = Vec::new();
     let mut obs = Observation::Start;
     let mut actions: u32 = 0;
     let mut stale = Staleness::default();
@@ -185,6 +188,7 @@ where
         }
         let step_name = step_of(&action).map(|s| s.as_str().to_string());
         let mut detail = String::new();
+        let saved_before = artifacts.as_deref().map_or(0, |a| a.entries().len());
         obs = match &action {
             Action::Observe { step } => {
                 stats.dumps += 1;
@@ -403,6 +407,19 @@ where
             }
             Action::Finish(_) => unreachable!("handled above"),
         };
+        let (at, to) = match &action {
+            Action::Tap { at, .. } => (Some([at.x, at.y]), None),
+            Action::Swipe { from, to, .. } => (Some([from.x, from.y]), Some([to.x, to.y])),
+            _ => (None, None),
+        };
+        records.push(TraceRecord {
+            kind: action.kind().to_string(),
+            step: step_name.clone(),
+            detail: detail.clone(),
+            at,
+            to,
+            file: saved_file(artifacts.as_deref(), saved_before),
+        });
         trace.push(TraceEntry {
             kind: action.kind(),
             step: step_name,
@@ -413,10 +430,11 @@ where
         tracing::info!(code = %f.code.as_str(), step = %f.step.as_str(), status = f.status.as_str(), "flow failed");
         if limits.screenshot_on_failure {
             stats.screenshots += 1;
+            let saved_before = artifacts.as_deref().map_or(0, |a| a.entries().len());
             match device.screenshot() {
                 Ok(png) => {
                     let at = clock.now();
-                    if let Some(a) = artifacts {
+                    if let Some(a) = artifacts.as_deref_mut() {
                         a.save(
                             &format!("failure-{}", f.step.as_str()),
                             "png",
@@ -424,6 +442,14 @@ where
                             at,
                         );
                     }
+                    records.push(TraceRecord {
+                        kind: "screenshot".into(),
+                        step: Some(f.step.as_str().to_string()),
+                        detail: "failure".into(),
+                        at: None,
+                        to: None,
+                        file: saved_file(artifacts.as_deref(), saved_before),
+                    });
                     trace.push(TraceEntry {
                         kind: "screenshot",
                         step: Some(f.step.as_str().to_string()),
@@ -437,6 +463,9 @@ where
             }
         }
     }
+    if let Some(a) = artifacts {
+        a.append_trace(&records);
+    }
     stats.window_reads = device.window_reads().saturating_sub(window_reads_before);
     stats.wall_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     DriveReport {
@@ -444,6 +473,13 @@ where
         stats,
         trace,
     }
+}
+
+/// The file the action just performed saved, if it saved one (the manifest grew).
+fn saved_file(artifacts: Option<&AttemptArtifacts>, before: usize) -> Option<String> {
+    artifacts
+        .and_then(|a| a.entries().get(before))
+        .map(|e| e.file.clone())
 }
 
 /// Tells a stale dump from a fresh one: the previous dump's bytes, whether a gesture

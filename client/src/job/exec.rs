@@ -18,7 +18,7 @@ use super::attempt::{
 use super::driver::DriveStats;
 use super::purchase::PurchaseBackend;
 use super::source::DeviceSource;
-use crate::executor::{AccountCheck, DeviceCheck, Executor, Job, Outcome, Readiness};
+use crate::executor::{AccountCheck, DeviceCheck, Executor, Job, Outcome, Readiness, SelfTestRun};
 use crate::flow::FlowFailure;
 
 /// Runs collect and purchase tasks on a device.
@@ -204,6 +204,36 @@ impl<S: DeviceSource> Executor for FlowExecutor<S> {
                 message: format!("the account check panicked: {e}"),
             },
         })
+    }
+
+    async fn self_test(
+        &self,
+        client_id: String,
+        goods_id: String,
+        attempt_id: String,
+    ) -> Option<SelfTestRun> {
+        let store = self.purchase.as_ref()?.store().clone();
+        let source = self.source.clone();
+        let cfg = self.cfg.clone();
+        let joined = tokio::task::spawn_blocking(move || {
+            super::selftest::run(&*source, &cfg, &store, &client_id, &goods_id, &attempt_id)
+        })
+        .await;
+        let run = match joined {
+            Ok(r) => r,
+            Err(e) => SelfTestRun {
+                version: None,
+                outcome: Err((
+                    "PAGE_NOT_RECOGNIZED".into(),
+                    format!("the self-test panicked: {e}"),
+                )),
+                artifact_ref: None,
+            },
+        };
+        if let Some(v) = &run.version {
+            self.note_version(Some(v));
+        }
+        Some(run)
     }
 
     async fn phone_clock_offset_ms(&self) -> Option<i64> {

@@ -20,6 +20,8 @@
 //! - [`skew`] — the host ↔ phone clock skew for the reconcile window (`date +%s`).
 //! - [`account`] — the account check between tasks (issue 12 item 5): 个人中心 read
 //!   through [`crate::flow::account::AccountFlow`].
+//! - [`selftest`] — the self-test (issue 13 item 3): a dry-run purchase on
+//!   `self_test_goods_id`, options read off its sheet, no Admin involved.
 //! - [`exec`] — [`exec::FlowExecutor`]: the claim loop's [`crate::executor::Executor`].
 //!
 //! # Architecture invariants
@@ -38,6 +40,7 @@ pub mod exec;
 pub mod guard;
 pub mod prepare;
 pub mod purchase;
+pub mod selftest;
 #[cfg(test)]
 pub(crate) mod sim_device;
 pub mod skew;

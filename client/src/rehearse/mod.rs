@@ -241,6 +241,9 @@ pub fn rehearse(opts: RehearseOptions) -> anyhow::Result<Summary> {
         exit_when_idle: true,
         // Purchases (issue 7): live only with --live, and only ever on the simulated phone.
         allow_live: opts.live && sim.is_some(),
+        // The rehearsal vouches for its simulated phone (no self-test goods).
+        dry_run_only: false,
+        self_test_goods_id: None,
         artifacts_root: artifacts_dir.clone(),
         retention: Retention {
             keep_attempts: 5,

@@ -471,6 +471,12 @@ mod tests {
                 assert_eq!(s.pdd_version("192.168.0.173:5555", "7.36.0").unwrap(), None);
                 s.note_pdd_version("192.168.0.173:5555", "7.36.0", chrono::Utc::now())
                     .unwrap();
+                // Migration 8: no self-test on record, so `purchase_mode = auto` waits
+                // for one before it declares live.
+                assert!(s.self_tests().unwrap().is_empty());
+                assert_eq!(s.self_test("192.168.0.173:5555", "7.36.0").unwrap(), None);
+                s.start_self_test("192.168.0.173:5555", "7.36.0", "self-test-x", Utc::now())
+                    .unwrap();
             } else {
                 // A version-0 file is a fresh store: it gets its own client id.
                 assert!(s.client_id().unwrap().starts_with("CLIENT-"));

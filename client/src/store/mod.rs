@@ -22,7 +22,8 @@
 //! - `account.rs` — the account fingerprint per phone serial (issue 12 item 5): baseline,
 //!   first seen, last checked, a changed reading pending until `ack` accepts it.
 //! - `artifacts.rs` — artifact manifests; `spec.rs` — spec resolution requests.
-//! - `summary.rs` — counts by state for `status`.
+//! - `summary.rs` — counts by state for `status`; `history.rs` — the console's 历史 pages
+//!   (tasks newest first with attempts, outcomes, order numbers and codes; attempts).
 //! - `backup.rs` — `VACUUM INTO` backups in `<data dir>/backups/` (before a migration,
 //!   daily from the claim loop), verified, `0600`, rotated: the file rules; `backups.rs`
 //!   — the `Store` methods over them.
@@ -32,6 +33,8 @@
 //!   `/metrics` reads.
 //! - `versions.rs` — PDD versions per phone: first seen, proven (by which attempt, or
 //!   which operator's `ack`), the open alert (issue 12 item 6).
+//! - `selftests.rs` — the self-test per phone and PDD version (issue 13 item 3) and the
+//!   operator's request for one (`request_self_test`, a settings key the runner polls).
 //!
 //! Files depend downwards only: `error` ← `db` ← the table groups; `outbox` and
 //! `summary` use `tasks`' [`TaskState`]. This file only declares and re-exports.
@@ -49,12 +52,14 @@ pub mod backup;
 mod backups;
 mod db;
 mod error;
+mod history;
 mod metrics;
 mod notify;
 mod outbox;
 mod purchase;
 mod runs;
 mod schema;
+mod selftests;
 mod settings;
 mod spec;
 mod summary;
@@ -68,11 +73,13 @@ pub use alerts::Alert;
 pub use artifacts::ArtifactEntry;
 pub use db::{Store, BUSY_TIMEOUT};
 pub use error::{Result, StoreError};
+pub use history::{HistoryRun, HistoryTask};
 pub use metrics::MetricsCounts;
 pub use notify::{DueDelivery, NewEvent, PeriodReport, Resolution};
 pub use outbox::{Acceptance, OutboxDraft, OutboxItem, OutboxKind, OutboxState};
 pub use purchase::MarkOutcome;
 pub use runs::{AwaitingReconcile, Run};
+pub use selftests::SelfTestRow;
 pub use settings::{
     DevicePause, LiveCapNote, RegistrationStatus, Settings, SettingsPatch, TokenBinding,
 };

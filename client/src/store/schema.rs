@@ -220,6 +220,21 @@ pub(crate) const MIGRATIONS: &[&[&str]] = &[
             alert_id   INTEGER,
             PRIMARY KEY (device, version)
         )"],
+    // 8: the self-test per phone and PDD version (issue 13 item 3): a dry-run purchase on
+    // `self_test_goods_id` with no Admin involved; a pass lets `purchase_mode = auto`
+    // declare live on that version. `failures` counts failed runs in a row (backoff).
+    &["CREATE TABLE self_tests (
+            device      TEXT NOT NULL,
+            pdd_version TEXT NOT NULL,
+            started_at  TEXT NOT NULL,
+            finished_at TEXT,
+            outcome     TEXT CHECK (outcome IN ('passed','failed')),
+            code        TEXT,
+            message     TEXT,
+            failures    INTEGER NOT NULL DEFAULT 0,
+            attempt_id  TEXT NOT NULL,
+            PRIMARY KEY (device, pdd_version)
+        )"],
 ];
 
 /// Tables and the columns the code relies on; checked at every start.
@@ -347,6 +362,20 @@ pub(crate) const REQUIRED: &[(&str, &[&str])] = &[
             "proven_at",
             "proven_by",
             "alert_id",
+        ],
+    ),
+    (
+        "self_tests",
+        &[
+            "device",
+            "pdd_version",
+            "started_at",
+            "finished_at",
+            "outcome",
+            "code",
+            "message",
+            "failures",
+            "attempt_id",
         ],
     ),
     (

@@ -167,15 +167,29 @@ impl World {
     /// [`command`](World::command) against another device address (a phone that is not
     /// this world's, or not there yet).
     pub fn command_on(&self, data: &Path, device: &str) -> Command {
+        let mut c = self.serving_on(data, device);
+        c.arg("--exit-when-idle");
+        c
+    }
+
+    /// [`command`](World::command) without `--exit-when-idle`: a client that runs until
+    /// it is killed.
+    pub fn serving(&self, data: &Path) -> Command {
+        self.serving_on(data, &format!("tcp:{}", self.phone.addr()))
+    }
+
+    fn serving_on(&self, data: &Path, device: &str) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_cmautobuy-client"));
         c.arg("--data-dir")
             .arg(data)
             .args(["run", "--admin", &self.url, "--token", &self.token])
-            .args(["--exit-when-idle", "--poll-interval", "0.2"])
+            .args(["--poll-interval", "0.2"])
             .arg("--device")
             .arg(device)
             .env_remove("CMAUTOBUY_CONFIG")
             .env_remove("CMAUTOBUY_ALLOW_LIVE")
+            .env_remove("CMAUTOBUY_PURCHASE_MODE")
+            .env_remove("CMAUTOBUY_SELF_TEST_GOODS_ID")
             // Batches run back to back (the pacing gap has its own tests); set it again
             // on the command to test it.
             .env("CMAUTOBUY_MIN_TASK_GAP_SECS", "0")

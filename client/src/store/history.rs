@@ -1,0 +1,213 @@
+//! What the console's 历史 History pages read (issue 13 item 1): tasks newest first,
+//! paged by local id, with their attempts' count, the last outcome, the order numbers
+//! reported and the failure codes; a task's attempts; an attempt by its id.
+
+use rusqlite::{params, OptionalExtension};
+
+use super::db::Store;
+use super::error::Result;
+
+/// A task as the history list shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HistoryTask {
+    pub id: i64,
+    pub remote_task_id: String,
+    pub task_type: String,
+    pub execution_mode: String,
+    /// The local state (`succeeded`, `failed`, `manual_review`, …).
+    pub state: String,
+    pub claimed_at: String,
+    pub updated_at: String,
+    pub attempts: i64,
+    /// The last run's outcome label (`succeeded`, `failed:CODE`, …).
+    pub last_outcome: Option<String>,
+    /// `purchase.order_sn` of every result reported for this task.
+    pub order_numbers: Vec<String>,
+    /// `error.code` of every failure reported for this task, oldest first.
+    pub codes: Vec<String>,
+}
+
+/// An attempt (a task run) as the history shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HistoryRun {
+    pub id: i64,
+    pub task_id: i64,
+    pub remote_task_id: String,
+    pub attempt_id: String,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    pub irreversible_action_at: Option<String>,
+    pub outcome: Option<String>,
+}
+
+const RUN_COLUMNS: &str = "r.id, r.task_id, t.remote_task_id, r.attempt_id, r.started_at,
+     r.finished_at, r.irreversible_action_at, r.outcome";
+
+fn run_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<HistoryRun> {
+    Ok(HistoryRun {
+        id: r.get(0)?,
+        task_id: r.get(1)?,
+        remote_task_id: r.get(2)?,
+        attempt_id: r.get(3)?,
+        started_at: r.get(4)?,
+        finished_at: r.get(5)?,
+        irreversible_action_at: r.get(6)?,
+        outcome: r.get(7)?,
+    })
+}
+
+impl Store {
+    /// Up to `limit` tasks with a local id below `before` (all when `None`), newest
+    /// first.
+    pub fn history_tasks(&self, before: Option<i64>, limit: u32) -> Result<Vec<HistoryTask>> {
+        let conn = self.lock();
+        let mut st = conn.prepare(
+            "SELECT t.id, t.remote_task_id, t.task_type, t.execution_mode, t.state,
+                    t.claimed_at, t.updated_at,
+                    (SELECT COUNT(*) FROM task_runs r WHERE r.task_id = t.id),
+                    (SELECT r.outcome FROM task_runs r WHERE r.task_id = t.id
+                     ORDER BY r.id DESC LIMIT 1)
+             FROM tasks t WHERE ?1 IS NULL OR t.id < ?1 ORDER BY t.id DESC LIMIT ?2",
+        )?;
+        let rows = st.query_map(params![before, limit], |r| {
+            Ok(HistoryTask {
+                id: r.get(0)?,
+                remote_task_id: r.get(1)?,
+                task_type: r.get(2)?,
+                execution_mode: r.get(3)?,
+                state: r.get(4)?,
+                claimed_at: r.get(5)?,
+                updated_at: r.get(6)?,
+                attempts: r.get(7)?,
+                last_outcome: r.get(8)?,
+                order_numbers: Vec::new(),
+                codes: Vec::new(),
+            })
+        })?;
+        let mut out = Vec::new();
+        for t in rows {
+            out.push(t?);
+        }
+        let mut st =
+            conn.prepare("SELECT kind, body FROM outbox WHERE task_id = ?1 ORDER BY id")?;
+        for t in &mut out {
+            let rows = st.query_map([t.id], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, Vec<u8>>(1)?))
+            })?;
+            for row in rows {
+                let (kind, body) = row?;
+                // A body that does not parse (compacted, or not JSON) names nothing.
+                let Ok(v) = serde_json::from_slice::<serde_json::Value>(&body) else {
+                    continue;
+                };
+                if kind == "result" {
+                    if let Some(sn) = v["purchase"]["order_sn"].as_str().filter(|s| !s.is_empty()) {
+                        t.order_numbers.push(sn.to_string());
+                    }
+                } else if let Some(code) = v["error"]["code"].as_str() {
+                    t.codes.push(code.to_string());
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The task's attempts, oldest first.
+    pub fn history_runs(&self, task_id: i64) -> Result<Vec<HistoryRun>> {
+        let conn = self.lock();
+        let mut st = conn.prepare(&format!(
+            "SELECT {RUN_COLUMNS} FROM task_runs r JOIN tasks t ON t.id = r.task_id
+             WHERE r.task_id = ?1 ORDER BY r.id"
+        ))?;
+        let rows = st.query_map([task_id], run_row)?;
+        let mut out = Vec::new();
+        for r in rows {
+            out.push(r?);
+        }
+        Ok(out)
+    }
+
+    /// The attempt with this id, if this store has it.
+    pub fn history_run(&self, attempt_id: &str) -> Result<Option<HistoryRun>> {
+        let conn = self.lock();
+        Ok(conn
+            .query_row(
+                &format!(
+                    "SELECT {RUN_COLUMNS} FROM task_runs r JOIN tasks t ON t.id = r.task_id
+                     WHERE r.attempt_id = ?1"
+                ),
+                [attempt_id],
+                run_row,
+            )
+            .optional()?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::{t0, task};
+    use super::*;
+    use crate::store::{OutboxDraft, OutboxKind, TaskState};
+
+    #[test]
+    fn tasks_come_newest_first_in_pages_with_attempts_orders_and_codes() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&dir.path().join("c.db")).unwrap();
+        let put = |remote: &str, kind: OutboxKind, body: serde_json::Value, outcome: &str| {
+            let id = s.save_claimed_task(&task(remote), "{}", t0()).unwrap();
+            let run = s.start_run(id, t0()).unwrap();
+            s.record_outcome(
+                run.id,
+                &OutboxDraft {
+                    kind,
+                    remote_task_id: remote.into(),
+                    method: "POST".into(),
+                    path: format!("/api/v1/client/tasks/{remote}/x"),
+                    headers: vec![],
+                    body: serde_json::to_vec(&body).unwrap(),
+                    idempotency_key: format!("{remote}:k"),
+                    on_accept: TaskState::Succeeded,
+                    outcome: outcome.into(),
+                },
+                t0(),
+            )
+            .unwrap();
+            (id, run.attempt_id)
+        };
+        let (a, attempt_a) = put(
+            "a",
+            OutboxKind::Result,
+            serde_json::json!({"purchase": {"order_sn": "261130-1"}}),
+            "succeeded",
+        );
+        let (b, _) = put(
+            "b",
+            OutboxKind::Failure,
+            serde_json::json!({"status": "failed", "error": {"code": "GOODS_MISMATCH"}}),
+            "failed:GOODS_MISMATCH",
+        );
+        let c = s.save_claimed_task(&task("c"), "{}", t0()).unwrap();
+
+        let all = s.history_tasks(None, 50).unwrap();
+        assert_eq!(all.iter().map(|t| t.id).collect::<Vec<_>>(), vec![c, b, a]);
+        assert_eq!(all[2].order_numbers, vec!["261130-1".to_string()]);
+        assert_eq!(all[2].attempts, 1);
+        assert_eq!(all[2].last_outcome.as_deref(), Some("succeeded"));
+        assert_eq!(all[1].codes, vec!["GOODS_MISMATCH".to_string()]);
+        assert_eq!(all[0].attempts, 0);
+        assert_eq!(all[0].last_outcome, None);
+        // Pages: two, then the rest below the last id seen.
+        let first = s.history_tasks(None, 2).unwrap();
+        assert_eq!(first.len(), 2);
+        let rest = s.history_tasks(Some(first[1].id), 2).unwrap();
+        assert_eq!(rest.iter().map(|t| t.id).collect::<Vec<_>>(), vec![a]);
+
+        let runs = s.history_runs(a).unwrap();
+        assert_eq!(runs.len(), 1);
+        assert_eq!(runs[0].attempt_id, attempt_a);
+        assert_eq!(runs[0].remote_task_id, "a");
+        let run = s.history_run(&attempt_a).unwrap().unwrap();
+        assert_eq!(run.outcome.as_deref(), Some("succeeded"));
+        assert!(s.history_run("no-such-attempt").unwrap().is_none());
+    }
+}
