@@ -12,6 +12,11 @@
 //!   waits, while A's tasks created afterwards all succeed on A. B comes back, its task
 //!   completes; one SIGTERM drains both workers and `run` exits 0.
 //!
+//! - With `--exit-when-idle`, `run` ends once every worker has ended, with the most
+//!   severe end's code: phone B blocked by a risk page's `account_paused` alert (exit 5,
+//!   naming B) while phone A did all its tasks; `ack --device B`, and the next run
+//!   completes B's waiting task (exit 0).
+//!
 //! No timing luck: every wait is a bounded poll on an observable fact (the Admin's
 //! reports, `status --json --device`, the phones' ledgers).
 
@@ -283,6 +288,121 @@ fn two_phones_in_one_run_keep_their_tasks_and_orders_apart_and_one_offline_leave
         "{paused:?}"
     );
     phone_b.set_offline(false);
+    drop(phone_b);
+    w.stop();
+}
+
+/// `register --device a --device b --name 店铺` on `data`: the two client ids.
+fn register_two(w: &World, data: &Path, a: &str, b: &str) -> (String, String) {
+    let out = bin()
+        .arg("--data-dir")
+        .arg(data)
+        .args([
+            "register", "--admin", &w.url, "--token", TOKEN, "--name", "店铺",
+        ])
+        .args(["--device", a, "--device", b])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let id = |s: &str| {
+        status_of(data, s)["client_id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    (id(a), id(b))
+}
+
+fn collect(id: &str, client: &str, goods: &str) -> Value {
+    json!({
+        "id": id,
+        "type": "collect",
+        "assigned_client": client,
+        "payload": {"goods_id": goods, "goods_url": support::world::goods_url(goods)},
+    })
+}
+
+#[test]
+fn exit_when_idle_waits_for_every_phone_and_exits_with_the_most_severe_end() {
+    let w = World::builder(TOKEN).private_locks().start();
+    let phone_b = SimPhone::bind(
+        "127.0.0.1:0".parse().unwrap(),
+        SimConfig::new(Catalog::load(&Catalog::bundled_dir()).unwrap()),
+    )
+    .unwrap();
+    let a = format!("tcp:{}", w.phone.addr());
+    let b = format!("tcp:{}", phone_b.addr());
+    let data = tempfile::tempdir().unwrap();
+    let (id_a, id_b) = register_two(&w, data.path(), &a, &b);
+    // A: two plain collects. B: a risk page (the worker pauses for the account), then a
+    // collect that waits for the operator.
+    w.create(collect("idle-a1", &id_a, "602938475610"));
+    w.create(collect("idle-a2", &id_a, "602938475610"));
+    w.create(collect("idle-b1", &id_b, "693344556677"));
+    w.create(collect("idle-b2", &id_b, "602938475610"));
+    let run = || {
+        bin()
+            .arg("--data-dir")
+            .arg(data.path())
+            .args([
+                "run",
+                "--exit-when-idle",
+                "--no-console",
+                "--poll-interval",
+                "0.2",
+            ])
+            .args(["--device", &a, "--device", &b])
+            .env("CMAUTOBUY_LOCK_DIR", data.path().join("locks"))
+            .env("CMAUTOBUY_MIN_TASK_GAP_SECS", "0")
+            .env("CMAUTOBUY_PDD_VERSION_GATE", "false")
+            .output()
+            .unwrap()
+    };
+    let out = run();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(5), "{stderr}");
+    let last = stderr.lines().last().unwrap_or_default();
+    assert!(
+        last.contains(&format!("phone {b}")) && last.contains("account_paused"),
+        "{last}"
+    );
+    assert_eq!(w.report("idle-a1").0, "result");
+    assert_eq!(w.report("idle-a2").0, "result");
+    assert_eq!(w.report("idle-b1").1["error"]["code"], "RISK_VERIFICATION");
+    assert!(w.task("idle-b2")["results"]
+        .as_array()
+        .is_none_or(|r| r.is_empty()));
+    // B's alert is B's: A's store has none.
+    assert!(status_of(data.path(), &a)["alerts"]
+        .as_array()
+        .is_some_and(|v| v.is_empty()));
+    assert_eq!(
+        status_of(data.path(), &b)["alerts"][0]["kind"],
+        "account_paused"
+    );
+    let ack = bin()
+        .arg("--data-dir")
+        .arg(data.path())
+        .args(["ack", "--device", &b])
+        .output()
+        .unwrap();
+    assert!(
+        ack.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ack.stderr)
+    );
+    let out = run();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(w.report("idle-b2").0, "result");
     drop(phone_b);
     w.stop();
 }
