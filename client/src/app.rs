@@ -80,6 +80,8 @@ pub struct ClientConfig {
     pub backups_keep: usize,
     /// Live refused above this host ↔ Admin / phone clock skew ([`crate::clock_check`]).
     pub max_clock_skew: Duration,
+    /// The worker's progress board (the task in hand and its step; read by the console).
+    pub progress: Option<crate::progress::ProgressHandle>,
 }
 
 impl ClientConfig {
@@ -143,6 +145,7 @@ impl Client {
                 exec_cfg.retention = config.retention;
                 exec_cfg.expected_address = config.expected_address.clone();
                 exec_cfg.pdd_version_gate = config.gate.pdd_version_gate;
+                exec_cfg.progress = config.progress.clone();
                 let mut exec = FlowExecutor::new(source, exec_cfg).with_purchase(Arc::new(backend));
                 if let Some(hook) = &config.on_report {
                     exec = exec.with_hook(hook.clone());
@@ -338,6 +341,7 @@ mod tests {
             pacing: PacingConfig::unpaced(),
             backups_keep: 0,
             max_clock_skew: crate::clock_check::DEFAULT_MAX_SKEW,
+            progress: None,
         };
         (mock, store, gw, config)
     }

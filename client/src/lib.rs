@@ -69,6 +69,7 @@ pub mod outbox;
 pub mod pacing;
 pub mod phones;
 pub mod private;
+pub mod progress;
 pub mod registration;
 #[cfg(feature = "rehearse")]
 pub mod rehearse;

@@ -8,6 +8,7 @@
 //! - Live purchases assigned to each client run only on that client's phone: each phone's
 //!   order ledger holds exactly its tasks' orders (their options tell them apart), and
 //!   each attempt's artifacts sit in its phone's folder only.
+//! - The console (`--console 127.0.0.1:0`) shows both phones.
 //! - Phone B goes offline: B's worker pauses (its `status --device` says so), B's task
 //!   waits, while A's tasks created afterwards all succeed on A. B comes back, its task
 //!   completes; one SIGTERM drains both workers and `run` exits 0.
@@ -67,6 +68,31 @@ fn succeeded(w: &World, id: &str) -> bool {
         .as_array()
         .and_then(|a| a.last())
         .is_some_and(|r| r["kind"] == "result" && r["body"]["purchase"]["mode"] == "live")
+}
+
+/// The console's URL as `run` prints it on stdout (`console: http://ADDR/ …`).
+fn console_url(child: &mut Child) -> String {
+    use std::io::{BufRead, BufReader};
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    loop {
+        let line = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the console URL on stdout");
+        if let Some(rest) = line.strip_prefix("console: ") {
+            return rest
+                .split_whitespace()
+                .next()
+                .unwrap_or_default()
+                .trim_end_matches('/')
+                .to_string();
+        }
+    }
 }
 
 fn term(child: &Child) {
@@ -175,24 +201,19 @@ fn two_phones_in_one_run_keep_their_tasks_and_orders_apart_and_one_offline_leave
     let mut child = bin()
         .arg("--data-dir")
         .arg(data.path())
-        .args([
-            "run",
-            "--allow-live",
-            "--no-console",
-            "--poll-interval",
-            "0.2",
-        ])
-        .args(["--device", &a, "--device", &b])
+        .args(["run", "--allow-live", "--console", "127.0.0.1:0"])
+        .args(["--poll-interval", "0.2", "--device", &a, "--device", &b])
         .env("CMAUTOBUY_LOCK_DIR", &locks)
         .env("CMAUTOBUY_MIN_TASK_GAP_SECS", "0")
         .env("CMAUTOBUY_PDD_VERSION_GATE", "false")
         // A fresh device check before every claim: the pause shows within a second.
         .env("CMAUTOBUY_DEVICE_CHECK_MAX_AGE_SECS", "0.5")
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(std::fs::File::create(&log_path).unwrap())
         .spawn()
         .unwrap();
     let log = || std::fs::read_to_string(&log_path).unwrap_or_default();
+    let console = console_url(&mut child);
 
     wait_until(
         "both phones' first tasks",
@@ -200,6 +221,17 @@ fn two_phones_in_one_run_keep_their_tasks_and_orders_apart_and_one_offline_leave
         &mut child,
         || succeeded(&w, "two-a1") && succeeded(&w, "two-b1"),
     );
+
+    // The console shows both phones.
+    let page =
+        w.rt.block_on(async { reqwest::get(format!("{console}/")).await?.text().await })
+            .unwrap();
+    for s in [&a, &b] {
+        assert!(
+            page.contains(&format!("📱 {s}")),
+            "{s} not on the console: {page}"
+        );
+    }
 
     // Phone B goes away: its worker pauses, A's keeps working.
     phone_b.set_offline(true);

@@ -28,11 +28,14 @@ pub fn run(g: &Globals, a: AckArgs) -> Result<(), Failure> {
             .ok()
             .filter(|u| !u.trim().is_empty())
             .unwrap_or_else(|| "operator".into());
-        if let Some((device, version)) = store.prove_pdd_version_by_ack(id, &who, now)? {
+        let (n, proven) = store.operator_ack(Some(id), &who, now)?;
+        if let Some((device, version)) = proven {
             println!("PDD {version} on {device} proven by hand (ack {id} by {who}): live purchases may be declared again");
         }
+        println!("{n} alert(s) acknowledged");
+        return Ok(());
     }
-    let n = store.ack_alerts(a.id, now)?;
+    let (n, _) = store.operator_ack(None, "operator", now)?;
     println!("{n} alert(s) acknowledged");
     Ok(())
 }

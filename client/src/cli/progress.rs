@@ -1,20 +1,18 @@
 //! `run`'s progress lines (issue 13 item 5): on an interactive run — stderr a terminal,
 //! text logs — one line per phone on stderr: the phone, the task in hand (id, type,
-//! mode, local state) and how long since it was claimed, or `idle` / `paused (CODE)`.
+//! mode), the flow's step and how long the task has run, or `idle` / `paused (CODE)`.
 //!
 //! Printed as whole lines between the log lines (never a partial line, never cursor
 //! movement, so a log line is never overwritten or broken): whenever what a phone does
-//! changes, and every [`REPEAT`] while a task runs. Read from each phone's store (its
-//! unfinished task and its device pause), every [`EVERY`]; the driver's current step is
-//! not in the store, so it is not shown.
-//
-// TODO(D): when the console's progress board (per worker: task, step, start) is on main,
-// read the step from it here.
+//! changes (its task or step), and every [`REPEAT`] while a task runs. Read every
+//! [`EVERY`] from each phone's progress board ([`ProgressHandle`], set by the driver) and,
+//! without a task in hand, its store's device pause.
 
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
 use cmautobuy_client::config::LogFormat;
+use cmautobuy_client::progress::{Current, ProgressHandle};
 use cmautobuy_client::store::Store;
 
 /// How often the stores are read.
@@ -27,9 +25,9 @@ pub fn wanted(format: LogFormat) -> bool {
     format == LogFormat::Text && std::io::stderr().is_terminal()
 }
 
-/// Prints the progress lines of `phones` (serial — `None` for a single-phone run — and
-/// store) until the process ends.
-pub async fn lines(phones: Vec<(Option<String>, Store)>) {
+/// Prints the progress lines of `phones` (serial — `None` for a single-phone run —,
+/// store and progress board) until the process ends.
+pub async fn lines(phones: Vec<(Option<String>, Store, ProgressHandle)>) {
     let mut last: Vec<String> = Vec::new();
     let mut printed = Instant::now();
     loop {
@@ -38,7 +36,9 @@ pub async fn lines(phones: Vec<(Option<String>, Store)>) {
         let Ok(current) = tokio::task::spawn_blocking(move || {
             phones2
                 .iter()
-                .map(|(serial, store)| state_of(serial.as_deref(), store, now))
+                .map(|(serial, store, board)| {
+                    state_of(serial.as_deref(), store, board.current().as_ref(), now)
+                })
                 .collect::<Vec<_>>()
         })
         .await
@@ -61,40 +61,36 @@ pub async fn lines(phones: Vec<(Option<String>, Store)>) {
     }
 }
 
-/// One phone's line (without the elapsed time) and the seconds since its task was
-/// claimed (`None`: no task in hand).
+/// One phone's line (without the elapsed time) and the seconds its task has run
+/// (`None`: no task in hand).
 fn state_of(
     serial: Option<&str>,
     store: &Store,
+    current: Option<&Current>,
     now: chrono::DateTime<chrono::Utc>,
 ) -> (String, Option<i64>) {
     let who = match serial {
         Some(s) => format!("▶ phone {s}:"),
         None => "▶ phone:".to_string(),
     };
-    match store.unfinished_tasks() {
+    if let Some(c) = current {
+        let step = c
+            .step
+            .as_deref()
+            .map(|s| format!(" step {s}"))
+            .unwrap_or_default();
+        return (
+            format!(
+                "{who} task {} ({}, {}){step}",
+                c.task_id, c.task_type, c.mode
+            ),
+            Some((now - c.started_at).num_seconds().max(0)),
+        );
+    }
+    match store.device_pause() {
+        Ok(Some(p)) => (format!("{who} paused ({}): {}", p.code, p.message), None),
+        Ok(None) => (format!("{who} idle"), None),
         Err(e) => (format!("{who} store unreadable ({e})"), None),
-        Ok(tasks) => match tasks.first() {
-            Some(t) => {
-                let since = chrono::DateTime::parse_from_rfc3339(&t.claimed_at)
-                    .map(|c| (now - c.with_timezone(&chrono::Utc)).num_seconds().max(0))
-                    .unwrap_or(0);
-                (
-                    format!(
-                        "{who} task {} ({}, {}) {}",
-                        t.remote_task_id,
-                        t.task_type,
-                        t.execution_mode,
-                        t.state.as_str()
-                    ),
-                    Some(since),
-                )
-            }
-            None => match store.device_pause() {
-                Ok(Some(p)) => (format!("{who} paused ({}): {}", p.code, p.message), None),
-                _ => (format!("{who} idle"), None),
-            },
-        },
     }
 }
 
@@ -117,10 +113,28 @@ mod tests {
         let store = Store::open(&Store::path_in(dir.path())).unwrap();
         let now = chrono::Utc::now();
         assert_eq!(
-            state_of(Some("tcp:127.0.0.1:5555"), &store, now),
+            state_of(Some("tcp:127.0.0.1:5555"), &store, None, now),
             ("▶ phone tcp:127.0.0.1:5555: idle".to_string(), None)
         );
-        assert_eq!(state_of(None, &store, now).0, "▶ phone: idle");
+        assert_eq!(state_of(None, &store, None, now).0, "▶ phone: idle");
+    }
+
+    #[test]
+    fn a_running_task_shows_its_step_and_elapsed_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&Store::path_in(dir.path())).unwrap();
+        let board = ProgressHandle::new();
+        let now = chrono::Utc::now();
+        board.begin(
+            "t-1",
+            "purchase",
+            "live",
+            now - chrono::Duration::seconds(42),
+        );
+        board.step(Some("confirm"), "tap");
+        let (line, secs) = state_of(Some("A"), &store, board.current().as_ref(), now);
+        assert_eq!(line, "▶ phone A: task t-1 (purchase, live) step confirm");
+        assert_eq!(secs, Some(42));
     }
 
     #[test]

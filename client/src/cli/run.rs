@@ -15,10 +15,11 @@ use clap::Args;
 
 use cmautobuy_client::app::{Client, ClientConfig, Phone};
 use cmautobuy_client::config::{Config, PurchaseMode};
-use cmautobuy_client::console::{self, ConsoleAddr};
+use cmautobuy_client::console::{self, ConsoleAddr, ConsoleState, ConsoleWorker};
 use cmautobuy_client::gateway::HttpAdminGateway;
 use cmautobuy_client::job::adb::AdbSource;
 use cmautobuy_client::lock::{self, LockError, ProcessLock};
+use cmautobuy_client::progress::ProgressHandle;
 use cmautobuy_client::runner::RunExit;
 use cmautobuy_client::store::{Store, StoreError};
 use cmautobuy_client::upkeep::UpkeepConfig;
@@ -100,9 +101,16 @@ pub fn run(g: &Globals, a: RunArgs) -> Result<(), Failure> {
         };
         let store = setup::open_and_save(&cfg)?;
         let gateway = Arc::new(setup::gateway(&cfg, &store)?);
+        let progress = ProgressHandle::new();
         vec![Worker {
             serial: None,
-            config: client_config(&cfg, a.exit_when_idle, &policy),
+            label: store
+                .settings()
+                .ok()
+                .and_then(|s| s.device)
+                .unwrap_or_else(|| "-".into()),
+            config: client_config(&cfg, a.exit_when_idle, &policy, &progress),
+            progress,
             store,
             phone,
             gateway,
@@ -127,16 +135,24 @@ pub fn run(g: &Globals, a: RunArgs) -> Result<(), Failure> {
         let stores: Vec<Store> = workers.iter().map(|w| w.store.clone()).collect();
         if let Some(l) = console {
             match tokio::net::TcpListener::from_std(l) {
-                Ok(l) => {
-                    if let Ok(addr) = l.local_addr() {
+                Ok(l) => match l.local_addr() {
+                    Ok(addr) => {
                         // On stdout, for the operator and for scripts.
                         println!("console: http://{addr}/ (GET /metrics, /healthz)");
+                        // Every phone, one section each.
+                        let shown = workers
+                            .iter()
+                            .map(|w| ConsoleWorker {
+                                label: w.label.clone(),
+                                store: w.store.clone(),
+                                progress: w.progress.clone(),
+                            })
+                            .collect();
+                        let state = ConsoleState::new(shown, addr);
+                        tokio::spawn(console::serve(l, state, std::future::pending()));
                     }
-                    // TODO(D): the console of several phones — today's console takes one
-                    // store; it serves the first phone's. Pass every worker (serial,
-                    // store, progress) once `console::serve` takes the list.
-                    tokio::spawn(console::serve(l, stores[0].clone(), std::future::pending()));
-                }
+                    Err(e) => tracing::warn!(error = %e, "console not started"),
+                },
                 Err(e) => tracing::warn!(error = %e, "console not started"),
             }
         }
@@ -154,7 +170,7 @@ pub fn run(g: &Globals, a: RunArgs) -> Result<(), Failure> {
         if progress {
             let phones = workers
                 .iter()
-                .map(|w| (w.serial.clone(), w.store.clone()))
+                .map(|w| (w.serial.clone(), w.store.clone(), w.progress.clone()))
                 .collect();
             tokio::spawn(progress::lines(phones));
         }
@@ -209,6 +225,10 @@ struct Worker {
     /// The phone's serial with several phones (log lines and progress name it); `None`
     /// for the one phone of a single-phone run.
     serial: Option<String>,
+    /// How the console names the phone (its serial, or `-` without a phone).
+    label: String,
+    /// The phone's progress board (the console and the progress lines read it).
+    progress: ProgressHandle,
     config: ClientConfig,
     store: Store,
     phone: Phone,
@@ -283,6 +303,7 @@ fn client_config(
     cfg: &Config,
     exit_when_idle: bool,
     policy: &cmautobuy_client::runner::LivePolicy,
+    progress: &ProgressHandle,
 ) -> ClientConfig {
     ClientConfig {
         poll_interval: cfg.poll_interval,
@@ -306,6 +327,7 @@ fn client_config(
         pacing: cfg.pacing,
         backups_keep: cfg.backups_keep,
         max_clock_skew: cfg.max_clock_skew,
+        progress: Some(progress.clone()),
     }
 }
 
@@ -330,9 +352,12 @@ fn several(
             folder = %pc.data_dir.display(),
             "phone worker"
         );
+        let progress = ProgressHandle::new();
         workers.push(Worker {
+            label: serial.clone(),
             serial: Some(serial),
-            config: client_config(&pc, exit_when_idle, policy),
+            config: client_config(&pc, exit_when_idle, policy, &progress),
+            progress,
             store,
             phone,
             gateway,

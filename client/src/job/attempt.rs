@@ -31,6 +31,9 @@ pub struct FlowExecutorConfig {
     /// The new-version gate (config `pdd_version_gate`): a live purchase runs only when
     /// the version read for its attempt is proven on this phone (issue 12 item 6).
     pub pdd_version_gate: bool,
+    /// The worker's progress board (issue 13): the task in hand and its current step,
+    /// for the console and the terminal. `None`: not shown anywhere.
+    pub progress: Option<crate::progress::ProgressHandle>,
 }
 
 impl FlowExecutorConfig {
@@ -42,6 +45,7 @@ impl FlowExecutorConfig {
             drive: DriveLimits::default(),
             expected_address: Vec::new(),
             pdd_version_gate: false,
+            progress: None,
         }
     }
 }

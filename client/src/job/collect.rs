@@ -7,7 +7,7 @@ use cmautobuy_contract::{CollectPayload, FailureCode, FlowStep, ResultRequest, R
 use serde_json::Map;
 
 use super::attempt::{failure_request, label, FlowExecutorConfig, TaskReport};
-use super::driver::{drive, DriveStats, NoEffects};
+use super::driver::{drive_with_progress, DriveStats, NoEffects};
 use super::guard::GuardedDevice;
 use super::source::DeviceSource;
 use crate::artifacts::AttemptArtifacts;
@@ -103,13 +103,14 @@ pub fn run_job<S: DeviceSource + ?Sized>(
     // Defence in depth: collect never taps a pay button or 提交订单.
     let device = GuardedDevice::new(device, false);
     let t0 = source.device_time_ms();
-    let drive_report = drive(
+    let drive_report = drive_with_progress(
         &mut flow,
         &device,
         &mut NoEffects,
         &SystemClock,
         arts.as_mut(),
         cfg.drive,
+        cfg.progress.as_ref(),
     );
     let device_ms = match (t0, source.device_time_ms()) {
         (Some(a), Some(b)) => Some(b.saturating_sub(a)),

@@ -35,6 +35,7 @@ use crate::flow::{
     AbortReason, Action, Effect, EffectOutcome, Flow, FlowOutcome, GoodsIdRead, Observation,
     Observed, TapKind,
 };
+use crate::progress::ProgressHandle;
 use crate::screen::activity::{displayed_goods_id, ACTIVITY_TOP_ARGV};
 use crate::screen::windows::CoverKind;
 use crate::screen::{classify, TopGoods};
@@ -162,6 +163,26 @@ where
     E: Effects + ?Sized,
     C: Clock + ?Sized,
 {
+    drive_with_progress(flow, device, effects, clock, artifacts, limits, None)
+}
+
+/// As [`drive`], and puts each action's step and kind on the worker's progress board
+/// ([`ProgressHandle::step`]) before performing it.
+pub fn drive_with_progress<F, D, E, C>(
+    flow: &mut F,
+    device: &GuardedDevice<D>,
+    effects: &mut E,
+    clock: &C,
+    artifacts: Option<&mut AttemptArtifacts>,
+    limits: DriveLimits,
+    progress: Option<&ProgressHandle>,
+) -> DriveReport
+where
+    F: Flow + ?Sized,
+    D: Device,
+    E: Effects + ?Sized,
+    C: Clock + ?Sized,
+{
     let started = Instant::now();
     let mut artifacts = artifacts;
     let mut stats = DriveStats::default();
@@ -187,6 +208,9 @@ where
             break FlowOutcome::Failed(flow.abort(now, AbortReason::StepBudget { actions }));
         }
         let step_name = step_of(&action).map(|s| s.as_str().to_string());
+        if let Some(p) = progress {
+            p.step(step_name.as_deref(), action.kind());
+        }
         let mut detail = String::new();
         let saved_before = artifacts.as_deref().map_or(0, |a| a.entries().len());
         obs = match &action {

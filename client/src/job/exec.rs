@@ -248,6 +248,7 @@ impl<S: DeviceSource> Executor for FlowExecutor<S> {
     }
 
     async fn execute(&self, job: Job) -> Outcome {
+        let _board = OnBoard::begin(&self.cfg, &job);
         let source = self.source.clone();
         let cfg = self.cfg.clone();
         let fallback = job.clone();
@@ -336,6 +337,7 @@ impl<S: DeviceSource> Executor for FlowExecutor<S> {
 
     async fn recover_marked(&self, job: Job) -> Option<Outcome> {
         let backend = self.purchase.clone()?;
+        let _board = OnBoard::begin(&self.cfg, &job);
         let source = self.source.clone();
         let cfg = self.cfg.clone();
         let joined = tokio::task::spawn_blocking(in_span(move || {
@@ -362,6 +364,32 @@ impl<S: DeviceSource> Executor for FlowExecutor<S> {
                 tracing::error!(error = %e, "reconciliation panicked");
                 None
             }
+        }
+    }
+}
+
+/// The task on the worker's progress board while it runs: begun here, cleared when
+/// dropped (whatever the outcome, a panic included).
+struct OnBoard(Option<crate::progress::ProgressHandle>);
+
+impl OnBoard {
+    fn begin(cfg: &FlowExecutorConfig, job: &Job) -> OnBoard {
+        if let Some(p) = &cfg.progress {
+            p.begin(
+                &job.task.remote_task_id,
+                &job.task.task_type,
+                &job.task.execution_mode,
+                chrono::Utc::now(),
+            );
+        }
+        OnBoard(cfg.progress.clone())
+    }
+}
+
+impl Drop for OnBoard {
+    fn drop(&mut self) {
+        if let Some(p) = &self.0 {
+            p.clear();
         }
     }
 }

@@ -31,7 +31,7 @@ use cmautobuy_contract::{
 use serde_json::{Map, Value};
 
 use super::attempt::{artifacts_for, failure_request, label, FlowExecutorConfig, TaskReport};
-use super::driver::{drive, DriveStats, Effects, TraceEntry};
+use super::driver::{drive_with_progress, DriveStats, Effects, TraceEntry};
 use super::guard::GuardedDevice;
 use super::skew;
 use super::source::DeviceSource;
@@ -381,13 +381,14 @@ pub fn run_job<S: DeviceSource + ?Sized>(
         remote_task_id: &job.task.remote_task_id,
     };
     let t0 = source.device_time_ms();
-    let rep = drive(
+    let rep = drive_with_progress(
         &mut flow,
         &device,
         &mut effects,
         &SystemClock,
         ctx.arts.as_mut(),
         cfg.drive,
+        cfg.progress.as_ref(),
     );
     let device_ms = match (t0, source.device_time_ms()) {
         (Some(a), Some(b)) => Some(b.saturating_sub(a)),
@@ -487,13 +488,14 @@ pub fn recover_run<S: DeviceSource + ?Sized>(
         run: &job.run,
         remote_task_id: &job.task.remote_task_id,
     };
-    let rep = drive(
+    let rep = drive_with_progress(
         &mut flow,
         &device,
         &mut effects,
         &SystemClock,
         ctx.arts.as_mut(),
         cfg.drive,
+        cfg.progress.as_ref(),
     );
     let outcome = match rep.outcome {
         FlowOutcome::Purchased(r) => result_of(job, *r),
@@ -515,7 +517,7 @@ mod tests {
 
     use super::*;
     use crate::device::Device;
-    use crate::job::driver::{DriveLimits, DriveReport};
+    use crate::job::driver::{drive, DriveLimits, DriveReport};
     use crate::job::sim_device::SimFlowDevice;
     use cmautobuy_contract::{SpecCandidate, SpecOutcome, Task};
     use cmautobuy_sim_phone::{Catalog, SimConfig};

@@ -285,6 +285,7 @@ pub fn rehearse(opts: RehearseOptions) -> anyhow::Result<Summary> {
         // A rehearsal's store is thrown away (or kept whole with --data-dir).
         backups_keep: 0,
         max_clock_skew: crate::clock_check::DEFAULT_MAX_SKEW,
+        progress: None,
     };
     let exit = rt.block_on(async {
         let client = Client::start(

@@ -65,6 +65,24 @@ impl Store {
         )?)
     }
 
+    /// What `cmautobuy-client ack [N]` and the console's ack button do: with an id, a
+    /// `pdd_version_unproven` alert also proves its version by hand (`ack N by WHO`);
+    /// then the alert (or every open one) is acknowledged. Returns how many were open and
+    /// the `(device, version)` proven, if any.
+    pub fn operator_ack(
+        &self,
+        id: Option<i64>,
+        who: &str,
+        now: DateTime<Utc>,
+    ) -> Result<(usize, Option<(String, String)>)> {
+        let proven = match id {
+            Some(id) => self.prove_pdd_version_by_ack(id, who, now)?,
+            None => None,
+        };
+        let n = self.ack_alerts(id, now)?;
+        Ok((n, proven))
+    }
+
     /// Acknowledges one alert or all (`None`); returns how many were open. Acknowledging
     /// an `account_changed` alert accepts the account read since as the phone's new
     /// baseline (issue 12 item 5), in the same transaction.

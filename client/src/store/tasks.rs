@@ -150,4 +150,22 @@ impl Store {
         }
         Ok(out)
     }
+
+    /// The newest `limit` tasks in `state` (the console's `manual_review` list), as
+    /// (remote task id, type, updated at).
+    pub fn tasks_in_state(
+        &self,
+        state: &str,
+        limit: usize,
+    ) -> Result<Vec<(String, String, String)>> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare(
+            "SELECT remote_task_id, task_type, updated_at FROM tasks
+             WHERE state = ?1 ORDER BY updated_at DESC, id DESC LIMIT ?2",
+        )?;
+        let rows = stmt.query_map(params![state, limit as i64], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
 }

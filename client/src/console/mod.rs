@@ -1,0 +1,35 @@
+//! The web console (issue 13): a small server-rendered site on the client's own listener
+//! — 状态 Status (`/`, live by server-sent events on `/events`), 设置 Settings
+//! (`/settings`), 历史 History (`/history`) — and `GET /metrics` (Prometheus) and
+//! `GET /healthz`.
+//!
+//! One file per page: each has `fn routes() -> Router<ConsoleState>`, merged in
+//! [`router`]; [`layout`] is the page shell (`<nav>`, escaping, the static CSS and JS —
+//! no inline script). The state ([`ConsoleState`]) holds the workers ([`ConsoleWorker`]:
+//! label, store, progress board — `run` passes one, several phones per process pass
+//! several).
+//!
+//! **Loopback only** unless a password is set (issue 13 item 1, safety). Several clients
+//! may run on one host (one per phone), so the default is the first free port of
+//! [`DEFAULT_PORTS`] (9464 is the port commonly used by Prometheus exporters), and a port
+//! that is taken never stops the run: the client logs it and runs without a console.
+
+pub mod actions;
+pub mod auth;
+pub mod auth_routes;
+pub mod guard;
+pub mod layout;
+pub mod listen;
+pub mod metrics;
+pub mod router;
+pub mod settings;
+pub mod state;
+pub mod status;
+
+#[cfg(test)]
+mod router_tests;
+
+pub use listen::{bind, ConsoleAddr, DEFAULT_PORTS};
+pub use metrics::render;
+pub use router::{router, serve};
+pub use state::{ConsoleState, ConsoleWorker};

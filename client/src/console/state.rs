@@ -1,0 +1,106 @@
+//! [`ConsoleState`]: what every page handler gets — the workers ([`ConsoleWorker`]) and
+//! the console's secrets.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+
+use super::auth;
+use crate::progress::ProgressHandle;
+use crate::store::Store;
+
+/// One worker (one phone) as the console shows it.
+#[derive(Clone, Debug)]
+pub struct ConsoleWorker {
+    /// The phone's serial or `tcp:HOST:PORT` (or `-` without a phone).
+    pub label: String,
+    pub store: Store,
+    pub progress: ProgressHandle,
+}
+
+/// What every page handler gets: the workers, the bound address and the process's
+/// console secrets (CSRF token, password hash, sessions) — none of which is ever served
+/// except the CSRF token inside this console's own forms.
+#[derive(Clone)]
+pub struct ConsoleState {
+    pub workers: Arc<Vec<ConsoleWorker>>,
+    /// When this process started serving.
+    pub started: DateTime<Utc>,
+    /// The address the listener is bound to (the `Host` check).
+    pub bound: SocketAddr,
+    csrf: Arc<String>,
+    password: Option<Arc<auth::PasswordHash>>,
+    sessions: auth::Sessions,
+}
+
+impl std::fmt::Debug for ConsoleState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConsoleState")
+            .field("workers", &self.workers.len())
+            .field("bound", &self.bound)
+            .field("password", &self.password.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ConsoleState {
+    /// The console of `workers`, listening on `bound`.
+    pub fn new(workers: Vec<ConsoleWorker>, bound: SocketAddr) -> Self {
+        ConsoleState {
+            workers: Arc::new(workers),
+            started: Utc::now(),
+            bound,
+            csrf: Arc::new(auth::random_token()),
+            password: None,
+            sessions: auth::Sessions::default(),
+        }
+    }
+
+    /// With a password (hashed here; the plain text is not kept): every page but the
+    /// login form needs a session.
+    pub fn with_password(mut self, password: &crate::secret::Secret) -> Self {
+        self.password = Some(Arc::new(auth::PasswordHash::new(password.expose())));
+        self
+    }
+
+    /// Worker `i` (its index in the list, as pages name it).
+    pub fn worker(&self, i: usize) -> Option<&ConsoleWorker> {
+        self.workers.get(i)
+    }
+
+    /// The CSRF token this console's forms carry (hidden field `csrf`).
+    pub fn csrf(&self) -> &str {
+        &self.csrf
+    }
+
+    /// `<input type="hidden" name="csrf" …>` for a form.
+    pub fn csrf_field(&self) -> String {
+        // Hex: nothing to escape.
+        format!(
+            "<input type=\"hidden\" name=\"csrf\" value=\"{}\">",
+            self.csrf
+        )
+    }
+
+    pub(crate) fn csrf_matches(&self, given: &str) -> bool {
+        auth::constant_time_eq(given.as_bytes(), self.csrf.as_bytes())
+    }
+
+    pub(crate) fn has_password(&self) -> bool {
+        self.password.is_some()
+    }
+
+    /// The password hash (login).
+    pub(crate) fn password(&self) -> Option<Arc<auth::PasswordHash>> {
+        self.password.clone()
+    }
+
+    pub(crate) fn sessions(&self) -> &auth::Sessions {
+        &self.sessions
+    }
+
+    pub(crate) fn session_valid(&self, headers: &axum::http::HeaderMap) -> bool {
+        self.sessions.valid(headers)
+    }
+}
