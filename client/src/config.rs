@@ -158,9 +158,13 @@ pub struct FileConfig {
     /// Webhooks for operator alerts and events (`[[webhook]]` tables: `url`, `format`
     /// = json | wecom | dingtalk | feishu, optional `secret`, `kinds`, `name`). File only.
     pub webhook: Option<Vec<WebhookConfig>>,
-    /// The console's listener (`/metrics`, `/healthz`): a loopback `HOST:PORT`, or `off`
-    /// (default: 127.0.0.1, the first free port from 9464 to 9479).
+    /// The console's listener (the web console, `/metrics`, `/healthz`): `IP:PORT`, or
+    /// `off` (default: 127.0.0.1, the first free port from 9464 to 9479). An address
+    /// other than loopback needs `console_password`.
     pub console_addr: Option<String>,
+    /// The web console's password (needed for any address but loopback; kept hashed
+    /// in memory, never shown). Env `CMAUTOBUY_CONSOLE_PASSWORD`.
+    pub console_password: Option<Secret>,
     /// The same notification (kind and subject) is not sent again within this many
     /// minutes (default 30).
     pub alert_dedup_window_mins: Option<f64>,
@@ -280,6 +284,8 @@ pub struct Config {
     pub notify: NotifyConfig,
     /// Where the console listens (`console_addr`; `run --console`, `--no-console`).
     pub console: ConsoleAddr,
+    /// The console's password (`console_password`; `run --console-password`).
+    pub console_password: Option<Secret>,
     /// The gap between tasks and the live order caps (`min_task_gap_secs`,
     /// `live_orders_per_hour`, `live_orders_per_day`; see [`crate::pacing`]).
     pub pacing: PacingConfig,
@@ -534,6 +540,7 @@ fn env_config(env: &dyn Fn(&str) -> Option<String>) -> Result<FileConfig, Config
         min_free_disk_mb: num("MIN_FREE_DISK_MB")?,
         webhook: None,
         console_addr: get("CONSOLE_ADDR"),
+        console_password: get("CONSOLE_PASSWORD").map(Secret::new),
         alert_dedup_window_mins: num("ALERT_DEDUP_WINDOW_MINS")?,
         alert_device_paused_after_mins: num("ALERT_DEVICE_PAUSED_AFTER_MINS")?,
         alert_no_success_after_mins: num("ALERT_NO_SUCCESS_AFTER_MINS")?,
@@ -658,6 +665,7 @@ fn merge(base: FileConfig, over: FileConfig) -> FileConfig {
         min_free_disk_mb: over.min_free_disk_mb.or(base.min_free_disk_mb),
         webhook: over.webhook.or(base.webhook),
         console_addr: over.console_addr.or(base.console_addr),
+        console_password: over.console_password.or(base.console_password),
         alert_dedup_window_mins: over
             .alert_dedup_window_mins
             .or(base.alert_dedup_window_mins),
@@ -750,6 +758,13 @@ pub fn load(flags: Overrides, env: &dyn Fn(&str) -> Option<String>) -> Result<Co
             message,
         })?,
     };
+    let console_password = c.console_password.clone().filter(|p| !p.is_empty());
+    if let Err(message) = console.check_password(console_password.is_some()) {
+        return Err(ConfigError::Value {
+            name: "console_addr".into(),
+            message,
+        });
+    }
     let pacing = pacing(&c)?;
     let (device, devices) = phones(&flags, &c);
     Ok(Config {
@@ -817,6 +832,7 @@ pub fn load(flags: Overrides, env: &dyn Fn(&str) -> Option<String>) -> Result<Co
             .collect(),
         notify,
         console,
+        console_password,
         pacing,
         backups_keep: c
             .backups_keep

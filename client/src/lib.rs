@@ -25,8 +25,9 @@
 //!   baseline, same or changed; when the check is due; why live is refused.
 //! - [`clock`], [`secret`] — injected time; the token wrapper that never prints.
 //! - [`notify`] — alerts out: webhooks (JSON, 企业微信, 钉钉, 飞书), deduplicated, with a
-//!   daily summary, from a durable queue; [`metrics`] and [`console`] — the Prometheus
-//!   `/metrics` endpoint and `/healthz` on the console's loopback listener.
+//!   daily summary, from a durable queue; [`metrics`] and [`console`] — the web console
+//!   (状态 live status, 设置 settings, 历史 history), the Prometheus `/metrics` endpoint
+//!   and `/healthz`; [`progress`] — each worker's board of the task in hand.
 //!
 //! Screens and money parsing live in [`screen`] and [`money`]; the phone itself (the
 //! one [`device::Device`] trait, ADB with deadlines, `doctor`) in [`device`]; the pure

@@ -312,8 +312,8 @@ fn metrics_on_the_console_are_valid_exposition_and_move_as_tasks_run() {
     w.stop();
 }
 
-/// Until the console has a password (issue 13) it listens on loopback only: a
-/// non-loopback `--console` is a usage error (exit 2) before anything starts.
+/// Without a console password the console listens on loopback only: a non-loopback
+/// `--console` is a usage error (exit 2) before anything starts.
 #[test]
 fn a_non_loopback_console_is_refused() {
     let data = tempfile::tempdir().unwrap();
@@ -322,6 +322,7 @@ fn a_non_loopback_console_is_refused() {
         .arg(data.path())
         .args(["run", "--console", "0.0.0.0:9464"])
         .env_remove("CMAUTOBUY_CONFIG")
+        .env_remove("CMAUTOBUY_CONSOLE_PASSWORD")
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -242,18 +242,25 @@ pub fn client_profile(value: &Value) -> Result<ClientProfile, Violation> {
     Ok(p)
 }
 
+/// The §4.1 rules on `client.name`: at most [`CLIENT_NAME_MAX_CHARS`] characters, no
+/// control characters (what the Admin checks, and the client before it saves a name).
+pub fn client_name(name: &str) -> Result<(), Violation> {
+    let code = AdminErrorCode::InvalidClientProfile;
+    if char_len(name) > CLIENT_NAME_MAX_CHARS {
+        return Err(Violation::new(
+            code,
+            "client.name",
+            format!("must be at most {CLIENT_NAME_MAX_CHARS} characters"),
+        ));
+    }
+    require_no_control(&code, "client.name", name)
+}
+
 /// The §4.1 rules on an already parsed profile.
 pub fn check_client_profile(p: &ClientProfile) -> Result<(), Violation> {
     let code = AdminErrorCode::InvalidClientProfile;
     if let Some(name) = &p.client.name {
-        if char_len(name) > CLIENT_NAME_MAX_CHARS {
-            return Err(Violation::new(
-                code,
-                "client.name",
-                format!("must be at most {CLIENT_NAME_MAX_CHARS} characters"),
-            ));
-        }
-        require_no_control(&code, "client.name", name)?;
+        client_name(name)?;
     }
     if p.supported_types.is_empty() {
         return Err(Violation::new(code, "supported_types", "must not be empty"));

@@ -78,6 +78,14 @@ impl Failure {
         Failure::silent(self.code)
     }
 
+    /// The message (without the command's name), for a caller that reports it elsewhere.
+    pub fn message(&self) -> String {
+        self.error
+            .as_ref()
+            .map(|e| format!("{e:#}"))
+            .unwrap_or_else(|| format!("exit {}", self.code as i32))
+    }
+
     /// Names the command in the printed message.
     pub fn in_command(mut self, command: &'static str) -> Self {
         self.command = Some(command);

@@ -14,12 +14,15 @@ use std::sync::Arc;
 use clap::Args;
 
 use cmautobuy_client::app::{Client, ClientConfig, Phone};
+use cmautobuy_client::clock::TokioClock;
 use cmautobuy_client::config::{Config, PurchaseMode};
 use cmautobuy_client::console::{self, ConsoleAddr, ConsoleState, ConsoleWorker};
+use cmautobuy_client::device::adb::default_adb_server;
 use cmautobuy_client::gateway::HttpAdminGateway;
 use cmautobuy_client::job::adb::AdbSource;
 use cmautobuy_client::lock::{self, LockError, ProcessLock};
 use cmautobuy_client::progress::ProgressHandle;
+use cmautobuy_client::registration;
 use cmautobuy_client::runner::RunExit;
 use cmautobuy_client::store::{Store, StoreError};
 use cmautobuy_client::upkeep::UpkeepConfig;
@@ -59,11 +62,16 @@ pub struct RunArgs {
     /// `<data dir>/logs`, or the platform's log directory with the default data directory).
     #[arg(long, value_name = "DIR")]
     log_dir: Option<PathBuf>,
-    /// Serve `/metrics` (Prometheus) and `/healthz` on this loopback address (config
-    /// `console_addr`; default 127.0.0.1, the first free port from 9464 to 9479; a taken
-    /// port is logged and the client runs without a console).
-    #[arg(long, value_name = "HOST:PORT", conflicts_with = "no_console")]
+    /// Serve the web console (状态 / 设置 / 历史), `/metrics` (Prometheus) and `/healthz`
+    /// on this address (config `console_addr`; default 127.0.0.1, the first free port
+    /// from 9464 to 9479; a taken port is logged and the client runs without a console).
+    /// An address other than loopback needs a console password.
+    #[arg(long, value_name = "IP:PORT", conflicts_with = "no_console")]
     console: Option<String>,
+    /// The console's password (config `console_password`; prefer the environment
+    /// variable `CMAUTOBUY_CONSOLE_PASSWORD`, which other users cannot read in `ps`).
+    #[arg(long, value_name = "PASSWORD")]
+    console_password: Option<String>,
     /// No console listener.
     #[arg(long)]
     no_console: bool,
@@ -81,6 +89,12 @@ pub fn run(g: &Globals, a: RunArgs) -> Result<(), Failure> {
     if a.no_console {
         cfg.console = ConsoleAddr::Off;
     }
+    if let Some(p) = a.console_password.filter(|p| !p.is_empty()) {
+        cfg.console_password = Some(cmautobuy_client::secret::Secret::new(p));
+    }
+    cfg.console
+        .check_password(cfg.console_password.is_some())
+        .map_err(|e| Failure::usage(anyhow::anyhow!("--console {e}")).in_command("run"))?;
     // Held until this function returns, i.e. for the life of the client.
     let _data_dir_lock = lock::lock_data_dir(&cfg.data_dir, HOLDER).map_err(refused)?;
     let dry_run_only = a.dry_run_only || cfg.purchase_mode == PurchaseMode::DryRun;
@@ -138,7 +152,7 @@ pub fn run(g: &Globals, a: RunArgs) -> Result<(), Failure> {
                 Ok(l) => match l.local_addr() {
                     Ok(addr) => {
                         // On stdout, for the operator and for scripts.
-                        println!("console: http://{addr}/ (GET /metrics, /healthz)");
+                        println!("console: http://{addr}/ (状态 Status, 设置 Settings, 历史 History; GET /metrics, /healthz)");
                         // Every phone, one section each.
                         let shown = workers
                             .iter()
@@ -148,7 +162,17 @@ pub fn run(g: &Globals, a: RunArgs) -> Result<(), Failure> {
                                 progress: w.progress.clone(),
                             })
                             .collect();
-                        let state = ConsoleState::new(shown, addr);
+                        // The settings page registers each phone from its own store
+                        // (its identity, Admin and token); the rest of `cfg` is the
+                        // same for every phone.
+                        let mut state = ConsoleState::new(shown, addr)
+                            .with_adb_server(default_adb_server(
+                                std::env::var("ANDROID_ADB_SERVER_PORT").ok().as_deref(),
+                            ))
+                            .with_registrar(registrar(&cfg));
+                        if let Some(p) = &cfg.console_password {
+                            state = state.with_password(p);
+                        }
                         tokio::spawn(console::serve(l, state, std::future::pending()));
                     }
                     Err(e) => tracing::warn!(error = %e, "console not started"),
@@ -365,6 +389,37 @@ fn several(
         });
     }
     Ok(workers)
+}
+
+/// What the console's settings page calls after a save: §4.1 registration with the
+/// Admin and token now saved, declaring what a claim would ([`setup::declared_profile`],
+/// as `register` does); the outcome goes into the store.
+fn registrar(cfg: &Config) -> console::state::Registrar {
+    let cfg = cfg.clone();
+    Arc::new(move |store: cmautobuy_client::store::Store| {
+        let cfg = cfg.clone();
+        Box::pin(async move {
+            let failed = |e: String| {
+                let st = cmautobuy_client::store::RegistrationStatus {
+                    state: "failed".into(),
+                    at: cmautobuy_contract::time::format_utc(chrono::Utc::now()),
+                    error: Some(e),
+                    rejected: true,
+                };
+                let _ = store.set_registration_status(&st);
+                st
+            };
+            let gw = match setup::gateway(&cfg, &store) {
+                Ok(g) => g,
+                Err(e) => return failed(e.message()),
+            };
+            let profile = match setup::declared_profile(&cfg, &store) {
+                Ok(p) => p,
+                Err(e) => return failed(e.message()),
+            };
+            registration::register(&store, &gw, &TokioClock::new(), &profile).await
+        })
+    })
 }
 
 /// What this process writes into its lock files.

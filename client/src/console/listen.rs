@@ -19,7 +19,9 @@ pub enum ConsoleAddr {
 }
 
 impl ConsoleAddr {
-    /// `off`, `HOST:PORT` with a loopback IP (or `localhost`), or a bare port.
+    /// `off`, `IP:PORT` (or `localhost:PORT`), or a bare port (on 127.0.0.1). An address
+    /// other than loopback is accepted here and needs a password
+    /// ([`ConsoleAddr::check_password`]).
     pub fn parse(s: &str) -> Result<ConsoleAddr, String> {
         let s = s.trim();
         if s.eq_ignore_ascii_case("off") || s.eq_ignore_ascii_case("none") {
@@ -36,12 +38,25 @@ impl ConsoleAddr {
             s.parse::<SocketAddr>()
                 .map_err(|_| format!("{s:?} is not HOST:PORT (e.g. 127.0.0.1:9464) or off"))?
         };
-        if !addr.ip().is_loopback() {
-            return Err(format!(
-                "{addr}: the console has no password yet (issue 13), so it listens on a loopback address only (127.0.0.1:PORT or [::1]:PORT)"
-            ));
-        }
         Ok(ConsoleAddr::At(addr))
+    }
+}
+
+impl ConsoleAddr {
+    /// Whether this address is reachable from other machines (not loopback).
+    pub fn is_exposed(&self) -> bool {
+        matches!(self, ConsoleAddr::At(a) if !a.ip().is_loopback())
+    }
+
+    /// Loopback unless a password is set: `Err` (the reason) for an address other than
+    /// loopback without one.
+    pub fn check_password(&self, has_password: bool) -> Result<(), String> {
+        match self {
+            ConsoleAddr::At(a) if self.is_exposed() && !has_password => Err(format!(
+                "{a}: the console listens on an address other than loopback only with a password (console_password, CMAUTOBUY_CONSOLE_PASSWORD or run --console-password)"
+            )),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -76,7 +91,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_loopback_addresses_are_accepted() {
+    fn addresses_and_the_password_rule() {
         assert_eq!(ConsoleAddr::parse("off").unwrap(), ConsoleAddr::Off);
         assert_eq!(
             ConsoleAddr::parse("127.0.0.1:9464").unwrap(),
@@ -91,14 +106,25 @@ mod tests {
             ConsoleAddr::At("127.0.0.1:9470".parse().unwrap())
         );
         assert!(ConsoleAddr::parse("[::1]:9464").is_ok());
-        for bad in [
-            "0.0.0.0:9464",
-            "192.168.1.5:9464",
-            "[::]:1",
-            "example.com:1",
-            "x",
-        ] {
+        for bad in ["example.com:1", "x", "1.2.3.4"] {
             assert!(ConsoleAddr::parse(bad).is_err(), "{bad}");
+        }
+        // Loopback needs no password; anything else does.
+        for lo in ["127.0.0.1:9464", "[::1]:9464", "9464", "off"] {
+            assert!(
+                ConsoleAddr::parse(lo)
+                    .unwrap()
+                    .check_password(false)
+                    .is_ok(),
+                "{lo}"
+            );
+        }
+        assert!(ConsoleAddr::Default.check_password(false).is_ok());
+        for exposed in ["0.0.0.0:9464", "192.168.1.5:9464", "[::]:1"] {
+            let a = ConsoleAddr::parse(exposed).unwrap();
+            assert!(a.is_exposed());
+            assert!(a.check_password(false).is_err(), "{exposed}");
+            assert!(a.check_password(true).is_ok(), "{exposed}");
         }
     }
 

@@ -324,3 +324,199 @@ async fn with_a_password_every_page_needs_a_session() {
         .insert(header::COOKIE, "cmautobuy_session=forged".parse().unwrap());
     assert_eq!(send(&app, req).await.0, StatusCode::SEE_OTHER);
 }
+
+#[tokio::test]
+async fn settings_save_locally_then_register_and_never_show_the_token() {
+    let f = fixture();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let registrar: super::state::Registrar = std::sync::Arc::new(move |store: Store| {
+        let tx = tx.clone();
+        Box::pin(async move {
+            let s = store.settings().unwrap();
+            let status = crate::store::RegistrationStatus {
+                state: "ok".into(),
+                at: "2026-12-02T00:00:00Z".into(),
+                error: None,
+                rejected: false,
+            };
+            store.set_registration_status(&status).unwrap();
+            let _ = tx.send(s.name.unwrap_or_default());
+            status
+        })
+    });
+    let st = state(&f).with_registrar(registrar);
+    let csrf = st.csrf().to_string();
+    let app = router(st);
+    let (status, _, page) = send(&app, get("/settings")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        page.contains("value=\"shop-1\"") && page.contains("a token is saved"),
+        "{page}"
+    );
+    assert!(!page.contains(TOKEN));
+    // A name the Admin would refuse: nothing saved, the form says why.
+    let long = "店".repeat(51);
+    let (status, _, page) = send(
+        &app,
+        post(
+            "/settings",
+            &format!("csrf={csrf}&worker=0&name={long}&admin_url=http%3A%2F%2Fadmin.test&token=NEWTOKEN-1"),
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(page.contains("client.name"), "{page}");
+    assert!(
+        !page.contains("NEWTOKEN-1"),
+        "a refused token is not echoed"
+    );
+    assert_eq!(f.store.settings().unwrap().name.as_deref(), Some("shop-1"));
+    // A good save with an empty token field keeps the token.
+    let (status, h, _) = send(
+        &app,
+        post(
+            "/settings",
+            &format!("csrf={csrf}&worker=0&name=%E5%BA%97-2&admin_url=http%3A%2F%2Fadmin.test&token=&device_pick=emulator-5554&device_text=tcp%3A10.0.0.9%3A5555"),
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    assert_eq!(h[header::LOCATION], "/settings?saved=0");
+    let s = f.store.settings().unwrap();
+    assert_eq!(s.name.as_deref(), Some("店-2"));
+    assert_eq!(s.device.as_deref(), Some("tcp:10.0.0.9:5555"));
+    assert_eq!(s.token.as_ref().map(|t| t.expose()), Some(TOKEN));
+    let registered = tokio::time::timeout(std::time::Duration::from_secs(10), rx.recv())
+        .await
+        .expect("registered")
+        .unwrap();
+    assert_eq!(registered, "店-2", "registration ran after the local save");
+    let (_, _, page) = send(&app, get("/settings?saved=0")).await;
+    assert!(
+        page.contains("registered at 2026-12-02T00:00:00Z"),
+        "{page}"
+    );
+}
+
+#[tokio::test]
+async fn no_served_byte_carries_the_token_or_the_password() {
+    let f = fixture();
+    f.store
+        .raise_alert(
+            "protocol_error",
+            Some("T-1"),
+            "bad body",
+            chrono::Utc::now(),
+        )
+        .unwrap();
+    f.progress
+        .begin("T-2", "purchase", "dry_run", chrono::Utc::now());
+    let st = state(&f);
+    let app = router(st.clone());
+    let mut served = Vec::new();
+    for path in [
+        "/",
+        "/settings",
+        "/metrics",
+        "/healthz",
+        "/console.js",
+        "/console.css",
+        "/login",
+        "/nothing",
+    ] {
+        let (_, h, body) = send(&app, get(path)).await;
+        served.push(format!("{h:?}{body}"));
+    }
+    // The live stream's first fragments.
+    let res = app.clone().oneshot(get("/events")).await.unwrap();
+    let mut stream = res.into_body().into_data_stream();
+    let mut first = String::new();
+    tokio::time::timeout(std::time::Duration::from_secs(20), async {
+        while !first.contains("T-2") {
+            first.push_str(&String::from_utf8_lossy(
+                &stream.next().await.unwrap().unwrap(),
+            ));
+        }
+    })
+    .await
+    .expect("the first fragment");
+    served.push(first);
+    // With a password: the login page and its refusal.
+    let app = router(st.with_password(&Secret::new("pw-SECRET-42")));
+    let csrf_form = "password=wrong";
+    for req in [get("/login"), get("/"), post("/login", csrf_form)] {
+        let (_, h, body) = send(&app, req).await;
+        served.push(format!("{h:?}{body}"));
+    }
+    for s in &served {
+        assert!(!s.contains(TOKEN), "the token was served: {s}");
+        assert!(!s.contains("pw-SECRET-42"), "the password was served");
+    }
+}
+
+#[tokio::test]
+async fn a_manual_review_task_stays_until_marked_reviewed() {
+    let f = fixture();
+    let now = chrono::Utc::now();
+    let task: cmautobuy_contract::Task = serde_json::from_value(serde_json::json!({
+        "id": "T-MR", "type": "purchase", "version": 1,
+        "payload": {"goods_id": "1", "goods_url": "u"}
+    }))
+    .unwrap();
+    let tid = f.store.save_claimed_task(&task, "{}", now).unwrap();
+    let run = f.store.start_run(tid, now).unwrap();
+    let ob = f
+        .store
+        .record_outcome(
+            run.id,
+            &OutboxDraft {
+                kind: OutboxKind::Failure,
+                remote_task_id: "T-MR".into(),
+                method: "POST".into(),
+                path: "/api/v1/client/tasks/T-MR/failure".into(),
+                headers: vec![],
+                body: b"{}".to_vec(),
+                idempotency_key: "T-MR:k".into(),
+                on_accept: TaskState::ManualReview,
+                outcome: "manual_review:INTERRUPTED_AFTER_SUBMIT".into(),
+            },
+            now,
+        )
+        .unwrap();
+    f.store.outbox_mark_sending(ob, now).unwrap();
+    f.store
+        .outbox_accepted(
+            ob,
+            &crate::store::Acceptance {
+                result_id: None,
+                accepted_at: "2026-12-02T00:00:00Z".into(),
+                response: b"{}".to_vec(),
+            },
+            now,
+        )
+        .unwrap();
+    assert_eq!(f.store.task(tid).unwrap().state, TaskState::ManualReview);
+    let st = state(&f);
+    let csrf = st.csrf().to_string();
+    let app = router(st);
+    let (_, _, page) = send(&app, get("/")).await;
+    assert!(page.contains(&format!("id=\"w0-review-{tid}\"")), "{page}");
+    // Still there after a reload; gone once marked reviewed (CSRF checked as always).
+    let (_, _, page) = send(&app, get("/")).await;
+    assert!(page.contains("T-MR") && page.contains("Reviewed"), "{page}");
+    let form = format!("worker=0&id={tid}");
+    assert_eq!(
+        send(&app, post("/review", &form)).await.0,
+        StatusCode::FORBIDDEN
+    );
+    let (status, _, _) = send(&app, post("/review", &format!("csrf={csrf}&{form}"))).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    let (_, _, page) = send(&app, get("/")).await;
+    assert!(!page.contains(&format!("id=\"w0-review-{tid}\"")), "{page}");
+    // The outcome stays in the recent list.
+    assert!(
+        page.contains("T-MR") && page.contains("manual_review"),
+        "{page}"
+    );
+    assert!(f.store.unreviewed_manual_review(10).unwrap().is_empty());
+}

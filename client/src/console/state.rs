@@ -1,7 +1,7 @@
 //! [`ConsoleState`]: what every page handler gets — the workers ([`ConsoleWorker`]) and
 //! the console's secrets.
 
-use std::net::SocketAddr;
+use std::net::{SocketAddr, SocketAddrV4};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -19,6 +19,15 @@ pub struct ConsoleWorker {
     pub progress: ProgressHandle,
 }
 
+/// Registers a worker's store with the Admin (§4.1) as it is saved now, and records the
+/// outcome in the store; given by the command that runs the client (it knows the
+/// configuration: timeouts, what a claim would declare).
+pub type Registrar = Arc<
+    dyn Fn(Store) -> futures::future::BoxFuture<'static, crate::store::RegistrationStatus>
+        + Send
+        + Sync,
+>;
+
 /// What every page handler gets: the workers, the bound address and the process's
 /// console secrets (CSRF token, password hash, sessions) — none of which is ever served
 /// except the CSRF token inside this console's own forms.
@@ -32,6 +41,10 @@ pub struct ConsoleState {
     csrf: Arc<String>,
     password: Option<Arc<auth::PasswordHash>>,
     sessions: auth::Sessions,
+    /// The adb server whose phones the settings page offers.
+    pub adb_server: Option<SocketAddrV4>,
+    /// Registers after the settings page saved (none: saved only).
+    pub registrar: Option<Registrar>,
 }
 
 impl std::fmt::Debug for ConsoleState {
@@ -54,6 +67,8 @@ impl ConsoleState {
             csrf: Arc::new(auth::random_token()),
             password: None,
             sessions: auth::Sessions::default(),
+            adb_server: None,
+            registrar: None,
         }
     }
 
@@ -61,6 +76,18 @@ impl ConsoleState {
     /// login form needs a session.
     pub fn with_password(mut self, password: &crate::secret::Secret) -> Self {
         self.password = Some(Arc::new(auth::PasswordHash::new(password.expose())));
+        self
+    }
+
+    /// The adb server whose phones the settings page lists.
+    pub fn with_adb_server(mut self, server: SocketAddrV4) -> Self {
+        self.adb_server = Some(server);
+        self
+    }
+
+    /// What registers after the settings page saved.
+    pub fn with_registrar(mut self, registrar: Registrar) -> Self {
+        self.registrar = Some(registrar);
         self
     }
 

@@ -2,8 +2,9 @@
 //! elapsed), the phone's health (the last device pause), whether claiming runs or is
 //! stopped and why, and every condition that needs a human — open operator alerts (with
 //! an **ack** button: `cmautobuy-client ack N`), parked outbox items (with a **retry**
-//! button: `cmautobuy-client outbox retry N`), `manual_review` tasks, orders waiting to
-//! be reconciled, live held back — kept on screen until they are dealt with.
+//! button: `cmautobuy-client outbox retry N`), `manual_review` tasks (with a
+//! **reviewed** button), orders waiting to be reconciled, live held back — kept on
+//! screen until they are dealt with.
 //!
 //! Live: `/events` is a server-sent event stream of `fragment` events
 //! (`{"id": "w0", "html": "<section …>"}`), one per worker section that changed — at
@@ -31,6 +32,9 @@ use crate::store::{Alert, DevicePause, LiveCapNote, Settings, StoreError};
 /// How often the live stream re-reads the stores when no board changed.
 pub const REREAD: Duration = Duration::from_secs(2);
 
+/// Recent tasks shown with their outcome (newest first).
+const RECENT_SHOWN: usize = 5;
+
 /// Recent `manual_review` tasks shown (newest first).
 const MANUAL_REVIEW_SHOWN: usize = 20;
 
@@ -53,12 +57,15 @@ pub struct Snapshot {
     pub undelivered: usize,
     /// (remote task id, attempt id, marked at).
     pub awaiting: Vec<(String, String, String)>,
-    /// (remote task id, type, updated at).
-    pub manual_review: Vec<(String, String, String)>,
+    /// `manual_review` tasks not yet marked reviewed: (local id, remote task id, type,
+    /// updated at).
+    pub manual_review: Vec<(i64, String, String, String)>,
     pub clock_skew: Option<String>,
     pub version_hold: Option<String>,
     pub account_refusal: Option<String>,
     pub live_cap: Option<LiveCapNote>,
+    /// The newest tasks: (remote task id, type, local state, updated at).
+    pub recent: Vec<(String, String, String, String)>,
 }
 
 /// Reads a worker's snapshot.
@@ -88,7 +95,8 @@ pub fn snapshot(w: &ConsoleWorker) -> Result<Snapshot, StoreError> {
             .into_iter()
             .map(|r| (r.remote_task_id, r.attempt_id, r.marked_at))
             .collect(),
-        manual_review: s.tasks_in_state("manual_review", MANUAL_REVIEW_SHOWN)?,
+        manual_review: s.unreviewed_manual_review(MANUAL_REVIEW_SHOWN)?,
+        recent: s.recent_tasks(None, RECENT_SHOWN)?,
         clock_skew: s.clock_skew()?,
         version_hold: s.pdd_version_hold()?,
         account_refusal: s.account_refusal()?,
@@ -264,13 +272,39 @@ pub fn render_worker(
             escape(at)
         ));
     }
-    for (task, ty, at) in &s.manual_review {
+    for (id, task, ty, at) in &s.manual_review {
         h.push_str(&format!(
-            "<div class=\"human manual\"><strong>manual_review</strong> {} task <code>{}</code> <span class=\"en\">({}) — check the order in PDD and on the Admin</span></div>",
-            escape(ty),
-            escape(task),
-            escape(at)
+            "<div class=\"human manual\" id=\"w{i}-review-{id}\"><strong>manual_review</strong> {ty} task <code>{task}</code> <span class=\"en\">({at}) — check the order in PDD and on the Admin, then mark it reviewed</span>\
+<form class=\"inline\" method=\"post\" action=\"/review\"><input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
+<input type=\"hidden\" name=\"worker\" value=\"{i}\"><input type=\"hidden\" name=\"id\" value=\"{id}\">\
+<button type=\"submit\">已处理 Reviewed</button></form></div>",
+            ty = escape(ty),
+            task = escape(task),
+            at = escape(at),
+            csrf = escape(csrf),
         ));
+    }
+    // The last few outcomes (the whole list is on 历史 History).
+    h.push_str("<h3>最近任务 <span class=\"en\">Recent tasks</span></h3>");
+    if s.recent.is_empty() {
+        h.push_str("<p>无 <span class=\"en\">none yet</span></p>");
+    } else {
+        h.push_str("<table class=\"recent\">");
+        for (task, ty, st, at) in &s.recent {
+            let class = match st.as_str() {
+                "succeeded" => "ok",
+                "manual_review" | "failed" => "bad",
+                _ => "warn",
+            };
+            h.push_str(&format!(
+                "<tr><td><code>{}</code></td><td>{}</td><td class=\"{class}\">{}</td><td><span class=\"en\">{}</span></td></tr>",
+                escape(task),
+                escape(ty),
+                escape(st),
+                escape(at)
+            ));
+        }
+        h.push_str("</table>");
     }
     h.push_str("</section>");
     h

@@ -926,6 +926,53 @@ impl Link {
     }
 }
 
+/// One phone the adb server lists (`host:devices-l`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ListedDevice {
+    pub serial: String,
+    /// `device`, `unauthorized`, `offline`, …
+    pub state: String,
+    pub model: String,
+}
+
+/// The phones the adb server at `server` lists now (`host:devices-l`), within
+/// `deadline`. The request runs on its own thread: a server that does not answer in time
+/// is [`DeviceError::AdbServerUnavailable`] and the thread is left to end when the server
+/// answers or closes.
+pub fn list_devices(
+    server: SocketAddrV4,
+    deadline: Duration,
+) -> Result<Vec<ListedDevice>, DeviceError> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::Builder::new()
+        .name("adb-devices".into())
+        .spawn(move || {
+            let mut srv = server_client(server);
+            let r = srv.devices_long().map(|ds| {
+                ds.into_iter()
+                    .map(|d| ListedDevice {
+                        serial: d.identifier,
+                        state: d.state.to_string(),
+                        model: d.model,
+                    })
+                    .collect::<Vec<_>>()
+            });
+            let _ = tx.send(r);
+        })
+        .map_err(|e| DeviceError::AdbServerUnavailable {
+            addr: server.to_string(),
+            detail: format!("cannot start a thread: {e}"),
+        })?;
+    match rx.recv_timeout(deadline) {
+        Ok(Ok(list)) => Ok(list),
+        Ok(Err(e)) => Err(map_adb_error("-", Some(server), e)),
+        Err(_) => Err(DeviceError::AdbServerUnavailable {
+            addr: server.to_string(),
+            detail: format!("no device list within {} ms", deadline.as_millis()),
+        }),
+    }
+}
+
 fn server_client(server: SocketAddrV4) -> ADBServer {
     ADBServer::new_from_path(server, Some(NO_START_SERVER.to_string()))
 }
@@ -1027,6 +1074,22 @@ mod tests {
 
     fn server() -> SocketAddrV4 {
         default_adb_server(None)
+    }
+
+    #[test]
+    fn the_device_list_has_a_deadline() {
+        // A server that accepts and never answers: an error within the deadline.
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let SocketAddr::V4(addr) = silent.local_addr().unwrap() else {
+            unreachable!()
+        };
+        let t0 = Instant::now();
+        let e = list_devices(addr, Duration::from_millis(300)).unwrap_err();
+        assert!(matches!(e, DeviceError::AdbServerUnavailable { .. }), "{e}");
+        assert!(t0.elapsed() < Duration::from_secs(5));
+        // No server at all: an error too.
+        drop(silent);
+        assert!(list_devices(addr, Duration::from_secs(5)).is_err());
     }
 
     #[test]

@@ -235,10 +235,18 @@ pub(crate) const MIGRATIONS: &[&[&str]] = &[
             attempt_id  TEXT NOT NULL,
             PRIMARY KEY (device, pdd_version)
         )"],
+    // 9: a `manual_review` task a human has dealt with (the console's "reviewed" button,
+    // issue 13 item 1): it leaves the status page's "needs a human" list.
+    &["CREATE TABLE task_reviews (
+            task_id     INTEGER PRIMARY KEY REFERENCES tasks (id),
+            reviewed_at TEXT NOT NULL,
+            reviewed_by TEXT NOT NULL
+        )"],
 ];
 
 /// Tables and the columns the code relies on; checked at every start.
 pub(crate) const REQUIRED: &[(&str, &[&str])] = &[
+    ("task_reviews", &["task_id", "reviewed_at", "reviewed_by"]),
     ("settings", &["key", "value", "updated_at"]),
     (
         "tasks",

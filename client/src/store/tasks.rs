@@ -151,20 +151,51 @@ impl Store {
         Ok(out)
     }
 
-    /// The newest `limit` tasks in `state` (the console's `manual_review` list), as
-    /// (remote task id, type, updated at).
-    pub fn tasks_in_state(
+    /// `manual_review` tasks no human has marked reviewed yet, newest first: (local id,
+    /// remote task id, type, updated at).
+    pub fn unreviewed_manual_review(
         &self,
-        state: &str,
         limit: usize,
-    ) -> Result<Vec<(String, String, String)>> {
+    ) -> Result<Vec<(i64, String, String, String)>> {
         let conn = self.lock();
         let mut stmt = conn.prepare(
-            "SELECT remote_task_id, task_type, updated_at FROM tasks
-             WHERE state = ?1 ORDER BY updated_at DESC, id DESC LIMIT ?2",
+            "SELECT t.id, t.remote_task_id, t.task_type, t.updated_at FROM tasks t
+             LEFT JOIN task_reviews r ON r.task_id = t.id
+             WHERE t.state = 'manual_review' AND r.task_id IS NULL
+             ORDER BY t.updated_at DESC, t.id DESC LIMIT ?1",
+        )?;
+        let rows = stmt.query_map(params![limit as i64], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+        })?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+
+    /// Marks a `manual_review` task reviewed by `who`; `false` when it is not one or was
+    /// already reviewed.
+    pub fn review_task(&self, task_id: i64, who: &str, now: DateTime<Utc>) -> Result<bool> {
+        let conn = self.lock();
+        let n = conn.execute(
+            "INSERT OR IGNORE INTO task_reviews (task_id, reviewed_at, reviewed_by)
+             SELECT id, ?2, ?3 FROM tasks WHERE id = ?1 AND state = 'manual_review'",
+            params![task_id, ts(now), who],
+        )?;
+        Ok(n > 0)
+    }
+
+    /// The newest `limit` tasks (in `state`, or in any), as (remote task id, type,
+    /// state, updated at): the console's recent outcomes and `manual_review` list.
+    pub fn recent_tasks(
+        &self,
+        state: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, String, String, String)>> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare(
+            "SELECT remote_task_id, task_type, state, updated_at FROM tasks
+             WHERE ?1 IS NULL OR state = ?1 ORDER BY updated_at DESC, id DESC LIMIT ?2",
         )?;
         let rows = stmt.query_map(params![state, limit as i64], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
         })?;
         Ok(rows.collect::<std::result::Result<_, _>>()?)
     }
