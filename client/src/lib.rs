@@ -46,6 +46,7 @@
 //! marks a task `succeeded` before the Admin answered `accepted: true`.
 
 pub mod device;
+pub mod doctor;
 pub mod money;
 pub mod screen;
 

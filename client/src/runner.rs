@@ -514,32 +514,33 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
     /// and [`crate::selftest::due`] says so for the phone's current PDD version — never
     /// run on it, asked for (`Store::request_self_test`), or failed and its backoff
     /// passed. A pass proves the version (`self-test ATTEMPT`) and closes
-    /// `self_test_failed`; a failure raises it (non-blocking).
-    pub async fn self_test_step(&self) {
+    /// `self_test_failed`; a failure raises it (non-blocking). Returns whether a
+    /// self-test ran (the pacing gap then counts from its end, like a task's).
+    pub async fn self_test_step(&self) -> bool {
         use crate::gate::PddVersionRead;
         let live = &self.cfg.live;
         let Some(goods) = live.self_test_goods_id.clone() else {
-            return;
+            return false;
         };
         if live.dry_run_only {
-            return;
+            return false;
         }
         let r = self.executor.readiness();
         if !(r.device_ready && r.purchase_adapter_ready && r.live_adapter_ready) {
-            return;
+            return false;
         }
         let settings = match self.store.settings() {
             Ok(s) => s,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot read settings for the self-test");
-                return;
+                return false;
             }
         };
         let Some(serial) = settings.device.clone().filter(|d| !d.is_empty()) else {
-            return;
+            return false;
         };
         let Some(PddVersionRead::Version(version)) = self.executor.pdd_version() else {
-            return;
+            return false;
         };
         let now = self.clock.now();
         let requested = self.store.self_test_requested(&serial).unwrap_or(false);
@@ -547,11 +548,11 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
             Ok(r) => r.map(|r| r.record()),
             Err(e) => {
                 tracing::warn!(error = %e, "cannot read the self-test record");
-                return;
+                return false;
             }
         };
         if !crate::selftest::due(record.as_ref(), requested, now) {
-            return;
+            return false;
         }
         if requested {
             if let Err(e) = self.store.clear_self_test_request() {
@@ -569,14 +570,14 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
             .start_self_test(&serial, &version, &attempt_id, now)
         {
             tracing::warn!(error = %e, "cannot record the self-test start; not run");
-            return;
+            return false;
         }
         let Some(run) = self
             .executor
             .self_test(settings.client_id.clone(), goods, attempt_id.clone())
             .await
         else {
-            return;
+            return false;
         };
         let now = self.clock.now();
         // Keyed on the version the self-test itself read, when it differs (PDD updated
@@ -646,6 +647,8 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
                 }
             }
         }
+        self.task_ended();
+        true
     }
 
     /// The new-version gate now (issue 12 item 6): the version the executor last read
@@ -1436,7 +1439,14 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
         if let Some(step) = self.reconcile_waiting().await? {
             return Ok(step);
         }
-        self.self_test_step().await;
+        if self.self_test_step().await {
+            // The next cycle checks the gap (counted from the self-test's end) and the
+            // phone again before it claims.
+            return Ok(ClaimStep::Waiting {
+                reason: "a self-test just ran".into(),
+                wait: Duration::ZERO,
+            });
+        }
         self.check_clocks().await;
         self.check_account().await;
         let profile = self.profile()?;

@@ -638,7 +638,8 @@ pub fn render(view: &AttemptView, file_url: &dyn Fn(&str) -> String) -> String {
         if !s.taps.is_empty() {
             h.push_str(r#"<ol class="taps">"#);
             for t in &s.taps {
-                let _ = write!(h, "<li>{} @{},{}</li>", esc(&t.detail), t.at[0], t.at[1]);
+                // The detail names the point already (`黑色 @185,1176`, `x,y -> x,y`).
+                let _ = write!(h, "<li>{}</li>", esc(&t.detail));
             }
             h.push_str("</ol>");
         }

@@ -231,6 +231,44 @@ impl Drop for Running {
     }
 }
 
+/// Every byte the console served to the browser for the current page: the DOM as
+/// rendered and the page source as received.
+async fn page_bytes(c: &Client) -> String {
+    let dom = c.source().await.unwrap();
+    let raw = c
+        .execute(
+            "var x = new XMLHttpRequest(); x.open('GET', location.href, false); x.send(); return x.responseText;",
+            vec![],
+        )
+        .await
+        .unwrap();
+    format!("{dom}\n{}", raw.as_str().unwrap_or_default())
+}
+
+/// The XPath of a `tag` element with class `class` whose text contains `text`.
+fn with_text(tag: &str, class: &str, text: &str) -> String {
+    format!(
+        "//{tag}[contains(concat(' ', normalize-space(@class), ' '), ' {class} ') and contains(., '{text}')]"
+    )
+}
+
+/// Waits (WebDriver's own wait, polling the DOM, with a deadline) for an element.
+async fn wait_for(c: &Client, xpath: &str, limit: Duration) -> fantoccini::elements::Element {
+    match c
+        .wait()
+        .at_most(limit)
+        .every(Duration::from_millis(100))
+        .for_element(Locator::XPath(xpath))
+        .await
+    {
+        Ok(e) => e,
+        Err(e) => panic!(
+            "no {xpath} within {limit:?} ({e}): {}",
+            c.source().await.unwrap_or_default()
+        ),
+    }
+}
+
 #[test]
 fn the_console_in_headless_chromium() {
     let Some((chromium, chromedriver)) = browser_programs() else {
@@ -243,24 +281,166 @@ fn the_console_in_headless_chromium() {
     let (child, console) = run_with_console(&w, data.path());
     let _running = Running(child);
     let driver = Driver::start(&chromedriver);
+    let http = reqwest::Client::new();
     let mut served: Vec<(String, String)> = Vec::new();
+    let long = Duration::from_secs(120);
     w.rt.block_on(async {
         let c = browser(&driver, &chromium, profile.path()).await;
+
+        // The harness: the console answers.
         c.goto(&format!("{console}/healthz")).await.unwrap();
-        let body = c
-            .wait()
-            .at_most(Duration::from_secs(10))
-            .for_element(Locator::Css("body"))
+        let body = c.wait().at_most(Duration::from_secs(10)).for_element(Locator::Css("body")).await.unwrap();
+        assert_eq!(body.text().await.unwrap().trim(), "ok");
+        served.push(("/healthz".into(), page_bytes(&c).await));
+
+        // 设置 Settings: a new name, saved and registered — the mock Admin lists it.
+        c.goto(&format!("{console}/settings")).await.unwrap();
+        let name = c.wait().at_most(Duration::from_secs(10)).for_element(Locator::Id("name-0")).await.unwrap();
+        name.clear().await.unwrap();
+        name.send_keys("浏览器-01").await.unwrap();
+        shot(&c, &shots, "01-settings").await;
+        served.push(("/settings".into(), page_bytes(&c).await));
+        c.find(Locator::Css("form[action='/settings'] button[type=submit]"))
+            .await
+            .unwrap()
+            .click()
             .await
             .unwrap();
-        assert_eq!(body.text().await.unwrap().trim(), "ok");
-        served.push(("/healthz".into(), c.source().await.unwrap()));
-        shot(&c, &shots, "00-healthz").await;
+        // Redirected to the page that says it saved (a CSRF-checked POST from a real
+        // browser, Origin and all).
+        wait_for(&c, &with_text("p", "ok", "已保存"), Duration::from_secs(10)).await;
+        assert!(c.current_url().await.unwrap().as_str().contains("/settings?saved=0"));
+        served.push(("/settings (saved)".into(), page_bytes(&c).await));
+        shot(&c, &shots, "02-settings-saved").await;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let clients: serde_json::Value = http
+                .get(format!("{}/api/v1/admin/clients", w.url))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            if clients.to_string().contains("浏览器-01") {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the new name at the Admin within 30 s: {clients}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+
+        // 状态 Status, live: a dry-run purchase (it stops before 提交订单; its attempt is
+        // the one the viewer draws options and taps on) reaches `succeeded`, then a
+        // collect whose goods shows a risk page ends manual_review and raises the
+        // account_paused alert — all of it arrives without a reload.
+        c.goto(&format!("{console}/")).await.unwrap();
+        wait_for(&c, "//section[@class='worker']", Duration::from_secs(10)).await;
+        c.execute("window.__sameDocument = 'yes';", vec![]).await.unwrap();
+        shot(&c, &shots, "03-status-idle").await;
+        let mut buy = support::world::live_purchase(
+            "buy-1",
+            "737116531267",
+            json!({"color": "黑色", "size": "L"}),
+            1,
+            10000,
+        );
+        buy["execution_mode"] = json!("dry_run");
+        w.op.create_task(buy).await.unwrap();
+        wait_for(
+            &c,
+            "//table[@class='recent']//tr[contains(., 'buy-1') and td[@class='ok' and .='succeeded']]",
+            long,
+        )
+        .await;
+        shot(&c, &shots, "04-status-succeeded").await;
+        assert_eq!(w.op.get_task("buy-1").await.unwrap()["results"][0]["kind"], "result");
+        w.op.create_task(json!({"id": "risk-1", "type": "collect",
+            "payload": {"goods_id": "693344556677", "goods_url": goods_url("693344556677")}}))
+            .await
+            .unwrap();
+        wait_for(&c, &with_text("div", "manual", "risk-1"), long).await;
+        wait_for(&c, &with_text("div", "alert", "account_paused"), long).await;
+        let same = c.execute("return window.__sameDocument || 'reloaded';", vec![]).await.unwrap();
+        assert_eq!(same, json!("yes"), "the outcome arrived by live update, not a reload");
+        shot(&c, &shots, "05-status-manual-review-and-alert").await;
+        served.push(("/ (live)".into(), page_bytes(&c).await));
+
+        // 历史 History → the task → its attempt → the viewer → an artifact.
+        c.goto(&format!("{console}/history")).await.unwrap();
+        let link = wait_for(&c, "//table[@class='history']//a[contains(., 'risk-1')]", Duration::from_secs(10)).await;
+        shot(&c, &shots, "06-history").await;
+        served.push(("/history".into(), page_bytes(&c).await));
+        link.click().await.unwrap();
+        let attempt = c.wait().at_most(Duration::from_secs(10)).for_element(Locator::Css("a.attempt")).await.unwrap();
+        shot(&c, &shots, "07-history-task").await;
+        served.push(("/history/task".into(), page_bytes(&c).await));
+        attempt.click().await.unwrap();
+        c.wait().at_most(Duration::from_secs(10)).for_element(Locator::Css("svg.overlay")).await.unwrap();
+        wait_for(&c, &with_text("b", "screen-kind", "risk_verification"), Duration::from_secs(10)).await;
+        shot(&c, &shots, "08-viewer-risk-page").await;
+        served.push(("/history/attempt".into(), page_bytes(&c).await));
+        // The drawn overlay has a real size in the page (the stylesheet applied).
+        let h = c
+            .execute("var s = document.querySelector('svg.overlay'); return s.getBoundingClientRect().height;", vec![])
+            .await
+            .unwrap();
+        assert!(h.as_f64().unwrap_or(0.0) > 100.0, "overlay height {h}");
+        // Open the screenshot artifact itself.
+        let png_link = c
+            .find(Locator::Css("section.files a[href$='.png']"))
+            .await
+            .unwrap();
+        let href = png_link.attr("href").await.unwrap().unwrap();
+        png_link.click().await.unwrap();
+        c.wait().at_most(Duration::from_secs(10)).for_element(Locator::Css("img")).await.unwrap();
+        assert!(c.current_url().await.unwrap().as_str().ends_with(&href));
+        shot(&c, &shots, "09-artifact-png").await;
+        let bytes = http.get(format!("{console}{href}")).send().await.unwrap();
+        assert_eq!(bytes.headers()["content-type"], "image/png");
+        assert!(bytes.bytes().await.unwrap().starts_with(b"\x89PNG"));
+
+        // The dry-run purchase's attempt: the sheet's option boxes, the selected ones,
+        // and the taps, drawn over the dumps.
+        c.goto(&format!("{console}/history")).await.unwrap();
+        wait_for(&c, "//table[@class='history']//a[contains(., 'buy-1')]", Duration::from_secs(10))
+            .await
+            .click()
+            .await
+            .unwrap();
+        wait_for(&c, "//a[@class='attempt']", Duration::from_secs(10)).await.click().await.unwrap();
+        wait_for(&c, "//*[@data-kind='option' and @data-selected='true']", Duration::from_secs(10)).await;
+        wait_for(&c, "//*[@data-kind='tap']", Duration::from_secs(10)).await;
+        let sheet = wait_for(&c, &with_text("b", "screen-kind", "sku_sheet"), Duration::from_secs(10)).await;
+        c.execute("arguments[0].scrollIntoView();", vec![serde_json::to_value(&sheet).unwrap()])
+            .await
+            .unwrap();
+        shot(&c, &shots, "10-viewer-purchase").await;
+        served.push(("/history/attempt (purchase)".into(), page_bytes(&c).await));
+
+        // Acknowledge the alert: it goes, claiming resumes.
+        c.goto(&format!("{console}/")).await.unwrap();
+        // The live stream swaps the section in place: an element found just before a
+        // swap is stale, so find the button again (bounded) until the click lands.
+        let ack = format!("{}//button[@type='submit']", with_text("div", "alert", "account_paused"));
+        let mut tries = 0;
+        while let Err(e) = wait_for(&c, &ack, Duration::from_secs(10)).await.click().await {
+            tries += 1;
+            assert!(tries < 5, "the ack button could not be clicked: {e}");
+        }
+        // The status page again, with no alert left in the phone's section.
+        wait_for(
+            &c,
+            "//section[@class='worker' and not(.//div[contains(concat(' ', normalize-space(@class), ' '), ' alert ')])]",
+            Duration::from_secs(30),
+        )
+        .await;
+        shot(&c, &shots, "11-status-acked").await;
+        served.push(("/ (acked)".into(), page_bytes(&c).await));
         c.close().await.unwrap();
     });
+    // The token is in the client's store: never in a page, its source or an artifact.
     for (page, source) in &served {
         assert!(!source.contains(TOKEN), "the token in {page}'s page source");
     }
-    let _ = goods_url;
     w.stop();
 }

@@ -597,19 +597,65 @@ fn doctor_command_line() {
             .env_remove("CMAUTOBUY_DEVICE");
         run_with_deadline(c, Duration::from_secs(120))
     };
+    // Every check but the Admin's passes: no Admin is configured here (exit 6; the
+    // passing run against the mock Admin is `doctor_cli.rs`).
+    let check = |v: &serde_json::Value, name: &str| -> serde_json::Value {
+        v["checks"]
+            .as_array()
+            .and_then(|a| a.iter().find(|c| c["name"] == name).cloned())
+            .unwrap_or_else(|| panic!("no {name} check: {v}"))
+    };
+    let failed = |v: &serde_json::Value| -> Vec<String> {
+        v["checks"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter(|c| c["ok"] != true)
+                    .map(|c| c["name"].as_str().unwrap_or("").to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
     let ok = run(&phone.serial());
-    assert_eq!(ok.status.code(), Some(0), "{ok:?}");
+    assert_eq!(ok.status.code(), Some(6), "{ok:?}");
     let v: serde_json::Value = serde_json::from_slice(&ok.stdout).expect("json");
-    assert_eq!(v["ready"], serde_json::json!(true));
-    assert_eq!(v["screen_width"], serde_json::json!(1080));
+    assert_eq!(failed(&v), ["admin"], "{v}");
+    assert_eq!(check(&v, "admin")["detail"], "not configured");
+    assert_eq!(v["device"]["ready"], serde_json::json!(true));
+    assert_eq!(v["device"]["screen_width"], serde_json::json!(1080));
+    // Through the adb server: its version (`host:version`) and its listing.
+    let server = check(&v, "adb_server");
+    assert!(
+        server["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("adb server version")),
+        "{server}"
+    );
+    let listed = check(&v, "adb_devices");
+    assert!(
+        listed["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains(&format!("{} (device)", phone.serial()))),
+        "{listed}"
+    );
 
     let direct = run(&format!("tcp:{}", phone.addr()));
-    assert_eq!(direct.status.code(), Some(0), "{direct:?}");
+    let v: serde_json::Value = serde_json::from_slice(&direct.stdout).expect("json");
+    assert_eq!(failed(&v), ["admin"], "{direct:?}");
 
     let bad = run("NOSUCHSERIAL");
     assert_eq!(bad.status.code(), Some(6), "{bad:?}");
     let v: serde_json::Value = serde_json::from_slice(&bad.stdout).expect("json");
     assert_eq!(v["ready"], serde_json::json!(false));
+    assert_eq!(v["device"]["ready"], serde_json::json!(false));
+    let d = check(&v, "device");
+    assert_eq!(d["ok"], false);
+    assert!(
+        d["fix"]
+            .as_str()
+            .is_some_and(|f| f.contains("`adb devices` lists it")),
+        "{d}"
+    );
 }
 
 #[test]

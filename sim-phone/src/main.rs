@@ -75,6 +75,11 @@ struct Serve {
     /// `{"lock":"swipe","screen_off_timeout_ms":30000}`.
     #[arg(long)]
     phone_state: Option<String>,
+    /// Refuse injected input (`input …` fails with INJECT_EVENTS), as MIUI / HyperOS do
+    /// until "USB调试（安全设置）" is on; same as `"input_injection_denied": true` in
+    /// --phone-state.
+    #[arg(long)]
+    input_injection_denied: bool,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -114,6 +119,9 @@ fn serve(a: Serve) -> anyhow::Result<()> {
     cfg.show_goods_id = a.show_goods_id;
     if let Some(j) = &a.phone_state {
         cfg.system = serde_json::from_str(j).context("--phone-state")?;
+    }
+    if a.input_injection_denied {
+        cfg.system.input_injection_denied = true;
     }
     if a.compact_dumps {
         cfg.dump_format = DumpFormat::Compact;

@@ -1,21 +1,42 @@
-//! `cmautobuy-client doctor`: checks the phone (state, authorization, model, screen
-//! size, PDD installed, foreground activity) and prints the report; exit 0 when ready,
-//! 6 when not, 2 on bad arguments.
+//! `cmautobuy-client doctor`: checks everything a run needs — the adb server and the
+//! devices it lists, the phone (state, authorization, model, Android, screen size,
+//! screen on and unlocked, battery, PDD installed + version, input injection), the Admin
+//! (reachable, token accepted by the idempotent §4.1 `PUT /registration` declaring what a
+//! claim would, clock skew against its `Date` header) and the data directory (writable,
+//! free space, the store's schema) — and prints every check with its fix, then the live
+//! readiness verdict ([`cmautobuy_client::doctor`]). Exit 0 when every check passes, 6
+//! when one fails (the live verdict is reported, it does not change the exit code), 2 on
+//! bad arguments.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::Args;
 
-use cmautobuy_client::device::{doctor, AdbDevice};
+use cmautobuy_client::device::adb::{list_devices, server_version};
+use cmautobuy_client::device::{doctor, AdbDevice, DeviceAddress};
+use cmautobuy_client::doctor::{self as report, Check, LiveInputs, Report};
+use cmautobuy_client::gateway::{AdminGateway, GatewayError};
+use cmautobuy_client::store::Store;
+use cmautobuy_client::upkeep::{DiskProbe, SystemDisk};
+use cmautobuy_contract::AdminErrorCode;
 
-use super::args::Globals;
+use super::args::{Conn, Globals};
 use super::exit::{Code, Failure};
 use super::{device, setup};
 
 #[derive(Args)]
 pub struct DoctorArgs {
+    /// The Admin's base URL (saved like `register --admin`); default: the configured or
+    /// saved one.
+    #[arg(long = "admin", value_name = "URL")]
+    admin: Option<String>,
+    /// The client token the Admin issued (saved like `register --token`; never printed).
+    #[arg(long, value_name = "TOKEN")]
+    token: Option<String>,
     /// An adb serial (`host:port` is `adb connect`ed through the server first) or
-    /// `tcp:HOST:PORT` (direct); default: the configured or saved device.
+    /// `tcp:HOST:PORT` (direct), saved like `run --device`; default: the configured or
+    /// saved device.
     #[arg(long, value_name = "SERIAL")]
     device: Option<String>,
     /// The adb server; default 127.0.0.1 and $ANDROID_ADB_SERVER_PORT or 5037.
@@ -25,13 +46,23 @@ pub struct DoctorArgs {
     /// created when missing.
     #[arg(long, value_name = "FILE")]
     adb_key: Option<PathBuf>,
-    /// Print the report as JSON.
+    /// Print the report as one JSON object (`checks`: `{name, ok, detail, fix}`, `ready`,
+    /// `live`: `{ready, reasons}`, `device`).
     #[arg(long)]
     json: bool,
 }
 
+/// How long the adb server may take to say its version and list its devices.
+const ADB_SERVER_DEADLINE: Duration = Duration::from_secs(5);
+
 pub fn run(g: &Globals, a: DoctorArgs) -> Result<(), Failure> {
-    let cfg = setup::load(g.overrides(None, None))?;
+    let conn = Conn {
+        admin: a.admin.clone(),
+        token: a.token.clone(),
+        device: a.device.clone().into_iter().collect(),
+        name: None,
+    };
+    let cfg = setup::load(g.overrides(Some(&conn), None))?;
     let in_doctor = |f: Failure| f.in_command("doctor");
     let target = device::resolve(
         &cfg,
@@ -46,20 +77,335 @@ pub fn run(g: &Globals, a: DoctorArgs) -> Result<(), Failure> {
             "no device: use --device SERIAL or --device tcp:HOST:PORT"
         )))
     })?;
-    let dev = AdbDevice::open(target.addr, target.options)
+    let mut checks = Vec::new();
+
+    // 1. The phone first (a `host:port` serial is `adb connect`ed by its check), then
+    // the adb server's version and listing; shown server first.
+    let dev = AdbDevice::open(target.addr.clone(), target.options.clone())
         .map_err(|e| in_doctor(Failure::usage(anyhow::anyhow!(e.to_string()))))?;
-    let report = doctor::check(&dev);
+    let phone = doctor::check_with(&dev, cfg.device_thresholds);
+    match &target.addr {
+        DeviceAddress::Server { server, .. } => {
+            match server_version(*server, ADB_SERVER_DEADLINE)
+                .and_then(|v| Ok((v, list_devices(*server, ADB_SERVER_DEADLINE)?)))
+            {
+                Ok((version, devices)) => {
+                    checks.push(Check::pass(
+                        "adb_server",
+                        format!("{server}: adb server version {version}"),
+                    ));
+                    let listed: Vec<String> = devices
+                        .iter()
+                        .map(|d| format!("{} ({})", d.serial, d.state))
+                        .collect();
+                    let unauthorized: Vec<&str> = devices
+                        .iter()
+                        .filter(|d| d.state == "unauthorized")
+                        .map(|d| d.serial.as_str())
+                        .collect();
+                    let detail = if listed.is_empty() {
+                        "no device listed".to_string()
+                    } else {
+                        format!("{} listed: {}", listed.len(), listed.join(", "))
+                    };
+                    checks.push(if unauthorized.is_empty() {
+                        Check::pass("adb_devices", detail)
+                    } else {
+                        Check::fail(
+                            "adb_devices",
+                            detail,
+                            format!(
+                                "accept the USB debugging (RSA key) prompt on {} (tick \"always allow\")",
+                                unauthorized.join(", ")
+                            ),
+                        )
+                    });
+                }
+                Err(e) => checks.push(Check::fail(
+                    "adb_server",
+                    format!("{server}: {e}"),
+                    "start the adb server: `adb start-server` (or give its address with --adb-server HOST:PORT)",
+                )),
+            }
+        }
+        DeviceAddress::Tcp(addr) => checks.push(Check::pass(
+            "adb_server",
+            format!("skipped: tcp:{addr} is reached directly, not through an adb server"),
+        )),
+    }
+    checks.extend(report::device_checks(&phone));
+
+    // 2. The data directory and the store (the Admin checks need the store: the client
+    // id, the saved Admin URL and token, what a claim would declare).
+    checks.push(report::data_dir_check(&cfg.data_dir));
+    checks.push(report::disk_check(
+        &cfg.data_dir,
+        SystemDisk.free_bytes(&cfg.data_dir),
+        cfg.resources.min_free_disk_bytes,
+    ));
+    let store = match setup::open_and_save(&cfg) {
+        Ok(store) => {
+            checks.push(match store.schema_version() {
+                Ok((v, current)) if v == current => Check::pass(
+                    "store",
+                    format!("{}: schema version {v} (current)", store.path().display()),
+                ),
+                Ok((v, current)) => Check::fail(
+                    "store",
+                    format!(
+                        "{}: schema version {v}, current {current}",
+                        store.path().display()
+                    ),
+                    "run any command of this version once to migrate it (a backup is made first)",
+                ),
+                Err(e) => Check::fail(
+                    "store",
+                    format!("{}: {e}", store.path().display()),
+                    "restore the store from <data dir>/backups/ or move it aside",
+                ),
+            });
+            Some(store)
+        }
+        Err(f) => {
+            checks.push(Check::fail(
+                "store",
+                f.message(),
+                format!(
+                    "fix what the message says (a newer client's store needs that client; a damaged one: restore from {}/backups/)",
+                    cfg.data_dir.display()
+                ),
+            ));
+            None
+        }
+    };
+
+    // 3. The Admin.
+    match &store {
+        Some(store) => checks.extend(admin_checks(&cfg, store)),
+        None => checks.push(Check::fail(
+            "admin",
+            "not checked: the store did not open",
+            "fix the store check first",
+        )),
+    }
+
+    // 4. The live verdict.
+    let live = match &store {
+        Some(store) => live_inputs(&cfg, store, &target.serial, phone.pdd_version.as_deref())?,
+        None => LiveInputs {
+            identity: Some("the store did not open".into()),
+            ..LiveInputs::default()
+        },
+    };
+    let r = Report::new(checks, &live, Some(phone));
     if a.json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&report.to_json()).unwrap_or_default()
+            serde_json::to_string_pretty(&r.to_json()).unwrap_or_default()
         );
     } else {
-        print!("{}", report.render_text());
+        print!("{}", r.render_text());
     }
-    if report.ready {
+    if r.ready {
         Ok(())
     } else {
         Err(Failure::silent(Code::NotReady))
     }
+}
+
+const TOKEN_FIX: &str = "give the token the Admin issued for this client: `cmautobuy-client doctor --token T` or `register --token T` (or CMAUTOBUY_TOKEN / token in the config file)";
+
+/// `admin` (reachable), `token` (accepted) and `clock` (skew against the answer's `Date`):
+/// one idempotent §4.1 `PUT /registration` declaring exactly what a claim would.
+fn admin_checks(cfg: &cmautobuy_client::config::Config, store: &Store) -> Vec<Check> {
+    let settings = match store.settings() {
+        Ok(s) => s,
+        Err(e) => {
+            return vec![Check::fail(
+                "admin",
+                format!("cannot read the settings: {e}"),
+                "fix the store check first",
+            )]
+        }
+    };
+    let Some(url) = settings.admin_url.clone().filter(|u| !u.is_empty()) else {
+        return vec![Check::fail(
+            "admin",
+            "not configured",
+            "give the Admin's URL: --admin URL (or admin_url in the config file / CMAUTOBUY_ADMIN_URL)",
+        )];
+    };
+    if settings.token.as_ref().is_none_or(|t| t.is_empty()) {
+        return vec![
+            Check::pass("admin", format!("{url}: not contacted (no token)")),
+            Check::fail("token", "not configured", TOKEN_FIX),
+        ];
+    }
+    let gw = match setup::gateway(cfg, store) {
+        Ok(gw) => gw,
+        Err(f) => {
+            return vec![Check::fail(
+                "token",
+                f.message(),
+                "give the token again for this Admin: --token T (with --admin URL)",
+            )]
+        }
+    };
+    let profile = match setup::declared_profile(cfg, store) {
+        Ok(p) => p,
+        Err(f) => {
+            return vec![Check::fail(
+                "admin",
+                format!("cannot compute the registration: {}", f.message()),
+                "fix the store check first",
+            )]
+        }
+    };
+    let rt = match setup::runtime() {
+        Ok(rt) => rt,
+        Err(f) => return vec![Check::fail("admin", f.message(), "run doctor again")],
+    };
+    // The gateway bounds the connection and the answer; this bounds the whole call too.
+    let limit = cfg.connect_timeout + cfg.request_timeout + Duration::from_secs(1);
+    let answer =
+        rt.block_on(async { tokio::time::timeout(limit, gw.register_client(&profile)).await });
+    let unreachable_fix = format!(
+        "check that the Admin runs and answers at {url} (network, firewall), or fix admin_url / --admin URL"
+    );
+    let mut out = Vec::new();
+    match answer {
+        Err(_) => out.push(Check::fail(
+            "admin",
+            format!("{url}: no answer within {limit:?}"),
+            unreachable_fix,
+        )),
+        Ok(Ok(r)) if r.registered => {
+            out.push(Check::pass(
+                "admin",
+                format!(
+                    "{url}: reachable, registered (declaring purchase_mode {})",
+                    profile.capabilities.purchase_mode.as_str()
+                ),
+            ));
+            out.push(Check::pass("token", "accepted"));
+        }
+        Ok(Ok(_)) => {
+            out.push(Check::pass("admin", format!("{url}: reachable")));
+            out.push(Check::fail(
+                "token",
+                "the Admin answered registered=false",
+                "ask the Admin's operator why this client id is refused; then `cmautobuy-client register`",
+            ));
+        }
+        Ok(Err(e)) => match &e {
+            GatewayError::Timeout { .. } | GatewayError::Transport { .. } => {
+                out.push(Check::fail("admin", format!("{url}: {e}"), unreachable_fix))
+            }
+            GatewayError::Rejected { status, code, .. }
+                if *status == 401
+                    || *status == 403
+                    || *code == Some(AdminErrorCode::Unauthorized) =>
+            {
+                out.push(Check::pass("admin", format!("{url}: reachable")));
+                out.push(Check::fail("token", e.to_string(), TOKEN_FIX));
+            }
+            GatewayError::Rejected { .. } | GatewayError::NotAccepted { .. } => {
+                out.push(Check::pass("admin", format!("{url}: reachable")));
+                out.push(Check::fail(
+                    "registration",
+                    e.to_string(),
+                    "read the Admin's message above; `cmautobuy-client register` sends the same registration",
+                ));
+            }
+            GatewayError::Malformed { .. }
+            | GatewayError::TooLarge { .. }
+            | GatewayError::Config(_) => out.push(Check::fail(
+                "admin",
+                format!("{url}: {e}"),
+                "check that admin_url / --admin URL is the Admin's base URL (not a page or a proxy's error)",
+            )),
+        },
+    }
+    // Any answer carried a `Date` header: the skew the runner would measure.
+    if out.iter().any(|c| c.name == "admin" && c.ok) {
+        out.push(match gw.admin_clock_offset_ms() {
+            None => Check::pass("clock", "the Admin's answer had no Date header: skew not measured"),
+            Some(ms) => {
+                let max = cfg.max_clock_skew;
+                let o = cmautobuy_client::clock_check::Offsets {
+                    admin_ms: Some(ms),
+                    phone_ms: None,
+                };
+                match cmautobuy_client::clock_check::too_far(max, &o) {
+                    None => Check::pass(
+                        "clock",
+                        format!("{ms:+} ms from the Admin's (limit {} s)", max.as_secs()),
+                    ),
+                    Some(why) => Check::fail(
+                        "clock",
+                        why,
+                        "set the host's clock right (`timedatectl set-ntp true`, or the system's time settings), or ask the Admin's operator to fix theirs",
+                    ),
+                }
+            }
+        });
+    }
+    out
+}
+
+/// The live verdict's inputs from the store and what the phone showed.
+fn live_inputs(
+    cfg: &cmautobuy_client::config::Config,
+    store: &Store,
+    device: &str,
+    pdd_version: Option<&str>,
+) -> Result<LiveInputs, Failure> {
+    use cmautobuy_client::config::PurchaseMode;
+    let settings = store.settings()?;
+    let max = cmautobuy_contract::validate::CLIENT_NAME_MAX_CHARS;
+    let identity = if settings
+        .name
+        .as_ref()
+        .is_some_and(|n| n.chars().count() > max)
+    {
+        Some(format!("the client name is longer than {max} characters"))
+    } else if !cmautobuy_client::runner::identity_valid(&settings) {
+        Some("identity not valid for live (no Admin URL or token saved, or the Admin rejected the registration)".into())
+    } else {
+        None
+    };
+    let blocking_alerts = store
+        .open_alerts()?
+        .into_iter()
+        .filter(|a| !cmautobuy_client::runner::NON_BLOCKING_ALERTS.contains(&a.kind.as_str()))
+        .map(|a| format!("{}: {}", a.kind, a.message))
+        .collect();
+    // The self-test on the version the phone shows now (the store's refusal speaks of the
+    // newest version a run recorded, which may be older).
+    let dry_run_only = cfg.purchase_mode == PurchaseMode::DryRun;
+    let vouched = cfg.allow_live && !dry_run_only;
+    let self_test = match pdd_version {
+        Some(v) if !vouched && !dry_run_only => {
+            let record = store.self_test(device, v)?.map(|r| r.record());
+            cmautobuy_client::selftest::refusal(&cmautobuy_client::selftest::LiveInputs {
+                dry_run_only,
+                vouched,
+                goods_configured: cfg.self_test_goods_id.is_some(),
+                version: Some(v),
+                record: record.as_ref(),
+            })
+        }
+        _ => None,
+    };
+    let store_refusal = match self_test {
+        Some(why) => Some(why),
+        None if dry_run_only => None,
+        None => setup::live_refusal(cfg, store, device)?,
+    };
+    Ok(LiveInputs {
+        dry_run_only,
+        identity,
+        blocking_alerts,
+        store_refusal,
+    })
 }

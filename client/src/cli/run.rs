@@ -99,6 +99,12 @@ pub fn run(g: &Globals, a: RunArgs) -> Result<(), Failure> {
     let _data_dir_lock = lock::lock_data_dir(&cfg.data_dir, HOLDER).map_err(refused)?;
     let dry_run_only = a.dry_run_only || cfg.purchase_mode == PurchaseMode::DryRun;
     let allow_live = (a.allow_live || cfg.allow_live) && !dry_run_only;
+    // The flags as configuration too: what the console's registrar declares
+    // (`setup::declared_profile`) must follow this process, never widen it.
+    if dry_run_only {
+        cfg.purchase_mode = PurchaseMode::DryRun;
+    }
+    cfg.allow_live = allow_live;
     let policy = cmautobuy_client::runner::LivePolicy {
         dry_run_only,
         vouched: allow_live,
@@ -160,6 +166,7 @@ pub fn run(g: &Globals, a: RunArgs) -> Result<(), Failure> {
                                 label: w.label.clone(),
                                 store: w.store.clone(),
                                 progress: w.progress.clone(),
+                                artifacts_root: w.config.artifacts_root.clone(),
                             })
                             .collect();
                         // The settings page registers each phone from its own store

@@ -297,6 +297,18 @@ pub fn declared_profile(cfg: &Config, store: &Store) -> Result<ClientProfile, Fa
     Ok(p)
 }
 
+/// Why the store says a claim on `device` would not declare live now (`None`: it would):
+/// `doctor`'s live verdict, with the same policy [`declared_profile`] applies.
+pub fn live_refusal(cfg: &Config, store: &Store, device: &str) -> Result<Option<String>, Failure> {
+    let dry_run_only = cfg.purchase_mode == PurchaseMode::DryRun;
+    let policy = LivePolicy {
+        dry_run_only,
+        vouched: cfg.allow_live && !dry_run_only,
+        self_test_goods_id: cfg.self_test_goods_id.clone(),
+    };
+    live_refused_by_store(cfg, store, &policy, Some(device))
+}
+
 /// Why the store says a claim would not declare live now (`None`: it would).
 fn live_refused_by_store(
     cfg: &Config,

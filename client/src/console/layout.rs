@@ -106,9 +106,13 @@ pub async fn security_headers(req: Request, next: Next) -> Response {
         HeaderValue::from_static(CSP),
     );
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    // `same-origin`, not `no-referrer`: under `no-referrer` a browser sends
+    // `Origin: null` with a form POST (Fetch, "append a request Origin header"), and the
+    // guard refuses every button (the browser test found it); nothing leaves the console
+    // either way.
     h.insert(
         header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
+        HeaderValue::from_static("same-origin"),
     );
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     h.insert(

@@ -18,6 +18,7 @@ pub mod actions;
 pub mod auth;
 pub mod auth_routes;
 pub mod guard;
+pub mod history;
 pub mod layout;
 pub mod listen;
 pub mod metrics;

@@ -4,7 +4,7 @@
 use axum::Router;
 
 use super::state::ConsoleState;
-use super::{actions, auth_routes, guard, layout, metrics, settings, status};
+use super::{actions, auth_routes, guard, history, layout, metrics, settings, status};
 
 /// The console: every page's routes, behind the guard (Host/Origin, CSRF, session) and
 /// the security headers.
@@ -15,6 +15,7 @@ pub fn router(state: ConsoleState) -> Router {
         .merge(status::routes())
         .merge(actions::routes())
         .merge(settings::routes())
+        .merge(history::routes())
         .merge(auth_routes::routes())
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),

@@ -51,6 +51,7 @@ pub(super) fn state(f: &Fixture) -> ConsoleState {
             label: "emulator-5554".into(),
             store: f.store.clone(),
             progress: f.progress.clone(),
+            artifacts_root: f._dir.path().join("artifacts"),
         }],
         HOST.parse::<SocketAddr>().unwrap(),
     )
@@ -102,7 +103,7 @@ async fn pages_carry_the_security_headers() {
             "{csp}"
         );
         assert_eq!(h[header::X_FRAME_OPTIONS], "DENY");
-        assert_eq!(h[header::REFERRER_POLICY], "no-referrer");
+        assert_eq!(h[header::REFERRER_POLICY], "same-origin");
         assert_eq!(h[header::CACHE_CONTROL], "no-store");
     }
     let (_, _, body) = send(&app, get("/")).await;

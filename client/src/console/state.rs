@@ -17,6 +17,9 @@ pub struct ConsoleWorker {
     pub label: String,
     pub store: Store,
     pub progress: ProgressHandle,
+    /// The worker's artifact root (`{data dir}/artifacts`): the 历史 pages' viewer reads
+    /// attempt folders under it.
+    pub artifacts_root: std::path::PathBuf,
 }
 
 /// Registers a worker's store with the Admin (§4.1) as it is saved now, and records the

@@ -973,6 +973,17 @@ pub fn list_devices(
     }
 }
 
+/// The adb server's version as `adb version` prints it (`1.0.41`; `host:version`),
+/// within `deadline` (`doctor`; the server is never started).
+pub fn server_version(server: SocketAddrV4, deadline: Duration) -> Result<String, DeviceError> {
+    run_bounded(Op::State, deadline, move || {
+        server_client(server)
+            .version()
+            .map(|v| v.to_string())
+            .map_err(|e| map_adb_error("-", Some(server), e))
+    })
+}
+
 fn server_client(server: SocketAddrV4) -> ADBServer {
     ADBServer::new_from_path(server, Some(NO_START_SERVER.to_string()))
 }

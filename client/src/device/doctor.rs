@@ -49,6 +49,13 @@ pub struct DoctorReport {
     /// Whether the phone accepts injected input (one `input keyevent 0`; MIUI / HyperOS
     /// refuse it until "USB调试（安全设置）" is on).
     pub input_injection: Option<bool>,
+    /// `on` / `off` / `unknown` (`dumpsys power`); an off screen is woken before a task.
+    pub screen: Option<ScreenPower>,
+    /// The lock screen (`dumpsys window policy`): `unlocked`, `swipe` (swiped away before
+    /// a task), `secure` (a PIN / pattern: only a human unlocks it), `unknown`.
+    pub lock: Option<Keyguard>,
+    /// `dumpsys battery`.
+    pub battery: Option<state::Battery>,
     pub problems: Vec<Problem>,
     pub ready: bool,
 }
@@ -69,6 +76,9 @@ impl DoctorReport {
             foreground: None,
             pdd_in_foreground: None,
             input_injection: None,
+            screen: None,
+            lock: None,
+            battery: None,
             problems: Vec::new(),
             ready: false,
         }
@@ -142,6 +152,14 @@ impl DoctorReport {
 
 /// Examine the device. Never fails: what goes wrong becomes a problem in the report.
 pub fn check(dev: &AdbDevice) -> DoctorReport {
+    check_with(dev, Thresholds::default())
+}
+
+/// [`check`] with the configured battery thresholds: also reads the screen, the lock
+/// screen and the battery (one [`read_state`] round trip) and judges them as the claim
+/// loop's device check does ([`state::assess`]: a PIN lock, a low or hot battery are
+/// problems; an off screen or a swipe lock are not — a task wakes and swipes first).
+pub fn check_with(dev: &AdbDevice, t: Thresholds) -> DoctorReport {
     let mut r = DoctorReport::new(dev);
     match dev.state() {
         Ok(state) => {
@@ -239,6 +257,21 @@ pub fn check(dev: &AdbDevice) -> DoctorReport {
             r.problem(e.failure_code(), e.to_string());
         }
         Err(e) => r.error(&e),
+    }
+
+    match read_state(dev) {
+        Ok(st) => {
+            r.screen = Some(st.screen);
+            r.lock = Some(st.keyguard);
+            r.battery = st.battery;
+            // PDD missing is already a problem above.
+            if st.pdd_installed {
+                if let Verdict::NotReady { code, message, .. } = state::assess(&st, t) {
+                    r.problem(code, message);
+                }
+            }
+        }
+        Err(p) => r.problems.push(p),
     }
 
     r.ready = r.problems.is_empty() && r.screen_width.is_some() && r.pdd_installed == Some(true);

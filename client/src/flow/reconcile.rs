@@ -97,6 +97,9 @@ pub struct ReconcileLimits {
     pub detail_expands: u32,
     /// Scrolls of one order detail.
     pub detail_swipes: u32,
+    /// Taps of a card again when the list came back with no detail page seen after the
+    /// tap (the tap went to a lock screen or a notification, or the app was slow).
+    pub card_retaps: u32,
 }
 
 impl Default for ReconcileLimits {
@@ -116,6 +119,7 @@ impl Default for ReconcileLimits {
             label_taps: 2,
             detail_expands: 2,
             detail_swipes: 6,
+            card_retaps: 2,
         }
     }
 }
@@ -261,6 +265,8 @@ pub struct ReconcileFlow {
     list_swipes: u32,
     details: u32,
     opened_in_view: usize,
+    /// Card taps repeated because no detail page followed them.
+    card_retaps: u32,
     top_seen: bool,
     last_view: Option<Vec<CardKey>>,
     orders: BTreeMap<String, OrderSeen>,
@@ -320,6 +326,7 @@ impl ReconcileFlow {
             list_swipes: 0,
             details: 0,
             opened_in_view: 0,
+            card_retaps: 0,
             top_seen: false,
             last_view: None,
             orders: BTreeMap::new(),
@@ -417,6 +424,18 @@ impl ReconcileFlow {
         self.d.step = FlowStep::ReconcileOrder;
         // Back on the list with a detail half read (the app closed it): what was read.
         self.finish_detail();
+        // Back on the list with no detail page seen since a card's tap: the tap did not
+        // open it (a lock screen that came up mid-task took it — the driver unlocked the
+        // phone —, a notification, a slow app). Skipping that card would leave the order
+        // to a human as not found (the soak saw it): the same card once more, bounded.
+        if self.phase == Phase::Detail
+            && self.opened_in_view > 0
+            && self.card_retaps < self.limits.card_retaps
+        {
+            self.card_retaps += 1;
+            self.opened_in_view -= 1;
+            self.details = self.details.saturating_sub(1);
+        }
         if l.tab.as_deref() != Some("待付款") {
             let Some(t) = l.pending_tab.clone() else {
                 return self.poll("the 待付款 tab is not on screen");

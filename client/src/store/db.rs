@@ -233,6 +233,15 @@ impl Store {
         &self.path
     }
 
+    /// The schema version of the open database (`PRAGMA user_version`) and the current
+    /// one (the migrations this code knows): `doctor` shows both.
+    pub fn schema_version(&self) -> Result<(i64, i64)> {
+        let v: i64 = self
+            .lock()
+            .query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        Ok((v, schema::MIGRATIONS.len() as i64))
+    }
+
     pub(super) fn lock(&self) -> MutexGuard<'_, Connection> {
         // A panic while holding the lock leaves SQLite consistent (transactions roll
         // back on drop), so a poisoned mutex is still safe to use.

@@ -32,6 +32,7 @@ pub struct WorldBuilder {
     admin_date_offset_secs: i64,
     private_locks: bool,
     system: Option<SystemConfig>,
+    require_token: bool,
 }
 
 impl WorldBuilder {
@@ -61,6 +62,12 @@ impl WorldBuilder {
         self
     }
 
+    /// The mock Admin refuses every request without this world's token (`401`).
+    pub fn require_token(mut self) -> Self {
+        self.require_token = true;
+        self
+    }
+
     /// The phone's own state at start (screen, lock, battery, chooser, keyboard).
     pub fn system(mut self, system: SystemConfig) -> Self {
         self.system = Some(system);
@@ -73,7 +80,11 @@ impl WorldBuilder {
             .enable_all()
             .build()
             .unwrap();
-        let admin = MockAdmin::open(MockAdminConfig::in_memory()).unwrap();
+        let mut admin_cfg = MockAdminConfig::in_memory();
+        if self.require_token {
+            admin_cfg.require_token = Some(self.token.clone());
+        }
+        let admin = MockAdmin::open(admin_cfg).unwrap();
         let op = admin.operator();
         let listener = rt
             .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
@@ -126,6 +137,7 @@ impl World {
             admin_date_offset_secs: 0,
             private_locks: false,
             system: None,
+            require_token: false,
         }
     }
 
