@@ -162,6 +162,10 @@ impl Client {
         gateway: Arc<G>,
         stop: impl Future<Output = ()> + Send + 'static,
     ) -> Result<Client, StoreError> {
+        use tracing::Instrument;
+        // The caller's span (with several phones: the phone's) on every task of this
+        // client, so that each log line names its phone.
+        let span = tracing::Span::current();
         let executor = Arc::new(executor);
         let clock = TokioClock::new();
         let settings = store.settings()?;
@@ -215,11 +219,11 @@ impl Client {
         let (relay_stop, relay_rx) = watch::channel(false);
         let relay_task = {
             let relay = relay.clone();
-            tokio::spawn(async move { relay.run(relay_rx).await })
+            tokio::spawn(async move { relay.run(relay_rx).await }.instrument(span.clone()))
         };
         let notify_task = notifier.map(|n| {
             let rx = stop_rx.clone();
-            tokio::spawn(async move { n.run(rx).await })
+            tokio::spawn(async move { n.run(rx).await }.instrument(span.clone()))
         });
         let on_stop = tokio::spawn({
             let stop_tx = stop_tx.clone();
@@ -228,6 +232,7 @@ impl Client {
                 tracing::info!("stopping");
                 let _ = stop_tx.send(true);
             }
+            .instrument(span.clone())
         });
         let task = tokio::spawn({
             let stop_tx = stop_tx.clone();
@@ -264,6 +269,7 @@ impl Client {
                 let _ = tokio::time::timeout(Duration::from_secs(2), reg).await;
                 exit
             }
+            .instrument(span)
         });
         Ok(Client {
             stop: stop_tx,

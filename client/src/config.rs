@@ -73,6 +73,10 @@ pub struct FileConfig {
     pub admin_url: Option<String>,
     pub token: Option<Secret>,
     pub device: Option<String>,
+    /// Several phones in one `run` (issue 13 item 4): one worker per phone, each with its
+    /// own store and identity ([`crate::phones`]). Env `CMAUTOBUY_DEVICES`,
+    /// comma-separated. Given, it wins over `device`.
+    pub devices: Option<Vec<String>>,
     pub name: Option<String>,
     pub poll_interval_secs: Option<f64>,
     pub connect_timeout_secs: Option<f64>,
@@ -207,6 +211,8 @@ pub struct Overrides {
     pub admin_url: Option<String>,
     pub token: Option<Secret>,
     pub device: Option<String>,
+    /// `--device` given more than once: the phones of a run with several phones.
+    pub devices: Vec<String>,
     pub name: Option<String>,
     pub poll_interval_secs: Option<f64>,
     /// `--log-format`.
@@ -239,7 +245,11 @@ pub struct Config {
     pub data_dir: PathBuf,
     pub admin_url: Option<String>,
     pub token: Option<Secret>,
+    /// The one phone (`device`, one `--device`); `None` with several phones.
     pub device: Option<String>,
+    /// The phones of a run with several (`devices`, `--device` repeated): two or more,
+    /// no duplicates; empty with one phone or none.
+    pub devices: Vec<String>,
     pub name: Option<String>,
     pub poll_interval: Duration,
     pub connect_timeout: Duration,
@@ -453,6 +463,7 @@ fn env_config(env: &dyn Fn(&str) -> Option<String>) -> Result<FileConfig, Config
         admin_url: get("ADMIN_URL"),
         token: get("TOKEN").map(Secret::new),
         device: get("DEVICE"),
+        devices: get("DEVICES").map(|v| v.split(',').map(str::to_string).collect()),
         name: get("NAME"),
         poll_interval_secs: num("POLL_INTERVAL_SECS")?,
         connect_timeout_secs: num("CONNECT_TIMEOUT_SECS")?,
@@ -604,6 +615,7 @@ fn merge(base: FileConfig, over: FileConfig) -> FileConfig {
         admin_url: over.admin_url.or(base.admin_url),
         token: over.token.or(base.token),
         device: over.device.or(base.device),
+        devices: over.devices.or(base.devices),
         name: over.name.or(base.name),
         poll_interval_secs: over.poll_interval_secs.or(base.poll_interval_secs),
         connect_timeout_secs: over.connect_timeout_secs.or(base.connect_timeout_secs),
@@ -754,12 +766,14 @@ pub fn load(flags: Overrides, env: &dyn Fn(&str) -> Option<String>) -> Result<Co
         });
     }
     let pacing = pacing(&c)?;
+    let (device, devices) = phones(&flags, &c);
     Ok(Config {
         resources,
         data_dir,
         admin_url: c.admin_url.filter(|s| !s.is_empty()),
         token: c.token.filter(|t| !t.is_empty()),
-        device: c.device.filter(|s| !s.is_empty()),
+        device,
+        devices,
         name: c.name,
         poll_interval: secs("poll_interval_secs", c.poll_interval_secs.unwrap_or(10.0))?,
         connect_timeout: secs(
@@ -829,6 +843,30 @@ pub fn load(flags: Overrides, env: &dyn Fn(&str) -> Option<String>) -> Result<Co
         },
         file: file_path,
     })
+}
+
+/// The phone, or the phones: `--device` (once or repeated) wins over the `devices` list,
+/// which wins over `device`; blanks and duplicates dropped. One phone is `(Some, [])`,
+/// several `(None, [..])`.
+fn phones(flags: &Overrides, c: &FileConfig) -> (Option<String>, Vec<String>) {
+    let listed: Vec<String> = if !flags.devices.is_empty() {
+        flags.devices.clone()
+    } else if flags.device.is_some() {
+        Vec::new()
+    } else {
+        c.devices.clone().unwrap_or_default()
+    };
+    let mut unique: Vec<String> = Vec::new();
+    for d in listed.iter().map(|d| d.trim()).filter(|d| !d.is_empty()) {
+        if !unique.iter().any(|u| u == d) {
+            unique.push(d.to_string());
+        }
+    }
+    match unique.len() {
+        0 => (c.device.clone().filter(|s| !s.is_empty()), Vec::new()),
+        1 => (unique.pop(), Vec::new()),
+        _ => (None, unique),
+    }
 }
 
 /// A size in MB as bytes (`None`: unset); 0 is allowed (it switches the bound off).
@@ -1600,5 +1638,46 @@ kinds = ["alert", "daily_summary"]
             load(Overrides::default(), &env),
             Err(ConfigError::Value { .. })
         ));
+    }
+
+    #[test]
+    fn several_phones_from_flags_the_list_or_the_environment() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("c.toml");
+        std::fs::write(
+            &file,
+            "device = \"one\"\ndevices = [\"A\", \"B\", \"A\", \" \"]\n",
+        )
+        .unwrap();
+        let env = env_of(&[("CMAUTOBUY_CONFIG", file.to_str().unwrap()), ("HOME", "/h")]);
+        // The list wins over `device`; duplicates and blanks dropped.
+        let c = load(Overrides::default(), &env).unwrap();
+        assert_eq!(
+            (c.device.as_deref(), c.devices.as_slice()),
+            (None, &["A".to_string(), "B".to_string()][..])
+        );
+        // One --device: that phone alone.
+        let one = Overrides {
+            device: Some("X".into()),
+            ..Default::default()
+        };
+        let c = load(one, &env).unwrap();
+        assert_eq!((c.device.as_deref(), c.devices.len()), (Some("X"), 0));
+        // --device repeated.
+        let two = Overrides {
+            devices: vec!["X".into(), "Y".into()],
+            ..Default::default()
+        };
+        let c = load(two, &env).unwrap();
+        assert_eq!(c.devices, ["X", "Y"]);
+        // The environment, comma-separated; a list of one is one phone.
+        let env = env_of(&[("HOME", "/h"), ("CMAUTOBUY_DEVICES", "P,Q")]);
+        assert_eq!(
+            load(Overrides::default(), &env).unwrap().devices,
+            ["P", "Q"]
+        );
+        let env = env_of(&[("HOME", "/h"), ("CMAUTOBUY_DEVICES", "P")]);
+        let c = load(Overrides::default(), &env).unwrap();
+        assert_eq!((c.device.as_deref(), c.devices.len()), (Some("P"), 0));
     }
 }

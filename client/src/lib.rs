@@ -15,6 +15,7 @@
 //! - [`spec`] — §7.1 runtime spec resolution, stored before it is sent.
 //! - [`config`] — layered configuration (defaults → TOML → `CMAUTOBUY_*` → flags).
 //! - [`lock`] — one process per data directory and per phone (OS advisory locks).
+//! - [`phones`] — several phones per data directory: each phone's store and identity.
 //! - [`logfile`] — `run`'s size-rotated log files.
 //! - [`private`] — secrets at rest: the data directory `0700`, the store and token files
 //!   `0600` (Unix).
@@ -68,6 +69,7 @@ pub mod metrics;
 pub mod notify;
 pub mod outbox;
 pub mod pacing;
+pub mod phones;
 pub mod private;
 pub mod progress;
 pub mod registration;

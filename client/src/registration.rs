@@ -11,6 +11,8 @@
 
 use std::sync::Arc;
 
+use tracing::Instrument;
+
 use crate::clock::Clock;
 use crate::gateway::{AdminGateway, GatewayError};
 use crate::store::{RegistrationStatus, Settings, SettingsPatch, Store, StoreError};
@@ -79,5 +81,8 @@ pub fn spawn<G: AdminGateway, C: Clock + Clone>(
     clock: C,
     profile: ClientProfile,
 ) -> tokio::task::JoinHandle<RegistrationStatus> {
-    tokio::spawn(async move { register(&store, gateway.as_ref(), &clock, &profile).await })
+    tokio::spawn(
+        async move { register(&store, gateway.as_ref(), &clock, &profile).await }
+            .instrument(tracing::Span::current()),
+    )
 }

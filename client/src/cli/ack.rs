@@ -13,11 +13,14 @@ use super::setup;
 #[derive(Args)]
 pub struct AckArgs {
     id: Option<i64>,
+    /// With several phones: the phone whose alerts these are (required then).
+    #[arg(long, value_name = "SERIAL")]
+    device: Option<String>,
 }
 
 pub fn run(g: &Globals, a: AckArgs) -> Result<(), Failure> {
     let cfg = setup::load(g.overrides(None, None))?;
-    let store = setup::open_store(&cfg)?;
+    let store = setup::one_phone_store(&cfg, a.device.as_deref())?;
     let now = chrono::Utc::now();
     if let Some(id) = a.id {
         let who = std::env::var("USER")

@@ -31,7 +31,14 @@ impl Globals {
             data_dir: self.data_dir.clone(),
             admin_url: conn.and_then(|c| c.admin.clone()),
             token: conn.and_then(|c| c.token.clone()).map(Secret::new),
-            device: conn.and_then(|c| c.device.clone()),
+            device: conn.and_then(|c| match c.device.as_slice() {
+                [one] => Some(one.clone()),
+                _ => None,
+            }),
+            devices: conn
+                .map(|c| c.device.clone())
+                .filter(|d| d.len() > 1)
+                .unwrap_or_default(),
             name: conn.and_then(|c| c.name.clone()),
             poll_interval_secs,
             log_format: self.log_format.clone(),
@@ -49,9 +56,10 @@ pub struct Conn {
     #[arg(long, value_name = "TOKEN")]
     pub token: Option<String>,
     /// Android device: an adb serial (`host:port` is connected through the adb server)
-    /// or `tcp:HOST:PORT` (direct).
+    /// or `tcp:HOST:PORT` (direct). Repeat it for several phones (one worker each, each
+    /// with its own store and identity; config `devices`).
     #[arg(long, value_name = "SERIAL")]
-    pub device: Option<String>,
+    pub device: Vec<String>,
     /// Display name sent to the Admin (at most 50 characters).
     #[arg(long)]
     pub name: Option<String>,

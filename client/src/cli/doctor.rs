@@ -59,7 +59,7 @@ pub fn run(g: &Globals, a: DoctorArgs) -> Result<(), Failure> {
     let conn = Conn {
         admin: a.admin.clone(),
         token: a.token.clone(),
-        device: a.device.clone(),
+        device: a.device.clone().into_iter().collect(),
         name: None,
     };
     let cfg = setup::load(g.overrides(Some(&conn), None))?;

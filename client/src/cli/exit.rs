@@ -68,6 +68,16 @@ impl Failure {
         }
     }
 
+    /// The same failure, its message (if any) printed now prefixed with `prefix`, and
+    /// silent from here on (several phones: each phone's failure is printed as it
+    /// happens, the command exits with the first one's code).
+    pub fn print_with(self, prefix: &str) -> Self {
+        if let Some(e) = &self.error {
+            eprintln!("{prefix}{e:#}");
+        }
+        Failure::silent(self.code)
+    }
+
     /// The message (without the command's name), for a caller that reports it elsewhere.
     pub fn message(&self) -> String {
         self.error

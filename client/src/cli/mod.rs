@@ -11,6 +11,7 @@ mod device;
 mod doctor;
 mod inspect;
 mod outbox;
+mod progress;
 mod register;
 mod rehearse;
 mod run;

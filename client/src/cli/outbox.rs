@@ -9,6 +9,9 @@ use super::setup;
 
 #[derive(Args)]
 pub struct OutboxArgs {
+    /// With several phones: the phone whose outbox this is (required then).
+    #[arg(long, value_name = "SERIAL", global = true)]
+    device: Option<String>,
     #[command(subcommand)]
     command: OutboxCommand,
 }
@@ -28,7 +31,7 @@ enum OutboxCommand {
 
 pub fn run(g: &Globals, a: OutboxArgs) -> Result<(), Failure> {
     let cfg = setup::load(g.overrides(None, None))?;
-    let store = setup::open_store(&cfg)?;
+    let store = setup::one_phone_store(&cfg, a.device.as_deref())?;
     match a.command {
         OutboxCommand::List { all, json } => {
             let items = store.outbox_list(all)?;

@@ -22,6 +22,25 @@ pub struct RegisterArgs {
 
 pub fn run(g: &Globals, a: RegisterArgs) -> Result<(), Failure> {
     let cfg = setup::load(g.overrides(Some(&a.conn), None))?;
+    if cfg.devices.is_empty() {
+        return register(&cfg);
+    }
+    // Several phones: each registers as its own client (its store, its identity); the
+    // first failure is the exit code, after every phone had its turn.
+    let mut first_failure = None;
+    for (serial, pc) in setup::phone_configs(&cfg)? {
+        println!("phone {serial}:");
+        if let Err(f) = register(&pc) {
+            let f = f.print_with(&format!("cmautobuy-client register: phone {serial}: "));
+            first_failure.get_or_insert(f);
+        }
+    }
+    first_failure.map_or(Ok(()), Err)
+}
+
+/// Saves and registers the one phone (or none) of `cfg`.
+fn register(cfg: &cmautobuy_client::config::Config) -> Result<(), Failure> {
+    let cfg = cfg.clone();
     let store = setup::open_and_save(&cfg)?;
     let settings = store.settings()?;
     println!(

@@ -18,16 +18,18 @@ use cmautobuy_client::clock::TokioClock;
 use cmautobuy_client::config::{Config, PurchaseMode};
 use cmautobuy_client::console::{self, ConsoleAddr, ConsoleState, ConsoleWorker};
 use cmautobuy_client::device::adb::default_adb_server;
+use cmautobuy_client::gateway::HttpAdminGateway;
 use cmautobuy_client::job::adb::AdbSource;
 use cmautobuy_client::lock::{self, LockError, ProcessLock};
 use cmautobuy_client::progress::ProgressHandle;
 use cmautobuy_client::registration;
 use cmautobuy_client::runner::RunExit;
+use cmautobuy_client::store::{Store, StoreError};
 use cmautobuy_client::upkeep::UpkeepConfig;
 
 use super::args::{Conn, Globals};
 use super::exit::{Code, Failure};
-use super::{device, setup};
+use super::{device, progress, setup};
 
 #[derive(Args)]
 pub struct RunArgs {
@@ -108,28 +110,237 @@ pub fn run(g: &Globals, a: RunArgs) -> Result<(), Failure> {
         vouched: allow_live,
         self_test_goods_id: cfg.self_test_goods_id.clone(),
     };
-    let (phone, _device_lock) = if a.stub_executor {
-        (Phone::Stub, None)
-    } else {
-        phone(&cfg, &policy)?
-    };
     if policy.may_go_live() && cfg.expected_address.is_empty() {
         tracing::warn!("live purchases without an address fingerprint (`expected_address`): orders go to whatever address PDD preselects; set it to the warehouse's street and receiver");
     }
-    let store = setup::open_and_save(&cfg)?;
-    let gw = Arc::new(setup::gateway(&cfg, &store)?);
+    let workers = if cfg.devices.is_empty() || a.stub_executor {
+        let (phone, device_lock) = if a.stub_executor {
+            (Phone::Stub, None)
+        } else {
+            phone(&cfg, &policy, None)?
+        };
+        let store = setup::open_and_save(&cfg)?;
+        let gateway = Arc::new(setup::gateway(&cfg, &store)?);
+        let progress = ProgressHandle::new();
+        vec![Worker {
+            serial: None,
+            label: store
+                .settings()
+                .ok()
+                .and_then(|s| s.device)
+                .unwrap_or_else(|| "-".into()),
+            config: client_config(&cfg, a.exit_when_idle, &policy, &progress),
+            progress,
+            store,
+            phone,
+            gateway,
+            _lock: device_lock,
+        }]
+    } else {
+        several(&cfg, a.exit_when_idle, &policy)?
+    };
+    if !cfg.notify.webhooks.is_empty() {
+        let hooks: Vec<String> = cfg
+            .notify
+            .webhooks
+            .iter()
+            .map(|w| format!("{} ({})", w.label, w.id))
+            .collect();
+        tracing::info!(webhooks = %hooks.join(", "), "notifications go to these webhooks");
+    }
     let rt = setup::runtime()?;
-    let progress = ProgressHandle::new();
-    let device_label = store
-        .settings()
-        .ok()
-        .and_then(|s| s.device)
-        .unwrap_or_else(|| "-".into());
-    let config = ClientConfig {
+    let console = console::bind(cfg.console);
+    let progress = progress::wanted(cfg.log_format);
+    let ends = rt.block_on(async {
+        let stores: Vec<Store> = workers.iter().map(|w| w.store.clone()).collect();
+        if let Some(l) = console {
+            match tokio::net::TcpListener::from_std(l) {
+                Ok(l) => match l.local_addr() {
+                    Ok(addr) => {
+                        // On stdout, for the operator and for scripts.
+                        println!("console: http://{addr}/ (状态 Status, 设置 Settings, 历史 History; GET /metrics, /healthz)");
+                        // Every phone, one section each.
+                        let shown = workers
+                            .iter()
+                            .map(|w| ConsoleWorker {
+                                label: w.label.clone(),
+                                store: w.store.clone(),
+                                progress: w.progress.clone(),
+                                artifacts_root: w.config.artifacts_root.clone(),
+                            })
+                            .collect();
+                        // The settings page registers each phone from its own store
+                        // (its identity, Admin and token); the rest of `cfg` is the
+                        // same for every phone.
+                        let mut state = ConsoleState::new(shown, addr)
+                            .with_adb_server(default_adb_server(
+                                std::env::var("ANDROID_ADB_SERVER_PORT").ok().as_deref(),
+                            ))
+                            .with_registrar(registrar(&cfg));
+                        if let Some(p) = &cfg.console_password {
+                            state = state.with_password(p);
+                        }
+                        tokio::spawn(console::serve(l, state, std::future::pending()));
+                    }
+                    Err(e) => tracing::warn!(error = %e, "console not started"),
+                },
+                Err(e) => tracing::warn!(error = %e, "console not started"),
+            }
+        }
+        // One stop signal for every worker: the first Ctrl-C / SIGTERM drains them all.
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        tokio::spawn({
+            let stores = stores.clone();
+            async move {
+                drain_on_signal(stores).await;
+                let _ = stop_tx.send(true);
+                // Kept open: a dropped sender would read as "stop" too, which it is.
+                std::future::pending::<()>().await;
+            }
+        });
+        if progress {
+            let phones = workers
+                .iter()
+                .map(|w| (w.serial.clone(), w.store.clone(), w.progress.clone()))
+                .collect();
+            tokio::spawn(progress::lines(phones));
+        }
+        let mut waits = Vec::new();
+        let mut ends = Vec::new();
+        for w in workers {
+            let mut rx = stop_rx.clone();
+            let stop = async move {
+                let _ = rx.wait_for(|stop| *stop).await;
+            };
+            let span = match &w.serial {
+                Some(s) => tracing::info_span!("phone", serial = %s),
+                None => tracing::Span::none(),
+            };
+            let started = {
+                let _in = span.enter();
+                Client::start(w.config, w.store, w.phone, w.gateway, stop)
+            };
+            match started {
+                Ok(client) => waits.push((w.serial, w._lock, tokio::spawn(client.wait()))),
+                Err(e) => {
+                    tracing::error!(phone = ?w.serial, error = %e, "this phone's worker did not start");
+                    ends.push((w.serial, End::Error(e.to_string())));
+                }
+            }
+        }
+        for (serial, lock, wait) in waits {
+            let end = match wait.await {
+                Ok(Ok(exit)) => End::Exit(exit),
+                Ok(Err(e)) => End::Error(e.to_string()),
+                Err(e) if e.is_panic() => End::Panic(panic_message(e.into_panic())),
+                Err(_) => End::Exit(RunExit::Shutdown),
+            };
+            if let Some(s) = &serial {
+                tracing::info!(phone = %s, outcome = %end.describe(), "phone worker stopped");
+            }
+            // The phone is free once its worker has stopped.
+            drop(lock);
+            ends.push((serial, end));
+        }
+        ends
+    });
+    if SECOND_SIGNAL.load(std::sync::atomic::Ordering::SeqCst) {
+        // The drain ended before the safe-point loop took its exit: same code.
+        return Err(Failure::silent(Code::Interrupted));
+    }
+    exit_of(ends)
+}
+
+/// One phone's worker, ready to start.
+struct Worker {
+    /// The phone's serial with several phones (log lines and progress name it); `None`
+    /// for the one phone of a single-phone run.
+    serial: Option<String>,
+    /// How the console names the phone (its serial, or `-` without a phone).
+    label: String,
+    /// The phone's progress board (the console and the progress lines read it).
+    progress: ProgressHandle,
+    config: ClientConfig,
+    store: Store,
+    phone: Phone,
+    gateway: Arc<HttpAdminGateway>,
+    /// The phone's process lock, held until its worker stopped.
+    _lock: Option<ProcessLock>,
+}
+
+/// How one worker ended.
+#[derive(Clone, Debug, PartialEq)]
+enum End {
+    Exit(RunExit),
+    /// The store failed (the worker could not start, or its claim loop stopped on it).
+    Error(String),
+    Panic(String),
+}
+
+impl End {
+    fn describe(&self) -> String {
+        match self {
+            End::Exit(RunExit::Shutdown) => "stopped".into(),
+            End::Exit(RunExit::Idle) => "idle".into(),
+            End::Exit(RunExit::Blocked(r)) => format!("blocked: {r}"),
+            End::Error(e) => format!("failed: {e}"),
+            End::Panic(e) => format!("panicked: {e}"),
+        }
+    }
+
+    /// Most severe first: a panic (1), a store failure (3), blocked (5), then idle or
+    /// stopped (0).
+    fn severity(&self) -> u8 {
+        match self {
+            End::Panic(_) => 3,
+            End::Error(_) => 2,
+            End::Exit(RunExit::Blocked(_)) => 1,
+            End::Exit(_) => 0,
+        }
+    }
+}
+
+/// The exit of `run`: the most severe of its workers' ends — a panic 1, a store failure 3,
+/// claiming blocked by an operator alert 5, idle or stopped 0 — naming the phone with
+/// several phones.
+fn exit_of(ends: Vec<(Option<String>, End)>) -> Result<(), Failure> {
+    let Some((serial, worst)) = ends.into_iter().max_by_key(|(_, e)| e.severity()) else {
+        return Ok(());
+    };
+    let on = serial.map(|s| format!("phone {s}: ")).unwrap_or_default();
+    match worst {
+        End::Exit(RunExit::Shutdown | RunExit::Idle) => Ok(()),
+        End::Exit(RunExit::Blocked(reason)) => Err(Failure::new(
+            Code::Blocked,
+            anyhow::anyhow!("{on}claiming is stopped until the operator acts: {reason} (see `cmautobuy-client status`, then `cmautobuy-client ack`)"),
+        )),
+        End::Error(e) => Err(Failure::new(Code::Store, anyhow::anyhow!("{on}{e}"))),
+        End::Panic(e) => Err(Failure::new(
+            Code::Unexpected,
+            anyhow::anyhow!("{on}the worker panicked: {e}"),
+        )),
+    }
+}
+
+fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(no message)".into())
+}
+
+/// How a worker runs on the phone whose folder is `cfg.data_dir`.
+fn client_config(
+    cfg: &Config,
+    exit_when_idle: bool,
+    policy: &cmautobuy_client::runner::LivePolicy,
+    progress: &ProgressHandle,
+) -> ClientConfig {
+    ClientConfig {
         poll_interval: cfg.poll_interval,
-        exit_when_idle: a.exit_when_idle,
-        allow_live,
-        dry_run_only,
+        exit_when_idle,
+        allow_live: policy.vouched,
+        dry_run_only: policy.dry_run_only,
         self_test_goods_id: cfg.self_test_goods_id.clone(),
         artifacts_root: cfg.data_dir.join("artifacts"),
         retention: cfg.retention,
@@ -148,66 +359,43 @@ pub fn run(g: &Globals, a: RunArgs) -> Result<(), Failure> {
         backups_keep: cfg.backups_keep,
         max_clock_skew: cfg.max_clock_skew,
         progress: Some(progress.clone()),
-    };
-    if !cfg.notify.webhooks.is_empty() {
-        let hooks: Vec<String> = cfg
-            .notify
-            .webhooks
-            .iter()
-            .map(|w| format!("{} ({})", w.label, w.id))
-            .collect();
-        tracing::info!(webhooks = %hooks.join(", "), "notifications go to these webhooks");
     }
-    let console = console::bind(cfg.console);
-    let exit = rt
-        .block_on(async {
-            if let Some(l) = console {
-                match tokio::net::TcpListener::from_std(l) {
-                    Ok(l) => {
-                        match l.local_addr() {
-                            Ok(addr) => {
-                                // On stdout, for the operator and for scripts.
-                                println!("console: http://{addr}/ (状态 Status, 设置 Settings, 历史 History; GET /metrics, /healthz)");
-                                let mut state = ConsoleState::new(
-                                    vec![ConsoleWorker {
-                                        label: device_label.clone(),
-                                        store: store.clone(),
-                                        progress: progress.clone(),
-                                        artifacts_root: cfg.data_dir.join("artifacts"),
-                                    }],
-                                    addr,
-                                )
-                                .with_adb_server(default_adb_server(
-                                    std::env::var("ANDROID_ADB_SERVER_PORT").ok().as_deref(),
-                                ))
-                                .with_registrar(registrar(&cfg));
-                                if let Some(p) = &cfg.console_password {
-                                    state = state.with_password(p);
-                                }
-                                tokio::spawn(console::serve(l, state, std::future::pending()));
-                            }
-                            Err(e) => tracing::warn!(error = %e, "console not started"),
-                        }
-                    }
-                    Err(e) => tracing::warn!(error = %e, "console not started"),
-                }
-            }
-            let stop = drain_on_signal(store.clone());
-            let client = Client::start(config, store, phone, gw, stop)?;
-            client.wait().await
-        })
-        .map_err(|e| Failure::new(Code::Store, e))?;
-    if SECOND_SIGNAL.load(std::sync::atomic::Ordering::SeqCst) {
-        // The drain ended before the safe-point loop took its exit: same code.
-        return Err(Failure::silent(Code::Interrupted));
+}
+
+/// The workers of a run with several phones ([`cmautobuy_client::phones`]): each phone in
+/// its folder (or the root store's), with its own store, identity, gateway, artifacts
+/// and process lock; the name `NAME · SERIAL` when a name is configured. The ADB key is
+/// the data directory's one.
+fn several(
+    cfg: &Config,
+    exit_when_idle: bool,
+    policy: &cmautobuy_client::runner::LivePolicy,
+) -> Result<Vec<Worker>, Failure> {
+    let adb_key = cfg.data_dir.join("adbkey");
+    let mut workers = Vec::new();
+    for (serial, pc) in setup::phone_configs(cfg).map_err(|f| f.in_command("run"))? {
+        let (phone, device_lock) = phone(&pc, policy, Some(&adb_key))?;
+        let store = setup::open_and_save(&pc)?;
+        let gateway = Arc::new(setup::gateway(&pc, &store)?);
+        tracing::info!(
+            phone = %serial,
+            client_id = %store.settings()?.client_id,
+            folder = %pc.data_dir.display(),
+            "phone worker"
+        );
+        let progress = ProgressHandle::new();
+        workers.push(Worker {
+            label: serial.clone(),
+            serial: Some(serial),
+            config: client_config(&pc, exit_when_idle, policy, &progress),
+            progress,
+            store,
+            phone,
+            gateway,
+            _lock: device_lock,
+        });
     }
-    match exit {
-        RunExit::Shutdown | RunExit::Idle => Ok(()),
-        RunExit::Blocked(reason) => Err(Failure::new(
-            Code::Blocked,
-            anyhow::anyhow!("claiming is stopped until the operator acts: {reason} (see `cmautobuy-client status`, then `cmautobuy-client ack`)"),
-        )),
-    }
+    Ok(workers)
 }
 
 /// What the console's settings page calls after a save: §4.1 registration with the
@@ -258,9 +446,15 @@ fn refused(e: LockError) -> Failure {
 fn phone(
     cfg: &Config,
     policy: &cmautobuy_client::runner::LivePolicy,
+    adb_key: Option<&std::path::Path>,
 ) -> Result<(Phone, Option<ProcessLock>), Failure> {
-    let saved = setup::open_store(cfg)?.settings()?.device;
-    let Some(target) = device::resolve(cfg, None, || saved, None, None)? else {
+    let saved = || {
+        setup::open_store(cfg)
+            .ok()
+            .and_then(|s| s.settings().ok())
+            .and_then(|s| s.device)
+    };
+    let Some(target) = device::resolve(cfg, None, saved, None, adb_key)? else {
         tracing::warn!("no device configured (--device SERIAL or tcp:HOST:PORT): tasks will wait");
         return Ok((Phone::None, None));
     };
@@ -304,7 +498,10 @@ static SECOND_SIGNAL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicB
 /// ([`cmautobuy_client::store::Store::at_safe_point`]). A collect or a purchase before its
 /// mark is abandoned as in a crash: the next start runs the collect again and reports the
 /// purchase attempt `retry_wait INTERRUPTED_BEFORE_SUBMIT`.
-async fn drain_on_signal(store: cmautobuy_client::store::Store) {
+///
+/// With several phones the safe point is every store's at once
+/// ([`all_at_safe_point`]).
+async fn drain_on_signal(stores: Vec<Store>) {
     let mut signals = Signals::new();
     signals.next().await;
     tracing::warn!(
@@ -316,7 +513,7 @@ async fn drain_on_signal(store: cmautobuy_client::store::Store) {
         SECOND_SIGNAL.store(true, std::sync::atomic::Ordering::SeqCst);
         tracing::warn!("second stop signal: exiting at the next safe point for money");
         loop {
-            match store.at_safe_point(|| std::process::exit(EXIT_INTERRUPTED)) {
+            match all_at_safe_point(&stores, || std::process::exit(EXIT_INTERRUPTED)) {
                 Ok(_) => {}
                 Err(e) => {
                     tracing::warn!(error = %e, "cannot read the store for a safe point; waiting for the drain")
@@ -325,6 +522,20 @@ async fn drain_on_signal(store: cmautobuy_client::store::Store) {
             tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         }
     });
+}
+
+/// Runs `f` while every store is at a safe point for money
+/// ([`Store::at_safe_point`]), holding each store's connection lock (taken in the order
+/// given, the only place that holds more than one) so that no purchase can mark in
+/// between; `Ok(None)` when one of them is not.
+fn all_at_safe_point<R>(stores: &[Store], f: impl FnOnce() -> R) -> Result<Option<R>, StoreError> {
+    match stores.split_first() {
+        None => Ok(Some(f())),
+        Some((first, rest)) => first
+            .at_safe_point(|| all_at_safe_point(rest, f))
+            .and_then(|r| r.transpose())
+            .map(Option::flatten),
+    }
 }
 
 /// Ctrl-C, or SIGTERM on Unix; the handlers stay installed from the first wait on, so a

@@ -20,13 +20,25 @@ pub struct SelfTestArgs {
 
 pub fn run(g: &Globals, a: SelfTestArgs) -> Result<(), Failure> {
     let cfg = setup::load(g.overrides(None, None))?;
-    let store = setup::open_store(&cfg)?;
-    store.request_self_test(a.device.as_deref())?;
-    let phone = a
-        .device
-        .or(store.settings()?.device)
-        .unwrap_or_else(|| "the phone".into());
-    println!("self-test requested for {phone}: the running client does it before its next claim (or at its next start); see `cmautobuy-client status`");
+    // Several phones (`cmautobuy_client::phones`): `--device` picks the phone's store
+    // (the root store when no phone has that serial); without it every phone's store
+    // gets the request.
+    let stores = match a.device.as_deref() {
+        Some(d) => match setup::phone_stores(&cfg, Some(d)) {
+            Ok(s) => s,
+            Err(_) => vec![setup::open_store(&cfg)?],
+        },
+        None => setup::phone_stores(&cfg, None)?,
+    };
+    for store in stores {
+        store.request_self_test(a.device.as_deref())?;
+        let phone = a
+            .device
+            .clone()
+            .or(store.settings()?.device)
+            .unwrap_or_else(|| "the phone".into());
+        println!("self-test requested for {phone}: the running client does it before its next claim (or at its next start); see `cmautobuy-client status`");
+    }
     if cfg.self_test_goods_id.is_none() {
         println!("WARNING: {} (config `self_test_goods_id` / CMAUTOBUY_SELF_TEST_GOODS_ID); no self-test runs without it", cmautobuy_client::selftest::NEEDS_GOODS);
     }

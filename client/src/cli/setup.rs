@@ -100,6 +100,107 @@ pub fn open_store(cfg: &Config) -> Result<Store, Failure> {
     Ok(Store::open(&Store::path_in(&cfg.data_dir))?)
 }
 
+/// With several phones (`cfg.devices`), each phone's configuration
+/// ([`cmautobuy_client::phones`]): its folder as the data directory, its serial as the
+/// device, `NAME · SERIAL` as the name when a name is configured (refused over 50
+/// characters). The logs, the lock directory and the ADB key stay the data directory's.
+pub fn phone_configs(cfg: &Config) -> Result<Vec<(String, Config)>, Failure> {
+    use cmautobuy_client::phones;
+    let root_device = super::device::saved_if_any(cfg);
+    let homes = phones::homes_on_disk(&cfg.data_dir, &cfg.devices, root_device.as_deref());
+    let mut out = Vec::with_capacity(homes.len());
+    for h in homes {
+        let mut pc = cfg.clone();
+        pc.data_dir = h.dir;
+        pc.device = Some(h.serial.clone());
+        pc.devices = Vec::new();
+        pc.name = match &cfg.name {
+            Some(n) => Some(
+                phones::phone_name(n, &h.serial).map_err(|e| Failure::usage(anyhow::anyhow!(e)))?,
+            ),
+            None => None,
+        };
+        out.push((h.serial, pc));
+    }
+    Ok(out)
+}
+
+/// The stores `status`, `ack` and `outbox` read ([`cmautobuy_client::phones`]): with
+/// `device`, that phone's (its folder's, else the root store when it is that phone's);
+/// without, the root store and every phone folder's (the root store alone — created as
+/// before — when there are no phone folders).
+pub fn phone_stores(cfg: &Config, device: Option<&str>) -> Result<Vec<Store>, Failure> {
+    use cmautobuy_client::phones;
+    let folders = phones::folders(&cfg.data_dir);
+    let root = Store::path_in(&cfg.data_dir);
+    if let Some(d) = device {
+        let dir = phones::phone_dir(&cfg.data_dir, d);
+        if folders.contains(&dir) {
+            return Ok(vec![Store::open(&Store::path_in(&dir))?]);
+        }
+        if root.exists() {
+            let store = open_store(cfg)?;
+            if store.settings()?.device.as_deref() == Some(d) {
+                return Ok(vec![store]);
+            }
+        }
+        return Err(Failure::usage(anyhow::anyhow!(
+            "no store of the phone {d} in {} (its phones: {})",
+            cfg.data_dir.display(),
+            known_phones(cfg, &folders)
+        )));
+    }
+    let mut stores = Vec::new();
+    if root.exists() || folders.is_empty() {
+        stores.push(open_store(cfg)?);
+    }
+    for f in &folders {
+        stores.push(Store::open(&Store::path_in(f))?);
+    }
+    Ok(stores)
+}
+
+/// The one store `ack` and `outbox` act on: `device`'s, or the only one; several phones
+/// without `--device` are refused (which phone's alert or item is meant is not a guess).
+pub fn one_phone_store(cfg: &Config, device: Option<&str>) -> Result<Store, Failure> {
+    let mut stores = phone_stores(cfg, device)?;
+    if stores.len() == 1 {
+        if let Some(s) = stores.pop() {
+            return Ok(s);
+        }
+    }
+    Err(Failure::usage(anyhow::anyhow!(
+        "{} holds several phones ({}): pick one with --device SERIAL (`cmautobuy-client status` shows each phone's alerts and outbox)",
+        cfg.data_dir.display(),
+        known_phones(cfg, &cmautobuy_client::phones::folders(&cfg.data_dir))
+    )))
+}
+
+/// The phones of a data directory as their stores name them (`A, B`).
+fn known_phones(cfg: &Config, folders: &[std::path::PathBuf]) -> String {
+    let root = Store::path_in(&cfg.data_dir);
+    let mut paths: Vec<std::path::PathBuf> = Vec::new();
+    if root.exists() {
+        paths.push(root);
+    }
+    paths.extend(folders.iter().map(|f| Store::path_in(f)));
+    let names: Vec<String> = paths
+        .iter()
+        .map(|p| {
+            Store::open(p)
+                .ok()
+                .and_then(|s| s.settings().ok())
+                .and_then(|s| s.device)
+                .unwrap_or_else(|| "(no device)".into())
+        })
+        .collect();
+    if names.is_empty() {
+        "none".into()
+    } else {
+        names.join(", ")
+    }
+}
+
 /// Saves what the user gave (the §4.1 local save) and returns the store.
 pub fn open_and_save(cfg: &Config) -> Result<Store, Failure> {
     // §4.1: at most 50 characters; refuse here rather than be rejected by the Admin.

@@ -12,12 +12,45 @@ use super::setup;
 pub struct StatusArgs {
     #[arg(long)]
     json: bool,
+    /// With several phones: this phone's store only (default: every phone, one section
+    /// each; `--json`: `{"phones": [...]}`).
+    #[arg(long, value_name = "SERIAL")]
+    device: Option<String>,
 }
 
 pub fn run(g: &Globals, a: StatusArgs) -> Result<(), Failure> {
     let cfg = setup::load(g.overrides(None, None))?;
-    let json = a.json;
-    let store = setup::open_store(&cfg)?;
+    let stores = setup::phone_stores(&cfg, a.device.as_deref())?;
+    if let [store] = stores.as_slice() {
+        if let Some(v) = report(&cfg, store, a.json)? {
+            println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        }
+        return Ok(());
+    }
+    let mut all = Vec::new();
+    for (i, store) in stores.iter().enumerate() {
+        if !a.json {
+            if i > 0 {
+                println!();
+            }
+            let device = store.settings()?.device.unwrap_or_else(|| "-".into());
+            println!("=== phone {device} ===");
+        }
+        all.extend(report(&cfg, store, a.json)?);
+    }
+    if a.json {
+        let v = serde_json::json!({ "phones": all });
+        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+    }
+    Ok(())
+}
+
+/// One store's status: printed as text, or returned as one JSON object with `json`.
+fn report(
+    cfg: &cmautobuy_client::config::Config,
+    store: &cmautobuy_client::store::Store,
+    json: bool,
+) -> Result<Option<serde_json::Value>, Failure> {
     let s = store.settings()?;
     let alerts = store.open_alerts()?;
     let pause = store.device_pause()?;
@@ -77,8 +110,7 @@ pub fn run(g: &Globals, a: StatusArgs) -> Result<(), Failure> {
             "outbox": summary.outbox.iter().map(|(k, n)| (k.as_str().to_string(), serde_json::json!(n))).collect::<serde_json::Map<_, _>>(),
             "webhooks": store.webhook_counts()?.into_iter().map(|(k, n)| (k, serde_json::json!(n))).collect::<serde_json::Map<_, _>>(),
         });
-        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
-        return Ok(());
+        return Ok(Some(v));
     }
     println!("client id:    {}", s.client_id);
     println!("name:         {}", s.name.as_deref().unwrap_or("-"));
@@ -305,5 +337,5 @@ pub fn run(g: &Globals, a: StatusArgs) -> Result<(), Failure> {
     if !hooks.is_empty() {
         println!("webhooks:     {}", fmt(hooks));
     }
-    Ok(())
+    Ok(None)
 }

@@ -157,7 +157,7 @@ impl<S: DeviceSource> Executor for FlowExecutor<S> {
     async fn check_device(&self) -> DeviceCheck {
         let source = self.source.clone();
         let probe_input = self.input_refused.clone();
-        let checked = tokio::task::spawn_blocking(move || {
+        let checked = tokio::task::spawn_blocking(in_span(move || {
             let state = source.check()?;
             if probe_input.load(Ordering::SeqCst) {
                 probe_injected_input(&*source)?;
@@ -165,7 +165,7 @@ impl<S: DeviceSource> Executor for FlowExecutor<S> {
                 tracing::info!("the phone accepts injected input again");
             }
             Ok::<_, crate::device::doctor::Problem>(state)
-        });
+        }));
         match checked.await {
             Ok(Ok(state)) => {
                 self.note_version(state.pdd_version.as_deref());
@@ -184,7 +184,8 @@ impl<S: DeviceSource> Executor for FlowExecutor<S> {
 
     async fn check_account(&self) -> Option<AccountCheck> {
         let source = self.source.clone();
-        let joined = tokio::task::spawn_blocking(move || super::account::check(&*source)).await;
+        let joined =
+            tokio::task::spawn_blocking(in_span(move || super::account::check(&*source))).await;
         Some(match joined {
             Ok((check, stats)) => {
                 tracing::info!(
@@ -237,10 +238,10 @@ impl<S: DeviceSource> Executor for FlowExecutor<S> {
 
     async fn phone_clock_offset_ms(&self) -> Option<i64> {
         let source = self.source.clone();
-        tokio::task::spawn_blocking(move || {
+        tokio::task::spawn_blocking(in_span(move || {
             let device = source.device().ok()?;
             super::skew::measure(&*device).offset_ms
-        })
+        }))
         .await
         .ok()
         .flatten()
@@ -253,7 +254,7 @@ impl<S: DeviceSource> Executor for FlowExecutor<S> {
         let fallback = job.clone();
         let purchase = self.purchase.clone();
         let version_read = self.version_read.clone();
-        let joined = tokio::task::spawn_blocking(move || {
+        let joined = tokio::task::spawn_blocking(in_span(move || {
             // One round trip per task: the version goes into the manifest's sidecar and
             // the report (issue 12 item 6), and is the freshest the gate knows.
             let pdd_version = match try_read_pdd_version(&*source) {
@@ -283,7 +284,7 @@ impl<S: DeviceSource> Executor for FlowExecutor<S> {
             };
             stamp_pdd_version(&cfg, &job, &mut out, pdd_version.as_deref());
             (out, rep)
-        })
+        }))
         .await;
         let (outcome, report) = match joined {
             Ok(r) => r,
@@ -339,12 +340,12 @@ impl<S: DeviceSource> Executor for FlowExecutor<S> {
         let _board = OnBoard::begin(&self.cfg, &job);
         let source = self.source.clone();
         let cfg = self.cfg.clone();
-        let joined = tokio::task::spawn_blocking(move || {
+        let joined = tokio::task::spawn_blocking(in_span(move || {
             let pdd_version = read_pdd_version(&*source);
             let (mut out, rep) = super::purchase::recover_run(&*source, &cfg, &*backend, &job);
             stamp_pdd_version(&cfg, &job, &mut out, pdd_version.as_deref());
             (out, rep)
-        })
+        }))
         .await;
         match joined {
             Ok((outcome, report)) => {
@@ -404,4 +405,11 @@ fn probe_injected_input<S: DeviceSource + ?Sized>(
     };
     let device = source.device().map_err(problem)?;
     device.key(crate::device::KeyCode::UNKNOWN).map_err(problem)
+}
+
+/// `f` on a blocking thread, inside the caller's span (with several phones: the phone's),
+/// so that the job's log lines name their phone.
+fn in_span<R>(f: impl FnOnce() -> R + Send + 'static) -> impl FnOnce() -> R + Send + 'static {
+    let span = tracing::Span::current();
+    move || span.in_scope(f)
 }
