@@ -15,7 +15,9 @@
 //! - every attempt the client started (its `task_runs`) reported exactly once at the
 //!   Admin, and no attempt reported twice;
 //! - no task silently dropped: every task ends `succeeded`, `manual_review` or
-//!   `failed` at the Admin;
+//!   `failed` at the Admin (a task a kill left `claimed` at the Admin and never saved by
+//!   the client — the contract's §5.2 gap — is re-dispatched as the Admin's claim timeout
+//!   would, and the scenario goes on; a claimed task the client saved fails it);
 //! - the outcome the scenario must end with (e.g. a crash right after the mark and
 //!   before the tap → `manual_review`, no order; after the tap → the order is found);
 //! - no restarted run is refused (exit 2): the lock files a killed run leaves behind
@@ -511,7 +513,8 @@ fn drive_scenario(
                         .and_then(|v| v["task"]["status"].as_str().map(str::to_string))
                         .is_some_and(|st| matches!(st.as_str(), "pending" | "assigned"))
                 });
-                clean = plan.len() == 0 && !open;
+                let redispatched = redispatch_unsaved_claims(&h, admin_url, s, &data, &mut lines)?;
+                clean = plan.len() == 0 && !open && redispatched == 0;
             }
             Some(st) if st.code() == Some(2) => {
                 // Only one client runs at a time here: a refusal means a lock left by a
@@ -734,6 +737,57 @@ fn drive_scenario(
 
 /// The child's exit status, or `None` once `limit` has passed since now: it is then
 /// SIGKILLed (and reaped).
+/// The contract's §5.2 gap, played as the Admin plays it: a kill that lands after the
+/// Admin committed a claim and before the client saved the task leaves it `claimed` at
+/// the Admin with no trace in the client's store (nothing was executed: a task runs only
+/// once saved). The Admin re-dispatches such a task after its own timeout (§5.1, "领取后
+/// 超时重派", Admin-side); the matrix does it at once, once every client has stopped, and
+/// says so. A claimed task the client DID save is not touched: that would be a bug.
+fn redispatch_unsaved_claims(
+    h: &web::Client,
+    admin_url: &str,
+    s: &Scenario,
+    data: &Path,
+    lines: &mut Vec<String>,
+) -> Result<usize, String> {
+    let saved: std::collections::BTreeSet<String> = {
+        let path = data.join("client.sqlite3");
+        let path = if path.exists() { path } else { find_db(data) };
+        match rusqlite::Connection::open(&path) {
+            Ok(db) => {
+                let mut st = db
+                    .prepare("SELECT remote_task_id FROM tasks")
+                    .map_err(|e| e.to_string())?;
+                let ids = st
+                    .query_map([], |r| r.get::<_, String>(0))
+                    .map_err(|e| e.to_string())?;
+                ids.filter_map(Result::ok).collect()
+            }
+            // No store yet: the kill landed before the first save of all.
+            Err(_) => Default::default(),
+        }
+    };
+    let mut n = 0;
+    for t in &s.tasks {
+        let id = t["id"].as_str().unwrap_or_default();
+        let status = h
+            .get(&format!("{admin_url}/api/v1/admin/tasks/{id}"))
+            .ok()
+            .and_then(|v| v["task"]["status"].as_str().map(str::to_string));
+        if status.as_deref() == Some("claimed") && !saved.contains(id) {
+            h.post(
+                &format!("{admin_url}/api/v1/admin/tasks/{id}/reassign"),
+                &json!({"client_id": null}),
+            )?;
+            lines.push(format!(
+                "{id}: claimed at the Admin but never saved by the client (a kill inside the §5.2 window) → re-dispatched, as the Admin's claim timeout would"
+            ));
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
 fn wait_or_kill(child: &mut Child, limit: Duration) -> Result<Option<ExitStatus>, String> {
     let t = Instant::now();
     loop {

@@ -154,6 +154,106 @@ impl Report {
     }
 }
 
+/// One phone's section of a several-phones report.
+#[derive(Clone, Debug, Serialize)]
+pub struct PhoneSection {
+    /// The serial as given (`--device`, `devices`).
+    pub device: String,
+    pub checks: Vec<Check>,
+    /// Blocked also by a failed host check.
+    pub live: LiveVerdict,
+    /// The phone's details as read.
+    pub details: Option<DoctorReport>,
+}
+
+impl PhoneSection {
+    pub fn new(
+        device: String,
+        host: &[Check],
+        checks: Vec<Check>,
+        live: &LiveInputs,
+        details: Option<DoctorReport>,
+    ) -> PhoneSection {
+        let all: Vec<Check> = host.iter().chain(checks.iter()).cloned().collect();
+        let reasons = live_blockers(&all, live);
+        PhoneSection {
+            device,
+            checks,
+            live: LiveVerdict {
+                ready: reasons.is_empty(),
+                reasons,
+            },
+            details,
+        }
+    }
+}
+
+/// `doctor` with several phones: the host's checks once, then one section a phone.
+#[derive(Clone, Debug, Serialize)]
+pub struct SeveralReport {
+    /// Every check of the host and of every phone passed (exit 0).
+    pub ready: bool,
+    pub checks: Vec<Check>,
+    pub phones: Vec<PhoneSection>,
+}
+
+impl SeveralReport {
+    pub fn new(checks: Vec<Check>, phones: Vec<PhoneSection>) -> SeveralReport {
+        let ready =
+            checks.iter().all(|c| c.ok) && phones.iter().all(|p| p.checks.iter().all(|c| c.ok));
+        SeveralReport {
+            ready,
+            checks,
+            phones,
+        }
+    }
+
+    /// The host's checks, then `phone SERIAL:` and its checks and live verdict, a phone
+    /// at a time; `ready:` last.
+    pub fn render_text(&self) -> String {
+        let mut s = render_checks(&self.checks);
+        for p in &self.phones {
+            s.push_str(&format!("\nphone {}:\n", p.device));
+            s.push_str(&render_checks(&p.checks));
+            s.push_str(&render_live(&p.live));
+        }
+        s.push_str(if self.ready {
+            "\nready: yes\n"
+        } else {
+            "\nready: NO\n"
+        });
+        s
+    }
+
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+    }
+}
+
+fn render_checks(checks: &[Check]) -> String {
+    let mut s = String::new();
+    for c in checks {
+        s.push_str(&format!(
+            "{:<4} {:<12} {}\n",
+            if c.ok { "ok" } else { "FAIL" },
+            c.name,
+            c.detail
+        ));
+        if let Some(f) = &c.fix {
+            s.push_str(&format!("     {:<12} fix: {f}\n", ""));
+        }
+    }
+    s
+}
+
+fn render_live(live: &LiveVerdict) -> String {
+    if live.ready {
+        "live ready: yes\n".into()
+    } else {
+        format!("live ready: no — {}\n", live.reasons.join("; "))
+    }
+}
+
 /// The phone's checks from what [`crate::device::doctor::check_with`] read: `device`
 /// (listed, online, authorized), then — only when it answered — `phone` (model, Android,
 /// screen size), `screen` (on, unlocked, battery), `pdd` (installed, version), `input`

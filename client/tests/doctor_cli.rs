@@ -5,6 +5,10 @@
 //! fix against a stopped Admin, a wrong token, no Admin configured, an offline phone and a
 //! phone that refuses injected input. The token never appears in what it prints.
 //!
+//! With several phones (`--device A --device B`) the host's checks run once and each
+//! phone gets its own section; one phone offline fails the run (exit 6) and shows its fix
+//! in its section while the other's passes.
+//!
 //! No timing luck: every run is bounded by a deadline (`wait_exit`); nothing waits for a
 //! time to pass.
 
@@ -13,6 +17,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use cmautobuy_sim_phone::{Catalog, SimConfig, SimPhone};
 use serde_json::Value;
 
 mod support;
@@ -349,5 +354,119 @@ fn doctor_fails_with_the_fix_on_clock_skew() {
     );
     assert!(fix.expect("a fix").contains("timedatectl set-ntp true"));
     assert!(o.check_line("token").0.starts_with("ok "), "{}", o.stdout);
+    w.stop();
+}
+
+/// The lines of phone `serial`'s section (`phone SERIAL:` up to the next blank line).
+fn section<'a>(stdout: &'a str, serial: &str) -> Vec<&'a str> {
+    let head = format!("phone {serial}:");
+    stdout
+        .lines()
+        .skip_while(|l| *l != head)
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .collect()
+}
+
+/// `(ok, fix)` of check `name` in a section's lines.
+fn in_section(lines: &[&str], name: &str) -> (bool, Option<String>) {
+    let i = lines
+        .iter()
+        .position(|l| l.split_whitespace().nth(1) == Some(name))
+        .unwrap_or_else(|| panic!("no {name} check in {lines:#?}"));
+    let fix = lines
+        .get(i + 1)
+        .filter(|l| l.trim_start().starts_with("fix:"))
+        .map(|l| l.to_string());
+    (lines[i].starts_with("ok "), fix)
+}
+
+#[test]
+fn doctor_checks_every_phone_of_a_several_phones_host_one_section_each() {
+    let w = World::builder(TOKEN).require_token().start();
+    let phone_b = SimPhone::bind(
+        "127.0.0.1:0".parse().expect("addr"),
+        SimConfig::new(Catalog::load(&Catalog::bundled_dir()).expect("catalog")),
+    )
+    .expect("bind phone B");
+    let data = tempfile::tempdir().expect("tmp");
+    let a = device(&w);
+    let b = format!("tcp:{}", phone_b.addr());
+    let args = [
+        "--admin", &w.url, "--token", TOKEN, "--device", &a, "--device", &b,
+    ];
+    let o = doctor(data.path(), &args);
+    println!("{}", o.stdout);
+    o.assert_no_token(TOKEN);
+    assert_eq!(o.code, Some(0), "{}", o.all());
+    // The host's checks once, before the first section.
+    let host: Vec<&str> = o.stdout.lines().take_while(|l| !l.is_empty()).collect();
+    for name in [
+        "adb_server",
+        "data_dir",
+        "disk",
+        "store",
+        "admin",
+        "token",
+        "clock",
+    ] {
+        assert!(in_section(&host, name).0, "{name}: {}", o.stdout);
+    }
+    assert_eq!(o.stdout.matches(" token ").count(), 1, "{}", o.stdout);
+    for serial in [&a, &b] {
+        let s = section(&o.stdout, serial);
+        for name in ["device", "phone", "screen", "pdd", "input"] {
+            assert_eq!(
+                in_section(&s, name),
+                (true, None),
+                "{serial} {name}: {s:#?}"
+            );
+        }
+        assert!(
+            s.iter().any(|l| l.starts_with("live ready: no — ")),
+            "{serial}: {s:#?}"
+        );
+    }
+    // Phone B has a store of its own, as `run` would give it; A keeps the root store.
+    assert!(data.path().join("client.sqlite3").is_file());
+    assert!(cmautobuy_client::phones::phone_dir(data.path(), &b)
+        .join("client.sqlite3")
+        .is_file());
+    assert!(o.stdout.trim_end().ends_with("ready: yes"), "{}", o.stdout);
+
+    let j = doctor(data.path(), &[&args[..], &["--json"]].concat());
+    j.assert_no_token(TOKEN);
+    assert_eq!(j.code, Some(0), "{}", j.all());
+    let v: Value = serde_json::from_str(&j.stdout).expect("one JSON object");
+    assert_eq!(v["ready"], true);
+    let phones = v["phones"].as_array().expect("phones");
+    assert_eq!(phones.len(), 2, "{v}");
+    assert_eq!(phones[0]["device"], a.as_str());
+    assert_eq!(phones[1]["device"], b.as_str());
+    for p in phones {
+        assert!(p["checks"].as_array().is_some_and(|c| c.len() >= 5), "{p}");
+        assert_eq!(p["live"]["ready"], false, "{p}");
+    }
+
+    // Phone B offline: exit 6; B's section shows the fix, A's passes.
+    phone_b.set_offline(true);
+    let o = doctor(data.path(), &args);
+    println!("{}", o.stdout);
+    o.assert_no_token(TOKEN);
+    assert_eq!(o.code, Some(6), "{}", o.all());
+    let sa = section(&o.stdout, &a);
+    let sb = section(&o.stdout, &b);
+    assert_eq!(in_section(&sa, "device"), (true, None), "{}", o.stdout);
+    assert_eq!(in_section(&sa, "input"), (true, None), "{}", o.stdout);
+    let (ok, fix) = in_section(&sb, "device");
+    assert!(!ok, "{}", o.stdout);
+    assert!(fix.is_some(), "{}", o.stdout);
+    assert!(
+        sb.iter()
+            .any(|l| l.starts_with("live ready: no — device check failed")),
+        "{sb:#?}"
+    );
+    assert!(o.stdout.trim_end().ends_with("ready: NO"), "{}", o.stdout);
+    phone_b.set_offline(false);
     w.stop();
 }

@@ -166,3 +166,130 @@ fn rehearse_refuses_a_batch_file_that_is_not_a_batch() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("is not a batch"), "{stderr}");
 }
+
+/// `--console 127.0.0.1:0 --keep-console --json` (issue 13 item 1): the console URL on
+/// stderr; stdout is exactly the JSON summary; after the batch the console keeps serving
+/// 状态 and 历史 (with the batch's tasks) until SIGTERM, and the exit status is then the
+/// batch's verdict (1: one expectation is wrong).
+#[cfg(unix)]
+#[test]
+fn rehearse_keeps_its_console_until_a_signal_and_exits_with_the_batchs_verdict() {
+    use std::io::{BufRead, BufReader, Read};
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("batch.json");
+    let collect = |id: &str, expect: &str| {
+        json!({"id": id, "type": "collect", "expect": expect, "payload": {
+            "goods_id": "602938475610",
+            "goods_url": "https://mobile.yangkeduo.com/goods.html?goods_id=602938475610",
+        }})
+    };
+    let batch = json!([
+        collect("kc-good", "succeeded"),
+        collect("kc-wrong", "failed:GOODS_UNAVAILABLE"),
+    ]);
+    std::fs::write(&file, serde_json::to_vec(&batch).expect("json")).expect("write");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cmautobuy-client"))
+        .args(["rehearse", "--timeout", "300", "--json", "--tasks"])
+        .arg(&file)
+        .args(["--console", "127.0.0.1:0", "--keep-console"])
+        .env_remove("CMAUTOBUY_CONFIG")
+        .env_remove("CMAUTOBUY_CONSOLE_PASSWORD")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the client binary runs");
+    let stderr = child.stderr.take().expect("stderr");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut stdout = child.stdout.take().expect("stdout");
+    let out_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stdout.read_to_string(&mut s);
+        s
+    });
+    let mut seen = Vec::new();
+    let mut wait_line = |what: &str| -> String {
+        let until = Instant::now() + Duration::from_secs(300);
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(l) => {
+                    seen.push(l.clone());
+                    if l.starts_with(what) {
+                        return l;
+                    }
+                }
+                Err(_) => {
+                    let _ = child.kill();
+                    panic!("no {what:?} line on stderr: {seen:#?}");
+                }
+            }
+        }
+    };
+    let url_line = wait_line("console: http://");
+    let addr = url_line["console: http://".len()..]
+        .split('/')
+        .next()
+        .expect("addr")
+        .to_string();
+    assert!(addr.starts_with("127.0.0.1:"), "{url_line}");
+    // The batch is done and the signal handlers are in place.
+    let kept = wait_line("console: still serving");
+    assert!(kept.contains(&addr), "{kept}");
+
+    let get = |path: &str| -> (String, String) {
+        use std::io::Write;
+        let mut s = std::net::TcpStream::connect(&addr).expect("the console accepts");
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        write!(
+            s,
+            "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut r = String::new();
+        s.read_to_string(&mut r).expect("a response");
+        let (head, body) = r.split_once("\r\n\r\n").unwrap_or((&r, ""));
+        (head.to_string(), body.to_string())
+    };
+    let (head, status) = get("/");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(status.contains("状态"), "{status}");
+    let (head, history) = get("/history");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(
+        history.contains("kc-good") && history.contains("kc-wrong"),
+        "{history}"
+    );
+    // Still serving: the process waits for the signal.
+    assert!(child.try_wait().expect("try_wait").is_none());
+
+    let pid = child.id().to_string();
+    let killed = Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill runs");
+    assert!(killed.success());
+    let until = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("try_wait") {
+            break s;
+        }
+        assert!(
+            Instant::now() < until,
+            "rehearse ended within 60 s of SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(1), "the batch's verdict: {seen:#?}");
+    let stdout = out_reader.join().expect("stdout reader");
+    let summary: Value = serde_json::from_str(&stdout).expect("stdout is the JSON summary");
+    assert_eq!(summary["ok"], false, "{summary:#}");
+    assert_eq!(summary["tasks"].as_array().map(Vec::len), Some(2));
+}

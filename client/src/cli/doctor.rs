@@ -15,7 +15,9 @@ use clap::Args;
 
 use cmautobuy_client::device::adb::{list_devices, server_version};
 use cmautobuy_client::device::{doctor, AdbDevice, DeviceAddress};
-use cmautobuy_client::doctor::{self as report, Check, LiveInputs, Report};
+use cmautobuy_client::doctor::{
+    self as report, Check, LiveInputs, PhoneSection, Report, SeveralReport,
+};
 use cmautobuy_client::gateway::{AdminGateway, GatewayError};
 use cmautobuy_client::store::Store;
 use cmautobuy_client::upkeep::{DiskProbe, SystemDisk};
@@ -36,9 +38,10 @@ pub struct DoctorArgs {
     token: Option<String>,
     /// An adb serial (`host:port` is `adb connect`ed through the server first) or
     /// `tcp:HOST:PORT` (direct), saved like `run --device`; default: the configured or
-    /// saved device.
+    /// saved device. Repeat it to check several phones (default: every phone of
+    /// `devices`), one section each.
     #[arg(long, value_name = "SERIAL")]
-    device: Option<String>,
+    device: Vec<String>,
     /// The adb server; default 127.0.0.1 and $ANDROID_ADB_SERVER_PORT or 5037.
     #[arg(long, value_name = "HOST:PORT")]
     adb_server: Option<String>,
@@ -47,7 +50,8 @@ pub struct DoctorArgs {
     #[arg(long, value_name = "FILE")]
     adb_key: Option<PathBuf>,
     /// Print the report as one JSON object (`checks`: `{name, ok, detail, fix}`, `ready`,
-    /// `live`: `{ready, reasons}`, `device`).
+    /// `live`: `{ready, reasons}`, `device`; with several phones the host's `checks`
+    /// and `phones`: `[{device, checks, live, details}]`).
     #[arg(long)]
     json: bool,
 }
@@ -59,14 +63,17 @@ pub fn run(g: &Globals, a: DoctorArgs) -> Result<(), Failure> {
     let conn = Conn {
         admin: a.admin.clone(),
         token: a.token.clone(),
-        device: a.device.clone().into_iter().collect(),
+        device: a.device.clone(),
         name: None,
     };
     let cfg = setup::load(g.overrides(Some(&conn), None))?;
+    if cfg.devices.len() > 1 {
+        return several(&cfg, &a);
+    }
     let in_doctor = |f: Failure| f.in_command("doctor");
     let target = device::resolve(
         &cfg,
-        a.device.as_deref(),
+        a.device.first().map(String::as_str),
         || device::saved_if_any(&cfg),
         a.adb_server.as_deref(),
         a.adb_key.as_deref(),
@@ -84,55 +91,7 @@ pub fn run(g: &Globals, a: DoctorArgs) -> Result<(), Failure> {
     let dev = AdbDevice::open(target.addr.clone(), target.options.clone())
         .map_err(|e| in_doctor(Failure::usage(anyhow::anyhow!(e.to_string()))))?;
     let phone = doctor::check_with(&dev, cfg.device_thresholds);
-    match &target.addr {
-        DeviceAddress::Server { server, .. } => {
-            match server_version(*server, ADB_SERVER_DEADLINE)
-                .and_then(|v| Ok((v, list_devices(*server, ADB_SERVER_DEADLINE)?)))
-            {
-                Ok((version, devices)) => {
-                    checks.push(Check::pass(
-                        "adb_server",
-                        format!("{server}: adb server version {version}"),
-                    ));
-                    let listed: Vec<String> = devices
-                        .iter()
-                        .map(|d| format!("{} ({})", d.serial, d.state))
-                        .collect();
-                    let unauthorized: Vec<&str> = devices
-                        .iter()
-                        .filter(|d| d.state == "unauthorized")
-                        .map(|d| d.serial.as_str())
-                        .collect();
-                    let detail = if listed.is_empty() {
-                        "no device listed".to_string()
-                    } else {
-                        format!("{} listed: {}", listed.len(), listed.join(", "))
-                    };
-                    checks.push(if unauthorized.is_empty() {
-                        Check::pass("adb_devices", detail)
-                    } else {
-                        Check::fail(
-                            "adb_devices",
-                            detail,
-                            format!(
-                                "accept the USB debugging (RSA key) prompt on {} (tick \"always allow\")",
-                                unauthorized.join(", ")
-                            ),
-                        )
-                    });
-                }
-                Err(e) => checks.push(Check::fail(
-                    "adb_server",
-                    format!("{server}: {e}"),
-                    "start the adb server: `adb start-server` (or give its address with --adb-server HOST:PORT)",
-                )),
-            }
-        }
-        DeviceAddress::Tcp(addr) => checks.push(Check::pass(
-            "adb_server",
-            format!("skipped: tcp:{addr} is reached directly, not through an adb server"),
-        )),
-    }
+    checks.extend(adb_server_checks(&target.addr));
     checks.extend(report::device_checks(&phone));
 
     // 2. The data directory and the store (the Admin checks need the store: the client
@@ -143,41 +102,8 @@ pub fn run(g: &Globals, a: DoctorArgs) -> Result<(), Failure> {
         SystemDisk.free_bytes(&cfg.data_dir),
         cfg.resources.min_free_disk_bytes,
     ));
-    let store = match setup::open_and_save(&cfg) {
-        Ok(store) => {
-            checks.push(match store.schema_version() {
-                Ok((v, current)) if v == current => Check::pass(
-                    "store",
-                    format!("{}: schema version {v} (current)", store.path().display()),
-                ),
-                Ok((v, current)) => Check::fail(
-                    "store",
-                    format!(
-                        "{}: schema version {v}, current {current}",
-                        store.path().display()
-                    ),
-                    "run any command of this version once to migrate it (a backup is made first)",
-                ),
-                Err(e) => Check::fail(
-                    "store",
-                    format!("{}: {e}", store.path().display()),
-                    "restore the store from <data dir>/backups/ or move it aside",
-                ),
-            });
-            Some(store)
-        }
-        Err(f) => {
-            checks.push(Check::fail(
-                "store",
-                f.message(),
-                format!(
-                    "fix what the message says (a newer client's store needs that client; a damaged one: restore from {}/backups/)",
-                    cfg.data_dir.display()
-                ),
-            ));
-            None
-        }
-    };
+    let (store_check, store) = store_check(&cfg);
+    checks.push(store_check);
 
     // 3. The Admin.
     match &store {
@@ -210,6 +136,216 @@ pub fn run(g: &Globals, a: DoctorArgs) -> Result<(), Failure> {
         Ok(())
     } else {
         Err(Failure::silent(Code::NotReady))
+    }
+}
+
+/// `doctor` with several phones ([`cmautobuy_client::phones`], the layout `run` uses):
+/// the adb server, the data directory, the root store and the Admin once — the token
+/// probe registers the root store's identity only, declaring what that store's claim
+/// would (the phone stores' registrations are left as they are) —, then per phone its
+/// device checks, its store and its live verdict (from that phone's store).
+fn several(cfg: &cmautobuy_client::config::Config, a: &DoctorArgs) -> Result<(), Failure> {
+    let in_doctor = |f: Failure| f.in_command("doctor");
+    let adb_key = a
+        .adb_key
+        .clone()
+        .unwrap_or_else(|| cfg.data_dir.join("adbkey"));
+    let mut host = vec![
+        report::data_dir_check(&cfg.data_dir),
+        report::disk_check(
+            &cfg.data_dir,
+            SystemDisk.free_bytes(&cfg.data_dir),
+            cfg.resources.min_free_disk_bytes,
+        ),
+    ];
+    let phones = setup::phone_configs(cfg).map_err(in_doctor)?;
+    // The root store as `run` would open it: as its phone's when one of these phones
+    // has it (its name and declared profile are that phone's); else with no device or
+    // name saved (the layout decides those).
+    let root_pc = phones
+        .iter()
+        .find(|(_, pc)| pc.data_dir == cfg.data_dir)
+        .map(|(_, pc)| pc.clone())
+        .unwrap_or_else(|| {
+            let mut c = cfg.clone();
+            c.device = None;
+            c.devices = Vec::new();
+            c.name = None;
+            c
+        });
+    let (root_check, root_store) = store_check(&root_pc);
+    host.push(root_check);
+    match &root_store {
+        Some(store) => host.extend(admin_checks(&root_pc, store)),
+        None => host.push(Check::fail(
+            "admin",
+            "not checked: the store did not open",
+            "fix the store check first",
+        )),
+    }
+    let mut server_checked = false;
+    let mut read = Vec::new();
+    for (serial, pc) in &phones {
+        let target = device::resolve(
+            pc,
+            Some(serial),
+            || None,
+            a.adb_server.as_deref(),
+            Some(&adb_key),
+        )
+        .map_err(in_doctor)?
+        .ok_or_else(|| in_doctor(Failure::usage(anyhow::anyhow!("no device {serial}"))))?;
+        let dev = AdbDevice::open(target.addr.clone(), target.options.clone())
+            .map_err(|e| in_doctor(Failure::usage(anyhow::anyhow!("device {serial}: {e}"))))?;
+        let phone = doctor::check_with(&dev, pc.device_thresholds);
+        if !server_checked && matches!(target.addr, DeviceAddress::Server { .. }) {
+            // After the phone's check (a `host:port` serial is `adb connect`ed by it).
+            host.splice(0..0, adb_server_checks(&target.addr));
+            server_checked = true;
+        }
+        let mut checks = report::device_checks(&phone);
+        let (sc, store) = if pc.data_dir == cfg.data_dir {
+            // The root store, already checked above.
+            (None, root_store.clone())
+        } else {
+            let (c, s) = store_check(pc);
+            (Some(c), s)
+        };
+        checks.extend(sc);
+        let live = match &store {
+            Some(store) => live_inputs(pc, store, serial, phone.pdd_version.as_deref())?,
+            None => LiveInputs {
+                identity: Some("the store did not open".into()),
+                ..LiveInputs::default()
+            },
+        };
+        read.push((serial.clone(), checks, live, phone));
+    }
+    if !server_checked {
+        host.insert(
+            0,
+            Check::pass(
+                "adb_server",
+                "skipped: every phone is reached directly (tcp:), not through an adb server",
+            ),
+        );
+    }
+    let sections = read
+        .into_iter()
+        .map(|(serial, checks, live, phone)| {
+            PhoneSection::new(serial, &host, checks, &live, Some(phone))
+        })
+        .collect();
+    let r = SeveralReport::new(host, sections);
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&r.to_json()).unwrap_or_default()
+        );
+    } else {
+        print!("{}", r.render_text());
+    }
+    if r.ready {
+        Ok(())
+    } else {
+        Err(Failure::silent(Code::NotReady))
+    }
+}
+
+/// `adb_server` (its version) and `adb_devices` (what it lists; an unauthorized phone
+/// fails), or `adb_server` skipped for a direct `tcp:` phone.
+fn adb_server_checks(addr: &DeviceAddress) -> Vec<Check> {
+    let mut out = Vec::new();
+    match addr {
+        DeviceAddress::Server { server, .. } => {
+            match server_version(*server, ADB_SERVER_DEADLINE)
+                .and_then(|v| Ok((v, list_devices(*server, ADB_SERVER_DEADLINE)?)))
+            {
+                Ok((version, devices)) => {
+                    out.push(Check::pass(
+                        "adb_server",
+                        format!("{server}: adb server version {version}"),
+                    ));
+                    let listed: Vec<String> = devices
+                        .iter()
+                        .map(|d| format!("{} ({})", d.serial, d.state))
+                        .collect();
+                    let unauthorized: Vec<&str> = devices
+                        .iter()
+                        .filter(|d| d.state == "unauthorized")
+                        .map(|d| d.serial.as_str())
+                        .collect();
+                    let detail = if listed.is_empty() {
+                        "no device listed".to_string()
+                    } else {
+                        format!("{} listed: {}", listed.len(), listed.join(", "))
+                    };
+                    out.push(if unauthorized.is_empty() {
+                        Check::pass("adb_devices", detail)
+                    } else {
+                        Check::fail(
+                            "adb_devices",
+                            detail,
+                            format!(
+                                "accept the USB debugging (RSA key) prompt on {} (tick \"always allow\")",
+                                unauthorized.join(", ")
+                            ),
+                        )
+                    });
+                }
+                Err(e) => out.push(Check::fail(
+                    "adb_server",
+                    format!("{server}: {e}"),
+                    "start the adb server: `adb start-server` (or give its address with --adb-server HOST:PORT)",
+                )),
+            }
+        }
+        DeviceAddress::Tcp(addr) => out.push(Check::pass(
+            "adb_server",
+            format!("skipped: tcp:{addr} is reached directly, not through an adb server"),
+        )),
+    }
+    out
+}
+
+/// `store`: the store opens (creating it when new, as `run` would) at the current schema.
+fn store_check(cfg: &cmautobuy_client::config::Config) -> (Check, Option<Store>) {
+    match setup::open_and_save(cfg) {
+        Ok(store) => {
+            let check = match store.schema_version() {
+                Ok((v, current)) if v == current => Check::pass(
+                    "store",
+                    format!("{}: schema version {v} (current)", store.path().display()),
+                ),
+                Ok((v, current)) => Check::fail(
+                    "store",
+                    format!(
+                        "{}: schema version {v}, current {current}",
+                        store.path().display()
+                    ),
+                    "run any command of this version once to migrate it (a backup is made first)",
+                ),
+                Err(e) => Check::fail(
+                    "store",
+                    format!("{}: {e}", store.path().display()),
+                    "restore the store from <data dir>/backups/ or move it aside",
+                ),
+            };
+            (check, Some(store))
+        }
+        Err(f) => {
+            (
+                Check::fail(
+                "store",
+                f.message(),
+                format!(
+                    "fix what the message says (a newer client's store needs that client; a damaged one: restore from {}/backups/)",
+                    cfg.data_dir.display()
+                ),
+            ),
+                None,
+            )
+        }
     }
 }
 

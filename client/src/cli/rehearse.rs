@@ -56,11 +56,29 @@ pub struct RehearseArgs {
     /// 确认订单, canvas 待付款, a folded order detail, an icon option).
     #[arg(long)]
     failure_paths: bool,
+    /// Serve the web console (状态 / 设置 / 历史) on the rehearsal's store at this
+    /// address (default 127.0.0.1, the first free port from 9464 to 9479, like `run`; a
+    /// taken port is logged and the rehearsal runs without a console). The URL goes to
+    /// stderr. An address other than loopback needs a console password.
+    #[arg(long, value_name = "IP:PORT", conflicts_with = "no_console")]
+    console: Option<String>,
+    /// The console's password (prefer the environment variable
+    /// `CMAUTOBUY_CONSOLE_PASSWORD`, which other users cannot read in `ps`).
+    #[arg(long, value_name = "PASSWORD")]
+    console_password: Option<String>,
+    /// No console listener.
+    #[arg(long)]
+    no_console: bool,
+    /// After the batch and its summary, keep serving the console until Ctrl-C / SIGTERM
+    /// (to browse 历史); the exit status is still the batch's verdict.
+    #[arg(long, conflicts_with = "no_console")]
+    keep_console: bool,
 }
 
 #[cfg(feature = "rehearse")]
 pub fn run(g: &Globals, a: RehearseArgs) -> Result<(), Failure> {
     use super::exit::Code;
+    use cmautobuy_client::console::ConsoleAddr;
     use cmautobuy_client::rehearse::{self, RehearseOptions, SimRoute};
 
     super::setup::init_tracing("warn");
@@ -77,6 +95,20 @@ pub fn run(g: &Globals, a: RehearseArgs) -> Result<(), Failure> {
     };
     // A kept data directory and a real phone are locked as `run` locks them (a plain
     // rehearsal's temporary directory and simulated phone are its own).
+    let console = match (&a.console, a.no_console) {
+        (_, true) => ConsoleAddr::Off,
+        (Some(c), false) => ConsoleAddr::parse(c)
+            .map_err(|e| in_rehearse(Failure::usage(anyhow::anyhow!("--console {e}"))))?,
+        (None, false) => ConsoleAddr::Default,
+    };
+    let console_password = a
+        .console_password
+        .or_else(|| std::env::var("CMAUTOBUY_CONSOLE_PASSWORD").ok())
+        .filter(|p| !p.is_empty())
+        .map(cmautobuy_client::secret::Secret::new);
+    console
+        .check_password(console_password.is_some())
+        .map_err(|e| in_rehearse(Failure::usage(anyhow::anyhow!("--console {e}"))))?;
     let _locks = lock(g, a.device.as_deref()).map_err(in_rehearse)?;
     let opts = RehearseOptions {
         device: a.device,
@@ -91,18 +123,25 @@ pub fn run(g: &Globals, a: RehearseArgs) -> Result<(), Failure> {
         purchases: !a.no_purchases,
         live: a.live,
         failure_paths: a.failure_paths,
+        console,
+        console_password,
+        keep_console: a.keep_console,
         ..RehearseOptions::default()
     };
-    let summary =
-        rehearse::rehearse(opts).map_err(|e| in_rehearse(Failure::new(Code::Unexpected, e)))?;
-    if a.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&summary).unwrap_or_default()
-        );
-    } else {
-        rehearse::print_summary(&summary);
-    }
+    let json = a.json;
+    // The summary is printed as soon as it is known (with --keep-console, before the
+    // console's last stretch).
+    let summary = rehearse::rehearse_with(opts, |summary| {
+        if json {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(summary).unwrap_or_default()
+            );
+        } else {
+            rehearse::print_summary(summary);
+        }
+    })
+    .map_err(|e| in_rehearse(Failure::new(Code::Unexpected, e)))?;
     if summary.ok {
         Ok(())
     } else {

@@ -18,12 +18,14 @@
 //! exit when idle, a progress hook, live purchases only on the simulated phone.
 //!
 //! Parts: [`batch`] (what is seeded and expected), [`admin`] (the mock Admin and the
-//! operator API), [`summary`] (the result). This module exists only with the
+//! operator API), [`console`] (the web console on the rehearsal's store, `--console`,
+//! `--keep-console`), [`summary`] (the result). This module exists only with the
 //! `rehearse` feature (on by default): it is what links the bundled mock Admin and the
 //! simulated phone into the client.
 
 pub mod admin;
 pub mod batch;
+pub mod console;
 pub mod summary;
 
 use std::net::SocketAddr;
@@ -39,10 +41,12 @@ use cmautobuy_sim_phone::{
 
 use crate::app::{Client, ClientConfig, Phone};
 use crate::artifacts::Retention;
+use crate::console::ConsoleAddr;
 use crate::device::{adb::default_adb_server, AdbOptions, DeviceAddress};
 use crate::gateway::{GatewaySettings, HttpAdminGateway};
 use crate::job::adb::AdbSource;
 use crate::job::attempt::{ReportHook, TaskReport};
+use crate::progress::ProgressHandle;
 use crate::registration;
 use crate::runner::RunExit;
 use crate::secret::Secret;
@@ -98,6 +102,13 @@ pub struct RehearseOptions {
     /// (price limit, no address, sold out). Off by default, so the default rehearsal is a
     /// batch where every task succeeds.
     pub failure_paths: bool,
+    /// The web console on the rehearsal's store ([`console`]); off by default here (the
+    /// command's default is [`ConsoleAddr::Default`], like `run`).
+    pub console: ConsoleAddr,
+    /// The console's password (needed for an address other than loopback).
+    pub console_password: Option<Secret>,
+    /// After the batch and its summary, keep serving the console until Ctrl-C / SIGTERM.
+    pub keep_console: bool,
 }
 
 impl Default for RehearseOptions {
@@ -118,6 +129,9 @@ impl Default for RehearseOptions {
             purchases: false,
             live: false,
             failure_paths: false,
+            console: ConsoleAddr::Off,
+            console_password: None,
+            keep_console: false,
         }
     }
 }
@@ -125,6 +139,19 @@ impl Default for RehearseOptions {
 /// Runs a rehearsal and returns its summary (`ok` says whether every task ended as
 /// expected).
 pub fn rehearse(opts: RehearseOptions) -> anyhow::Result<Summary> {
+    rehearse_with(opts, |_| {})
+}
+
+/// [`rehearse`], handing the summary to `on_summary` as soon as it is known — before,
+/// with [`RehearseOptions::keep_console`], the console keeps serving until Ctrl-C /
+/// SIGTERM (the summary is then returned).
+pub fn rehearse_with(
+    opts: RehearseOptions,
+    on_summary: impl FnOnce(&Summary),
+) -> anyhow::Result<Summary> {
+    if let Err(e) = opts.console.check_password(opts.console_password.is_some()) {
+        bail!("--console {e}");
+    }
     let temp = tempfile::Builder::new()
         .prefix("cmautobuy-rehearse-")
         .tempdir()
@@ -236,6 +263,7 @@ pub fn rehearse(opts: RehearseOptions) -> anyhow::Result<Summary> {
         GatewaySettings::new(settings.client_id.clone(), settings.token.clone()),
     )?);
     let reports: Arc<Mutex<Vec<TaskReport>>> = Arc::default();
+    let progress_board = ProgressHandle::new();
     let config = ClientConfig {
         poll_interval: Duration::from_millis(200),
         exit_when_idle: true,
@@ -285,8 +313,33 @@ pub fn rehearse(opts: RehearseOptions) -> anyhow::Result<Summary> {
         // A rehearsal's store is thrown away (or kept whole with --data-dir).
         backups_keep: 0,
         max_clock_skew: crate::clock_check::DEFAULT_MAX_SKEW,
-        progress: None,
+        progress: Some(progress_board.clone()),
     };
+    let served = {
+        let _in_rt = rt.enter();
+        console::start(
+            opts.console,
+            console::Parts {
+                label: device_label.clone(),
+                store: store.clone(),
+                progress: progress_board,
+                artifacts_root: artifacts_dir.clone(),
+                gateway: gw.clone(),
+                live: opts.live && sim.is_some(),
+                adb_server: (opts.device.is_some()
+                    || matches!(opts.sim_route, SimRoute::AdbServer(_)))
+                .then_some(server),
+                password: opts.console_password.clone(),
+            },
+        )
+    };
+    if let Some(c) = &served {
+        // On stderr: stdout is the progress and the summary (with --json, only the summary).
+        eprintln!(
+            "console: http://{}/ (状态 Status, 设置 Settings, 历史 History; GET /metrics, /healthz)",
+            c.addr
+        );
+    }
     let exit = rt.block_on(async {
         let client = Client::start(
             config,
@@ -317,8 +370,6 @@ pub fn rehearse(opts: RehearseOptions) -> anyhow::Result<Summary> {
     let ok = lines.iter().all(|l| l.as_expected);
     let simulated_device_ms = sim.as_ref().map(|p| p.counters().device_time_ms);
     let admin_url = admin.url.clone();
-    admin.shut_down(&rt);
-    drop(sim);
     let artifacts_shown = if opts.data_dir.is_some() {
         artifacts_dir.display().to_string()
     } else if ok {
@@ -331,7 +382,7 @@ pub fn rehearse(opts: RehearseOptions) -> anyhow::Result<Summary> {
         let kept = temp.keep();
         kept.join("artifacts").display().to_string()
     };
-    Ok(Summary {
+    let summary = Summary {
         ok,
         profile: match opts.profile {
             LatencyProfile::Realistic => "realistic".into(),
@@ -344,7 +395,30 @@ pub fn rehearse(opts: RehearseOptions) -> anyhow::Result<Summary> {
         tasks: lines,
         simulated_device_ms,
         artifacts_dir: artifacts_shown,
-    })
+    };
+    on_summary(&summary);
+    match served {
+        Some(c) if opts.keep_console => {
+            rt.block_on(async {
+                // Installed before the operator is told to press Ctrl-C.
+                let signal = console::stop_signal();
+                eprintln!(
+                    "console: still serving http://{}/ (历史 History) until Ctrl-C",
+                    c.addr
+                );
+                signal.await;
+            });
+            c.stop();
+        }
+        Some(c) => c.stop(),
+        None if opts.keep_console => {
+            eprintln!("--keep-console: no console is serving (off, or its address was taken)")
+        }
+        None => {}
+    }
+    admin.shut_down(&rt);
+    drop(sim);
+    Ok(summary)
 }
 
 /// The progress hook: a line per finished task (to stderr when the summary is JSON),
