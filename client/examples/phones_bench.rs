@@ -31,7 +31,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use cmautobuy_mock_admin::{MockAdmin, MockAdminConfig};
 use cmautobuy_sim_phone::{Catalog, LatencyProfile, PopupSchedule, SimConfig, SimPhone};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
@@ -113,23 +112,7 @@ fn bench() -> Result<bool, String> {
     let args = parse_args()?;
     let _ = std::fs::remove_dir_all(&args.out);
     std::fs::create_dir_all(&args.out).map_err(|e| e.to_string())?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
-    let mut cfg = MockAdminConfig::file(args.out.join("admin.sqlite3").display().to_string());
-    cfg.require_token = Some(TOKEN.into());
-    let admin = MockAdmin::open(cfg).map_err(|e| e.to_string())?;
-    let op = admin.operator();
-    let listener = rt
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .map_err(|e| e.to_string())?;
-    let url = format!(
-        "http://{}",
-        listener.local_addr().map_err(|e| e.to_string())?
-    );
-    rt.spawn(admin.serve(listener, std::future::pending()));
+    let (rt, op, url) = pool::serve_admin(&args.out, TOKEN)?;
 
     let catalog = Catalog::load(&Catalog::bundled_dir()).map_err(|e| e.to_string())?;
     let mut phones = Vec::new();

@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use cmautobuy_client::rehearse::batch::{demo_batch, embedded_catalog, purchase_demo};
-use cmautobuy_mock_admin::Operator;
+use cmautobuy_mock_admin::{MockAdmin, MockAdminConfig, Operator};
 use rand::rngs::StdRng;
 use rand::Rng;
 use serde_json::{json, Value};
@@ -87,4 +87,30 @@ pub fn rss_kb(pid: u32) -> u64 {
                 .and_then(|l| l.split_whitespace().nth(1).and_then(|n| n.parse().ok()))
         })
         .unwrap_or(0)
+}
+
+/// A runtime and the mock Admin served on a free loopback port with its database in
+/// `out`, requiring `token`: (runtime, operator, base URL).
+pub fn serve_admin(
+    out: &std::path::Path,
+    token: &str,
+) -> Result<(tokio::runtime::Runtime, Operator, String), String> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let mut cfg = MockAdminConfig::file(out.join("admin.sqlite3").display().to_string());
+    cfg.require_token = Some(token.into());
+    let admin = MockAdmin::open(cfg).map_err(|e| e.to_string())?;
+    let op = admin.operator();
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .map_err(|e| e.to_string())?;
+    let url = format!(
+        "http://{}",
+        listener.local_addr().map_err(|e| e.to_string())?
+    );
+    rt.spawn(admin.serve(listener, std::future::pending()));
+    Ok((rt, op, url))
 }
