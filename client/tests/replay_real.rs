@@ -91,7 +91,9 @@ fn reselect(
                 inside = None;
             }
         }
-        if inside.is_none() && trimmed.starts_with("<node") && line.contains("android.view.ViewGroup")
+        if inside.is_none()
+            && trimmed.starts_with("<node")
+            && line.contains("android.view.ViewGroup")
         {
             if line.contains(&format!("content-desc=\"{from_desc}\"")) {
                 inside = Some((indent(line), "false"));
@@ -127,8 +129,8 @@ fn reselect(
     )
 }
 
-/// home → (the goods link) → our goods page → 发起拼单 → `sheet`.
-fn goods_then_sheet(dir: &std::path::Path, sheet: &str) -> ScenarioBuilder {
+/// home → (the goods link) → our goods page → 发起拼单 → the screen `sheet`.
+fn goods_then_sheet(dir: &std::path::Path) -> ScenarioBuilder {
     let mut b = ScenarioBuilder::new(dir, "home");
     b.screen("home", &fixture_screen("sim_home.xml"), vec![])
         .screen(
@@ -137,7 +139,6 @@ fn goods_then_sheet(dir: &std::path::Path, sheet: &str) -> ScenarioBuilder {
             vec![tap_text("发起拼单", "sheet")],
         )
         .url(&format!("goods_id={GOODS}"), "goods");
-    let _ = sheet;
     b
 }
 
@@ -193,7 +194,7 @@ fn the_real_image_sheet_in_a_dry_run_selects_another_option_and_confirms_it_and_
         &format!("已选: {option}"),
     );
     let scenario = tmp.path().join("scenario");
-    let mut b = goods_then_sheet(&scenario, "sheet");
+    let mut b = goods_then_sheet(&scenario);
     b.screen(
         "sheet",
         &recorded,
@@ -245,7 +246,7 @@ fn the_real_text_sheet_in_a_dry_run_confirms_its_selected_option_and_the_total()
         1,
     );
     let scenario = tmp.path().join("scenario");
-    let mut b = goods_then_sheet(&scenario, "sheet");
+    let mut b = goods_then_sheet(&scenario);
     // Its one chip is the selected one: no transition leaves the sheet, and any tap on
     // it would be off-script.
     b.screen("sheet", &sheet, vec![]);
@@ -289,7 +290,7 @@ fn a_live_path_leaves_payment_through_the_real_abandon_dialog_and_finds_its_orde
     let order = json!({"goods_id": GOODS, "total_cent": 4720, "quantity": 2,
                        "options": ["雾霾蓝", "L"]});
     let card = "加厚珊瑚绒毛毯冬季 午睡盖毯 沙发毯子 双人床单人";
-    let mut b = goods_then_sheet(&scenario, "sheet");
+    let mut b = goods_then_sheet(&scenario);
     b.screen(
         "sheet",
         &fixture_screen("sku_sheet_text_two_dims.xml"),

@@ -126,8 +126,7 @@ pub fn run(g: &Globals, a: RehearseArgs) -> Result<(), Failure> {
         .map_err(|e| in_rehearse(Failure::usage(anyhow::anyhow!("--console {e}"))))?;
     // A bad scenario is refused before anything starts, with the loader's message.
     if let Some(dir) = &a.replay {
-        rehearse::replay::load(dir)
-            .map_err(|e| in_rehearse(Failure::usage(anyhow::anyhow!(e))))?;
+        rehearse::replay::load(dir).map_err(|e| in_rehearse(Failure::usage(anyhow::anyhow!(e))))?;
     }
     let _locks = lock(g, a.device.as_deref()).map_err(in_rehearse)?;
     let opts = RehearseOptions {

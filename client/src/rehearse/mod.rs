@@ -297,7 +297,7 @@ pub fn rehearse_with(
     )?);
     let reports: Arc<Mutex<Vec<TaskReport>>> = Arc::default();
     // With --replay: (task id, replay log length) at each report.
-    let marks: Arc<Mutex<Vec<(String, usize)>>> = Arc::default();
+    let marks: ReplayMarks = Arc::default();
     let replay_phone = sim.clone().filter(|_| replaying);
     let progress_board = ProgressHandle::new();
     let config = ClientConfig {
@@ -414,7 +414,8 @@ pub fn rehearse_with(
     }
     let replay_summary = match &replay_phone {
         Some(p) => {
-            let log: Vec<serde_json::Value> = p.replay_log().iter().map(replay::entry_json).collect();
+            let log: Vec<serde_json::Value> =
+                p.replay_log().iter().map(replay::entry_json).collect();
             let marks = marks.lock().unwrap_or_else(|p| p.into_inner()).clone();
             let (per_task, outside) = replay::attribute(&log, &marks);
             for l in &mut lines {
@@ -436,7 +437,9 @@ pub fn rehearse_with(
         }
         None => None,
     };
-    let ok = lines.iter().all(|l| l.as_expected && l.off_script.unwrap_or(0) == 0)
+    let ok = lines
+        .iter()
+        .all(|l| l.as_expected && l.off_script.unwrap_or(0) == 0)
         && replay_summary.as_ref().is_none_or(|r| r.off_script == 0);
     let simulated_device_ms = sim.as_ref().map(|p| p.counters().device_time_ms);
     let admin_url = admin.url.clone();
@@ -492,13 +495,16 @@ pub fn rehearse_with(
     Ok(summary)
 }
 
+/// With `--replay`: (task id, replay log length) at each report ([`replay::attribute`]).
+type ReplayMarks = Arc<Mutex<Vec<(String, usize)>>>;
+
 /// The progress hook: a line per finished task (to stderr when the summary is JSON),
 /// and every report kept for the summary.
 fn progress(
     total: usize,
     json: bool,
     reports: Arc<Mutex<Vec<TaskReport>>>,
-    replay: Option<(Arc<SimPhoneHandle>, Arc<Mutex<Vec<(String, usize)>>>)>,
+    replay: Option<(Arc<SimPhoneHandle>, ReplayMarks)>,
 ) -> ReportHook {
     Arc::new(move |r: &TaskReport| {
         if let Some((phone, marks)) = &replay {

@@ -66,7 +66,9 @@ impl OffScript {
         let what = [
             v.get("at").map(|a| format!(" at {a}")),
             v.get("swipe").map(|a| format!(" {a}")),
-            v.get("url").and_then(Value::as_str).map(|u| format!(" {u}")),
+            v.get("url")
+                .and_then(Value::as_str)
+                .map(|u| format!(" {u}")),
             v.get("keycode").map(|k| format!(" keycode {k}")),
         ]
         .into_iter()
@@ -132,10 +134,7 @@ mod tests {
         );
         assert_eq!(tasks["b"], OffScript::default());
         assert_eq!(rest.count, 1);
-        assert_eq!(
-            rest.first_words().as_deref(),
-            Some("key keycode 3 on s02")
-        );
+        assert_eq!(rest.first_words().as_deref(), Some("key keycode 3 on s02"));
         // Marks beyond the log (it cannot shrink, but nothing panics).
         let (tasks, rest) = attribute(&log[..1], &[("a".into(), 9)]);
         assert_eq!(tasks["a"].count, 0);

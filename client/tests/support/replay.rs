@@ -26,7 +26,10 @@ pub fn fixture_screen(name: &str) -> String {
 /// edit of recorded material fails loudly when the material changed under it.
 pub fn edit(text: &str, from: &str, to: &str, times: usize) -> String {
     let n = text.matches(from).count();
-    assert_eq!(n, times, "expected {times} of {from:?} in the dump, found {n}");
+    assert_eq!(
+        n, times,
+        "expected {times} of {from:?} in the dump, found {n}"
+    );
     text.replace(from, to)
 }
 
@@ -204,10 +207,7 @@ pub fn rehearse_replay(scenario: &Path, tasks: &[Value], data_dir: &Path) -> Rep
     std::fs::write(&tasks_file, serde_json::to_vec_pretty(tasks).expect("json")).expect("tasks");
     rehearse_replay_args(
         scenario,
-        &[
-            "--tasks".as_ref(),
-            tasks_file.as_os_str(),
-        ],
+        &["--tasks".as_ref(), tasks_file.as_os_str()],
         data_dir,
     )
 }
