@@ -42,6 +42,8 @@ pub struct Device {
     pub(crate) u2: U2State,
     /// `NAME=value` words before the command now running (`CLASSPATH=… app_process …`).
     pub(crate) cmd_env: Vec<(String, String)>,
+    /// Replay mode: the scenario player standing in for the app (`device/replay.rs`).
+    pub(crate) replay: Option<Box<crate::replay::Player>>,
 }
 
 impl Device {
@@ -76,6 +78,7 @@ impl Device {
             extra_dump_faults: Vec::new(),
             u2: U2State::default(),
             cmd_env: Vec::new(),
+            replay: None,
         }
     }
 
@@ -181,6 +184,9 @@ impl Device {
 
     /// The XML a dump would produce now (the active window: see `phone_state`).
     pub fn dump_xml(&self) -> String {
+        if let Some(recorded) = self.replay_dump() {
+            return recorded;
+        }
         let s = self.dump_screen(self.now());
         match self.cfg.dump_format {
             DumpFormat::Pretty => ui::to_xml(&s),

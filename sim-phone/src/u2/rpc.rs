@@ -132,7 +132,12 @@ impl Device {
     /// What the server's `dumpWindowHierarchy` returns now: the androidx dumper's shape
     /// (visible-to-user, drawing-order, hint, display-id) with CRLF line ends, whatever
     /// shape this phone's `uiautomator dump` writes.
+    /// In replay mode the recorded dump is served byte for byte, as `uiautomator dump`
+    /// serves it.
     pub fn u2_dump_xml(&self) -> String {
+        if let Some(recorded) = self.replay_dump() {
+            return recorded;
+        }
         ui::to_xml(&self.dump_screen(self.now())).replace('\n', "\r\n")
     }
 
@@ -173,8 +178,11 @@ impl Device {
                 self.counters.u2_dumps += 1;
                 let ms = self.observe_cost() + self.cost(200, 400);
                 let xml = self.u2_dump_xml();
-                // A lagging sheet total settles one dump at a time, whoever dumps.
-                self.app.after_dump();
+                // A lagging sheet total settles one dump at a time, whoever dumps (in
+                // replay: the dump is logged and may move the player on).
+                if self.after_dump().transition {
+                    self.transition();
+                }
                 (Ok(Value::String(xml)), ms)
             }
             "click" => match p.len() {
