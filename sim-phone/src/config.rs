@@ -12,6 +12,7 @@ use crate::device::{Device, DeviceConfig, DumpFormat, FaultPlan, LatencyProfile}
 use crate::error::SimError;
 use crate::ledger::Ledger;
 use crate::page::PopupSchedule;
+use crate::replay::{Player, Scenario};
 use crate::system::SystemConfig;
 
 /// Everything a phone is started with.
@@ -46,6 +47,11 @@ pub struct SimConfig {
     pub pdd_version: PddVersion,
     /// The phone's own state at start (all off by default: awake, unlocked, uncovered).
     pub system: SystemConfig,
+    /// Replay mode: play this recorded scenario instead of the catalog's app
+    /// ([`SimConfig::replay`]).
+    pub replay: Option<Scenario>,
+    /// Replay mode: also append the replay log to this file (JSON lines).
+    pub replay_log: Option<PathBuf>,
 }
 
 impl SimConfig {
@@ -70,7 +76,17 @@ impl SimConfig {
             account: Account::default(),
             pdd_version: PddVersion::default(),
             system: SystemConfig::default(),
+            replay: None,
+            replay_log: None,
         }
+    }
+
+    /// A phone that replays `scenario` (format v1) instead of running the catalog's app;
+    /// the phone's own state, latency profiles and dump faults work as usual.
+    pub fn replay(scenario: Scenario) -> SimConfig {
+        let mut c = SimConfig::new(Catalog::default());
+        c.replay = Some(scenario);
+        c
     }
 
     /// Build the phone (without any network) — for in-process tests of the app model.
@@ -79,7 +95,7 @@ impl SimConfig {
             Some(p) => Ledger::open(p)?,
             None => Ledger::in_memory(),
         };
-        Ok(Device::new(
+        let mut device = Device::new(
             Arc::new(self.catalog.clone()),
             ledger,
             DeviceConfig {
@@ -99,6 +115,16 @@ impl SimConfig {
                 pdd_version: self.pdd_version.clone(),
                 system: self.system.clone(),
             },
-        ))
+        );
+        if let Some(s) = &self.replay {
+            let player = Player::new(s.clone(), self.replay_log.as_deref()).map_err(|source| {
+                SimError::Write {
+                    path: self.replay_log.clone().unwrap_or_default(),
+                    source,
+                }
+            })?;
+            device.set_replay(player);
+        }
+        Ok(device)
     }
 }

@@ -29,6 +29,10 @@
 //! - [`account`] — the logged-in account (nickname, masked phone, delivery address) and
 //!   the installed PDD version: plain data the handle changes mid-test.
 //! - [`page`] — the pages, the sheet's state, popups: plain data the app and screens share.
+//! - [`replay`] — replay mode: a recorded scenario (format v1: real dumps and the
+//!   transitions between them) loaded and validated (`scenario`), its dumps indexed and
+//!   tap selectors matched (`select`), the state machine (`player`) and its log (`log`).
+//!   The device consults the player in `device/replay.rs` instead of the app.
 //! - [`render`] — `screencap` pictures drawn from the tree.
 //! - [`ui`] — the tree (`node`: nodes, clipping, hit testing) and its uiautomator XML
 //!   (`xml`).
@@ -63,6 +67,7 @@ pub mod ledger;
 pub mod page;
 pub mod phone;
 pub mod render;
+pub mod replay;
 pub mod screens;
 pub mod shell;
 pub mod system;
@@ -82,6 +87,7 @@ pub use error::SimError;
 pub use ledger::{Ledger, Order};
 pub use page::{Page, PopupKind, PopupSchedule};
 pub use phone::{HangGate, SimPhone, SimPhoneHandle};
+pub use replay::{ReplayLogEntry, Scenario, ScenarioError};
 pub use system::{
     Battery, HeadsUp, KeyRecord, LockKind, Plug, SwipeRecord, SystemConfig, TapRecord,
 };

@@ -8,7 +8,7 @@ use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 
 use cmautobuy_sim_phone::{
-    Catalog, DumpFormat, LatencyProfile, PopupSchedule, SimConfig, SimPhone,
+    Catalog, DumpFormat, LatencyProfile, PopupSchedule, Scenario, SimConfig, SimPhone,
 };
 
 #[derive(Parser)]
@@ -41,8 +41,16 @@ struct Serve {
     listen: SocketAddr,
     /// Catalog file or directory of *.json files (default: the repository's
     /// fixtures/catalog).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "replay")]
     catalog: Option<PathBuf>,
+    /// Replay mode: play the recorded scenario in this directory (format v1, see
+    /// sim-phone/README.md) instead of the catalog's app. A bad scenario is refused at
+    /// start (exit code 2).
+    #[arg(long)]
+    replay: Option<PathBuf>,
+    /// Replay mode: append the replay log here (JSON lines, truncated at start).
+    #[arg(long, requires = "replay")]
+    replay_log: Option<PathBuf>,
     /// State file holding the order ledger (created if missing; survives restarts).
     #[arg(long)]
     state: Option<PathBuf>,
@@ -98,10 +106,23 @@ fn main() -> anyhow::Result<()> {
 }
 
 fn serve(a: Serve) -> anyhow::Result<()> {
-    let catalog_path = a.catalog.unwrap_or_else(Catalog::bundled_dir);
-    let catalog = Catalog::load(&catalog_path)
-        .with_context(|| format!("loading catalog {}", catalog_path.display()))?;
-    let mut cfg = SimConfig::new(catalog);
+    let mut cfg = match &a.replay {
+        Some(dir) => match Scenario::load(dir) {
+            Ok(s) => SimConfig::replay(s),
+            Err(e) => {
+                // One line naming the problem; exit code 2 like any refused argument.
+                eprintln!("sim-phone: refusing scenario {}: {e}", dir.display());
+                std::process::exit(2);
+            }
+        },
+        None => {
+            let catalog_path = a.catalog.unwrap_or_else(Catalog::bundled_dir);
+            let catalog = Catalog::load(&catalog_path)
+                .with_context(|| format!("loading catalog {}", catalog_path.display()))?;
+            SimConfig::new(catalog)
+        }
+    };
+    cfg.replay_log = a.replay_log;
     cfg.state_file = a.state;
     cfg.profile = a.profile;
     cfg.seed = a.seed;

@@ -14,6 +14,7 @@ use crate::device::{Counters, Device, DumpFault, Exec};
 use crate::error::SimError;
 use crate::ledger::Order;
 use crate::page::{Page, PopupKind};
+use crate::replay::ReplayLogEntry;
 use crate::system::{Battery, HeadsUp, KeyRecord, LockKind, SwipeRecord, SystemState, TapRecord};
 use crate::ui::PDD;
 
@@ -157,6 +158,31 @@ impl SimPhoneHandle {
     /// The last toast (toasts never appear in dumps).
     pub fn last_toast(&self) -> Option<String> {
         self.shared.lock().app().last_toast().map(str::to_string)
+    }
+
+    /// Replay mode: every action so far and where it led (empty in catalog mode).
+    pub fn replay_log(&self) -> Vec<ReplayLogEntry> {
+        self.shared
+            .lock()
+            .replay()
+            .map(|p| p.log().to_vec())
+            .unwrap_or_default()
+    }
+
+    /// Replay mode: the id of the screen on now (`None` in catalog mode).
+    pub fn replay_screen(&self) -> Option<String> {
+        self.shared
+            .lock()
+            .replay()
+            .map(|p| p.screen_id().to_string())
+    }
+
+    /// Replay mode: how many actions matched no transition (0 in catalog mode).
+    pub fn off_script_count(&self) -> usize {
+        self.shared
+            .lock()
+            .replay()
+            .map_or(0, |p| p.off_script_count())
     }
 
     /// The dump the phone would produce now (without counting a dump).

@@ -116,7 +116,7 @@ fn start(d: &mut Device, s: &Start<'_>, e: &mut Exec) -> u64 {
                 let act = if chooser {
                     crate::system::windows::RESOLVER
                 } else {
-                    d.app.focus_activity()
+                    d.focus_activity()
                 };
                 e.stdout.extend_from_slice(
                     format!("Status: ok\nLaunchState: WARM\nActivity: {act}\nTotalTime: 412\nWaitTime: 415\nComplete\n").as_bytes(),

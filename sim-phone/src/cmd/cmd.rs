@@ -18,6 +18,9 @@ pub(crate) fn run(d: &mut Device, args: &[&str], _: &[u8], e: &mut Exec) -> u64 
                 d.sys.shade = false;
                 d.transition();
             }
+            if d.replay_collapse_shade().transition {
+                d.transition();
+            }
             40
         }
         (Some("statusbar"), _) => {

@@ -11,7 +11,8 @@ use crate::device::{Device, Exec};
 use crate::system::format;
 
 pub(crate) fn run(d: &mut Device, args: &[&str], _: &[u8], e: &mut Exec) -> u64 {
-    let act = d.app.focus_activity();
+    let act = d.focus_activity().to_string();
+    let act = act.as_str();
     let text = match (args.first().copied(), args.get(1).copied()) {
         (Some("window"), sub) => {
             let wins = d.system_windows();
@@ -26,7 +27,12 @@ pub(crate) fn run(d: &mut Device, args: &[&str], _: &[u8], e: &mut Exec) -> u64 
         (Some("power"), _) => format::power(&d.sys, d.counters.device_time_ms),
         (Some("battery"), _) => format::battery(&d.sys),
         (Some("activity"), Some("top")) => {
-            e.stdout = activity_top(act, d.app.displayed_goods_id()).into_bytes();
+            e.stdout = match d.replay().map(|p| p.screen().activity_top.clone()) {
+                Some(Some(recorded)) => recorded,
+                Some(None) => activity_top(act, None),
+                None => activity_top(act, d.app.displayed_goods_id()),
+            }
+            .into_bytes();
             return 180;
         }
         (Some("package"), Some(name)) => {

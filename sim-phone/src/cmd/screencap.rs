@@ -12,11 +12,12 @@ pub(crate) fn run(d: &mut Device, args: &[&str], _: &[u8], e: &mut Exec) -> u64 
     let ms = cost(d);
     let png = args.contains(&"-p");
     let file = args.iter().copied().find(|a| !a.starts_with('-'));
-    let img = picture(d);
-    let bytes = if png || file.is_some_and(|f| f.ends_with(".png")) {
-        render::encode_png(&img)
-    } else {
-        render::encode_raw(&img)
+    let want_png = png || file.is_some_and(|f| f.ends_with(".png"));
+    let bytes = match d.replay_png().filter(|_| want_png) {
+        // Replay: the recorded screenshot's bytes (or the one rendered from the dump).
+        Some(recorded) => recorded.as_ref().clone(),
+        None if want_png => render::encode_png(&picture(d)),
+        None => render::encode_raw(&picture(d)),
     };
     match file {
         Some(f) => d.write_file(f, bytes),
@@ -40,6 +41,7 @@ impl Device {
 /// Count a screen capture; its simulated time (an owed transition included), ms.
 fn cost(d: &mut Device) -> u64 {
     d.counters.screencaps += 1;
+    d.replay_note_screencap();
     d.observe_cost() + d.cost(200, 350)
 }
 
@@ -49,6 +51,9 @@ fn picture(d: &Device) -> RgbImage {
     let (w, h) = (d.cfg.width.max(1) as u32, d.cfg.height.max(1) as u32);
     if !d.system().screen_on {
         return RgbImage::new(w, h);
+    }
+    if let Some(recorded) = d.replay_picture() {
+        return recorded;
     }
     let screen = d.display_screen(d.now());
     render::render(&screen, w, h)

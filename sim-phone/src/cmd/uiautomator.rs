@@ -40,7 +40,9 @@ pub(crate) fn run(d: &mut Device, args: &[&str], _: &[u8], e: &mut Exec) -> u64 
         let x = d.dump_xml();
         d.last_dump = Some(x.clone());
         // A lagging sheet total settles one dump at a time.
-        d.app.after_dump();
+        if d.after_dump().transition {
+            d.transition();
+        }
         Some(x)
     };
     if path == "/dev/tty" {

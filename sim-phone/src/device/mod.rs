@@ -6,6 +6,7 @@ pub mod counters;
 pub mod exec;
 pub mod files;
 pub mod phone_state;
+pub mod replay;
 pub mod state;
 
 pub use crate::ui::PDD as PDD_PACKAGE;

@@ -28,11 +28,11 @@ const UNLOCK_SWIPE_PX: i32 = 300;
 
 impl Device {
     fn scene(&self) -> Scene<'_> {
-        let page = self.app.page();
+        let page = self.app.page().filter(|_| self.replay.is_none());
         Scene {
             width: self.cfg.width,
             height: self.cfg.height,
-            pdd_activity: page.map(|_| self.app.focus_activity()),
+            pdd_activity: self.pdd_activity(),
             pdd_popup: page.is_some() && self.app.popup().is_some(),
             text_focus: matches!(page, Some(Page::Sheet(s)) if s.qty_focused),
         }
@@ -81,6 +81,9 @@ impl Device {
         };
         let t = Outcome { transition: true };
         match win.kind {
+            WinKind::Pdd | WinKind::PddPopup | WinKind::Launcher if self.replay.is_some() => {
+                self.app_tap(x, y, now)
+            }
             WinKind::Pdd | WinKind::PddPopup | WinKind::Launcher => {
                 let refocus = self
                     .app
@@ -143,7 +146,7 @@ impl Device {
                 if always_hit {
                     self.sys.chooser_default_pdd = true;
                 }
-                self.app.open_url(&url).unwrap_or_default()
+                self.app_open_url(&url).unwrap_or_default()
             }
             ChooserTarget::Browser => {
                 self.sys.foreign = Some(ForeignApp::Browser);
@@ -214,7 +217,7 @@ impl Device {
                 }
                 Outcome::default()
             }
-            WinKind::Pdd | WinKind::PddPopup | WinKind::Launcher => self.app.swipe(x1, y1, x2, y2),
+            WinKind::Pdd | WinKind::PddPopup | WinKind::Launcher => self.app_swipe(x1, y1, x2, y2),
             _ => Outcome::default(),
         }
     }
@@ -259,9 +262,12 @@ impl Device {
                 self.sys.chooser = None;
                 self.sys.foreign = None;
                 self.sys.low_battery_dialog = false;
-                return self.app.home_key();
+                return self.app_key(KEY_HOME);
             }
             KEY_BACK => {}
+            // Other keys reach the app's window when it has the focus (replay hands them
+            // to the player; the simulated app ignores them).
+            _ if self.replay.is_some() && self.app_window_focused() => return self.app_key(code),
             _ => return Outcome::default(),
         }
         // BACK: to the focused window; the keyboard takes it first when it is up.
@@ -295,7 +301,7 @@ impl Device {
                 self.sys.ime_hidden = true;
                 t
             }
-            _ => self.app.back(),
+            _ => self.app_key(KEY_BACK),
         }
     }
 
@@ -307,7 +313,8 @@ impl Device {
         }
         let wins = self.system_windows();
         match windows::focused(&wins).map(|w| w.kind) {
-            Some(WinKind::Pdd) => self.app.input_text(text),
+            Some(WinKind::Pdd) => self.app_text(text),
+            Some(WinKind::Launcher) if self.replay.is_some() => self.app_text(text),
             Some(WinKind::Shade) if self.sys.bouncer => self.sys.failed_unlocks += 1,
             _ => {}
         }
@@ -355,7 +362,7 @@ impl Device {
         }
         self.sys.chooser = None;
         self.sys.foreign = None;
-        self.app.open_url(url).map(|o| (o, false))
+        self.app_open_url(url).map(|o| (o, false))
     }
 
     /// Split the app's screen into its own windows and the chrome (gesture bar, status
@@ -364,6 +371,9 @@ impl Device {
         &self,
         now: DateTime<FixedOffset>,
     ) -> (Vec<crate::ui::Node>, Vec<crate::ui::Node>) {
+        if let Some(app) = self.replay_app_windows() {
+            return (app, Vec::new());
+        }
         let mut app = self.app.screen(now).windows;
         let chrome = app.split_off(app.len().saturating_sub(2));
         (app, chrome)

@@ -37,6 +37,8 @@ pub struct Device {
     pub(crate) extra_dump_faults: Vec<(u64, DumpFault)>,
     /// The phone's own state: screen, keyguard, overlays, battery, input records.
     pub(crate) sys: SystemState,
+    /// Replay mode: the scenario player standing in for the app (`device/replay.rs`).
+    pub(crate) replay: Option<Box<crate::replay::Player>>,
 }
 
 impl Device {
@@ -69,6 +71,7 @@ impl Device {
             last_dump: None,
             offline: false,
             extra_dump_faults: Vec::new(),
+            replay: None,
         }
     }
 
@@ -174,6 +177,9 @@ impl Device {
 
     /// The XML a dump would produce now (the active window: see `phone_state`).
     pub fn dump_xml(&self) -> String {
+        if let Some(recorded) = self.replay_dump() {
+            return recorded;
+        }
         let s = self.dump_screen(self.now());
         match self.cfg.dump_format {
             DumpFormat::Pretty => ui::to_xml(&s),
