@@ -666,3 +666,54 @@ fn a_server_dump_costs_200_to_400_ms_and_uiautomator_dump_800_to_1500() {
     let e = d.run_line("input tap 1 1");
     assert_eq!(e.code, 0);
 }
+
+#[test]
+fn realistic_profile_server_dumps_are_several_times_faster_than_uiautomator_dump() {
+    let Some(jar) =
+        real_jar("realistic_profile_server_dumps_are_several_times_faster_than_uiautomator_dump")
+    else {
+        return;
+    };
+    use adb_client::server_device::ADBServerDevice;
+    let mut cfg = config();
+    cfg.profile = cmautobuy_sim_phone::LatencyProfile::Realistic;
+    let phone = start(cfg);
+    let adb = AdbServer::start();
+    let serial = phone.serial();
+    adb.connect(&serial);
+    let mut dev = ADBServerDevice::new(serial.clone(), Some(adb.addr()));
+    let mut data: &[u8] = &jar;
+    dev.push(&mut data, U2_JAR_PATH).expect("push");
+    let median = |mut v: Vec<u128>| {
+        v.sort_unstable();
+        v[v.len() / 2]
+    };
+
+    let mut shell_ms = Vec::new();
+    for _ in 0..3 {
+        let t = Instant::now();
+        let o = adb.shell(&serial, &["uiautomator", "dump", "/dev/tty"]);
+        assert!(o.status.success());
+        shell_ms.push(t.elapsed().as_millis());
+    }
+    let t = Instant::now();
+    let rig_proc = smart(&adb, &serial, &format!("shell:{START}")).expect("start");
+    let mut http = wait_ready(&adb, &serial);
+    let start_ms = t.elapsed().as_millis();
+    let mut server_ms = Vec::new();
+    for _ in 0..5 {
+        let t = Instant::now();
+        let r = post(&mut http, "dumpWindowHierarchy", json!([false, 50]));
+        assert!(r["result"].is_string());
+        server_ms.push(t.elapsed().as_millis());
+    }
+    let (s, u) = (median(shell_ms), median(server_ms));
+    eprintln!("realistic: uiautomator dump median {s} ms; server start {start_ms} ms; server dump median {u} ms");
+    // Lower bounds are the model's (the phone sleeps at least that long); the upper
+    // bounds leave room for a slow machine.
+    assert!((800..3_000).contains(&s), "uiautomator dump {s} ms");
+    assert!((200..1_500).contains(&u), "server dump {u} ms");
+    assert!((1_000..5_000).contains(&start_ms), "start-up {start_ms} ms");
+    assert!(u < s, "a server dump is faster: {u} vs {s} ms");
+    drop(rig_proc);
+}
