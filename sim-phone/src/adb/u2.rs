@@ -52,13 +52,17 @@ pub(crate) async fn resident(
         return;
     }
     if shared.profile == LatencyProfile::Realistic && !out.delay.is_zero() {
-        let closed = tokio::select! {
-            _ = tokio::time::sleep(out.delay) => false,
-            d = io.read() => d.is_none(),
-        };
-        if closed {
-            end(shared, id);
-            return;
+        let started = tokio::time::sleep(out.delay);
+        tokio::pin!(started);
+        loop {
+            tokio::select! {
+                _ = &mut started => break,
+                d = io.read() => if d.is_none() {
+                    // Closed while starting: the process goes before it listened.
+                    end(shared, id);
+                    return;
+                },
+            }
         }
     }
     let port = {
