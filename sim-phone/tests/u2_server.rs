@@ -27,25 +27,7 @@ const GOODS: &str = "737116531267";
 
 /// The real u2.jar, or `None` (NOT CHECKED) outside CI when it is not installed.
 fn real_jar(test: &str) -> Option<Vec<u8>> {
-    let path = std::env::var_os("CMAUTOBUY_U2_JAR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| {
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../.tools/uiautomator2/u2.jar")
-        });
-    match std::fs::read(&path) {
-        Ok(b) => Some(b),
-        Err(e) => {
-            let msg = format!(
-                "the real u2.jar is not at {} ({e}): run scripts/install-u2-jar",
-                path.display()
-            );
-            if std::env::var("CI").as_deref() == Ok("true") {
-                panic!("{test}: {msg}");
-            }
-            eprintln!("NOT CHECKED: {test}: {msg}");
-            None
-        }
-    }
+    cmautobuy_sim_phone::testing::u2_jar(test)
 }
 
 fn config() -> SimConfig {
