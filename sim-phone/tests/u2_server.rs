@@ -208,6 +208,20 @@ fn base64_decode(s: &str) -> Vec<u8> {
     out
 }
 
+/// (width, height) from a baseline JPEG's SOF0 header (the image crate here has no JPEG
+/// decoder; the encoder's output was checked against Pillow when it was written).
+fn jpeg_size(j: &[u8]) -> (u16, u16) {
+    assert!(
+        j.starts_with(&[0xff, 0xd8]) && j.ends_with(&[0xff, 0xd9]),
+        "not a JPEG"
+    );
+    let sof = j.windows(2).position(|w| w == [0xff, 0xc0]).expect("SOF0");
+    (
+        u16::from_be_bytes([j[sof + 7], j[sof + 8]]),
+        u16::from_be_bytes([j[sof + 5], j[sof + 6]]),
+    )
+}
+
 /// A phone behind a private adb server with the real jar pushed by `adb_client`.
 struct Rig {
     phone: SimPhoneHandle,
@@ -325,15 +339,17 @@ fn real_jar_pushed_started_and_driven_over_jsonrpc_through_the_adb_server() {
         false
     );
 
-    // A swipe and a screenshot (base64 of the picture screencap draws).
+    // A swipe and screenshots (base64 JPEG of the picture screencap draws, scaled).
     assert_eq!(
         post(&mut http, "swipe", json!([540, 1800, 540, 900, 20]))["result"],
         true
     );
     let shot = post(&mut http, "takeScreenshot", json!([1, 80]));
-    let png = base64_decode(shot["result"].as_str().expect("base64"));
-    let img = image::load_from_memory(&png).expect("an image");
-    assert_eq!((img.width(), img.height()), (1080, 2400));
+    let jpeg = base64_decode(shot["result"].as_str().expect("base64"));
+    assert_eq!(jpeg_size(&jpeg), (1080, 2400));
+    let shot = post(&mut http, "takeScreenshot", json!([0.5, 60]));
+    let half = base64_decode(shot["result"].as_str().expect("base64"));
+    assert_eq!(jpeg_size(&half), (540, 1200));
 
     // jsonrpc4j's own errors.
     let r = post(&mut http, "noSuchMethod", json!([]));
