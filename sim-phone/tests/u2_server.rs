@@ -357,6 +357,17 @@ fn real_jar_pushed_started_and_driven_over_jsonrpc_through_the_adb_server() {
     let r = post(&mut http, "click", json!(["a", "b"]));
     assert_eq!(r["error"]["code"], -32602);
 
+    // The server dumps every window root: a heads-up is in its dump, not in the shell's
+    // (the active window and the bars).
+    phone.show_heads_up(
+        cmautobuy_sim_phone::HeadsUp::wechat("张三", "在吗"),
+        Some(60_000),
+    );
+    let r = post(&mut http, "dumpWindowHierarchy", json!([false, 50]));
+    let with_heads_up = r["result"].as_str().expect("xml");
+    assert!(with_heads_up.contains("expandableNotificationRow") && with_heads_up.contains("在吗"));
+    assert!(!phone.dump_xml().contains("在吗"));
+
     // While the server holds UiAutomation, `uiautomator dump` dies (exit 137, "Killed").
     let (out, err, rc) = rig.shell("uiautomator dump /dev/tty");
     assert_eq!(rc, 137, "{out} {err}");

@@ -133,14 +133,15 @@ fn base64(data: &[u8]) -> String {
 impl Device {
     /// What the server's `dumpWindowHierarchy` returns now: the androidx dumper's shape
     /// (visible-to-user, drawing-order, hint, display-id) with CRLF line ends, whatever
-    /// shape this phone's `uiautomator dump` writes.
-    /// In replay mode the recorded dump is served byte for byte, as `uiautomator dump`
-    /// serves it.
+    /// shape this phone's `uiautomator dump` writes. The server dumps every window root on
+    /// the display (the app under a dialog, the keyboard, a heads-up, the bars), where
+    /// `uiautomator dump` shows the active window and the bars. In replay mode the
+    /// recorded dump is served byte for byte, as `uiautomator dump` serves it.
     pub fn u2_dump_xml(&self) -> String {
         if let Some(recorded) = self.replay_dump() {
             return recorded;
         }
-        ui::to_xml(&self.dump_screen(self.now())).replace('\n', "\r\n")
+        ui::to_xml(&self.display_screen(self.now())).replace('\n', "\r\n")
     }
 
     /// Run one `POST /jsonrpc/0` body: (answer body, simulated ms). Counted, and the
