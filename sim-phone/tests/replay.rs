@@ -912,3 +912,56 @@ fn dumpsys_follows_the_recorded_screen_and_the_phone_state_still_works() {
     assert!(d.contains("我的订单"), "{d}");
     assert_eq!(screen(&p2), "s09");
 }
+
+/// Random mutations of a scenario's JSON never panic the loader, and a mutated scenario
+/// that still loads replays without panicking.
+#[test]
+fn mutated_scenarios_are_refused_or_replayed_never_a_panic() {
+    use rand::{Rng, SeedableRng};
+    let dir = tempfile::tempdir().expect("tmp");
+    write_standard(dir.path());
+    let path = dir.path().join("scenario.json");
+    let base = std::fs::read(&path).expect("r");
+    let alphabet = b"{}[]:,\"0123456789-.etruflsn s0s9/\\";
+    let mut rng = rand::rngs::StdRng::seed_from_u64(1414);
+    let (mut loaded, mut refused) = (0, 0);
+    for _ in 0..400 {
+        let mut b = base.clone();
+        for _ in 0..rng.gen_range(1..4) {
+            let i = rng.gen_range(0..b.len());
+            match rng.gen_range(0..3) {
+                0 => b[i] = alphabet[rng.gen_range(0..alphabet.len())],
+                1 => {
+                    b.remove(i);
+                }
+                _ => b.insert(i, alphabet[rng.gen_range(0..alphabet.len())]),
+            }
+        }
+        std::fs::write(&path, &b).expect("w");
+        match Scenario::load(dir.path()) {
+            Ok(s) => {
+                loaded += 1;
+                let mut d = SimConfig::replay(s).build_device().expect("device");
+                for l in [
+                    "am start -a android.intent.action.VIEW -d x://goods_id=123",
+                    "input tap 800 2270",
+                    "uiautomator dump /dev/tty",
+                    "input swipe 540 1800 540 900",
+                    "input keyevent 4",
+                    "cmd statusbar collapse",
+                    "dumpsys activity top",
+                ] {
+                    let _ = d.run_line(l);
+                }
+            }
+            Err(e) => {
+                refused += 1;
+                assert!(!e.to_string().is_empty());
+            }
+        }
+    }
+    assert!(
+        loaded > 0 && refused > 0,
+        "loaded {loaded}, refused {refused}"
+    );
+}
