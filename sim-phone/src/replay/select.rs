@@ -120,7 +120,10 @@ impl DumpIndex {
                     open.pop();
                 }
                 Event::Text(t) => {
-                    if !t.iter().all(u8::is_ascii_whitespace) {
+                    // After the root closes: what `uiautomator dump /dev/tty` prints on old
+                    // phones ("UI hierchary dumped to: /dev/tty") may trail a recording.
+                    let trailing = seen_root && open.is_empty();
+                    if !trailing && !t.iter().all(u8::is_ascii_whitespace) {
                         return Err(format!("text outside any attribute at byte {pos}"));
                     }
                 }
@@ -332,6 +335,9 @@ mod tests {
         assert_eq!(d.clickable_ancestor(2), Some(1));
         assert_eq!(d.clickable_ancestor(1), None);
         assert_eq!(d.top_package(), Some(crate::ui::PDD));
+        // An old phone's /dev/tty dump carries uiautomator's line after the root.
+        let tty = format!("{}UI hierchary dumped to: /dev/tty\n", BUTTON.trim_end());
+        assert_eq!(DumpIndex::parse(&tty).expect("tty dump").nodes.len(), 4);
     }
 
     #[test]
@@ -405,6 +411,10 @@ mod tests {
                 "XML error",
             ),
             ("hello", "text outside"),
+            (
+                "<hierarchy>x<node bounds=\"[0,0][1,1]\"/></hierarchy>",
+                "text outside",
+            ),
             ("<hierarchy/><hierarchy/>", "unexpected <hierarchy>"),
         ] {
             match DumpIndex::parse(bad) {
