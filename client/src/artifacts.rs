@@ -1,8 +1,10 @@
 //! Evidence artifacts of a flow attempt (`decisions.md` §7).
 //!
 //! Layout: `{root}/{task}/{attempt}/NN-{step}.xml|.png` plus `manifest.json`
-//! (`[{"id", "file", "sha256", "step", "taken_at"}]`, rewritten atomically after every
-//! file). `{task}` and `{attempt}` are the remote task id and the attempt id made safe for
+//! (`[{"seq", "action", "id", "file", "sha256", "step", "taken_at"}]`, rewritten
+//! atomically after every file; issue 14: also the device actions between the files —
+//! [`ActionEntry`], no `file` — so the manifest is the ordered record a replay is
+//! exported from). `{task}` and `{attempt}` are the remote task id and the attempt id made safe for
 //! a file name ([`safe_component`]): ids come from the network and must never walk out
 //! of the artifact root. Failures report the ids and the local reference
 //! `{client_id}:artifacts/{task}/{attempt}/`; files never leave the machine.
@@ -26,14 +28,191 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-/// One manifest entry.
+/// One artifact entry of the manifest (a saved file). `seq` and `action` (issue 14: the
+/// manifest is the ordered record of the attempt) are absent in manifests written
+/// before them.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ManifestEntry {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq: Option<u32>,
+    /// `dump`, `screenshot` or `activity_top`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
     pub id: String,
     pub file: String,
     pub sha256: String,
     pub step: String,
     pub taken_at: String,
+}
+
+/// The node of the last dump a tap aimed at (`screen::aim`), as recorded.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TapTarget {
+    #[serde(default)]
+    pub text: String,
+    #[serde(default)]
+    pub desc: String,
+    #[serde(default)]
+    pub resource_id: String,
+    #[serde(default)]
+    pub class: String,
+    pub bounds: [i32; 4],
+}
+
+/// One action entry of the manifest: a device action (or a mark) in the order it
+/// happened, without a file (`/work/notes/issue14-spec.md` §A). Only the fields of its
+/// kind are present.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActionEntry {
+    pub seq: u32,
+    /// `open_url`, `tap`, `swipe`, `key`, `collapse_shade`, `unlock`, `wait`,
+    /// `mark_irreversible`, `dump_failed`.
+    pub action: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<[i32; 2]>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// `in_page`, `changes_screen`, `submit`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tap_kind: Option<String>,
+    /// Taps only: `Some(None)` is written as `null` (no node contained the point).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "double_option"
+    )]
+    pub target: Option<Option<TapTarget>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<[i32; 2]>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<[i32; 2]>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keycode: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goods_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_cent: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quantity: Option<u32>,
+    /// The options ordered, as the page names them (a mark).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub options: Option<Vec<String>>,
+    /// A failed dump's code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    /// `sent`, `refused` (the guard: nothing reached the phone), `covered` (another
+    /// package's window: nothing sent), `error` (the device call failed; it may have
+    /// reached the phone); a mark: `marked`, `refused`, `failed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<String>,
+}
+
+impl ActionEntry {
+    /// An entry of kind `action` at `step` (its `seq` is given when recorded).
+    pub fn new(action: &str, step: Option<&str>) -> ActionEntry {
+        ActionEntry {
+            action: action.to_string(),
+            step: step.map(str::to_string),
+            ..ActionEntry::default()
+        }
+    }
+
+    /// Whether the action reached the phone (or may have): refused and covered taps did
+    /// not.
+    pub fn reached_phone(&self) -> bool {
+        !matches!(self.result.as_deref(), Some("refused" | "covered"))
+    }
+}
+
+/// `Option<Option<T>>` with a present `null` kept apart from an absent field.
+mod double_option {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer, T: Serialize>(
+        v: &Option<Option<T>>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(inner) => inner.serialize(s),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+        d: D,
+    ) -> Result<Option<Option<T>>, D::Error> {
+        Option::<T>::deserialize(d).map(Some)
+    }
+}
+
+/// One element of `manifest.json`: a saved file or an action. Artifact entries are told
+/// apart by their `file`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ManifestElement {
+    Artifact(ManifestEntry),
+    Action(Box<ActionEntry>),
+}
+
+impl ManifestElement {
+    pub fn seq(&self) -> Option<u32> {
+        match self {
+            ManifestElement::Artifact(a) => a.seq,
+            ManifestElement::Action(a) => Some(a.seq),
+        }
+    }
+
+    pub fn artifact(&self) -> Option<&ManifestEntry> {
+        match self {
+            ManifestElement::Artifact(a) => Some(a),
+            ManifestElement::Action(_) => None,
+        }
+    }
+}
+
+/// The manifest file's name.
+pub const MANIFEST: &str = "manifest.json";
+
+/// Parses a manifest (old — artifacts only, no `seq` — or new); `None` when it is not
+/// a JSON array. An element that is neither an artifact nor an action is skipped.
+pub fn parse_manifest(bytes: &[u8]) -> Option<Vec<ManifestElement>> {
+    let raw: Vec<serde_json::Value> = serde_json::from_slice(bytes).ok()?;
+    Some(
+        raw.into_iter()
+            .filter_map(|v| serde_json::from_value(v).ok())
+            .collect(),
+    )
+}
+
+/// Reads `dir/manifest.json`'s elements; `None` when absent or unreadable.
+pub fn read_manifest_elements(dir: &Path) -> Option<Vec<ManifestElement>> {
+    parse_manifest(&std::fs::read(dir.join(MANIFEST)).ok()?)
+}
+
+/// The artifact entries of a manifest, in order (the readers that want files only).
+pub fn artifact_entries(elements: &[ManifestElement]) -> Vec<ManifestEntry> {
+    elements
+        .iter()
+        .filter_map(|e| e.artifact().cloned())
+        .collect()
+}
+
+/// The manifest action of a saved file, by its extension.
+fn artifact_action(ext: &str) -> &'static str {
+    match ext {
+        "xml" => "dump",
+        "png" => "screenshot",
+        "txt" => "activity_top",
+        _ => "file",
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -115,8 +294,16 @@ pub struct AttemptArtifacts {
     /// `artifacts/{task}/{attempt}/` as reported in `artifact_ref`.
     rel: String,
     attempt_id: String,
+    /// The highest `NN-` file number used.
     seq: u32,
+    /// The artifact entries (files), in order.
     entries: Vec<ManifestEntry>,
+    /// Every manifest element (artifacts and actions), in order.
+    elements: Vec<ManifestElement>,
+    /// The last `seq` given (continued from the manifest of a recovered attempt).
+    last_seq: u32,
+    /// Action entries recorded since the manifest was last written.
+    unwritten: bool,
     /// The first write error, kept for the diagnostics; evidence is best effort and a
     /// full disk must not turn a collected price list into a failure.
     pub last_error: Option<String>,
@@ -140,10 +327,15 @@ impl AttemptArtifacts {
             path: dir.clone(),
             source,
         })?;
-        let entries: Vec<ManifestEntry> = std::fs::read(dir.join("manifest.json"))
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .unwrap_or_default();
+        let elements = read_manifest_elements(&dir).unwrap_or_default();
+        let entries = artifact_entries(&elements);
+        // `seq` goes on after the recorded ones (an old manifest: after its entries).
+        let last_seq = elements
+            .iter()
+            .map(|e| e.seq().unwrap_or(0))
+            .max()
+            .unwrap_or(0)
+            .max(u32::try_from(elements.len()).unwrap_or(u32::MAX));
         // Files written before a crash may be missing from the manifest: count them too.
         let seq = std::fs::read_dir(&dir)
             .into_iter()
@@ -162,6 +354,9 @@ impl AttemptArtifacts {
             attempt_id: attempt_id.to_string(),
             seq,
             entries,
+            elements,
+            last_seq,
+            unwritten: false,
             last_error: None,
         })
     }
@@ -204,13 +399,18 @@ impl AttemptArtifacts {
             self.last_error.get_or_insert_with(|| e.to_string());
             return None;
         }
-        self.entries.push(ManifestEntry {
+        self.last_seq += 1;
+        let entry = ManifestEntry {
+            seq: Some(self.last_seq),
+            action: Some(artifact_action(ext).to_string()),
             id: id.clone(),
             file: file.clone(),
             sha256: sha.clone(),
             step: step.to_string(),
             taken_at: cmautobuy_contract::time::format_utc(at),
-        });
+        };
+        self.entries.push(entry.clone());
+        self.elements.push(ManifestElement::Artifact(entry));
         // Ids and hashes only: the content holds personal data.
         tracing::debug!(artifact_id = %id, file = %file, sha256 = %sha, bytes = bytes.len(), "artifact saved");
         if let Err(e) = self.write_manifest() {
@@ -220,9 +420,37 @@ impl AttemptArtifacts {
         Some(id)
     }
 
-    fn write_manifest(&self) -> Result<(), ArtifactError> {
-        let bytes = serde_json::to_vec_pretty(&self.entries).unwrap_or_default();
-        write_atomic(&self.dir.join("manifest.json"), &bytes)
+    /// Every manifest element so far (artifacts and actions), in order.
+    pub fn elements(&self) -> &[ManifestElement] {
+        &self.elements
+    }
+
+    /// Records a device action as the next manifest element (its `seq` is set here).
+    /// Written with the next saved file or by [`AttemptArtifacts::flush`] (the driver
+    /// flushes at the end of every drive), so an action costs no disk write of its own.
+    pub fn record(&mut self, mut entry: ActionEntry) {
+        self.last_seq += 1;
+        entry.seq = self.last_seq;
+        self.elements.push(ManifestElement::Action(Box::new(entry)));
+        self.unwritten = true;
+    }
+
+    /// Writes the manifest when actions were recorded since it was last written.
+    pub fn flush(&mut self) {
+        if !self.unwritten {
+            return;
+        }
+        if let Err(e) = self.write_manifest() {
+            tracing::warn!(error = %e, "artifact manifest not written");
+            self.last_error.get_or_insert_with(|| e.to_string());
+        }
+    }
+
+    fn write_manifest(&mut self) -> Result<(), ArtifactError> {
+        let bytes = serde_json::to_vec_pretty(&self.elements).unwrap_or_default();
+        write_atomic(&self.dir.join(MANIFEST), &bytes)?;
+        self.unwritten = false;
+        Ok(())
     }
 }
 
@@ -664,6 +892,76 @@ mod tests {
             std::fs::read(b.dir().join("03-reconcile_order.xml")).unwrap(),
             b"<cut/>"
         );
+    }
+
+    #[test]
+    fn actions_and_files_share_one_sequence_that_a_recovered_attempt_continues() {
+        let root = tempfile::tempdir().unwrap();
+        let now = Utc::now();
+        let mut a = AttemptArtifacts::create(root.path(), "t-1", "att-1").unwrap();
+        let mut open = ActionEntry::new("open_url", Some("open_goods"));
+        open.url = Some("pinduoduo://com.xunmeng.pinduoduo/goods.html?goods_id=1".into());
+        a.record(open);
+        a.save("open_goods", "xml", b"<hierarchy/>", now).unwrap();
+        let mut tap = ActionEntry::new("tap", Some("select_color"));
+        tap.at = Some([10, 20]);
+        tap.target = Some(None);
+        tap.result = Some("sent".into());
+        a.record(tap);
+        // Not written until the next file or a flush.
+        assert_eq!(read_manifest_elements(a.dir()).unwrap().len(), 2);
+        a.flush();
+        let m = read_manifest_elements(a.dir()).unwrap();
+        assert_eq!(m.len(), 3);
+        assert_eq!(
+            m.iter().map(|e| e.seq()).collect::<Vec<_>>(),
+            [Some(1), Some(2), Some(3)]
+        );
+        // A tap without a node writes `"target": null`; other actions no `target`.
+        let raw: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(a.dir().join(MANIFEST)).unwrap()).unwrap();
+        assert!(raw[2]["target"].is_null() && raw[2].get("target").is_some());
+        assert!(raw[0].get("target").is_none());
+        assert_eq!(raw[1]["action"], "dump");
+        assert_eq!(raw[1]["seq"], 2);
+        let ManifestElement::Action(t) = &m[2] else {
+            panic!("{m:?}")
+        };
+        assert_eq!(t.target, Some(None));
+        // The readers of files skip actions.
+        assert_eq!(artifact_entries(&m).len(), 1);
+        // A crash-recovered attempt goes on after seq 3 and after file 01.
+        let mut b = AttemptArtifacts::create(root.path(), "t-1", "att-1").unwrap();
+        assert_eq!(b.entries().len(), 1);
+        assert_eq!(b.ids(), ["att-1-01"]);
+        b.record(ActionEntry::new("key", Some("leave_payment")));
+        let id = b.save("reconcile_order", "xml", b"<list/>", now).unwrap();
+        assert_eq!(id, "att-1-02");
+        let m = read_manifest_elements(b.dir()).unwrap();
+        assert_eq!(
+            m.iter().map(|e| e.seq()).collect::<Vec<_>>(),
+            [Some(1), Some(2), Some(3), Some(4), Some(5)]
+        );
+    }
+
+    #[test]
+    fn an_old_manifest_still_reads_and_seq_goes_on_after_it() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("t").join("a");
+        std::fs::create_dir_all(&dir).unwrap();
+        let old = r#"[{"id":"a-01","file":"01-open_goods.xml","sha256":"00","step":"open_goods","taken_at":"2026-01-01T00:00:00Z"},
+                      {"id":"a-02","file":"02-check_goods.png","sha256":"00","step":"check_goods","taken_at":"2026-01-01T00:00:00Z"}]"#;
+        std::fs::write(dir.join(MANIFEST), old).unwrap();
+        std::fs::write(dir.join("01-open_goods.xml"), "<hierarchy/>").unwrap();
+        std::fs::write(dir.join("02-check_goods.png"), "x").unwrap();
+        let m = read_manifest_elements(&dir).unwrap();
+        assert_eq!(artifact_entries(&m).len(), 2);
+        assert_eq!(m[0].seq(), None);
+        let mut a = AttemptArtifacts::create(root.path(), "t", "a").unwrap();
+        a.record(ActionEntry::new("wait", None));
+        a.flush();
+        let m = read_manifest_elements(&dir).unwrap();
+        assert_eq!(m[2].seq(), Some(3));
     }
 
     #[test]

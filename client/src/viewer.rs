@@ -366,10 +366,9 @@ pub enum ViewerError {
 }
 
 /// Reads an attempt folder's manifest.
+/// Its artifact entries only (the files): action entries (issue 14) are skipped.
 pub fn read_manifest(dir: &Path) -> Option<Vec<ManifestEntry>> {
-    std::fs::read(dir.join("manifest.json"))
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
+    crate::artifacts::read_manifest_elements(dir).map(|e| crate::artifacts::artifact_entries(&e))
 }
 
 /// Whether `name` is a file the manifest lists (or one of the sidecars): the only names
@@ -704,6 +703,8 @@ mod tests {
 
     fn entry(file: &str, step: &str) -> ManifestEntry {
         ManifestEntry {
+            seq: None,
+            action: None,
             id: format!("att-{}", &file[..2]),
             file: file.into(),
             sha256: "ab".repeat(32),

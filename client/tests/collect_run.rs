@@ -67,13 +67,16 @@ fn run_collects_on_the_configured_device_and_the_admin_stores_pdd_data() {
         .as_array()
         .unwrap()
         .iter()
-        .any(|e| e["file"].as_str().unwrap().ends_with(".png")));
+        .any(|e| e["file"].as_str().is_some_and(|f| f.ends_with(".png"))));
     // The action trace beside it (issue 13): every dump the manifest lists was saved by
     // an `observe`, and the viewer reads the folder back: the risk page it stopped on.
     let trace: Value =
         serde_json::from_slice(&std::fs::read(dir.join("trace.json")).unwrap()).unwrap();
+    // Artifact entries only (issue 14: action entries have no file).
     for e in manifest.as_array().unwrap() {
-        let file = e["file"].as_str().unwrap();
+        let Some(file) = e["file"].as_str() else {
+            continue;
+        };
         let kind = if file.ends_with(".png") {
             "screenshot"
         } else {

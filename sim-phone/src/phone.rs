@@ -41,6 +41,7 @@ impl SimPhone {
             offline: offline_tx,
             banner: adb::banner(),
             hangs: std::sync::Mutex::new(Vec::new()),
+            u2_changed: watch::channel(0).0,
         });
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
         // The runtime is built, run and dropped on the phone's own thread only: dropping a
@@ -382,6 +383,53 @@ impl SimPhoneHandle {
                 hits: hits.clone(),
             });
         HangGate { tx, hits }
+    }
+
+    // ---- uiautomator2's server (see `docs/u2-server.md`) ----
+
+    /// A uiautomator2 server process runs (listening or still starting).
+    pub fn u2_running(&self) -> bool {
+        self.shared.lock().u2.running.is_some()
+    }
+
+    /// The port the running server listens on, once it does.
+    pub fn u2_listening_port(&self) -> Option<u16> {
+        self.shared
+            .lock()
+            .u2
+            .running
+            .filter(|r| r.listening)
+            .map(|r| r.port)
+    }
+
+    /// Kill the server process (the low-memory killer, a crash): its `app_process` stream
+    /// ends (shell v2: exit status 137), open `tcp:` streams are cut, new ones refused.
+    /// False when none ran.
+    pub fn u2_kill(&self) -> bool {
+        let killed = self.shared.lock().u2.kill();
+        if killed {
+            self.shared.u2_notify();
+        }
+        killed
+    }
+
+    /// The server's next JSON-RPC call is read and never answered (its stream stays
+    /// open until the caller closes it or the server dies). Nothing of the call runs.
+    pub fn u2_hang_next_call(&self) {
+        self.shared.lock().u2.faults.hang_next = true;
+    }
+
+    /// The server's next JSON-RPC call does not run and answers the JSON-RPC error of a
+    /// server whose UiAutomation connection is gone (`-32001`,
+    /// `java.lang.IllegalStateException`, "UiAutomation not connected!").
+    pub fn u2_rpc_error_next_call(&self) {
+        self.shared.lock().u2.faults.rpc_error_next = true;
+    }
+
+    /// The server's next JSON-RPC call runs (a click lands), and its HTTP answer is cut
+    /// after half its bytes; the stream then closes.
+    pub fn u2_truncate_next_answer(&self) {
+        self.shared.lock().u2.faults.truncate_next = true;
     }
 
     /// Run a command line on the phone directly (no ADB), as the shell would.

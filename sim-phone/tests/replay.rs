@@ -912,3 +912,146 @@ fn dumpsys_follows_the_recorded_screen_and_the_phone_state_still_works() {
     assert!(d.contains("我的订单"), "{d}");
     assert_eq!(screen(&p2), "s09");
 }
+
+/// Random mutations of a scenario's JSON never panic the loader, and a mutated scenario
+/// that still loads replays without panicking.
+#[test]
+fn mutated_scenarios_are_refused_or_replayed_never_a_panic() {
+    use rand::{Rng, SeedableRng};
+    let dir = tempfile::tempdir().expect("tmp");
+    write_standard(dir.path());
+    let path = dir.path().join("scenario.json");
+    let base = std::fs::read(&path).expect("r");
+    let alphabet = b"{}[]:,\"0123456789-.etruflsn s0s9/\\";
+    let mut rng = rand::rngs::StdRng::seed_from_u64(1414);
+    let (mut loaded, mut refused) = (0, 0);
+    for _ in 0..400 {
+        let mut b = base.clone();
+        for _ in 0..rng.gen_range(1..4) {
+            let i = rng.gen_range(0..b.len());
+            match rng.gen_range(0..3) {
+                0 => b[i] = alphabet[rng.gen_range(0..alphabet.len())],
+                1 => {
+                    b.remove(i);
+                }
+                _ => b.insert(i, alphabet[rng.gen_range(0..alphabet.len())]),
+            }
+        }
+        std::fs::write(&path, &b).expect("w");
+        match Scenario::load(dir.path()) {
+            Ok(s) => {
+                loaded += 1;
+                let mut d = SimConfig::replay(s).build_device().expect("device");
+                for l in [
+                    "am start -a android.intent.action.VIEW -d x://goods_id=123",
+                    "input tap 800 2270",
+                    "uiautomator dump /dev/tty",
+                    "input swipe 540 1800 540 900",
+                    "input keyevent 4",
+                    "cmd statusbar collapse",
+                    "dumpsys activity top",
+                ] {
+                    let _ = d.run_line(l);
+                }
+            }
+            Err(e) => {
+                refused += 1;
+                assert!(!e.to_string().is_empty());
+            }
+        }
+    }
+    assert!(
+        loaded > 0 && refused > 0,
+        "loaded {loaded}, refused {refused}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// the repository's dump fixtures (real-shaped and re-generated real dumps)
+
+fn fixtures() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures")
+}
+
+#[test]
+fn every_fixture_dump_parses_and_the_broken_ones_are_refused() {
+    use cmautobuy_sim_phone::replay::DumpIndex;
+    let mut n = 0;
+    for dir in ["screens", "android"] {
+        for e in std::fs::read_dir(fixtures().join(dir)).expect("fixtures") {
+            let p = e.expect("entry").path();
+            if p.extension().is_none_or(|x| x != "xml") {
+                continue;
+            }
+            let name = p
+                .file_name()
+                .and_then(|f| f.to_str())
+                .unwrap_or_default()
+                .to_string();
+            let text = std::fs::read_to_string(&p).expect("utf-8");
+            let r = DumpIndex::parse(&text);
+            if name.starts_with("fail_") {
+                assert!(r.is_err(), "{name} is broken on purpose");
+            } else {
+                let d = r.unwrap_or_else(|e| panic!("{name}: {e}"));
+                assert!(
+                    !d.roots.is_empty() && d.nodes.len() >= d.roots.len(),
+                    "{name}"
+                );
+                n += 1;
+            }
+        }
+    }
+    assert!(n >= 30, "{n} fixture dumps");
+}
+
+#[test]
+fn a_real_shaped_checkout_sheet_drives_a_replay_to_an_order() {
+    use cmautobuy_sim_phone::replay::DumpIndex;
+    let sheet = std::fs::read_to_string(fixtures().join("screens/sku_sheet_text_two_dims.xml"))
+        .expect("fixture");
+    // Where the label sits in its button.
+    let d = DumpIndex::parse(&sheet).expect("dump");
+    let (i, label) = d
+        .nodes
+        .iter()
+        .enumerate()
+        .find(|(_, n)| n.text.starts_with("提交订单"))
+        .expect("提交订单 label");
+    let button = d.nodes[d.clickable_ancestor(i).expect("its button")].bounds;
+    assert!(
+        button.l < label.bounds.l,
+        "the button is wider than its label"
+    );
+    let dir = tempfile::tempdir().expect("tmp");
+    std::fs::write(dir.path().join("sheet.xml"), &sheet).expect("w");
+    std::fs::write(
+        dir.path().join("done.xml"),
+        page("支付成功", "查看订单", "完成"),
+    )
+    .expect("w");
+    std::fs::write(
+        dir.path().join("scenario.json"),
+        r#"{"version": 1, "start": "sheet",
+            "screens": {
+              "sheet": {"dump": "sheet.xml", "on": [
+                {"tap": {"text_prefix": "提交订单"}, "to": "done",
+                 "order": {"goods_id": "811223344510", "total_cent": 4720, "quantity": 2, "options": ["蓝色", "M"]}}]},
+              "done": {"dump": "done.xml"}}}"#,
+    )
+    .expect("w");
+    let p = start(SimConfig::replay(Scenario::load(dir.path()).expect("load")));
+    let served = p.run_shell("uiautomator dump /dev/tty").stdout;
+    assert!(served.starts_with(sheet.as_bytes()), "byte-for-byte");
+    // In the button, left of the label.
+    sh(
+        &p,
+        &format!("input tap {} {}", button.l + 2, (button.t + button.b) / 2),
+    );
+    assert_eq!(screen(&p), "done");
+    let o = &p.orders()[0];
+    assert_eq!(
+        (o.total_cent, o.quantity, o.unit_price_cent),
+        (4720, 2, 2360)
+    );
+}

@@ -28,7 +28,7 @@ use cmautobuy_contract::FlowStep;
 use serde::Serialize;
 
 use super::guard::GuardedDevice;
-use crate::artifacts::{AttemptArtifacts, TraceRecord};
+use crate::artifacts::{ActionEntry, AttemptArtifacts, TapTarget, TraceRecord};
 use crate::clock::Clock;
 use crate::device::{Device, DeviceError};
 use crate::flow::{
@@ -38,7 +38,7 @@ use crate::flow::{
 use crate::progress::ProgressHandle;
 use crate::screen::activity::{displayed_goods_id, ACTIVITY_TOP_ARGV};
 use crate::screen::windows::CoverKind;
-use crate::screen::{classify, TopGoods};
+use crate::screen::{classify, TopGoods, Tree};
 
 /// The shell command that puts the notification shade away.
 pub const COLLAPSE_SHADE_ARGV: &[&str] = &["cmd", "statusbar", "collapse"];
@@ -193,6 +193,8 @@ where
     let mut obs = Observation::Start;
     let mut actions: u32 = 0;
     let mut stale = Staleness::default();
+    // The last dump parsed: the node a tap aims at is recorded from it (issue 14).
+    let mut last_tree: Option<Tree> = None;
     let window_reads_before = device.window_reads();
     let outcome = loop {
         let now = clock.now();
@@ -243,6 +245,11 @@ where
                                 && unlock_if_locked(device, clock, &mut stats)
                         });
                         if unlocked {
+                            if let Some(a) = artifacts.as_deref_mut() {
+                                a.record(ActionEntry::new("unlock", None));
+                            }
+                        }
+                        let observed = if unlocked {
                             detail.push_str(" (lock screen: woke and swiped it open)");
                             Observation::StaleDump
                         } else if let Some(c) = cover {
@@ -266,12 +273,15 @@ where
                                 account: crate::screen::profile::read(&dump.tree),
                                 artifact_id,
                             }))
-                        }
+                        };
+                        last_tree = Some(dump.tree);
+                        observed
                     }
                     Err(e) if is_dump_failure(&e) => {
                         stats.dump_failures += 1;
                         detail = format!("dump failed: {}", e.code());
                         tracing::warn!(step = %step.as_str(), code = e.code(), "UI dump unusable");
+                        record_dump_failed(artifacts.as_deref_mut(), step, e.code());
                         // The parser's own words (the failure code says it was a dump).
                         let message = match &e {
                             DeviceError::Dump(d) => d.to_string(),
@@ -286,6 +296,7 @@ where
                     Err(e) => {
                         stats.dump_failures += 1;
                         stats.device_errors += 1;
+                        record_dump_failed(artifacts.as_deref_mut(), step, e.code());
                         detail = format!("device error: {e}");
                         Observation::DeviceError {
                             message: e.to_string(),
@@ -431,6 +442,11 @@ where
             }
             Action::Finish(_) => unreachable!("handled above"),
         };
+        if let Some(a) = artifacts.as_deref_mut() {
+            if let Some(entry) = action_entry(&action, &obs, last_tree.as_ref()) {
+                a.record(entry);
+            }
+        }
         let (at, to) = match &action {
             Action::Tap { at, .. } => (Some([at.x, at.y]), None),
             Action::Swipe { from, to, .. } => (Some([from.x, from.y]), Some([to.x, to.y])),
@@ -488,6 +504,7 @@ where
         }
     }
     if let Some(a) = artifacts {
+        a.flush();
         a.append_trace(&records);
     }
     stats.window_reads = device.window_reads().saturating_sub(window_reads_before);
@@ -498,6 +515,107 @@ where
         trace,
     }
 }
+
+/// A failed dump as a manifest action (issue 14).
+fn record_dump_failed(artifacts: Option<&mut AttemptArtifacts>, step: &FlowStep, code: &str) {
+    if let Some(a) = artifacts {
+        let mut e = ActionEntry::new("dump_failed", Some(step.as_str()));
+        e.code = Some(code.to_string());
+        a.record(e);
+    }
+}
+
+/// The manifest's record of a device action just performed (issue 14, spec §A), with
+/// what came of it; `None` for what is not a device action of its own (dumps,
+/// screenshots and `dumpsys activity top` are artifact entries; spec resolutions never
+/// touch the phone).
+fn action_entry(action: &Action, obs: &Observation, tree: Option<&Tree>) -> Option<ActionEntry> {
+    let result = match obs {
+        Observation::TapRefused { .. } => "refused",
+        Observation::Covered { .. } => "covered",
+        Observation::DeviceError { .. } | Observation::InputRefused { .. } => "error",
+        _ => "sent",
+    };
+    let step = step_of(action);
+    let mut e = ActionEntry::new("", step.as_ref().map(FlowStep::as_str));
+    match action {
+        Action::OpenUrl { url, .. } => {
+            e.action = "open_url".into();
+            e.url = Some(url.clone());
+        }
+        Action::Tap {
+            at, label, kind, ..
+        } => {
+            e.action = "tap".into();
+            e.at = Some([at.x, at.y]);
+            e.label = Some(label.clone());
+            e.tap_kind = Some(
+                match kind {
+                    TapKind::InPage => "in_page",
+                    TapKind::ChangesScreen => "changes_screen",
+                    TapKind::Submit => "submit",
+                }
+                .into(),
+            );
+            e.target = Some(tree.and_then(|t| {
+                crate::screen::aim::aimed_node(t, *at, label).map(|n| {
+                    let b = n.bounds();
+                    TapTarget {
+                        text: n.text().to_string(),
+                        desc: n.desc().to_string(),
+                        resource_id: n.resource_id().to_string(),
+                        class: n.class().to_string(),
+                        bounds: [b.left, b.top, b.right, b.bottom],
+                    }
+                })
+            }));
+        }
+        Action::Swipe {
+            from,
+            to,
+            duration_ms,
+            ..
+        } => {
+            e.action = "swipe".into();
+            e.from = Some([from.x, from.y]);
+            e.to = Some([to.x, to.y]);
+            e.duration_ms = Some(*duration_ms);
+        }
+        Action::Back { .. } => {
+            e.action = "key".into();
+            e.keycode = Some(KEYCODE_BACK);
+        }
+        Action::CollapseShade { .. } => e.action = "collapse_shade".into(),
+        Action::Wait { duration } => {
+            e.action = "wait".into();
+            e.step = None;
+            e.ms = Some(u64::try_from(duration.as_millis()).unwrap_or(u64::MAX));
+            return Some(e);
+        }
+        Action::Effect(Effect::MarkIrreversible { confirmation }) => {
+            e.action = "mark_irreversible".into();
+            e.goods_id = Some(confirmation.goods_id.clone());
+            e.total_cent = Some(confirmation.total.get());
+            e.quantity = Some(confirmation.quantity);
+            e.options = Some(confirmation.options.values().cloned().collect());
+            e.result = Some(
+                match obs {
+                    Observation::Effect(EffectOutcome::Marked { .. }) => "marked",
+                    Observation::Effect(EffectOutcome::Refused { .. }) => "refused",
+                    _ => "failed",
+                }
+                .into(),
+            );
+            return Some(e);
+        }
+        _ => return None,
+    }
+    e.result = Some(result.into());
+    Some(e)
+}
+
+/// Android's `KEYCODE_BACK`.
+const KEYCODE_BACK: i32 = 4;
 
 /// The file the action just performed saved, if it saved one (the manifest grew).
 fn saved_file(artifacts: Option<&AttemptArtifacts>, before: usize) -> Option<String> {

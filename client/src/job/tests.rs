@@ -475,3 +475,79 @@ fn a_bad_goods_id_is_refused_before_the_phone_is_touched() {
     .expect("refused");
     assert_eq!(e.code.as_str(), "INVALID_TASK_PAYLOAD");
 }
+
+/// Issue 14: the manifest is the ordered record of the attempt — every device action in
+/// order between the files it saved, each tap with the node it aimed at.
+#[test]
+fn a_drive_records_its_actions_in_order_with_their_targets() {
+    use crate::artifacts::{read_manifest_elements, ManifestElement};
+    let dev = phone(|_| {});
+    let root = tempfile::tempdir().unwrap();
+    let mut art = AttemptArtifacts::create(root.path(), "t-rec", "att-rec").unwrap();
+    let r = collect_with(&dev, "602938475610", None, Some(&mut art));
+    collected(&r);
+    let elements = read_manifest_elements(art.dir()).unwrap();
+    assert_eq!(elements, art.elements());
+    let seqs: Vec<u32> = elements.iter().map(|e| e.seq().unwrap()).collect();
+    assert_eq!(seqs, (1..=elements.len() as u32).collect::<Vec<_>>());
+    let kinds: Vec<String> = elements
+        .iter()
+        .map(|e| match e {
+            ManifestElement::Artifact(a) => a.action.clone().unwrap(),
+            ManifestElement::Action(a) => a.action.clone(),
+        })
+        .collect();
+    // The same order as the driver's trace (open, dump, activity top, screenshot, then a
+    // tap before each dump).
+    assert_eq!(
+        kinds,
+        [
+            "open_url",
+            "dump",
+            "activity_top",
+            "screenshot",
+            "tap",
+            "dump",
+            "tap",
+            "dump",
+            "tap",
+            "dump"
+        ],
+        "{elements:#?}"
+    );
+    let taps: Vec<_> = elements
+        .iter()
+        .filter_map(|e| match e {
+            ManifestElement::Action(a) if a.action == "tap" => Some(a),
+            _ => None,
+        })
+        .collect();
+    for t in &taps {
+        assert_eq!(t.result.as_deref(), Some("sent"));
+        let target = t.target.clone().flatten().expect("a target node");
+        let [l, top, right, bottom] = target.bounds;
+        let [x, y] = t.at.unwrap();
+        let label = t.label.as_deref().unwrap();
+        assert!(!target.text.is_empty() || !target.desc.is_empty(), "{t:?}");
+        // The label node itself, or the button it sits in, holds the point.
+        assert!(
+            (l <= x && x < right && top <= y && y < bottom)
+                || target.text.starts_with(label)
+                || target.desc.starts_with(label),
+            "{t:?}"
+        );
+    }
+    // The option taps aimed at the option labels the flow named.
+    assert!(
+        taps[1..].iter().all(|t| {
+            let target = t.target.clone().flatten().unwrap();
+            let label = t.label.as_deref().unwrap();
+            target.text == label || target.desc.starts_with(label) || target.text.starts_with(label)
+        }),
+        "{taps:#?}"
+    );
+    assert!(matches!(
+        &elements[0],
+        ManifestElement::Action(a) if a.url.as_deref().is_some_and(|u| u.contains("602938475610"))
+    ));
+}

@@ -22,6 +22,7 @@
 //!   (提交订单 / 确认下单) and pay actions, by a whole-label rule (the device guard asks).
 //! - [`pages`] — every other page kind: goods detail, payment, the payment-abandon
 //!   dialog, order list and detail, popups, login and risk pages.
+//! - [`aim`] — the node a tap aimed at (recorded in the manifest for replays).
 //! - [`activity`] — not a dump: the goods id the phone shows, from the text of
 //!   `dumpsys activity top` ([`activity::displayed_goods_id`]).
 //!
@@ -51,6 +52,7 @@
 //!   or are split price parts (see [`crate::money`]).
 
 pub mod activity;
+pub mod aim;
 mod arena;
 pub mod confirm_order;
 pub mod controls;
