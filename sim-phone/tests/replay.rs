@@ -1055,3 +1055,67 @@ fn a_real_shaped_checkout_sheet_drives_a_replay_to_an_order() {
         (4720, 2, 2360)
     );
 }
+
+#[test]
+fn the_chooser_and_simulated_time_work_as_in_catalog_mode() {
+    use cmautobuy_sim_phone::system::screens::chooser_rects;
+    let (_d, p) = replay_phone();
+    // Dumps cost simulated time (the profile decides whether it is slept), transitions
+    // owe their animation to the next observation.
+    let t0 = p.counters().device_time_ms;
+    sh(&p, "uiautomator dump /dev/tty");
+    let t1 = p.counters().device_time_ms;
+    assert!(
+        t1 - t0 >= 800,
+        "a dump takes 0.8-1.5 s of device time: {}",
+        t1 - t0
+    );
+    sh(
+        &p,
+        "am start -a android.intent.action.VIEW -d x://goods_id=123",
+    );
+    let t2 = p.counters().device_time_ms;
+    sh(&p, "uiautomator dump /dev/tty");
+    assert!(
+        p.counters().device_time_ms - t2 >= 800 + 300,
+        "plus the transition"
+    );
+    assert_eq!(screen(&p), "s01");
+
+    // A second browser: an https link without -p raises the chooser, which the
+    // recording never sees (its dump shows the recorded bars under the phone's own
+    // chooser); choosing PDD once hands the link to the scenario.
+    p.set_second_browser(true);
+    let n = p.replay_log().len();
+    sh(
+        &p,
+        "am start -a android.intent.action.VIEW -d https://mobile.yangkeduo.com/orders.html",
+    );
+    let d = sh(&p, "uiautomator dump /dev/tty");
+    assert!(d.contains("package=\"android\""), "the chooser: {d}");
+    assert!(
+        !d.contains("商品详情"),
+        "the recording is not in front: {d}"
+    );
+    assert!(
+        d.contains("com.android.systemui"),
+        "the recorded status bar: {d}"
+    );
+    assert_eq!(
+        p.replay_log().len(),
+        n,
+        "the chooser's dump is not the scenario's"
+    );
+    let (pdd, _browser, once, _always) = chooser_rects(1080, 2400);
+    let (x, y) = pdd.center();
+    sh(&p, &format!("input tap {x} {y}"));
+    assert_eq!(screen(&p), "s01");
+    let (x, y) = once.center();
+    sh(&p, &format!("input tap {x} {y}"));
+    assert_eq!(screen(&p), "s05", "s01's own orders.html link");
+    let e = last(&p);
+    assert_eq!(
+        (e.action.as_str(), e.url.as_deref()),
+        ("open_url", Some("https://mobile.yangkeduo.com/orders.html"))
+    );
+}

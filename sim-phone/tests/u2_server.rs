@@ -726,3 +726,54 @@ fn realistic_profile_server_dumps_are_several_times_faster_than_uiautomator_dump
     assert!(u < s, "a server dump is faster: {u} vs {s} ms");
     drop(rig_proc);
 }
+
+#[test]
+fn scheduled_faults_hit_the_nth_call_of_a_method() {
+    use cmautobuy_sim_phone::u2::CallFault;
+    let Some(jar) = real_jar("scheduled_faults_hit_the_nth_call_of_a_method") else {
+        return;
+    };
+    let rig = Rig::new(&jar);
+    let phone = &rig.phone;
+    phone.u2_fault_on_call(Some("click"), 1, CallFault::KillAfter);
+    phone.u2_fault_on_call(Some("dumpWindowHierarchy"), 2, CallFault::Kill);
+    let (mut proc, mut http) = rig.start_server();
+
+    // The first click lands, then the server dies before answering: the stream is cut.
+    let (x, y) = target(phone, "个人中心");
+    let taps = phone.counters().taps;
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "click", "params": [x, y]}).to_string();
+    write!(
+        http,
+        "POST /jsonrpc/0 HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("write");
+    assert_eq!(read_answer(&mut http).expect_err("no answer"), b"");
+    assert_eq!(phone.counters().taps, taps + 1, "the click landed once");
+    assert_eq!(phone.current_page(), "profile");
+    assert!(!phone.u2_running());
+    proc.set_read_timeout(Some(Duration::from_secs(20)))
+        .expect("timeout");
+    let mut rest = Vec::new();
+    let _ = proc.read_to_end(&mut rest);
+    assert_eq!(phone.u2_calls(Some("click")), 1);
+
+    // Restarted: the first dump answers, the second kills the server before it runs.
+    let (_proc, mut http) = rig.start_server();
+    assert!(post(&mut http, "dumpWindowHierarchy", json!([false, 50]))["result"].is_string());
+    let dumps = phone.counters().u2_dumps;
+    let body =
+        json!({"jsonrpc": "2.0", "id": 2, "method": "dumpWindowHierarchy", "params": [false, 50]})
+            .to_string();
+    write!(
+        http,
+        "POST /jsonrpc/0 HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("write");
+    assert!(read_answer(&mut http).is_err(), "cut");
+    assert_eq!(phone.counters().u2_dumps, dumps, "nothing ran");
+    assert!(!phone.u2_running());
+    assert_eq!(phone.u2_calls(None), 3);
+}

@@ -12,4 +12,4 @@ pub mod jpeg;
 pub mod rpc;
 pub mod state;
 
-pub use state::{U2Faults, U2State};
+pub use state::{CallFault, ScheduledFault, U2Faults, U2State};
