@@ -16,6 +16,7 @@ use crate::ledger::Order;
 use crate::page::{Page, PopupKind};
 use crate::replay::ReplayLogEntry;
 use crate::system::{Battery, HeadsUp, KeyRecord, LockKind, SwipeRecord, SystemState, TapRecord};
+use crate::u2::{CallFault, ScheduledFault};
 use crate::ui::PDD;
 
 /// Starts phones.
@@ -430,6 +431,26 @@ impl SimPhoneHandle {
     /// after half its bytes; the stream then closes.
     pub fn u2_truncate_next_answer(&self) {
         self.shared.lock().u2.faults.truncate_next = true;
+    }
+
+    /// Script a fault for the `nth` (1-based) JSON-RPC call of `method` (`None`: the nth
+    /// call of any method), counted over the phone's life (every server process). Fires
+    /// once; deterministic where "next call" knobs race a running client.
+    pub fn u2_fault_on_call(&self, method: Option<&str>, nth: u64, fault: CallFault) {
+        self.shared.lock().u2.scheduled.push(ScheduledFault {
+            method: method.map(str::to_string),
+            nth,
+            fault,
+        });
+    }
+
+    /// JSON-RPC calls the server received so far, of `method` (`None`: of all methods).
+    pub fn u2_calls(&self, method: Option<&str>) -> u64 {
+        let d = self.shared.lock();
+        match method {
+            Some(m) => d.u2.calls_by_method.get(m).copied().unwrap_or(0),
+            None => d.u2.calls,
+        }
     }
 
     /// Run a command line on the phone directly (no ADB), as the shell would.

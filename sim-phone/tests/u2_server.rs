@@ -27,25 +27,7 @@ const GOODS: &str = "737116531267";
 
 /// The real u2.jar, or `None` (NOT CHECKED) outside CI when it is not installed.
 fn real_jar(test: &str) -> Option<Vec<u8>> {
-    let path = std::env::var_os("CMAUTOBUY_U2_JAR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| {
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../.tools/uiautomator2/u2.jar")
-        });
-    match std::fs::read(&path) {
-        Ok(b) => Some(b),
-        Err(e) => {
-            let msg = format!(
-                "the real u2.jar is not at {} ({e}): run scripts/install-u2-jar",
-                path.display()
-            );
-            if std::env::var("CI").as_deref() == Ok("true") {
-                panic!("{test}: {msg}");
-            }
-            eprintln!("NOT CHECKED: {test}: {msg}");
-            None
-        }
-    }
+    cmautobuy_sim_phone::testing::u2_jar(test)
 }
 
 fn config() -> SimConfig {
@@ -226,6 +208,20 @@ fn base64_decode(s: &str) -> Vec<u8> {
     out
 }
 
+/// (width, height) from a baseline JPEG's SOF0 header (the image crate here has no JPEG
+/// decoder; the encoder's output was checked against Pillow when it was written).
+fn jpeg_size(j: &[u8]) -> (u16, u16) {
+    assert!(
+        j.starts_with(&[0xff, 0xd8]) && j.ends_with(&[0xff, 0xd9]),
+        "not a JPEG"
+    );
+    let sof = j.windows(2).position(|w| w == [0xff, 0xc0]).expect("SOF0");
+    (
+        u16::from_be_bytes([j[sof + 7], j[sof + 8]]),
+        u16::from_be_bytes([j[sof + 5], j[sof + 6]]),
+    )
+}
+
 /// A phone behind a private adb server with the real jar pushed by `adb_client`.
 struct Rig {
     phone: SimPhoneHandle,
@@ -343,21 +339,34 @@ fn real_jar_pushed_started_and_driven_over_jsonrpc_through_the_adb_server() {
         false
     );
 
-    // A swipe and a screenshot (base64 of the picture screencap draws).
+    // A swipe and screenshots (base64 JPEG of the picture screencap draws, scaled).
     assert_eq!(
         post(&mut http, "swipe", json!([540, 1800, 540, 900, 20]))["result"],
         true
     );
     let shot = post(&mut http, "takeScreenshot", json!([1, 80]));
-    let png = base64_decode(shot["result"].as_str().expect("base64"));
-    let img = image::load_from_memory(&png).expect("an image");
-    assert_eq!((img.width(), img.height()), (1080, 2400));
+    let jpeg = base64_decode(shot["result"].as_str().expect("base64"));
+    assert_eq!(jpeg_size(&jpeg), (1080, 2400));
+    let shot = post(&mut http, "takeScreenshot", json!([0.5, 60]));
+    let half = base64_decode(shot["result"].as_str().expect("base64"));
+    assert_eq!(jpeg_size(&half), (540, 1200));
 
     // jsonrpc4j's own errors.
     let r = post(&mut http, "noSuchMethod", json!([]));
     assert_eq!(r["error"]["code"], -32601);
     let r = post(&mut http, "click", json!(["a", "b"]));
     assert_eq!(r["error"]["code"], -32602);
+
+    // The server dumps every window root: a heads-up is in its dump, not in the shell's
+    // (the active window and the bars).
+    phone.show_heads_up(
+        cmautobuy_sim_phone::HeadsUp::wechat("张三", "在吗"),
+        Some(60_000),
+    );
+    let r = post(&mut http, "dumpWindowHierarchy", json!([false, 50]));
+    let with_heads_up = r["result"].as_str().expect("xml");
+    assert!(with_heads_up.contains("expandableNotificationRow") && with_heads_up.contains("在吗"));
+    assert!(!phone.dump_xml().contains("在吗"));
 
     // While the server holds UiAutomation, `uiautomator dump` dies (exit 137, "Killed").
     let (out, err, rc) = rig.shell("uiautomator dump /dev/tty");
@@ -665,4 +674,106 @@ fn a_server_dump_costs_200_to_400_ms_and_uiautomator_dump_800_to_1500() {
     // A page change is paid for by the next observation, through either path.
     let e = d.run_line("input tap 1 1");
     assert_eq!(e.code, 0);
+}
+
+#[test]
+fn realistic_profile_server_dumps_are_several_times_faster_than_uiautomator_dump() {
+    let Some(jar) =
+        real_jar("realistic_profile_server_dumps_are_several_times_faster_than_uiautomator_dump")
+    else {
+        return;
+    };
+    use adb_client::server_device::ADBServerDevice;
+    let mut cfg = config();
+    cfg.profile = cmautobuy_sim_phone::LatencyProfile::Realistic;
+    let phone = start(cfg);
+    let adb = AdbServer::start();
+    let serial = phone.serial();
+    adb.connect(&serial);
+    let mut dev = ADBServerDevice::new(serial.clone(), Some(adb.addr()));
+    let mut data: &[u8] = &jar;
+    dev.push(&mut data, U2_JAR_PATH).expect("push");
+    let median = |mut v: Vec<u128>| {
+        v.sort_unstable();
+        v[v.len() / 2]
+    };
+
+    let mut shell_ms = Vec::new();
+    for _ in 0..3 {
+        let t = Instant::now();
+        let o = adb.shell(&serial, &["uiautomator", "dump", "/dev/tty"]);
+        assert!(o.status.success());
+        shell_ms.push(t.elapsed().as_millis());
+    }
+    let t = Instant::now();
+    let rig_proc = smart(&adb, &serial, &format!("shell:{START}")).expect("start");
+    let mut http = wait_ready(&adb, &serial);
+    let start_ms = t.elapsed().as_millis();
+    let mut server_ms = Vec::new();
+    for _ in 0..5 {
+        let t = Instant::now();
+        let r = post(&mut http, "dumpWindowHierarchy", json!([false, 50]));
+        assert!(r["result"].is_string());
+        server_ms.push(t.elapsed().as_millis());
+    }
+    let (s, u) = (median(shell_ms), median(server_ms));
+    eprintln!("realistic: uiautomator dump median {s} ms; server start {start_ms} ms; server dump median {u} ms");
+    // Lower bounds are the model's (the phone sleeps at least that long); the upper
+    // bounds leave room for a slow machine.
+    assert!((800..3_000).contains(&s), "uiautomator dump {s} ms");
+    assert!((200..1_500).contains(&u), "server dump {u} ms");
+    assert!((1_000..5_000).contains(&start_ms), "start-up {start_ms} ms");
+    assert!(u < s, "a server dump is faster: {u} vs {s} ms");
+    drop(rig_proc);
+}
+
+#[test]
+fn scheduled_faults_hit_the_nth_call_of_a_method() {
+    use cmautobuy_sim_phone::u2::CallFault;
+    let Some(jar) = real_jar("scheduled_faults_hit_the_nth_call_of_a_method") else {
+        return;
+    };
+    let rig = Rig::new(&jar);
+    let phone = &rig.phone;
+    phone.u2_fault_on_call(Some("click"), 1, CallFault::KillAfter);
+    phone.u2_fault_on_call(Some("dumpWindowHierarchy"), 2, CallFault::Kill);
+    let (mut proc, mut http) = rig.start_server();
+
+    // The first click lands, then the server dies before answering: the stream is cut.
+    let (x, y) = target(phone, "个人中心");
+    let taps = phone.counters().taps;
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "click", "params": [x, y]}).to_string();
+    write!(
+        http,
+        "POST /jsonrpc/0 HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("write");
+    assert_eq!(read_answer(&mut http).expect_err("no answer"), b"");
+    assert_eq!(phone.counters().taps, taps + 1, "the click landed once");
+    assert_eq!(phone.current_page(), "profile");
+    assert!(!phone.u2_running());
+    proc.set_read_timeout(Some(Duration::from_secs(20)))
+        .expect("timeout");
+    let mut rest = Vec::new();
+    let _ = proc.read_to_end(&mut rest);
+    assert_eq!(phone.u2_calls(Some("click")), 1);
+
+    // Restarted: the first dump answers, the second kills the server before it runs.
+    let (_proc, mut http) = rig.start_server();
+    assert!(post(&mut http, "dumpWindowHierarchy", json!([false, 50]))["result"].is_string());
+    let dumps = phone.counters().u2_dumps;
+    let body =
+        json!({"jsonrpc": "2.0", "id": 2, "method": "dumpWindowHierarchy", "params": [false, 50]})
+            .to_string();
+    write!(
+        http,
+        "POST /jsonrpc/0 HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("write");
+    assert!(read_answer(&mut http).is_err(), "cut");
+    assert_eq!(phone.counters().u2_dumps, dumps, "nothing ran");
+    assert!(!phone.u2_running());
+    assert_eq!(phone.u2_calls(None), 3);
 }

@@ -52,13 +52,17 @@ pub(crate) async fn resident(
         return;
     }
     if shared.profile == LatencyProfile::Realistic && !out.delay.is_zero() {
-        let closed = tokio::select! {
-            _ = tokio::time::sleep(out.delay) => false,
-            d = io.read() => d.is_none(),
-        };
-        if closed {
-            end(shared, id);
-            return;
+        let started = tokio::time::sleep(out.delay);
+        tokio::pin!(started);
+        loop {
+            tokio::select! {
+                _ = &mut started => break,
+                d = io.read() => if d.is_none() {
+                    // Closed while starting: the process goes before it listened.
+                    end(shared, id);
+                    return;
+                },
+            }
         }
     }
     let port = {
@@ -147,6 +151,13 @@ pub(crate) async fn tcp(io: &mut StreamIo, shared: &Arc<Shared>, port: u16) {
     }
 }
 
+/// The server process dies (a scripted fault): its streams see it and end.
+fn kill(shared: &Shared) {
+    if shared.lock().u2.kill() {
+        shared.u2_notify();
+    }
+}
+
 fn http_date(shared: &Shared) -> String {
     let now = shared.lock().now();
     now.with_timezone(&Utc)
@@ -173,8 +184,17 @@ async fn serve(
     match (req.method.as_str(), req.path.as_str()) {
         ("GET", "/ping") => io.write(&reply(200, "OK", "text/plain", b"pong")).await && keep,
         ("POST", "/jsonrpc/0") => {
-            let fault = shared.lock().u2.take_fault();
+            let method = serde_json::from_slice::<serde_json::Value>(&req.body)
+                .ok()
+                .and_then(|v| v.get("method").and_then(|m| m.as_str()).map(str::to_string))
+                .unwrap_or_default();
+            let fault = shared.lock().u2.on_call(&method);
             match fault {
+                Some(CallFault::Kill) => {
+                    shared.lock().counters.u2_requests += 1;
+                    kill(shared);
+                    false
+                }
                 Some(CallFault::Hang) => {
                     shared.lock().counters.u2_requests += 1;
                     // Read, never answered: until the caller gives up or the server dies.
@@ -204,6 +224,9 @@ async fn serve(
                     shared.sync_offline();
                     if shared.profile == LatencyProfile::Realistic && ms > 0 {
                         tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+                    }
+                    if f == Some(CallFault::KillAfter) {
+                        kill(shared);
                     }
                     if !alive(shared, id) {
                         // Killed while the call ran: its effect stays, no answer comes.

@@ -182,10 +182,16 @@ impl Device {
         }
     }
 
-    /// The app's windows as the display shows them: the simulated app's, or in replay the
-    /// recorded dump's nodes (no chrome of the simulator's own: the dump has its own).
-    pub(crate) fn replay_app_windows(&self) -> Option<Vec<crate::ui::Node>> {
-        self.replay.as_deref().map(|p| p.screen().index.to_ui())
+    /// In replay, the recorded dump's windows split as `app_and_chrome` splits the app's:
+    /// its first top-level node (the active window uiautomator dumped) and the rest (the
+    /// bars the phone's dumps list after it), so the phone's own screens (keyguard,
+    /// chooser, …) show with the recorded bars.
+    pub(crate) fn replay_app_windows(
+        &self,
+    ) -> Option<(Vec<crate::ui::Node>, Vec<crate::ui::Node>)> {
+        let mut app = self.replay.as_deref()?.screen().index.to_ui();
+        let chrome = app.split_off(app.len().min(1));
+        Some((app, chrome))
     }
 
     /// Nothing of the phone's own is drawn over the app (screen on, app focused, no
@@ -206,7 +212,8 @@ impl Device {
     /// In replay, the PNG of the screen when nothing of the phone's own covers it: the
     /// recorded screenshot's bytes, or one rendered from the dump (kept per screen).
     pub(crate) fn replay_png(&mut self) -> Option<Arc<Vec<u8>>> {
-        if !self.replay_display_clean() {
+        // Catalog mode pays nothing here (not even the window stack).
+        if self.replay.is_none() || !self.replay_display_clean() {
             return None;
         }
         let (w, h) = (self.cfg.width.max(1) as u32, self.cfg.height.max(1) as u32);
@@ -227,7 +234,7 @@ impl Device {
 
     /// In replay, the recorded screenshot's pixels when nothing covers the app.
     pub(crate) fn replay_picture(&self) -> Option<image::RgbImage> {
-        if !self.replay_display_clean() {
+        if self.replay.is_none() || !self.replay_display_clean() {
             return None;
         }
         let b = self.replay.as_deref()?.screen().screenshot.as_ref()?;

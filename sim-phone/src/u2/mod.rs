@@ -3,11 +3,13 @@
 //! ([`state`]), its HTTP/1.1 framing ([`http`]) and its JSON-RPC 2.0 methods on the same
 //! app model as the shell's `input` and `uiautomator dump` ([`rpc`]). The transport side
 //! (the `app_process` stream it lives on, the `tcp:PORT` streams that reach it) is in
-//! `adb/`. Facts and sources: `docs/u2-server.md`.
+//! `adb/`. [`jpeg`] encodes `takeScreenshot`'s picture. Facts and sources:
+//! `docs/u2-server.md`.
 
 pub mod http;
 pub mod jar;
+pub mod jpeg;
 pub mod rpc;
 pub mod state;
 
-pub use state::{U2Faults, U2State};
+pub use state::{CallFault, ScheduledFault, U2Faults, U2State};

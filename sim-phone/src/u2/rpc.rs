@@ -4,14 +4,16 @@
 //! format (the androidx dumper's attributes, CRLF lines). Answers and errors have the
 //! shapes jsonrpc4j gives them (`docs/u2-server.md`).
 
+use image::imageops::FilterType;
 use serde_json::{json, Map, Value};
 
 use crate::cmd::screencap;
 use crate::device::Device;
 use crate::identity::PRODUCT;
-use crate::render;
 use crate::system::windows;
 use crate::ui;
+
+use super::jpeg;
 
 /// The error code the server's error resolver gives every Java exception.
 pub const CUSTOM_ERROR_CODE: i64 = -32001;
@@ -131,14 +133,15 @@ fn base64(data: &[u8]) -> String {
 impl Device {
     /// What the server's `dumpWindowHierarchy` returns now: the androidx dumper's shape
     /// (visible-to-user, drawing-order, hint, display-id) with CRLF line ends, whatever
-    /// shape this phone's `uiautomator dump` writes.
-    /// In replay mode the recorded dump is served byte for byte, as `uiautomator dump`
-    /// serves it.
+    /// shape this phone's `uiautomator dump` writes. The server dumps every window root on
+    /// the display (the app under a dialog, the keyboard, a heads-up, the bars), where
+    /// `uiautomator dump` shows the active window and the bars. In replay mode the
+    /// recorded dump is served byte for byte, as `uiautomator dump` serves it.
     pub fn u2_dump_xml(&self) -> String {
         if let Some(recorded) = self.replay_dump() {
             return recorded;
         }
-        ui::to_xml(&self.dump_screen(self.now())).replace('\n', "\r\n")
+        ui::to_xml(&self.display_screen(self.now())).replace('\n', "\r\n")
     }
 
     /// Run one `POST /jsonrpc/0` body: (answer body, simulated ms). Counted, and the
@@ -227,13 +230,28 @@ impl Device {
             },
             "deviceInfo" if p.is_empty() => (Ok(self.u2_device_info()), 5),
             "takeScreenshot" => {
+                // (scale, quality): the picture scaled, as a JPEG of that quality.
                 if p.len() > 2 || !p.iter().all(|v| v.is_number()) {
                     return (Err(BAD_PARAMS), 2);
                 }
+                let scale = p.first().and_then(Value::as_f64).unwrap_or(1.0);
+                let quality = p
+                    .get(1)
+                    .and_then(Value::as_u64)
+                    .unwrap_or(100)
+                    .clamp(1, 100);
                 self.counters.screencaps += 1;
+                self.replay_note_screencap();
                 let ms = self.observe_cost() + self.cost(150, 300);
-                let img = screencap::picture(self);
-                (Ok(Value::String(base64(&render::encode_png(&img)))), ms)
+                let mut img = screencap::picture(self);
+                if scale > 0.0 && scale < 1.0 {
+                    let (w, h) = img.dimensions();
+                    let nw = ((f64::from(w) * scale) as u32).max(1);
+                    let nh = ((f64::from(h) * scale) as u32).max(1);
+                    img = image::imageops::resize(&img, nw, nh, FilterType::Triangle);
+                }
+                let jpeg = jpeg::encode(&img, quality as u8);
+                (Ok(Value::String(base64(&jpeg))), ms)
             }
             "waitForIdle" => (Ok(Value::Bool(true)), self.observe_cost() + 5),
             "deviceInfo" => (Err(BAD_PARAMS), 2),

@@ -25,12 +25,27 @@ pub struct U2Faults {
     pub truncate_next: bool,
 }
 
-/// What a call meets (taken once: each knob fires for one call).
+/// What a JSON-RPC call meets (each scripted fault fires once).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CallFault {
+    /// Read and never answered; nothing runs (until the caller closes or the server dies).
     Hang,
+    /// Not run; answers the "UiAutomation not connected!" error object.
     RpcError,
+    /// Runs; half the HTTP answer is sent, then the stream closes.
     Truncate,
+    /// The server dies as the call arrives: nothing runs, the stream is cut.
+    Kill,
+    /// The call runs (a click lands), then the server dies before answering.
+    KillAfter,
+}
+
+/// A fault scripted for the n-th call (1-based) of one method, or of any method.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScheduledFault {
+    pub method: Option<String>,
+    pub nth: u64,
+    pub fault: CallFault,
 }
 
 /// The server on this phone: at most one runs (one UiAutomation connection per phone).
@@ -44,6 +59,11 @@ pub struct U2State {
     /// The last process that ended on its own or was killed, and its exit status (0 after
     /// `/stop`, 137 after a kill).
     pub ended: Option<(u64, i32)>,
+    /// Faults scripted for the n-th call (`SimPhoneHandle::u2_fault_on_call`).
+    pub scheduled: Vec<ScheduledFault>,
+    /// JSON-RPC calls received so far (all processes), in all and per method.
+    pub calls: u64,
+    pub calls_by_method: std::collections::BTreeMap<String, u64>,
 }
 
 impl U2State {
@@ -109,6 +129,26 @@ impl U2State {
         self.ended.filter(|(e, _)| *e == id).map(|(_, c)| c)
     }
 
+    /// A call of `method` arrived: count it; the fault it meets (a scripted one for its
+    /// number first, then the "next call" knobs), consumed.
+    pub fn on_call(&mut self, method: &str) -> Option<CallFault> {
+        self.calls += 1;
+        let n = {
+            let c = self.calls_by_method.entry(method.to_string()).or_insert(0);
+            *c += 1;
+            *c
+        };
+        let all = self.calls;
+        let hit = self.scheduled.iter().position(|f| match &f.method {
+            Some(m) => m == method && f.nth == n,
+            None => f.nth == all,
+        });
+        if let Some(i) = hit {
+            return Some(self.scheduled.remove(i).fault);
+        }
+        self.take_fault()
+    }
+
     /// The fault the next call meets, consumed.
     pub fn take_fault(&mut self) -> Option<CallFault> {
         if std::mem::take(&mut self.faults.hang_next) {
@@ -151,6 +191,28 @@ mod tests {
             None,
             "a dead process's start-up is ignored"
         );
+    }
+
+    #[test]
+    fn scheduled_faults_count_calls_per_method_or_in_all() {
+        let mut s = U2State::default();
+        s.scheduled.push(ScheduledFault {
+            method: Some("click".into()),
+            nth: 2,
+            fault: CallFault::KillAfter,
+        });
+        s.scheduled.push(ScheduledFault {
+            method: None,
+            nth: 4,
+            fault: CallFault::Hang,
+        });
+        assert_eq!(s.on_call("click"), None);
+        assert_eq!(s.on_call("dumpWindowHierarchy"), None);
+        assert_eq!(s.on_call("click"), Some(CallFault::KillAfter));
+        assert_eq!(s.on_call("click"), Some(CallFault::Hang), "4th call in all");
+        assert_eq!(s.on_call("click"), None, "each fires once");
+        assert_eq!(s.calls, 5);
+        assert_eq!(s.calls_by_method.get("click"), Some(&4));
     }
 
     #[test]
