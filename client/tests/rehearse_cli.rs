@@ -293,3 +293,56 @@ fn rehearse_keeps_its_console_until_a_signal_and_exits_with_the_batchs_verdict()
     assert_eq!(summary["ok"], false, "{summary:#}");
     assert_eq!(summary["tasks"].as_array().map(Vec::len), Some(2));
 }
+
+/// `--json` names the device backend at top level (issue 15) and the text summary says
+/// it: `uiautomator` when chosen; `u2` through an adb server with the real jar, where
+/// the simulated phone's server answered the dumps.
+#[test]
+fn rehearse_json_names_the_device_backend() {
+    let run = |backend: &str, extra: &[&str], adb: Option<&str>| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_cmautobuy-client"));
+        c.arg("rehearse")
+            .args(["--timeout", "300", "--no-purchases", "--no-console"])
+            .args(extra)
+            .env_remove("CMAUTOBUY_CONFIG")
+            .env("CMAUTOBUY_DEVICE_BACKEND", backend);
+        if let Some(a) = adb {
+            c.args(["--adb-server", a]);
+        }
+        c.output().expect("the client binary runs")
+    };
+    let out = run("uiautomator", &["--json"], None);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    let v: Value = serde_json::from_str(&stdout).expect("one JSON summary");
+    assert_eq!(v["device_backend"], "uiautomator", "{stdout}");
+    assert!(v.get("device_backend_fallback").is_none(), "{stdout}");
+
+    let bad = run("adb", &["--json"], None);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("CMAUTOBUY_DEVICE_BACKEND"));
+
+    let jar = cmautobuy_sim_phone::testing::u2_jar_path();
+    if cmautobuy_sim_phone::testing::u2_jar("rehearse_json_names_the_device_backend").is_none() {
+        return;
+    }
+    let adb = cmautobuy_sim_phone::testing::AdbServer::start();
+    let addr = adb.addr().to_string();
+    let mut c = Command::new(env!("CARGO_BIN_EXE_cmautobuy-client"));
+    let out = c
+        .arg("rehearse")
+        .args(["--timeout", "300", "--no-purchases", "--no-console"])
+        .args(["--adb-server", &addr])
+        .env_remove("CMAUTOBUY_CONFIG")
+        .env("CMAUTOBUY_DEVICE_BACKEND", "u2")
+        .env("CMAUTOBUY_U2_JAR", &jar)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("\ndevice backend: u2\n"), "{stdout}");
+}

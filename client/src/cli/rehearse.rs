@@ -128,6 +128,17 @@ pub fn run(g: &Globals, a: RehearseArgs) -> Result<(), Failure> {
     if let Some(dir) = &a.replay {
         rehearse::replay::load(dir).map_err(|e| in_rehearse(Failure::usage(anyhow::anyhow!(e))))?;
     }
+    // The device backend (issue 15), from the environment as `run` reads it.
+    let env_of = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+    let device_backend = match env_of("CMAUTOBUY_DEVICE_BACKEND") {
+        None => cmautobuy_client::config::DeviceBackend::Auto,
+        Some(v) => cmautobuy_client::config::DeviceBackend::parse(v.trim()).ok_or_else(|| {
+            in_rehearse(Failure::usage(anyhow::anyhow!(
+                "CMAUTOBUY_DEVICE_BACKEND={v:?}: expected auto, u2 or uiautomator"
+            )))
+        })?,
+    };
+    let u2_jar = env_of("CMAUTOBUY_U2_JAR").map(std::path::PathBuf::from);
     let _locks = lock(g, a.device.as_deref()).map_err(in_rehearse)?;
     let opts = RehearseOptions {
         device: a.device,
@@ -147,6 +158,8 @@ pub fn run(g: &Globals, a: RehearseArgs) -> Result<(), Failure> {
         keep_console: a.keep_console,
         replay: a.replay,
         replay_log: a.replay_log,
+        device_backend,
+        u2_jar,
         ..RehearseOptions::default()
     };
     let json = a.json;

@@ -121,6 +121,12 @@ pub struct RehearseOptions {
     pub replay: Option<PathBuf>,
     /// With `replay`: write the replay log here (one JSON object per line).
     pub replay_log: Option<PathBuf>,
+    /// The device backend (issue 15; env `CMAUTOBUY_DEVICE_BACKEND`): `auto` uses
+    /// uiautomator2's server when its jar is found and the phone is reached through an
+    /// adb server (`--adb-server`), else `uiautomator dump`.
+    pub device_backend: crate::config::DeviceBackend,
+    /// `u2_jar` (env `CMAUTOBUY_U2_JAR`).
+    pub u2_jar: Option<PathBuf>,
 }
 
 impl Default for RehearseOptions {
@@ -146,6 +152,8 @@ impl Default for RehearseOptions {
             keep_console: false,
             replay: None,
             replay_log: None,
+            device_backend: crate::config::DeviceBackend::Auto,
+            u2_jar: None,
         }
     }
 }
@@ -275,6 +283,9 @@ pub fn rehearse_with(
         let p = phone.clone();
         source = source.with_device_time(Arc::new(move || p.counters().device_time_ms));
     }
+    source = source.with_backend(opts.device_backend, opts.u2_jar.as_deref());
+    // Which backend the jobs used, read after the batch (issue 15).
+    let u2_device = source.u2_device();
 
     // Seed the batch.
     let ids = admin.seed(&rt, batch, &run_tag)?;
@@ -469,7 +480,16 @@ pub fn rehearse_with(
         simulated_device_ms,
         artifacts_dir: artifacts_shown,
         replay: replay_summary,
+        device_backend: u2_device
+            .as_ref()
+            .map_or("uiautomator", |d| d.backend_name())
+            .to_string(),
+        device_backend_fallback: u2_device.as_ref().and_then(|d| d.fallback_reason()),
     };
+    if let Some(d) = &u2_device {
+        // The simulated phone outlives nothing: stop our server with the rehearsal.
+        d.stop_server();
+    }
     on_summary(&summary);
     match served {
         Some(c) if opts.keep_console => {

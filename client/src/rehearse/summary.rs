@@ -73,6 +73,12 @@ pub struct Summary {
     /// With `--replay`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replay: Option<ReplaySummary>,
+    /// `"u2"` or `"uiautomator"`: how the client read the screen and sent input (issue
+    /// 15) — at the end of the batch (a job that fell back says `uiautomator`).
+    pub device_backend: String,
+    /// Why the last job fell back from the u2 server to `uiautomator dump`, if it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device_backend_fallback: Option<String>,
 }
 
 impl TaskLine {
@@ -197,6 +203,14 @@ pub fn print_summary(s: &Summary) {
     println!(
         "rehearse: admin {} · device {} · profile {}",
         s.admin, s.device, s.profile
+    );
+    println!(
+        "device backend: {}{}",
+        s.device_backend,
+        s.device_backend_fallback
+            .as_ref()
+            .map(|r| format!(" (u2 fell back: {r})"))
+            .unwrap_or_default()
     );
     for l in &s.tasks {
         let off = l.off_script.unwrap_or(0);
