@@ -13,6 +13,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use crate::device::backend::BackendProbe;
 use crate::device::doctor::DoctorReport;
 use crate::device::state::{Keyguard, ScreenPower};
 
@@ -97,6 +98,9 @@ pub struct Report {
     pub live: LiveVerdict,
     /// The phone's details as read (model, versions, screen, …), when a phone was read.
     pub device: Option<DoctorReport>,
+    /// The device backend in use, the server's version and one timed dump (issue 15).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device_backend: Option<BackendProbe>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -116,7 +120,14 @@ impl Report {
             },
             checks,
             device,
+            device_backend: None,
         }
+    }
+
+    /// The backend probe's details beside its check (`--json`: `device_backend`).
+    pub fn with_backend(mut self, probe: Option<BackendProbe>) -> Report {
+        self.device_backend = probe;
+        self
     }
 
     /// One line a check (`ok` / `FAIL`), its fix under a failed one, then the verdicts.
@@ -390,6 +401,45 @@ pub fn device_checks(r: &DoctorReport) -> Vec<Check> {
 
 /// The data directory takes a file: creates it (and the directory), writes, `fsync`s and
 /// removes a probe file.
+/// `backend` (issue 15): `u2 (server 0.4.1, dump 320 ms)` or `uiautomator (u2
+/// unavailable: <reason>)`; fails when the timed dump failed (with `device_backend =
+/// "u2"`, a server that does not start).
+pub fn backend_check(p: &BackendProbe) -> Check {
+    let dump = p
+        .dump_ms
+        .map(|ms| format!("dump {ms} ms"))
+        .unwrap_or_else(|| "no dump".into());
+    let detail = if p.backend == "u2" {
+        format!(
+            "u2 (server {}, {dump}; started with the first dump in {} ms)",
+            p.server_version.as_deref().unwrap_or("version unknown"),
+            p.start_ms.unwrap_or(0)
+        )
+    } else {
+        format!(
+            "uiautomator ({}{dump})",
+            p.u2_unavailable
+                .as_ref()
+                .map(|w| format!("u2 unavailable: {w}; "))
+                .unwrap_or_default()
+        )
+    };
+    match &p.error {
+        None => Check::pass("backend", detail),
+        Some(e) => Check::fail(
+            "backend",
+            format!("{detail}: the dump failed: {e}"),
+            if p.configured == "u2" {
+                "put u2.jar beside the binary (the release folder has it) or set u2_jar, \
+                 or choose device_backend = \"auto\"; the phone must be reached through the \
+                 adb server"
+            } else {
+                "fix the phone checks above, then run doctor again"
+            },
+        ),
+    }
+}
+
 pub fn data_dir_check(dir: &Path) -> Check {
     let probe = dir.join(".doctor-probe");
     let r = (|| -> std::io::Result<()> {

@@ -76,6 +76,8 @@ fn doctor(data: &Path, args: &[&str]) -> Outcome {
         .env_remove("CMAUTOBUY_ALLOW_LIVE")
         .env_remove("CMAUTOBUY_PURCHASE_MODE")
         .env_remove("CMAUTOBUY_SELF_TEST_GOODS_ID")
+        // The backend is chosen per test (`--env` below): these phones are direct TCP.
+        .env_remove("CMAUTOBUY_DEVICE_BACKEND")
         // The disk floor is its own check; a busy test machine must not fail this one.
         .env("CMAUTOBUY_MIN_FREE_DISK_MB", "0")
         .env("NO_COLOR", "1")
@@ -468,5 +470,94 @@ fn doctor_checks_every_phone_of_a_several_phones_host_one_section_each() {
     );
     assert!(o.stdout.trim_end().ends_with("ready: NO"), "{}", o.stdout);
     phone_b.set_offline(false);
+    w.stop();
+}
+
+/// Issue 15 item 4: `doctor` names the device backend `run` would use, the server's
+/// version and one timed dump — `u2` through the world's adb server with the real jar
+/// (the jar's version.json beside it says 0.4.1), `uiautomator` with the reason when u2
+/// is not chosen, in text and `--json`; the server is stopped afterwards (a
+/// `uiautomator dump` runs again).
+#[test]
+fn doctor_reports_the_device_backend_and_its_dump_latency() {
+    let Some(_) = cmautobuy_sim_phone::testing::u2_jar(
+        "doctor_reports_the_device_backend_and_its_dump_latency",
+    ) else {
+        return;
+    };
+    let jar = cmautobuy_sim_phone::testing::u2_jar_path();
+    let w = World::builder(TOKEN)
+        .require_token()
+        .via_adb_server()
+        .start();
+    let adb_port = w.adb.as_ref().expect("adb server").port().to_string();
+    let data = tempfile::tempdir().expect("tmp");
+    let dev = w.device();
+    let args = ["--admin", &w.url, "--token", TOKEN, "--device", &dev];
+    let run = |backend: &str, extra: &[&str]| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_cmautobuy-client"));
+        c.arg("--data-dir")
+            .arg(data.path())
+            .arg("doctor")
+            .args(args)
+            .args(extra)
+            .env_remove("CMAUTOBUY_CONFIG")
+            .env("CMAUTOBUY_DEVICE_BACKEND", backend)
+            .env("CMAUTOBUY_U2_JAR", &jar)
+            .env("ANDROID_ADB_SERVER_PORT", &adb_port)
+            .env("CMAUTOBUY_MIN_FREE_DISK_MB", "0")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = c.spawn().expect("spawn doctor");
+        let status = wait_exit(&mut child, Duration::from_secs(120), || {
+            "doctor hung".to_string()
+        });
+        let out = child.wait_with_output().expect("output");
+        Outcome {
+            code: status.code(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    };
+    let o = run("u2", &[]);
+    println!("{}", o.stdout);
+    o.assert_no_token(TOKEN);
+    assert_eq!(o.code, Some(0), "{}", o.all());
+    let (line, fix) = o.check_line("backend");
+    assert!(line.starts_with("ok "), "{line}");
+    assert!(fix.is_none());
+    assert!(line.contains("u2 (server 0.4.1, dump "), "{line}");
+    // The dumps went through the simulated phone's server.
+    assert!(w.phone.u2_calls(Some("dumpWindowHierarchy")) >= 2);
+
+    let j = run("u2", &["--json"]);
+    assert_eq!(j.code, Some(0), "{}", j.all());
+    let v: Value = serde_json::from_str(&j.stdout).expect("one JSON object");
+    let b = &v["device_backend"];
+    assert_eq!(b["backend"], "u2", "{b}");
+    assert_eq!(b["configured"], "u2", "{b}");
+    assert_eq!(b["server_version"], "0.4.1", "{b}");
+    assert!(b["dump_ms"].as_u64().is_some(), "{b}");
+    assert!(b["u2_unavailable"].is_null(), "{b}");
+
+    // uiautomator as chosen: its dump works, so our server was stopped.
+    let u = run("uiautomator", &["--json"]);
+    assert_eq!(u.code, Some(0), "{}", u.all());
+    let v: Value = serde_json::from_str(&u.stdout).expect("one JSON object");
+    let b = &v["device_backend"];
+    assert_eq!(b["backend"], "uiautomator", "{b}");
+    assert!(b["dump_ms"].as_u64().is_some(), "{b}");
+    assert!(
+        b["u2_unavailable"]
+            .as_str()
+            .is_some_and(|r| r.contains("uiautomator")),
+        "{b}"
+    );
+    let t = run("uiautomator", &[]);
+    let (line, _) = t.check_line("backend");
+    assert!(
+        line.contains("uiautomator (u2 unavailable: device_backend = \"uiautomator\"; dump "),
+        "{line}"
+    );
     w.stop();
 }

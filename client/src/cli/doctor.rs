@@ -90,9 +90,15 @@ pub fn run(g: &Globals, a: DoctorArgs) -> Result<(), Failure> {
     // the adb server's version and listing; shown server first.
     let dev = AdbDevice::open(target.addr.clone(), target.options.clone())
         .map_err(|e| in_doctor(Failure::usage(anyhow::anyhow!(e.to_string()))))?;
+    let dev = std::sync::Arc::new(dev);
     let phone = doctor::check_with(&dev, cfg.device_thresholds);
     checks.extend(adb_server_checks(&target.addr));
     checks.extend(report::device_checks(&phone));
+    // The device backend `run` would use, with one timed dump (issue 15).
+    let backend = (phone.state == "device").then(|| {
+        cmautobuy_client::device::backend::probe(&dev, cfg.device_backend, cfg.u2_jar.as_deref())
+    });
+    checks.extend(backend.as_ref().map(report::backend_check));
 
     // 2. The data directory and the store (the Admin checks need the store: the client
     // id, the saved Admin URL and token, what a claim would declare).
@@ -123,7 +129,7 @@ pub fn run(g: &Globals, a: DoctorArgs) -> Result<(), Failure> {
             ..LiveInputs::default()
         },
     };
-    let r = Report::new(checks, &live, Some(phone));
+    let r = Report::new(checks, &live, Some(phone)).with_backend(backend);
     if a.json {
         println!(
             "{}",
@@ -197,6 +203,7 @@ fn several(cfg: &cmautobuy_client::config::Config, a: &DoctorArgs) -> Result<(),
         .ok_or_else(|| in_doctor(Failure::usage(anyhow::anyhow!("no device {serial}"))))?;
         let dev = AdbDevice::open(target.addr.clone(), target.options.clone())
             .map_err(|e| in_doctor(Failure::usage(anyhow::anyhow!("device {serial}: {e}"))))?;
+        let dev = std::sync::Arc::new(dev);
         let phone = doctor::check_with(&dev, pc.device_thresholds);
         if !server_checked && matches!(target.addr, DeviceAddress::Server { .. }) {
             // After the phone's check (a `host:port` serial is `adb connect`ed by it).
@@ -204,6 +211,14 @@ fn several(cfg: &cmautobuy_client::config::Config, a: &DoctorArgs) -> Result<(),
             server_checked = true;
         }
         let mut checks = report::device_checks(&phone);
+        if phone.state == "device" {
+            let p = cmautobuy_client::device::backend::probe(
+                &dev,
+                pc.device_backend,
+                pc.u2_jar.as_deref(),
+            );
+            checks.push(report::backend_check(&p));
+        }
         let (sc, store) = if pc.data_dir == cfg.data_dir {
             // The root store, already checked above.
             (None, root_store.clone())

@@ -45,6 +45,11 @@ pub struct RehearseArgs {
     /// Leave the purchase demo tasks (dry runs) out of the demo batch.
     #[arg(long)]
     no_purchases: bool,
+    /// Benchmarks only (scripts/bench-backends): every goods page and sheet of the
+    /// simulated phone keeps animating (its `animated` flag), so `uiautomator dump`
+    /// fails idle there at the simulated rate.
+    #[arg(long, hide = true, conflicts_with_all = ["device", "replay"])]
+    animated_pages: bool,
     /// Run the purchase demo live: real unpaid orders on the simulated phone (refused
     /// with --device), issue 7.
     #[arg(long)]
@@ -160,6 +165,7 @@ pub fn run(g: &Globals, a: RehearseArgs) -> Result<(), Failure> {
         replay_log: a.replay_log,
         device_backend,
         u2_jar,
+        animated_pages: a.animated_pages,
         ..RehearseOptions::default()
     };
     let json = a.json;

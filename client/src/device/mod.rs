@@ -40,6 +40,7 @@
 //!   carry codes, exit statuses and short stderr snippets only.
 
 pub mod adb;
+pub mod backend;
 pub mod doctor;
 pub mod port;
 pub mod quote;

@@ -38,27 +38,37 @@ const EMBEDDED_VARIANTS: (&str, &str) = (
 
 /// The embedded demo catalog (the goods the demo batch collects; without the variants).
 pub fn embedded_catalog() -> anyhow::Result<Catalog> {
-    catalog_of(EMBEDDED_CATALOG)
+    catalog_of(EMBEDDED_CATALOG, false)
 }
 
 /// The embedded variant goods (`fixtures/catalog/variants.json`).
 pub fn variant_catalog() -> anyhow::Result<Catalog> {
-    catalog_of(&[EMBEDDED_VARIANTS])
+    catalog_of(&[EMBEDDED_VARIANTS], false)
 }
 
 /// What the simulated phone of a rehearsal serves: the demo catalog and the variants.
 pub fn sim_catalog() -> anyhow::Result<Catalog> {
-    let mut files = EMBEDDED_CATALOG.to_vec();
-    files.push(EMBEDDED_VARIANTS);
-    catalog_of(&files)
+    sim_catalog_animated(false)
 }
 
-fn catalog_of(files: &[(&str, &str)]) -> anyhow::Result<Catalog> {
+/// [`sim_catalog`], with every goods `animated` when asked (benchmarks, issue 15).
+pub fn sim_catalog_animated(animated: bool) -> anyhow::Result<Catalog> {
+    let mut files = EMBEDDED_CATALOG.to_vec();
+    files.push(EMBEDDED_VARIANTS);
+    catalog_of(&files, animated)
+}
+
+fn catalog_of(files: &[(&str, &str)], animated: bool) -> anyhow::Result<Catalog> {
     let mut goods = Vec::new();
     for (name, text) in files {
         let f: CatalogFile =
             serde_json::from_str(text).with_context(|| format!("embedded catalog {name}"))?;
         goods.extend(f.goods);
+    }
+    if animated {
+        for g in &mut goods {
+            g.animated = true;
+        }
     }
     Catalog::new(goods).map_err(|e| anyhow!("embedded catalog: {e}"))
 }

@@ -127,6 +127,8 @@ pub struct RehearseOptions {
     pub device_backend: crate::config::DeviceBackend,
     /// `u2_jar` (env `CMAUTOBUY_U2_JAR`).
     pub u2_jar: Option<PathBuf>,
+    /// Benchmarks: every goods of the simulated phone's catalog is `animated`.
+    pub animated_pages: bool,
 }
 
 impl Default for RehearseOptions {
@@ -154,6 +156,7 @@ impl Default for RehearseOptions {
             replay_log: None,
             device_backend: crate::config::DeviceBackend::Auto,
             u2_jar: None,
+            animated_pages: false,
         }
     }
 }
@@ -200,7 +203,7 @@ pub fn rehearse_with(
         .with_context(|| format!("cannot create {}", data_dir.display()))?;
     let artifacts_dir = data_dir.join("artifacts");
     let catalog = embedded_catalog()?;
-    let sim_goods = sim_catalog()?;
+    let sim_goods = batch::sim_catalog_animated(opts.animated_pages)?;
     let run_tag = format!("rh{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
     let batch = batch::load(
         opts.tasks.as_deref(),
@@ -453,6 +456,7 @@ pub fn rehearse_with(
         .all(|l| l.as_expected && l.off_script.unwrap_or(0) == 0)
         && replay_summary.as_ref().is_none_or(|r| r.off_script == 0);
     let simulated_device_ms = sim.as_ref().map(|p| p.counters().device_time_ms);
+    let simulated_dump_failures = sim.as_ref().map(|p| p.counters().dump_failures);
     let admin_url = admin.url.clone();
     let artifacts_shown = if opts.data_dir.is_some() {
         artifacts_dir.display().to_string()
@@ -478,6 +482,7 @@ pub fn rehearse_with(
         benchmarks: summary::benchmarks(&lines, opts.profile == LatencyProfile::Realistic),
         tasks: lines,
         simulated_device_ms,
+        simulated_dump_failures,
         artifacts_dir: artifacts_shown,
         replay: replay_summary,
         device_backend: u2_device

@@ -68,6 +68,8 @@ pub struct Summary {
     pub tasks: Vec<TaskLine>,
     pub counts: BTreeMap<String, usize>,
     pub simulated_device_ms: Option<u64>,
+    /// The simulated phone's failed dumps (`could not get idle state`, …), all paths.
+    pub simulated_dump_failures: Option<u64>,
     pub benchmarks: Value,
     pub artifacts_dir: String,
     /// With `--replay`.
@@ -258,6 +260,9 @@ pub fn print_summary(s: &Summary) {
     println!("outcomes: {}", counts.join(" "));
     if let Some(ms) = s.simulated_device_ms {
         println!("simulated device time: {ms} ms");
+    }
+    if let Some(n) = s.simulated_dump_failures.filter(|n| *n > 0) {
+        println!("simulated failed dumps: {n}");
     }
     println!("benchmarks: {}", s.benchmarks);
     println!("artifacts: {}", s.artifacts_dir);
