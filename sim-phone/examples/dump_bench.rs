@@ -6,7 +6,13 @@
 //! 3. `adb_client`'s `ADBServerDevice` through Debian's real adb server (if `adb` is on
 //!    PATH; a private server on a free port, killed afterwards).
 //!
-//! Run: `cargo run --release -p cmautobuy-sim-phone --example dump_bench [ITERATIONS]`
+//! The same four measurements in replay mode (`replay` or `both` as the second argument):
+//! the checkout sheet's dump recorded into a one-screen scenario (with a `dumped`
+//! transition back to itself, so every dump goes through the player), served
+//! byte-for-byte.
+//!
+//! Run: `cargo run --release -p cmautobuy-sim-phone --example dump_bench [ITERATIONS]
+//! [catalog|replay|both]` (default: 300, catalog).
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, SocketAddrV4, TcpStream};
@@ -14,7 +20,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use adb_client::ADBDeviceExt;
-use cmautobuy_sim_phone::{Catalog, SimConfig, SimPhone};
+use cmautobuy_sim_phone::{Catalog, Scenario, SimConfig, SimPhone, SimPhoneHandle};
 
 const DUMP: &str = "uiautomator dump /dev/tty";
 
@@ -93,6 +99,7 @@ fn main() {
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or(300);
+    let mode = std::env::args().nth(2).unwrap_or_else(|| "catalog".into());
     let catalog = Catalog::load(&Catalog::bundled_dir()).expect("catalog");
     let phone = SimPhone::bind(
         "127.0.0.1:0".parse().expect("addr"),
@@ -111,8 +118,45 @@ fn main() {
         "buy button tap opens the sheet"
     );
     let size = phone.dump_xml().len();
-    println!("checkout-sheet dump: {size} bytes; {n} iterations each; zero profile; loopback");
+    if mode == "catalog" || mode == "both" {
+        println!(
+            "CATALOG MODE — checkout-sheet dump: {size} bytes; {n} iterations each; zero profile; loopback"
+        );
+        measure(&phone, n);
+    }
+    if mode == "replay" || mode == "both" {
+        // Record the sheet's dump into a one-screen scenario and replay it.
+        let dir = std::env::temp_dir().join(format!("sim-phone-replay-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("tmp");
+        std::fs::write(dir.join("s01.xml"), phone.dump_xml()).expect("dump");
+        std::fs::write(
+            dir.join("scenario.json"),
+            r#"{"version":1,"start":"s01","screens":{"s01":{"dump":"s01.xml","on":[{"dumped":true,"to":"s01"}]}}}"#,
+        )
+        .expect("scenario");
+        let scenario = Scenario::load(&dir).expect("scenario loads");
+        let replay = SimPhone::bind(
+            "127.0.0.1:0".parse().expect("addr"),
+            SimConfig::replay(scenario),
+        )
+        .expect("replay phone");
+        println!(
+            "REPLAY MODE — the same dump recorded, served byte-for-byte: {size} bytes; {n} iterations each; zero profile; loopback"
+        );
+        measure(&replay, n);
+        let served = replay.replay_log().len();
+        assert!(
+            served >= 3 * n,
+            "every dump went through the player ({served})"
+        );
+        replay.shutdown();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    phone.shutdown();
+}
 
+/// The four paths against `phone`, whatever it has on screen.
+fn measure(phone: &SimPhoneHandle, n: usize) {
     // In-process cost of building + serialising the dump, for reference.
     let mut v = Vec::with_capacity(n);
     for _ in 0..n {
@@ -194,5 +238,4 @@ fn main() {
         println!("(adb not on PATH: skipped the adb-server measurement)");
     }
     let _ = std::fs::remove_dir_all(&home);
-    phone.shutdown();
 }

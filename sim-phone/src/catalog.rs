@@ -116,6 +116,11 @@ pub struct Goods {
     /// Opening this goods' deep link does nothing: whatever page was on screen stays.
     #[serde(default)]
     pub deep_link_fails: bool,
+    /// This goods' page and sheet keep animating (PDD's countdowns, carousels): a
+    /// `uiautomator dump` there fails with "could not get idle state" at a bounded rate
+    /// (about half, never more than 3 in a row), while uiautomator2's server still dumps.
+    #[serde(default)]
+    pub animated: bool,
 }
 
 fn yes() -> bool {

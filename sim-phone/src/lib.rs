@@ -74,6 +74,7 @@ pub mod system;
 /// Test support for other crates' tests (and this crate's): a private adb server on a
 /// free port with its own home, killed on drop. Not used by the phone itself.
 pub mod testing;
+pub mod u2;
 pub mod ui;
 pub mod variants;
 

@@ -16,6 +16,7 @@ use crate::ledger::Order;
 use crate::page::{Page, PopupKind};
 use crate::replay::ReplayLogEntry;
 use crate::system::{Battery, HeadsUp, KeyRecord, LockKind, SwipeRecord, SystemState, TapRecord};
+use crate::u2::{CallFault, ScheduledFault};
 use crate::ui::PDD;
 
 /// Starts phones.
@@ -41,6 +42,7 @@ impl SimPhone {
             offline: offline_tx,
             banner: adb::banner(),
             hangs: std::sync::Mutex::new(Vec::new()),
+            u2_changed: watch::channel(0).0,
         });
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
         // The runtime is built, run and dropped on the phone's own thread only: dropping a
@@ -382,6 +384,73 @@ impl SimPhoneHandle {
                 hits: hits.clone(),
             });
         HangGate { tx, hits }
+    }
+
+    // ---- uiautomator2's server (see `docs/u2-server.md`) ----
+
+    /// A uiautomator2 server process runs (listening or still starting).
+    pub fn u2_running(&self) -> bool {
+        self.shared.lock().u2.running.is_some()
+    }
+
+    /// The port the running server listens on, once it does.
+    pub fn u2_listening_port(&self) -> Option<u16> {
+        self.shared
+            .lock()
+            .u2
+            .running
+            .filter(|r| r.listening)
+            .map(|r| r.port)
+    }
+
+    /// Kill the server process (the low-memory killer, a crash): its `app_process` stream
+    /// ends (shell v2: exit status 137), open `tcp:` streams are cut, new ones refused.
+    /// False when none ran.
+    pub fn u2_kill(&self) -> bool {
+        let killed = self.shared.lock().u2.kill();
+        if killed {
+            self.shared.u2_notify();
+        }
+        killed
+    }
+
+    /// The server's next JSON-RPC call is read and never answered (its stream stays
+    /// open until the caller closes it or the server dies). Nothing of the call runs.
+    pub fn u2_hang_next_call(&self) {
+        self.shared.lock().u2.faults.hang_next = true;
+    }
+
+    /// The server's next JSON-RPC call does not run and answers the JSON-RPC error of a
+    /// server whose UiAutomation connection is gone (`-32001`,
+    /// `java.lang.IllegalStateException`, "UiAutomation not connected!").
+    pub fn u2_rpc_error_next_call(&self) {
+        self.shared.lock().u2.faults.rpc_error_next = true;
+    }
+
+    /// The server's next JSON-RPC call runs (a click lands), and its HTTP answer is cut
+    /// after half its bytes; the stream then closes.
+    pub fn u2_truncate_next_answer(&self) {
+        self.shared.lock().u2.faults.truncate_next = true;
+    }
+
+    /// Script a fault for the `nth` (1-based) JSON-RPC call of `method` (`None`: the nth
+    /// call of any method), counted over the phone's life (every server process). Fires
+    /// once; deterministic where "next call" knobs race a running client.
+    pub fn u2_fault_on_call(&self, method: Option<&str>, nth: u64, fault: CallFault) {
+        self.shared.lock().u2.scheduled.push(ScheduledFault {
+            method: method.map(str::to_string),
+            nth,
+            fault,
+        });
+    }
+
+    /// JSON-RPC calls the server received so far, of `method` (`None`: of all methods).
+    pub fn u2_calls(&self, method: Option<&str>) -> u64 {
+        let d = self.shared.lock();
+        match method {
+            Some(m) => d.u2.calls_by_method.get(m).copied().unwrap_or(0),
+            None => d.u2.calls,
+        }
     }
 
     /// Run a command line on the phone directly (no ADB), as the shell would.

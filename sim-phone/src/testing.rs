@@ -79,6 +79,38 @@ pub fn run_with_deadline(mut cmd: Command, deadline: Duration) -> Output {
     }
 }
 
+/// Where the real `u2.jar` is for tests: `$CMAUTOBUY_U2_JAR` (exported by
+/// `scripts/test`), else `.tools/uiautomator2/u2.jar` of this workspace (installed by
+/// `scripts/install-u2-jar`).
+pub fn u2_jar_path() -> PathBuf {
+    std::env::var_os("CMAUTOBUY_U2_JAR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../.tools/uiautomator2/u2.jar")
+        })
+}
+
+/// The real `u2.jar` for the test named `test`. Missing: a panic under `CI=true` (the
+/// check must run there), else `None` after printing `NOT CHECKED: …` (the caller
+/// returns early).
+pub fn u2_jar(test: &str) -> Option<Vec<u8>> {
+    let path = u2_jar_path();
+    match std::fs::read(&path) {
+        Ok(b) => Some(b),
+        Err(e) => {
+            let msg = format!(
+                "the real u2.jar is not at {} ({e}): run scripts/install-u2-jar",
+                path.display()
+            );
+            if std::env::var("CI").as_deref() == Ok("true") {
+                panic!("{test}: {msg}");
+            }
+            eprintln!("NOT CHECKED: {test}: {msg}");
+            None
+        }
+    }
+}
+
 /// A fresh, empty directory under the system temp dir (removed by [`AdbServer`]'s drop).
 fn unique_home() -> PathBuf {
     static NEXT: AtomicU64 = AtomicU64::new(0);

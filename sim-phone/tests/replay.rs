@@ -912,3 +912,210 @@ fn dumpsys_follows_the_recorded_screen_and_the_phone_state_still_works() {
     assert!(d.contains("我的订单"), "{d}");
     assert_eq!(screen(&p2), "s09");
 }
+
+/// Random mutations of a scenario's JSON never panic the loader, and a mutated scenario
+/// that still loads replays without panicking.
+#[test]
+fn mutated_scenarios_are_refused_or_replayed_never_a_panic() {
+    use rand::{Rng, SeedableRng};
+    let dir = tempfile::tempdir().expect("tmp");
+    write_standard(dir.path());
+    let path = dir.path().join("scenario.json");
+    let base = std::fs::read(&path).expect("r");
+    let alphabet = b"{}[]:,\"0123456789-.etruflsn s0s9/\\";
+    let mut rng = rand::rngs::StdRng::seed_from_u64(1414);
+    let (mut loaded, mut refused) = (0, 0);
+    for _ in 0..400 {
+        let mut b = base.clone();
+        for _ in 0..rng.gen_range(1..4) {
+            let i = rng.gen_range(0..b.len());
+            match rng.gen_range(0..3) {
+                0 => b[i] = alphabet[rng.gen_range(0..alphabet.len())],
+                1 => {
+                    b.remove(i);
+                }
+                _ => b.insert(i, alphabet[rng.gen_range(0..alphabet.len())]),
+            }
+        }
+        std::fs::write(&path, &b).expect("w");
+        match Scenario::load(dir.path()) {
+            Ok(s) => {
+                loaded += 1;
+                let mut d = SimConfig::replay(s).build_device().expect("device");
+                for l in [
+                    "am start -a android.intent.action.VIEW -d x://goods_id=123",
+                    "input tap 800 2270",
+                    "uiautomator dump /dev/tty",
+                    "input swipe 540 1800 540 900",
+                    "input keyevent 4",
+                    "cmd statusbar collapse",
+                    "dumpsys activity top",
+                ] {
+                    let _ = d.run_line(l);
+                }
+            }
+            Err(e) => {
+                refused += 1;
+                assert!(!e.to_string().is_empty());
+            }
+        }
+    }
+    assert!(
+        loaded > 0 && refused > 0,
+        "loaded {loaded}, refused {refused}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// the repository's dump fixtures (real-shaped and re-generated real dumps)
+
+fn fixtures() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures")
+}
+
+#[test]
+fn every_fixture_dump_parses_and_the_broken_ones_are_refused() {
+    use cmautobuy_sim_phone::replay::DumpIndex;
+    let mut n = 0;
+    for dir in ["screens", "android"] {
+        for e in std::fs::read_dir(fixtures().join(dir)).expect("fixtures") {
+            let p = e.expect("entry").path();
+            if p.extension().is_none_or(|x| x != "xml") {
+                continue;
+            }
+            let name = p
+                .file_name()
+                .and_then(|f| f.to_str())
+                .unwrap_or_default()
+                .to_string();
+            let text = std::fs::read_to_string(&p).expect("utf-8");
+            let r = DumpIndex::parse(&text);
+            if name.starts_with("fail_") {
+                assert!(r.is_err(), "{name} is broken on purpose");
+            } else {
+                let d = r.unwrap_or_else(|e| panic!("{name}: {e}"));
+                assert!(
+                    !d.roots.is_empty() && d.nodes.len() >= d.roots.len(),
+                    "{name}"
+                );
+                n += 1;
+            }
+        }
+    }
+    assert!(n >= 30, "{n} fixture dumps");
+}
+
+#[test]
+fn a_real_shaped_checkout_sheet_drives_a_replay_to_an_order() {
+    use cmautobuy_sim_phone::replay::DumpIndex;
+    let sheet = std::fs::read_to_string(fixtures().join("screens/sku_sheet_text_two_dims.xml"))
+        .expect("fixture");
+    // Where the label sits in its button.
+    let d = DumpIndex::parse(&sheet).expect("dump");
+    let (i, label) = d
+        .nodes
+        .iter()
+        .enumerate()
+        .find(|(_, n)| n.text.starts_with("提交订单"))
+        .expect("提交订单 label");
+    let button = d.nodes[d.clickable_ancestor(i).expect("its button")].bounds;
+    assert!(
+        button.l < label.bounds.l,
+        "the button is wider than its label"
+    );
+    let dir = tempfile::tempdir().expect("tmp");
+    std::fs::write(dir.path().join("sheet.xml"), &sheet).expect("w");
+    std::fs::write(
+        dir.path().join("done.xml"),
+        page("支付成功", "查看订单", "完成"),
+    )
+    .expect("w");
+    std::fs::write(
+        dir.path().join("scenario.json"),
+        r#"{"version": 1, "start": "sheet",
+            "screens": {
+              "sheet": {"dump": "sheet.xml", "on": [
+                {"tap": {"text_prefix": "提交订单"}, "to": "done",
+                 "order": {"goods_id": "811223344510", "total_cent": 4720, "quantity": 2, "options": ["蓝色", "M"]}}]},
+              "done": {"dump": "done.xml"}}}"#,
+    )
+    .expect("w");
+    let p = start(SimConfig::replay(Scenario::load(dir.path()).expect("load")));
+    let served = p.run_shell("uiautomator dump /dev/tty").stdout;
+    assert!(served.starts_with(sheet.as_bytes()), "byte-for-byte");
+    // In the button, left of the label.
+    sh(
+        &p,
+        &format!("input tap {} {}", button.l + 2, (button.t + button.b) / 2),
+    );
+    assert_eq!(screen(&p), "done");
+    let o = &p.orders()[0];
+    assert_eq!(
+        (o.total_cent, o.quantity, o.unit_price_cent),
+        (4720, 2, 2360)
+    );
+}
+
+#[test]
+fn the_chooser_and_simulated_time_work_as_in_catalog_mode() {
+    use cmautobuy_sim_phone::system::screens::chooser_rects;
+    let (_d, p) = replay_phone();
+    // Dumps cost simulated time (the profile decides whether it is slept), transitions
+    // owe their animation to the next observation.
+    let t0 = p.counters().device_time_ms;
+    sh(&p, "uiautomator dump /dev/tty");
+    let t1 = p.counters().device_time_ms;
+    assert!(
+        t1 - t0 >= 800,
+        "a dump takes 0.8-1.5 s of device time: {}",
+        t1 - t0
+    );
+    sh(
+        &p,
+        "am start -a android.intent.action.VIEW -d x://goods_id=123",
+    );
+    let t2 = p.counters().device_time_ms;
+    sh(&p, "uiautomator dump /dev/tty");
+    assert!(
+        p.counters().device_time_ms - t2 >= 800 + 300,
+        "plus the transition"
+    );
+    assert_eq!(screen(&p), "s01");
+
+    // A second browser: an https link without -p raises the chooser, which the
+    // recording never sees (its dump shows the recorded bars under the phone's own
+    // chooser); choosing PDD once hands the link to the scenario.
+    p.set_second_browser(true);
+    let n = p.replay_log().len();
+    sh(
+        &p,
+        "am start -a android.intent.action.VIEW -d https://mobile.yangkeduo.com/orders.html",
+    );
+    let d = sh(&p, "uiautomator dump /dev/tty");
+    assert!(d.contains("package=\"android\""), "the chooser: {d}");
+    assert!(
+        !d.contains("商品详情"),
+        "the recording is not in front: {d}"
+    );
+    assert!(
+        d.contains("com.android.systemui"),
+        "the recorded status bar: {d}"
+    );
+    assert_eq!(
+        p.replay_log().len(),
+        n,
+        "the chooser's dump is not the scenario's"
+    );
+    let (pdd, _browser, once, _always) = chooser_rects(1080, 2400);
+    let (x, y) = pdd.center();
+    sh(&p, &format!("input tap {x} {y}"));
+    assert_eq!(screen(&p), "s01");
+    let (x, y) = once.center();
+    sh(&p, &format!("input tap {x} {y}"));
+    assert_eq!(screen(&p), "s05", "s01's own orders.html link");
+    let e = last(&p);
+    assert_eq!(
+        (e.action.as_str(), e.url.as_deref()),
+        ("open_url", Some("https://mobile.yangkeduo.com/orders.html"))
+    );
+}

@@ -158,7 +158,12 @@ async fn connection(
                     .to_string();
                 let our = next_id;
                 next_id = next_id.wrapping_add(1).max(1);
-                let Some(kind) = Service::parse(&service) else {
+                // Nothing listens on a `tcp:` port but a running uiautomator2 server.
+                let refused = |k: &Service| match k {
+                    Service::Tcp(port) => shared.lock().u2.listening_on(*port).is_none(),
+                    _ => false,
+                };
+                let Some(kind) = Service::parse(&service).filter(|k| !refused(k)) else {
                     let _ = out_tx.send(Packet {
                         cmd: A_CLSE,
                         arg0: 0,

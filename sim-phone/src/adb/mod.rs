@@ -23,6 +23,7 @@ pub mod shared;
 pub mod shell;
 pub mod stream;
 pub mod sync;
+pub mod u2;
 
 pub use crate::identity::{DEVICE, MODEL, PRODUCT};
 pub(crate) use conn::serve;

@@ -8,6 +8,7 @@ use super::shared::{execute, Shared};
 use super::shell::shell;
 use super::stream::StreamIo;
 use super::sync::sync;
+use super::u2;
 
 /// The services we offer.
 #[derive(Debug, PartialEq, Eq)]
@@ -21,6 +22,9 @@ pub(crate) enum Service {
     /// `framebuffer:` — raw RGBA with a version-2 header (what `adb_client`'s
     /// `framebuffer()` and old `adb screencap` paths read).
     Framebuffer,
+    /// `tcp:PORT` (or `tcp:localhost:PORT`): a byte stream to a port on the phone. Only
+    /// uiautomator2's server listens on one; the stream is refused (CLSE) otherwise.
+    Tcp(u16),
 }
 
 impl Service {
@@ -33,6 +37,18 @@ impl Service {
         }
         if s == "framebuffer:" {
             return Some(Service::Framebuffer);
+        }
+        if let Some(rest) = s.strip_prefix("tcp:") {
+            let port = match rest.rsplit_once(':') {
+                Some(("localhost" | "127.0.0.1", p)) => p,
+                Some(_) => return None,
+                None => rest,
+            };
+            return port
+                .parse::<u16>()
+                .ok()
+                .filter(|p| *p > 0)
+                .map(Service::Tcp);
         }
         // shell[,arg...]:command — args like v2, raw, pty, TERM=xterm.
         let rest = s.strip_prefix("shell")?;
@@ -53,10 +69,16 @@ pub(crate) async fn run_service(kind: Service, mut io: StreamIo, shared: Arc<Sha
         Service::Shell { v2, cmd } => shell(&mut io, &shared, v2, &cmd).await,
         Service::Exec(cmd) => {
             let out = execute(&shared, &cmd).await;
-            let mut bytes = out.stdout;
-            bytes.extend_from_slice(&out.stderr);
-            io.write(&bytes).await;
+            match out.resident {
+                Some(id) => u2::resident(&mut io, &shared, id, None, out).await,
+                None => {
+                    let mut bytes = out.stdout;
+                    bytes.extend_from_slice(&out.stderr);
+                    io.write(&bytes).await;
+                }
+            }
         }
+        Service::Tcp(port) => u2::tcp(&mut io, &shared, port).await,
         Service::Sync => {
             shared.lock().counters.sync_sessions += 1;
             sync(&mut io, &shared).await;
@@ -119,6 +141,13 @@ mod tests {
             Some(Service::Exec("screencap '-p'".into()))
         );
         assert_eq!(Service::parse("sync:"), Some(Service::Sync));
+        assert_eq!(Service::parse("tcp:9008"), Some(Service::Tcp(9008)));
+        assert_eq!(
+            Service::parse("tcp:localhost:9008"),
+            Some(Service::Tcp(9008))
+        );
+        assert_eq!(Service::parse("tcp:example.com:80"), None);
+        assert_eq!(Service::parse("tcp:0"), None);
         assert_eq!(Service::parse("shellx:ls"), None);
         assert_eq!(Service::parse("reboot:"), None);
     }

@@ -18,6 +18,9 @@ pub(crate) struct Shared {
     /// Scripted hangs (see `SimPhoneHandle::hang_commands`): a command line
     /// containing a rule's pattern waits, before it runs, until the rule is released.
     pub hangs: Mutex<Vec<HangRule>>,
+    /// Bumped whenever uiautomator2's server starts listening, stops or is killed: the
+    /// streams it lives on and the streams that reach it wake up and look.
+    pub u2_changed: watch::Sender<u64>,
 }
 
 /// One scripted hang: lines containing `pattern` wait until `released` turns true.
@@ -45,6 +48,13 @@ impl Shared {
     }
 }
 
+impl Shared {
+    /// Wake everything that watches the server.
+    pub(crate) fn u2_notify(&self) {
+        self.u2_changed.send_modify(|g| *g = g.wrapping_add(1));
+    }
+}
+
 pub(crate) fn banner() -> String {
     format!(
         "device::ro.product.name={PRODUCT};ro.product.model={MODEL};ro.product.device={DEVICE};features=shell_v2,cmd"
@@ -56,7 +66,10 @@ pub(crate) async fn execute(shared: &Arc<Shared>, line: &str) -> Exec {
     hold_if_hung(shared, line).await;
     let out = shared.lock().run_line(line);
     shared.sync_offline();
-    if shared.profile == LatencyProfile::Realistic && !out.delay.is_zero() {
+    // A resident process (uiautomator2's server) prints first and finishes starting after:
+    // its stream sleeps the start-up (see `adb/u2.rs`).
+    if out.resident.is_none() && shared.profile == LatencyProfile::Realistic && !out.delay.is_zero()
+    {
         tokio::time::sleep(out.delay).await;
     }
     out

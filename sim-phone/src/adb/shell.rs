@@ -4,15 +4,7 @@
 use std::sync::Arc;
 
 use super::shared::{execute, Shared};
-use super::stream::StreamIo;
-
-fn v2_packet(id: u8, data: &[u8]) -> Vec<u8> {
-    let mut p = Vec::with_capacity(5 + data.len());
-    p.push(id);
-    p.extend_from_slice(&(data.len() as u32).to_le_bytes());
-    p.extend_from_slice(data);
-    p
-}
+use super::stream::{v2_packet, StreamIo};
 
 pub(crate) async fn shell(io: &mut StreamIo, shared: &Arc<Shared>, v2: bool, cmd: &str) {
     if cmd.trim().is_empty() {
@@ -20,6 +12,10 @@ pub(crate) async fn shell(io: &mut StreamIo, shared: &Arc<Shared>, v2: bool, cmd
         return;
     }
     let out = execute(shared, cmd).await;
+    if let Some(id) = out.resident {
+        super::u2::resident(io, shared, id, Some(v2), out).await;
+        return;
+    }
     if v2 {
         // stdout (1), stderr (2), exit (3), each packet within one WRTE.
         let room = io.max_payload.saturating_sub(5).max(1);

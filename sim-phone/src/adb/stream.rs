@@ -89,3 +89,12 @@ impl StreamIo {
         });
     }
 }
+
+/// A shell v2 packet: 1-byte id (stdout 1, stderr 2, exit 3), u32 length, data.
+pub(crate) fn v2_packet(id: u8, data: &[u8]) -> Vec<u8> {
+    let mut p = Vec::with_capacity(5 + data.len());
+    p.push(id);
+    p.extend_from_slice(&(data.len() as u32).to_le_bytes());
+    p.extend_from_slice(data);
+    p
+}

@@ -7,6 +7,7 @@
 //! a real phone would have taken (ms).
 
 pub mod am;
+pub mod app_process;
 pub mod cat;
 #[allow(clippy::module_inception)]
 pub mod cmd;
@@ -25,6 +26,7 @@ pub mod pm;
 pub mod rm;
 pub mod screencap;
 pub mod sh;
+pub mod sha256sum;
 pub mod sleep;
 pub mod status;
 pub mod uiautomator;
@@ -71,15 +73,37 @@ pub(crate) const BUILTINS: &[(&str, Builtin)] = &[
     ("dumpsys", dumpsys::run),
     ("cmd", cmd::run),
     ("/system/bin/cmd", cmd::run),
+    ("app_process", app_process::run),
+    ("/system/bin/app_process", app_process::run),
+    ("sha256sum", sha256sum::run),
 ];
 
+/// `NAME=value`: an assignment word before a command (its environment).
+fn assignment(word: &str) -> Option<(&str, &str)> {
+    let (name, value) = word.split_once('=')?;
+    let mut cs = name.chars();
+    let first = cs.next()?;
+    ((first.is_ascii_alphabetic() || first == '_')
+        && cs.all(|c| c.is_ascii_alphanumeric() || c == '_'))
+    .then_some((name, value))
+}
+
 /// Run one command (`argv[0]` names it) with `stdin`; (its output, simulated ms).
+/// Leading `NAME=value` words are the command's environment (`d.cmd_env` while it runs).
 pub(crate) fn run(d: &mut Device, argv: &[String], stdin: &[u8]) -> (Exec, u64) {
+    let env: Vec<(String, String)> = argv
+        .iter()
+        .map_while(|w| assignment(w))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let argv = &argv[env.len()..];
     let Some(name) = argv.first() else {
-        return (Exec::default(), 0);
+        // Assignments alone set shell variables: nothing to run.
+        return (Exec::default(), QUICK_MS);
     };
     let args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
     let mut e = Exec::default();
+    d.cmd_env = env;
     let ms = match BUILTINS.iter().find(|(n, _)| n == name) {
         Some((_, builtin)) => builtin(d, &args, stdin, &mut e),
         None => {
@@ -88,5 +112,6 @@ pub(crate) fn run(d: &mut Device, argv: &[String], stdin: &[u8]) -> (Exec, u64) 
             QUICK_MS
         }
     };
+    d.cmd_env.clear();
     (e, ms)
 }

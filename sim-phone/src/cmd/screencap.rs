@@ -47,7 +47,7 @@ fn cost(d: &mut Device) -> u64 {
 
 /// The screen as it is now, at the display's size (black while the screen is off, as
 /// SurfaceFlinger captures a display that is off).
-fn picture(d: &Device) -> RgbImage {
+pub(crate) fn picture(d: &Device) -> RgbImage {
     let (w, h) = (d.cfg.width.max(1) as u32, d.cfg.height.max(1) as u32);
     if !d.system().screen_on {
         return RgbImage::new(w, h);

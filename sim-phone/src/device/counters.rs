@@ -19,6 +19,12 @@ pub struct Counters {
     pub am_starts: u64,
     pub sync_sessions: u64,
     pub malformed_packets: u64,
+    /// uiautomator2 server processes started (`app_process … com.wetest.uia2.Main`).
+    pub u2_starts: u64,
+    /// JSON-RPC calls the server answered or was asked (`POST /jsonrpc/0`).
+    pub u2_requests: u64,
+    /// `dumpWindowHierarchy` calls (not in `dumps`, which counts `uiautomator dump`).
+    pub u2_dumps: u64,
     /// Simulated device time spent on commands, ms (accounted in both profiles).
     pub device_time_ms: u64,
 }

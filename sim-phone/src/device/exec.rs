@@ -13,4 +13,7 @@ pub struct Exec {
     pub code: i32,
     /// How long a real phone would have taken (slept only in the realistic profile).
     pub delay: Duration,
+    /// The line started a process that keeps running after its output (uiautomator2's
+    /// server, by its start id): the stream it runs on stays open until the process ends.
+    pub resident: Option<u64>,
 }

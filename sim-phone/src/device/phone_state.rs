@@ -371,8 +371,8 @@ impl Device {
         &self,
         now: DateTime<FixedOffset>,
     ) -> (Vec<crate::ui::Node>, Vec<crate::ui::Node>) {
-        if let Some(app) = self.replay_app_windows() {
-            return (app, Vec::new());
+        if let Some(split) = self.replay_app_windows() {
+            return split;
         }
         let mut app = self.app.screen(now).windows;
         let chrome = app.split_off(app.len().saturating_sub(2));

@@ -182,10 +182,16 @@ impl Device {
         }
     }
 
-    /// The app's windows as the display shows them: the simulated app's, or in replay the
-    /// recorded dump's nodes (no chrome of the simulator's own: the dump has its own).
-    pub(crate) fn replay_app_windows(&self) -> Option<Vec<crate::ui::Node>> {
-        self.replay.as_deref().map(|p| p.screen().index.to_ui())
+    /// In replay, the recorded dump's windows split as `app_and_chrome` splits the app's:
+    /// its first top-level node (the active window uiautomator dumped) and the rest (the
+    /// bars the phone's dumps list after it), so the phone's own screens (keyguard,
+    /// chooser, …) show with the recorded bars.
+    pub(crate) fn replay_app_windows(
+        &self,
+    ) -> Option<(Vec<crate::ui::Node>, Vec<crate::ui::Node>)> {
+        let mut app = self.replay.as_deref()?.screen().index.to_ui();
+        let chrome = app.split_off(app.len().min(1));
+        Some((app, chrome))
     }
 
     /// Nothing of the phone's own is drawn over the app (screen on, app focused, no

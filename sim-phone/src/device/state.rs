@@ -16,6 +16,7 @@ use crate::app::{App, AppConfig};
 use crate::catalog::Catalog;
 use crate::ledger::Ledger;
 use crate::system::SystemState;
+use crate::u2::U2State;
 use crate::ui;
 
 use super::config::{DeviceConfig, DumpFault, DumpFormat};
@@ -37,6 +38,10 @@ pub struct Device {
     pub(crate) extra_dump_faults: Vec<(u64, DumpFault)>,
     /// The phone's own state: screen, keyguard, overlays, battery, input records.
     pub(crate) sys: SystemState,
+    /// uiautomator2's server: whether one runs, and the faults scripted for it.
+    pub(crate) u2: U2State,
+    /// `NAME=value` words before the command now running (`CLASSPATH=… app_process …`).
+    pub(crate) cmd_env: Vec<(String, String)>,
     /// Replay mode: the scenario player standing in for the app (`device/replay.rs`).
     pub(crate) replay: Option<Box<crate::replay::Player>>,
 }
@@ -71,6 +76,8 @@ impl Device {
             last_dump: None,
             offline: false,
             extra_dump_faults: Vec::new(),
+            u2: U2State::default(),
+            cmd_env: Vec::new(),
             replay: None,
         }
     }

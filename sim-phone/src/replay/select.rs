@@ -33,7 +33,10 @@ pub struct DumpIndex {
     pub roots: Vec<usize>,
 }
 
-/// `[l,t][r,b]` with integers, nothing else.
+/// Coordinates beyond this are no screen's (and would overflow drawing arithmetic).
+const MAX_COORD: i32 = 100_000;
+
+/// `[l,t][r,b]` with integers within ±100 000, nothing else.
 pub fn parse_bounds(s: &str) -> Option<Rect> {
     let rest = s.strip_prefix('[')?;
     let (a, rest) = rest.split_once("][")?;
@@ -45,7 +48,7 @@ pub fn parse_bounds(s: &str) -> Option<Rect> {
             if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) {
                 return None;
             }
-            v.parse().ok()
+            v.parse().ok().filter(|n: &i32| n.abs() <= MAX_COORD)
         };
         Some((num(x)?, num(y)?))
     };
@@ -117,7 +120,10 @@ impl DumpIndex {
                     open.pop();
                 }
                 Event::Text(t) => {
-                    if !t.iter().all(u8::is_ascii_whitespace) {
+                    // After the root closes: what `uiautomator dump /dev/tty` prints on old
+                    // phones ("UI hierchary dumped to: /dev/tty") may trail a recording.
+                    let trailing = seen_root && open.is_empty();
+                    if !trailing && !t.iter().all(u8::is_ascii_whitespace) {
                         return Err(format!("text outside any attribute at byte {pos}"));
                     }
                 }
@@ -329,6 +335,9 @@ mod tests {
         assert_eq!(d.clickable_ancestor(2), Some(1));
         assert_eq!(d.clickable_ancestor(1), None);
         assert_eq!(d.top_package(), Some(crate::ui::PDD));
+        // An old phone's /dev/tty dump carries uiautomator's line after the root.
+        let tty = format!("{}UI hierchary dumped to: /dev/tty\n", BUTTON.trim_end());
+        assert_eq!(DumpIndex::parse(&tty).expect("tty dump").nodes.len(), 4);
     }
 
     #[test]
@@ -402,6 +411,10 @@ mod tests {
                 "XML error",
             ),
             ("hello", "text outside"),
+            (
+                "<hierarchy>x<node bounds=\"[0,0][1,1]\"/></hierarchy>",
+                "text outside",
+            ),
             ("<hierarchy/><hierarchy/>", "unexpected <hierarchy>"),
         ] {
             match DumpIndex::parse(bad) {
@@ -416,5 +429,42 @@ mod tests {
         assert_eq!(parse_bounds("[+5,0][10,20]"), None);
         assert_eq!(parse_bounds("[5,0][10,20"), None);
         assert_eq!(parse_bounds("[99999999999,0][10,20]"), None);
+        assert_eq!(parse_bounds("[100001,0][10,20]"), None);
+    }
+
+    /// Random mutations of a real-shaped dump never panic the parser, the tree
+    /// conversion, the renderer or the matcher.
+    #[test]
+    fn mutated_dumps_never_panic() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(14);
+        let base = BUTTON.as_bytes();
+        let alphabet = b"<>/=\"[],-0123456789 &;#xnodehiarcy\n";
+        let sel = Selector {
+            text_prefix: Some("发".into()),
+            ..Selector::default()
+        };
+        let mut accepted = 0;
+        for _ in 0..3000 {
+            let mut b = base.to_vec();
+            for _ in 0..rng.gen_range(1..6) {
+                let i = rng.gen_range(0..b.len());
+                match rng.gen_range(0..3) {
+                    0 => b[i] = alphabet[rng.gen_range(0..alphabet.len())],
+                    1 => {
+                        b.remove(i);
+                    }
+                    _ => b.insert(i, alphabet[rng.gen_range(0..alphabet.len())]),
+                }
+            }
+            let s = String::from_utf8_lossy(&b);
+            if let Ok(d) = DumpIndex::parse(&s) {
+                accepted += 1;
+                let _ = d.tap_matches(&sel, 800, 2270);
+                let screen = crate::ui::Screen { windows: d.to_ui() };
+                let _ = crate::render::render(&screen, 64, 128);
+            }
+        }
+        assert!(accepted > 0, "some mutations keep the dump valid");
     }
 }

@@ -69,28 +69,37 @@ impl Device {
             if !simple.stderr_null {
                 out.stderr.extend_from_slice(&r.0.stderr);
             }
+            if r.0.resident.is_some() {
+                out.resident = r.0.resident;
+            }
             if let Some(n) = self.cfg.faults.offline_after_commands {
                 if self.counters.shell_commands >= n {
                     self.offline = true;
                 }
             }
-            if let Some(n) = self.cfg.faults.screen_off_after_orders {
-                if self.app.ledger().orders().len() >= n {
-                    self.cfg.faults.screen_off_after_orders = None;
-                    self.system_mut().screen_off();
-                }
-            }
-            if let Some(n) = self.cfg.faults.offline_after_orders {
-                if self.app.ledger().orders().len() >= n {
-                    self.cfg.faults.offline_after_orders = None;
-                    self.offline = true;
-                }
-            }
+            self.after_order_faults();
         }
         out.code = status;
         self.counters.device_time_ms += ms;
         self.tick_system();
         out.delay = Duration::from_millis(ms);
         out
+    }
+
+    /// The fault plan's order-triggered faults, checked after every command and every
+    /// call to uiautomator2's server (the 提交订单 tap may come through either).
+    pub(crate) fn after_order_faults(&mut self) {
+        if let Some(n) = self.cfg.faults.screen_off_after_orders {
+            if self.app.ledger().orders().len() >= n {
+                self.cfg.faults.screen_off_after_orders = None;
+                self.system_mut().screen_off();
+            }
+        }
+        if let Some(n) = self.cfg.faults.offline_after_orders {
+            if self.app.ledger().orders().len() >= n {
+                self.cfg.faults.offline_after_orders = None;
+                self.offline = true;
+            }
+        }
     }
 }
