@@ -73,6 +73,21 @@ pub struct RehearseArgs {
     /// (to browse 历史); the exit status is still the batch's verdict.
     #[arg(long, conflicts_with = "no_console")]
     keep_console: bool,
+    /// Replay a recorded scenario (a directory with `scenario.json`, format v1: see
+    /// sim-phone/README.md; `replay-export` makes one from an attempt's artifacts) on
+    /// the simulated phone instead of its catalog, with the batch of --tasks (required;
+    /// its live tasks run live on the recording). A bad scenario is refused at start
+    /// (exit 2). The between-task work that would open pages a recording never had is
+    /// off: the account check on 个人中心, the self-test and the PDD version gate. Per
+    /// task the summary (and --json) shows the actions that went off-script (count and
+    /// the first); any off-script action makes the exit status 1, like an outcome that
+    /// was not expected.
+    #[arg(long, value_name = "DIR", requires = "tasks", conflicts_with_all = ["device", "failure_paths", "live"])]
+    replay: Option<PathBuf>,
+    /// With --replay: write the replay log here (one JSON object per action: the screen
+    /// before and after, or `"off_script": true`).
+    #[arg(long, value_name = "FILE", requires = "replay")]
+    replay_log: Option<PathBuf>,
 }
 
 #[cfg(feature = "rehearse")]
@@ -109,6 +124,10 @@ pub fn run(g: &Globals, a: RehearseArgs) -> Result<(), Failure> {
     console
         .check_password(console_password.is_some())
         .map_err(|e| in_rehearse(Failure::usage(anyhow::anyhow!("--console {e}"))))?;
+    // A bad scenario is refused before anything starts, with the loader's message.
+    if let Some(dir) = &a.replay {
+        rehearse::replay::load(dir).map_err(|e| in_rehearse(Failure::usage(anyhow::anyhow!(e))))?;
+    }
     let _locks = lock(g, a.device.as_deref()).map_err(in_rehearse)?;
     let opts = RehearseOptions {
         device: a.device,
@@ -126,6 +145,8 @@ pub fn run(g: &Globals, a: RehearseArgs) -> Result<(), Failure> {
         console,
         console_password,
         keep_console: a.keep_console,
+        replay: a.replay,
+        replay_log: a.replay_log,
         ..RehearseOptions::default()
     };
     let json = a.json;

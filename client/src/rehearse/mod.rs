@@ -17,15 +17,22 @@
 //! `cmautobuy-client run`; what a rehearsal changes is data: a 200 ms poll interval,
 //! exit when idle, a progress hook, live purchases only on the simulated phone.
 //!
+//! `--replay DIR` (issue 14): the simulated phone serves a recorded scenario instead of
+//! the catalog ([`replay`]); the batch comes from `--tasks`, live tasks run live on it,
+//! the between-task work that would open pages a recording never had (the account check
+//! on 个人中心, the self-test, the PDD version gate) is off, and the summary counts the
+//! actions that went off-script — any of them makes the rehearsal fail.
+//!
 //! Parts: [`batch`] (what is seeded and expected), [`admin`] (the mock Admin and the
 //! operator API), [`console`] (the web console on the rehearsal's store, `--console`,
-//! `--keep-console`), [`summary`] (the result). This module exists only with the
+//! `--keep-console`), [`replay`] (`--replay`), [`summary`] (the result). This module exists only with the
 //! `rehearse` feature (on by default): it is what links the bundled mock Admin and the
 //! simulated phone into the client.
 
 pub mod admin;
 pub mod batch;
 pub mod console;
+pub mod replay;
 pub mod summary;
 
 use std::net::SocketAddr;
@@ -109,6 +116,11 @@ pub struct RehearseOptions {
     pub console_password: Option<Secret>,
     /// After the batch and its summary, keep serving the console until Ctrl-C / SIGTERM.
     pub keep_console: bool,
+    /// A recorded scenario (format v1) the simulated phone replays instead of the
+    /// catalog ([`replay`]); needs `tasks`.
+    pub replay: Option<PathBuf>,
+    /// With `replay`: write the replay log here (one JSON object per line).
+    pub replay_log: Option<PathBuf>,
 }
 
 impl Default for RehearseOptions {
@@ -132,6 +144,8 @@ impl Default for RehearseOptions {
             console: ConsoleAddr::Off,
             console_password: None,
             keep_console: false,
+            replay: None,
+            replay_log: None,
         }
     }
 }
@@ -152,6 +166,20 @@ pub fn rehearse_with(
     if let Err(e) = opts.console.check_password(opts.console_password.is_some()) {
         bail!("--console {e}");
     }
+    // A bad scenario is refused before anything starts.
+    let scenario = match &opts.replay {
+        None => None,
+        Some(dir) => {
+            if opts.device.is_some() {
+                bail!("--replay serves a recording on the simulated phone: not with --device");
+            }
+            if opts.tasks.is_none() {
+                bail!("--replay needs --tasks FILE: the batch to run against the recording");
+            }
+            Some(replay::load(dir).map_err(|e| anyhow!(e))?)
+        }
+    };
+    let replaying = scenario.is_some();
     let temp = tempfile::Builder::new()
         .prefix("cmautobuy-rehearse-")
         .tempdir()
@@ -206,7 +234,10 @@ pub fn rehearse_with(
     let device_label = match &opts.device {
         Some(d) => d.clone(),
         None => {
-            let mut cfg = SimConfig::new(sim_goods);
+            let mut cfg = match scenario {
+                Some(s) => replay::sim_config(s, opts.replay_log.clone()),
+                None => SimConfig::new(sim_goods),
+            };
             cfg.profile = opts.profile;
             cfg.seed = opts.seed;
             if opts.popups_percent > 0 {
@@ -215,7 +246,9 @@ pub fn rehearse_with(
                 };
             }
             cfg.faults.dump_faults = opts.dump_faults.clone();
-            if let Some(a) = &cfg.account.address {
+            // A recording shows the address it was made with (masked by the export):
+            // no fingerprint to check it against.
+            if let Some(a) = cfg.account.address.as_ref().filter(|_| !replaying) {
                 expected_address = vec![a.text.clone(), a.receiver.clone()];
             }
             let phone = SimPhone::bind(SocketAddr::from(([127, 0, 0, 1], 0)), cfg)
@@ -263,12 +296,17 @@ pub fn rehearse_with(
         GatewaySettings::new(settings.client_id.clone(), settings.token.clone()),
     )?);
     let reports: Arc<Mutex<Vec<TaskReport>>> = Arc::default();
+    // With --replay: (task id, replay log length) at each report.
+    let marks: ReplayMarks = Arc::default();
+    let replay_phone = sim.clone().filter(|_| replaying);
     let progress_board = ProgressHandle::new();
     let config = ClientConfig {
         poll_interval: Duration::from_millis(200),
         exit_when_idle: true,
         // Purchases (issue 7): live only with --live, and only ever on the simulated phone.
-        allow_live: opts.live && sim.is_some(),
+        // A replayed recording runs its live tasks live (its orders go to the replay's
+        // ledger).
+        allow_live: (opts.live || replaying) && sim.is_some(),
         // The rehearsal vouches for its simulated phone (no self-test goods).
         dry_run_only: false,
         self_test_goods_id: None,
@@ -278,7 +316,12 @@ pub fn rehearse_with(
             max_age: None,
             ..Retention::default()
         },
-        on_report: Some(progress(ids.len(), opts.json, reports.clone())),
+        on_report: Some(progress(
+            ids.len(),
+            opts.json,
+            reports.clone(),
+            replay_phone.clone().map(|p| (p, marks.clone())),
+        )),
         // The batch includes risk and login pages on purpose (`--failure-paths`): a rehearsal
         // runs to the end, so account trouble does not pause it (issue 12).
         gate: crate::gate::GateConfig {
@@ -289,6 +332,8 @@ pub fn rehearse_with(
             // version (issue 12 item 6): the demo batches (`--live`, `purchase_demo`)
             // may hold live tasks only, which a dry_run declaration would never be handed.
             pdd_version_gate: false,
+            // A replay serves the pages of its recording only: no 个人中心 between tasks.
+            account_check: !replaying,
             ..Default::default()
         },
         expected_address,
@@ -367,7 +412,35 @@ pub fn rehearse_with(
         let report = reports.iter().rev().find(|r| &r.task_id == id);
         lines.push(TaskLine::new(id, t, &v, report));
     }
-    let ok = lines.iter().all(|l| l.as_expected);
+    let replay_summary = match &replay_phone {
+        Some(p) => {
+            let log: Vec<serde_json::Value> =
+                p.replay_log().iter().map(replay::entry_json).collect();
+            let marks = marks.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            let (per_task, outside) = replay::attribute(&log, &marks);
+            for l in &mut lines {
+                let off = per_task.get(&l.id).cloned().unwrap_or_default();
+                l.set_off_script(off);
+            }
+            let total = lines.iter().filter_map(|l| l.off_script).sum::<usize>() + outside.count;
+            Some(summary::ReplaySummary {
+                scenario: opts
+                    .replay
+                    .as_ref()
+                    .map(|d| d.display().to_string())
+                    .unwrap_or_default(),
+                actions: log.len(),
+                off_script: total,
+                off_script_outside_tasks: outside,
+                log: opts.replay_log.as_ref().map(|p| p.display().to_string()),
+            })
+        }
+        None => None,
+    };
+    let ok = lines
+        .iter()
+        .all(|l| l.as_expected && l.off_script.unwrap_or(0) == 0)
+        && replay_summary.as_ref().is_none_or(|r| r.off_script == 0);
     let simulated_device_ms = sim.as_ref().map(|p| p.counters().device_time_ms);
     let admin_url = admin.url.clone();
     let artifacts_shown = if opts.data_dir.is_some() {
@@ -395,6 +468,7 @@ pub fn rehearse_with(
         tasks: lines,
         simulated_device_ms,
         artifacts_dir: artifacts_shown,
+        replay: replay_summary,
     };
     on_summary(&summary);
     match served {
@@ -421,10 +495,25 @@ pub fn rehearse_with(
     Ok(summary)
 }
 
+/// With `--replay`: (task id, replay log length) at each report ([`replay::attribute`]).
+type ReplayMarks = Arc<Mutex<Vec<(String, usize)>>>;
+
 /// The progress hook: a line per finished task (to stderr when the summary is JSON),
 /// and every report kept for the summary.
-fn progress(total: usize, json: bool, reports: Arc<Mutex<Vec<TaskReport>>>) -> ReportHook {
+fn progress(
+    total: usize,
+    json: bool,
+    reports: Arc<Mutex<Vec<TaskReport>>>,
+    replay: Option<(Arc<SimPhoneHandle>, ReplayMarks)>,
+) -> ReportHook {
     Arc::new(move |r: &TaskReport| {
+        if let Some((phone, marks)) = &replay {
+            let n = phone.replay_log().len();
+            marks
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push((r.task_id.clone(), n));
+        }
         let mut all = reports.lock().unwrap_or_else(|p| p.into_inner());
         all.push(r.clone());
         let n = all.len();

@@ -36,6 +36,26 @@ pub struct TaskLine {
     /// wall_ms ÷ device_ms (meaningful under `--profile realistic`).
     pub wall_over_device: Option<f64>,
     pub artifact_ref: Option<String>,
+    /// With `--replay`: the actions of this task that went off-script …
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub off_script: Option<usize>,
+    /// … and the first of them (its replay log line).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_off_script: Option<Value>,
+}
+
+/// `--replay`: the scenario, how many actions the phone logged, the off-script ones.
+#[derive(Clone, Debug, Serialize)]
+pub struct ReplaySummary {
+    pub scenario: String,
+    /// Lines of the replay log (dumps included).
+    pub actions: usize,
+    /// Off-script actions of the whole run (the tasks' and any outside them).
+    pub off_script: usize,
+    /// Those after the last task's report.
+    pub off_script_outside_tasks: super::replay::OffScript,
+    /// Where the log was written (`--replay-log`).
+    pub log: Option<String>,
 }
 
 /// The whole summary (`--json` prints it as one object).
@@ -50,6 +70,9 @@ pub struct Summary {
     pub simulated_device_ms: Option<u64>,
     pub benchmarks: Value,
     pub artifacts_dir: String,
+    /// With `--replay`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replay: Option<ReplaySummary>,
 }
 
 impl TaskLine {
@@ -104,7 +127,15 @@ impl TaskLine {
             device_ms,
             wall_over_device: ratio,
             artifact_ref: report.and_then(|r| r.artifact_ref.clone()),
+            off_script: None,
+            first_off_script: None,
         }
+    }
+
+    /// With `--replay`: this task's off-script actions.
+    pub fn set_off_script(&mut self, off: super::replay::OffScript) {
+        self.off_script = Some(off.count);
+        self.first_off_script = off.first;
     }
 }
 
@@ -168,9 +199,14 @@ pub fn print_summary(s: &Summary) {
         s.admin, s.device, s.profile
     );
     for l in &s.tasks {
+        let off = l.off_script.unwrap_or(0);
         println!(
-            "  {} {:<36} {:<34} expected {:<34} dumps {:>2} taps {:>2}{}",
-            if l.as_expected { "ok " } else { "BAD" },
+            "  {} {:<36} {:<34} expected {:<34} dumps {:>2} taps {:>2}{}{}",
+            if l.as_expected && off == 0 {
+                "ok "
+            } else {
+                "BAD"
+            },
             l.id,
             l.outcome,
             l.expected,
@@ -178,8 +214,31 @@ pub fn print_summary(s: &Summary) {
             l.taps,
             l.wall_over_device
                 .map(|r| format!(" wall/device {r:.2}"))
+                .unwrap_or_default(),
+            match (&l.off_script, &l.first_off_script) {
+                (Some(n), Some(first)) if *n > 0 => format!(" OFF-SCRIPT {n} (first: {first})"),
+                (Some(_), _) => " on script".to_string(),
+                _ => String::new(),
+            }
+        );
+    }
+    if let Some(r) = &s.replay {
+        println!(
+            "replay: {} · {} actions logged · {} off-script{}",
+            r.scenario,
+            r.actions,
+            r.off_script,
+            r.log
+                .as_ref()
+                .map(|l| format!(" · log {l}"))
                 .unwrap_or_default()
         );
+        if let Some(w) = r.off_script_outside_tasks.first_words() {
+            println!(
+                "  off-script after the last task: {} (first: {w})",
+                r.off_script_outside_tasks.count
+            );
+        }
     }
     let counts: Vec<String> = s.counts.iter().map(|(k, n)| format!("{k}={n}")).collect();
     println!("outcomes: {}", counts.join(" "));
@@ -190,8 +249,13 @@ pub fn print_summary(s: &Summary) {
     println!("artifacts: {}", s.artifacts_dir);
     let succeeded = s.tasks.iter().filter(|l| l.outcome == "succeeded").count();
     let total = s.tasks.len();
-    if !s.ok {
+    if s.replay.as_ref().is_some_and(|r| r.off_script > 0) {
+        println!("SOME ACTIONS WENT OFF-SCRIPT (the replay log shows where)");
+    }
+    if s.tasks.iter().any(|l| !l.as_expected) {
         println!("SOME TASKS DID NOT END AS EXPECTED");
+    } else if !s.ok {
+        println!("every task ended as expected, but the replay went off-script");
     } else if succeeded == total {
         println!("every task succeeded ({succeeded} of {total})");
     } else {

@@ -4,6 +4,7 @@
 
 pub mod claim_loop;
 pub mod receiver;
+pub mod replay;
 pub mod world;
 
 use chrono::{DateTime, TimeZone, Utc};

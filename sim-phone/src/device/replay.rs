@@ -212,7 +212,8 @@ impl Device {
     /// In replay, the PNG of the screen when nothing of the phone's own covers it: the
     /// recorded screenshot's bytes, or one rendered from the dump (kept per screen).
     pub(crate) fn replay_png(&mut self) -> Option<Arc<Vec<u8>>> {
-        if !self.replay_display_clean() {
+        // Catalog mode pays nothing here (not even the window stack).
+        if self.replay.is_none() || !self.replay_display_clean() {
             return None;
         }
         let (w, h) = (self.cfg.width.max(1) as u32, self.cfg.height.max(1) as u32);
@@ -233,7 +234,7 @@ impl Device {
 
     /// In replay, the recorded screenshot's pixels when nothing covers the app.
     pub(crate) fn replay_picture(&self) -> Option<image::RgbImage> {
-        if !self.replay_display_clean() {
+        if self.replay.is_none() || !self.replay_display_clean() {
             return None;
         }
         let b = self.replay.as_deref()?.screen().screenshot.as_ref()?;
