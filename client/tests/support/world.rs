@@ -33,6 +33,7 @@ pub struct WorldBuilder {
     private_locks: bool,
     system: Option<SystemConfig>,
     require_token: bool,
+    replay: Option<cmautobuy_sim_phone::Scenario>,
 }
 
 impl WorldBuilder {
@@ -74,6 +75,12 @@ impl WorldBuilder {
         self
     }
 
+    /// The phone replays this recorded scenario (issue 14) instead of the catalog's app.
+    pub fn replay(mut self, scenario: cmautobuy_sim_phone::Scenario) -> Self {
+        self.replay = Some(scenario);
+        self
+    }
+
     pub fn start(self) -> World {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
@@ -108,6 +115,7 @@ impl WorldBuilder {
         if let Some(sys) = self.system {
             cfg.system = sys;
         }
+        cfg.replay = self.replay;
         let phone = SimPhone::bind("127.0.0.1:0".parse().unwrap(), cfg).unwrap();
         let (locks, tmp) = if self.private_locks {
             let tmp = tempfile::tempdir().unwrap();
@@ -138,6 +146,7 @@ impl World {
             private_locks: false,
             system: None,
             require_token: false,
+            replay: None,
         }
     }
 
