@@ -1019,6 +1019,59 @@ mod tests {
         assert!(checked > 20, "{checked}");
     }
 
+    /// The real dumps (`../shared/pdd-real-dumps`, never in the repository; their absence
+    /// is loud unless `CMAUTOBUY_NO_SHARED=1`, as in `tests/screens.rs`): redacted, they
+    /// read exactly as before (`inspect --json`), and what changed is only the other
+    /// packages' windows (MIUI's gesture bar, the status bar) dropped.
+    #[test]
+    fn the_real_dumps_read_the_same_after_redaction() {
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/pdd-real-dumps");
+        if !dir.is_dir() {
+            let msg = format!(
+                "{} is missing: redaction of the real PDD dumps NOT CHECKED",
+                dir.display()
+            );
+            eprintln!("\n!!! {msg}\n");
+            if std::env::var("CMAUTOBUY_NO_SHARED").as_deref() == Ok("1") {
+                return;
+            }
+            panic!("{msg}");
+        }
+        let mut checked = 0;
+        for name in [
+            "pdd_checkout_sheet_text_sku.xml",
+            "pdd_checkout_sheet_image_sku.xml",
+            "pdd_popup_abandon_payment.xml",
+            "pdd_search_result_goods_cards.xml",
+        ] {
+            let xml = std::fs::read_to_string(dir.join(name)).unwrap();
+            let r = Masker::new().redact_dump(&xml);
+            // What the reading lists of other packages is what was dropped.
+            let read = |x: &str| {
+                let mut v = crate::screen::inspect_json(x);
+                if let Some(o) = v.as_object_mut() {
+                    o.remove("other_packages");
+                }
+                v
+            };
+            assert_eq!(read(&r.xml), read(&xml), "{name}");
+            assert_eq!(r.masked_values, 0, "{name}: nothing personal in it");
+            assert!(r.dropped_windows.iter().all(|p| p != PDD_PACKAGE), "{name}");
+            if r.dropped_windows.is_empty() {
+                assert_eq!(r.xml, xml, "{name}");
+            } else {
+                assert!(r.xml.len() < xml.len(), "{name}");
+                assert!(
+                    !r.xml.contains("com.miui.home") && !r.xml.contains("com.android.systemui"),
+                    "{name}"
+                );
+            }
+            checked += 1;
+        }
+        assert_eq!(checked, 4);
+    }
+
     #[test]
     fn free_text_masks_phones_orders_receivers_and_addresses() {
         let mut m = Masker::new();
