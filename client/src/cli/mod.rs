@@ -7,6 +7,7 @@ pub mod exit;
 
 mod ack;
 mod args;
+mod bench_device;
 mod device;
 mod diagnose_bundle;
 mod doctor;
@@ -69,6 +70,10 @@ enum Command {
     /// Pack one .tar.gz to send for a diagnosis: the redacted export of an attempt
     /// (default: the newest), version, config without secrets, recent log lines masked.
     DiagnoseBundle(diagnose_bundle::DiagnoseBundleArgs),
+    /// Time dumps, taps (on the status bar: harmless) and screenshots on a phone with
+    /// each device backend (u2, uiautomator): medians, p90 and their ratio. Refused
+    /// while a client holds the phone.
+    BenchDevice(bench_device::BenchDeviceArgs),
 }
 
 impl Cli {
@@ -88,6 +93,7 @@ impl Cli {
             Command::SelfTest(a) => self_test::run(g, a),
             Command::ReplayExport(a) => replay_export::run(a),
             Command::DiagnoseBundle(a) => diagnose_bundle::run(g, a),
+            Command::BenchDevice(a) => bench_device::run(g, a),
         }
     }
 }
