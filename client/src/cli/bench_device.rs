@@ -77,6 +77,9 @@ impl Series {
     }
 }
 
+/// One operation's series of a backend run.
+type OpOf = fn(&BackendRun) -> &Series;
+
 struct BackendRun {
     name: &'static str,
     /// Why this backend could not be measured.
@@ -175,11 +178,11 @@ pub fn run(g: &Globals, a: BenchDeviceArgs) -> Result<(), Failure> {
         }
         runs.push(r);
     }
-    let ratio = |op: fn(&BackendRun) -> &Series| {
+    let ratio = |op: OpOf| {
         let (u2, ui) = (op(&runs[0]).quantile(0.5)?, op(&runs[1]).quantile(0.5)?);
         (u2 > 0 && runs[0].unavailable.is_none()).then(|| ui as f64 / u2 as f64)
     };
-    let ops: [(&str, fn(&BackendRun) -> &Series); 3] = [
+    let ops: [(&str, OpOf); 3] = [
         ("dump", |r| &r.dump),
         ("tap", |r| &r.tap),
         ("screenshot", |r| &r.screenshot),
