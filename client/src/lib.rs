@@ -75,6 +75,7 @@ pub mod progress;
 pub mod registration;
 #[cfg(feature = "rehearse")]
 pub mod rehearse;
+pub mod replay;
 pub mod retry;
 pub mod runner;
 pub mod secret;

@@ -8,12 +8,14 @@ pub mod exit;
 mod ack;
 mod args;
 mod device;
+mod diagnose_bundle;
 mod doctor;
 mod inspect;
 mod outbox;
 mod progress;
 mod register;
 mod rehearse;
+mod replay_export;
 mod run;
 mod self_test;
 mod setup;
@@ -60,6 +62,13 @@ enum Command {
     /// Ask the running client for a new self-test of the phone (a dry-run purchase on
     /// `self_test_goods_id`, no Admin involved) before its next claim.
     SelfTest(self_test::SelfTestArgs),
+    /// Turn an attempt's artifacts into a replay scenario for the simulated phone
+    /// (`sim-phone --replay DIR`), redacted: other apps' windows dropped; names, phone
+    /// numbers, addresses and order numbers masked; screenshots left out.
+    ReplayExport(replay_export::ReplayExportArgs),
+    /// Pack one .tar.gz to send for a diagnosis: the redacted export of an attempt
+    /// (default: the newest), version, config without secrets, recent log lines masked.
+    DiagnoseBundle(diagnose_bundle::DiagnoseBundleArgs),
 }
 
 impl Cli {
@@ -77,6 +86,8 @@ impl Cli {
             Command::Inspect(a) => inspect::run(a),
             Command::Doctor(a) => doctor::run(g, a),
             Command::SelfTest(a) => self_test::run(g, a),
+            Command::ReplayExport(a) => replay_export::run(a),
+            Command::DiagnoseBundle(a) => diagnose_bundle::run(g, a),
         }
     }
 }

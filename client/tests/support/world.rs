@@ -46,6 +46,7 @@ pub struct WorldBuilder {
     system: Option<SystemConfig>,
     require_token: bool,
     via_adb_server: bool,
+    replay: Option<cmautobuy_sim_phone::Scenario>,
 }
 
 impl WorldBuilder {
@@ -95,6 +96,12 @@ impl WorldBuilder {
         self
     }
 
+    /// The phone replays this recorded scenario (issue 14) instead of the catalog's app.
+    pub fn replay(mut self, scenario: cmautobuy_sim_phone::Scenario) -> Self {
+        self.replay = Some(scenario);
+        self
+    }
+
     pub fn start(self) -> World {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
@@ -129,6 +136,7 @@ impl WorldBuilder {
         if let Some(sys) = self.system {
             cfg.system = sys;
         }
+        cfg.replay = self.replay;
         let phone = SimPhone::bind("127.0.0.1:0".parse().unwrap(), cfg).unwrap();
         let (locks, tmp) = if self.private_locks {
             let tmp = tempfile::tempdir().unwrap();
@@ -166,6 +174,7 @@ impl World {
             system: None,
             require_token: false,
             via_adb_server: backend_from_env().as_deref() == Some("u2"),
+            replay: None,
         }
     }
 
