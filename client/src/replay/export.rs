@@ -528,6 +528,36 @@ mod tests {
     }
 
     #[test]
+    fn the_submit_after_the_mark_places_the_order() {
+        let root = tempfile::tempdir().unwrap();
+        let mut a = AttemptArtifacts::create(root.path(), "t", "live").unwrap();
+        let now = Utc::now();
+        a.save("confirm", "xml", SHEET.as_bytes(), now);
+        let mut mark = ActionEntry::new("mark_irreversible", Some("submit_order"));
+        mark.goods_id = Some("737116531267".into());
+        mark.total_cent = Some(5900);
+        mark.quantity = Some(1);
+        mark.options = Some(vec!["黑色".into(), "L".into()]);
+        mark.result = Some("marked".into());
+        a.record(mark);
+        let mut submit = tap("提交订单", [900, 2275], "黑色", [0, 1000, 300, 1100]);
+        submit.tap_kind = Some("submit".into());
+        a.record(submit);
+        a.save("leave_payment", "xml", GOODS.as_bytes(), now);
+        a.flush();
+        let out = root.path().join("out");
+        let s = export(a.dir(), &out, ExportOptions::default(), &mut Masker::new()).unwrap();
+        assert!(s.order);
+        let sc: Value =
+            serde_json::from_slice(&std::fs::read(out.join("scenario.json")).unwrap()).unwrap();
+        assert_eq!(
+            sc["screens"]["s01"]["on"][0]["order"],
+            json!({"goods_id": "737116531267", "total_cent": 5900, "quantity": 1, "options": ["黑色", "L"]})
+        );
+        cmautobuy_sim_phone::replay::Scenario::load(&out).unwrap();
+    }
+
+    #[test]
     fn the_dump_document_is_cut_from_the_shells_lines() {
         let doc = "<?xml version='1.0' ?><hierarchy rotation=\"0\"><node bounds=\"[0,0][1,1]\"/></hierarchy>\n";
         assert_eq!(

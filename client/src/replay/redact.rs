@@ -965,6 +965,113 @@ mod tests {
         }
     }
 
+    /// Every fixture screen: redacted, it classifies as the same page kind, and
+    /// redacting it again (a fresh masker, as a re-export would) changes nothing.
+    #[test]
+    fn every_fixture_screen_reads_the_same_after_redaction() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/screens");
+        let mut m = Masker::new();
+        let mut checked = 0;
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            let p = e.path();
+            if p.extension().and_then(|x| x.to_str()) != Some("xml") {
+                continue;
+            }
+            let xml = std::fs::read_to_string(&p).unwrap();
+            let Ok(before) = crate::screen::inspect(&xml) else {
+                continue;
+            };
+            let r = m.redact_dump(&xml);
+            if r.kept_windows == 0 {
+                // Another app in front: nothing of it is kept (the export leaves such
+                // dumps out).
+                assert!(!r.dropped_windows.is_empty(), "{}", p.display());
+                continue;
+            }
+            let after =
+                crate::screen::inspect(&r.xml).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            assert_eq!(after.kind(), before.kind(), "{}", p.display());
+            // No phone number or order number left.
+            static LEFT: OnceLock<Regex> = OnceLock::new();
+            let left = re(&LEFT, r"1[3-9]\d[*＊]{4}\d{4}|\D1[3-9]\d{9}\D");
+            for m in order_re().find_iter(&r.xml) {
+                let tail = m.as_str().split_once('-').map_or("", |(_, t)| t);
+                assert!(
+                    Masker::is_order_mask(tail),
+                    "{}: {}",
+                    p.display(),
+                    m.as_str()
+                );
+            }
+            assert!(
+                !left.is_match(&r.xml),
+                "{}: {:?}",
+                p.display(),
+                left.find(&r.xml).map(|m| m.as_str())
+            );
+            if r.masked_values == 0 && r.dropped_windows.is_empty() {
+                assert_eq!(r.xml, xml, "{}", p.display());
+            }
+            let again = Masker::new().redact_dump(&r.xml);
+            assert_eq!(again.xml, r.xml, "{}", p.display());
+            checked += 1;
+        }
+        assert!(checked > 20, "{checked}");
+    }
+
+    /// The real dumps (`../shared/pdd-real-dumps`, never in the repository; their absence
+    /// is loud unless `CMAUTOBUY_NO_SHARED=1`, as in `tests/screens.rs`): redacted, they
+    /// read exactly as before (`inspect --json`), and what changed is only the other
+    /// packages' windows (MIUI's gesture bar, the status bar) dropped.
+    #[test]
+    fn the_real_dumps_read_the_same_after_redaction() {
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/pdd-real-dumps");
+        if !dir.is_dir() {
+            let msg = format!(
+                "{} is missing: redaction of the real PDD dumps NOT CHECKED",
+                dir.display()
+            );
+            eprintln!("\n!!! {msg}\n");
+            if std::env::var("CMAUTOBUY_NO_SHARED").as_deref() == Ok("1") {
+                return;
+            }
+            panic!("{msg}");
+        }
+        let mut checked = 0;
+        for name in [
+            "pdd_checkout_sheet_text_sku.xml",
+            "pdd_checkout_sheet_image_sku.xml",
+            "pdd_popup_abandon_payment.xml",
+            "pdd_search_result_goods_cards.xml",
+        ] {
+            let xml = std::fs::read_to_string(dir.join(name)).unwrap();
+            let r = Masker::new().redact_dump(&xml);
+            // What the reading lists of other packages is what was dropped.
+            let read = |x: &str| {
+                let mut v = crate::screen::inspect_json(x);
+                if let Some(o) = v.as_object_mut() {
+                    o.remove("other_packages");
+                }
+                v
+            };
+            assert_eq!(read(&r.xml), read(&xml), "{name}");
+            assert_eq!(r.masked_values, 0, "{name}: nothing personal in it");
+            assert!(r.dropped_windows.iter().all(|p| p != PDD_PACKAGE), "{name}");
+            if r.dropped_windows.is_empty() {
+                assert_eq!(r.xml, xml, "{name}");
+            } else {
+                assert!(r.xml.len() < xml.len(), "{name}");
+                assert!(
+                    !r.xml.contains("com.miui.home") && !r.xml.contains("com.android.systemui"),
+                    "{name}"
+                );
+            }
+            checked += 1;
+        }
+        assert_eq!(checked, 4);
+    }
+
     #[test]
     fn free_text_masks_phones_orders_receivers_and_addresses() {
         let mut m = Masker::new();

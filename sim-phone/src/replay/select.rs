@@ -197,15 +197,19 @@ impl DumpIndex {
         None
     }
 
-    /// Whether a tap at (x, y) matches `sel`: some node matching the selector — or its
-    /// nearest clickable ancestor — contains the point.
+    /// Whether a tap at (x, y) matches `sel`: some node matching the selector — or, for
+    /// a node that is not clickable itself (a label inside its button), its nearest
+    /// clickable ancestor — contains the point. A clickable node is its own target: the
+    /// clickable panel around an option chip (a whole sheet is one) does not make every
+    /// tap on the panel a tap on the chip.
     pub fn tap_matches(&self, sel: &Selector, x: i32, y: i32) -> bool {
         self.nodes.iter().enumerate().any(|(i, n)| {
             sel.matches(n)
                 && (n.bounds.contains(x, y)
-                    || self
-                        .clickable_ancestor(i)
-                        .is_some_and(|a| self.nodes[a].bounds.contains(x, y)))
+                    || !n.clickable
+                        && self
+                            .clickable_ancestor(i)
+                            .is_some_and(|a| self.nodes[a].bounds.contains(x, y)))
         })
     }
 
@@ -357,6 +361,38 @@ mod tests {
         assert!(d.tap_matches(&sel, 600, 2200));
         assert!(!d.tap_matches(&sel, 1080, 2200));
         assert!(!d.tap_matches(&sel, 700, 2350));
+    }
+
+    /// A clickable chip inside a clickable panel (the real sheets are one clickable
+    /// ViewGroup around every option): a tap elsewhere on the panel is not a tap on it.
+    #[test]
+    fn a_clickable_node_is_its_own_target_not_its_panel() {
+        let panel = r#"<?xml version='1.0' encoding='UTF-8' standalone='yes' ?>
+<hierarchy rotation="0">
+  <node index="0" text="" resource-id="" class="android.view.ViewGroup" package="com.xunmeng.pinduoduo" content-desc="" clickable="true" bounds="[0,332][1080,2354]">
+    <node index="0" text="" resource-id="" class="android.view.ViewGroup" package="com.xunmeng.pinduoduo" content-desc="黑色" clickable="true" bounds="[35,979][335,1374]">
+      <node index="0" text="黑色" resource-id="" class="android.widget.TextView" package="com.xunmeng.pinduoduo" content-desc="" clickable="false" bounds="[60,1300][300,1350]" />
+    </node>
+  </node>
+</hierarchy>
+"#;
+        let d = DumpIndex::parse(panel).expect("dump");
+        let desc = Selector {
+            desc: Some("黑色".into()),
+            ..Selector::default()
+        };
+        assert!(d.tap_matches(&desc, 185, 1176), "on the chip");
+        assert!(
+            !d.tap_matches(&desc, 922, 2278),
+            "on the panel, far from the chip"
+        );
+        // Its label still matches anywhere in the chip, not in the panel.
+        let text = Selector {
+            text: Some("黑色".into()),
+            ..Selector::default()
+        };
+        assert!(d.tap_matches(&text, 185, 1176));
+        assert!(!d.tap_matches(&text, 922, 2278));
     }
 
     #[test]
