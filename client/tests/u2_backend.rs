@@ -245,4 +245,8 @@ fn a_hung_call_hits_its_deadline_typed_and_the_task_goes_on() {
     assert_eq!(reports, 1, "{log}");
     assert!(w.phone.orders().len() <= 1, "one order at most");
     assert_eq!(status, "succeeded", "{log}");
+    assert!(
+        log.contains("did not finish within"),
+        "the deadline, typed: {log}"
+    );
 }

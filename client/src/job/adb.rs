@@ -42,19 +42,19 @@ impl AdbSource {
             self.u2 = None;
             return self;
         }
+        let direct = matches!(self.device.address(), DeviceAddress::Tcp(_));
+        if backend == DeviceBackend::Auto && direct {
+            tracing::info!(
+                "device backend auto: uiautomator (a direct TCP device, tcp:HOST:PORT, has \
+                 no tcp:PORT streams; reach the phone through the adb server for u2)"
+            );
+            self.u2 = None;
+            return self;
+        }
         let exe = std::env::current_exe().ok();
         let jar = u2::jar::find(u2_jar, exe.as_deref()).map_err(|e| e.to_string());
-        let direct = matches!(self.device.address(), DeviceAddress::Tcp(_));
         if backend == DeviceBackend::Auto {
-            let why_not = match &jar {
-                Err(e) => Some(e.clone()),
-                Ok(_) if direct => Some(
-                    "a direct TCP device (tcp:HOST:PORT) has no tcp:PORT streams; \
-                     reach the phone through the adb server for u2"
-                        .to_string(),
-                ),
-                Ok(_) => None,
-            };
+            let why_not = jar.as_ref().err();
             if let Some(why) = why_not {
                 tracing::info!(reason = %why, "device backend auto: uiautomator");
                 self.u2 = None;
@@ -65,7 +65,7 @@ impl AdbSource {
             self.device.clone(),
             U2Options {
                 required: backend == DeviceBackend::U2,
-                jar: jar.map_err(|e| e.to_string()),
+                jar,
                 port: u2::DEFAULT_PORT,
                 timing: U2Timing::default(),
             },

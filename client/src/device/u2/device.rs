@@ -54,8 +54,8 @@ struct State {
     fallback: Option<String>,
     /// A call had no answer by its deadline: ping before the next one.
     suspect: bool,
-    /// The first start has not been tried yet (a start failure before any success is
-    /// a device error in `required` mode).
+    /// The server has started at least once in this process (before that, a start
+    /// failure is a device error in `required` mode and a fallback for good in `auto`).
     ever_started: bool,
 }
 
@@ -121,10 +121,14 @@ impl U2Device {
     }
 
     /// A new job: the restart is available again, and a job that fell back tries the
-    /// server again.
+    /// server again — unless the server never started in this process (`auto`: then
+    /// uiautomator stays, rather than every job waiting for a server that does not come).
     pub fn begin_job(&self) {
         let mut st = self.lock();
         st.restarts = 0;
+        if !st.ever_started {
+            return;
+        }
         if let Some(why) = st.fallback.take() {
             tracing::info!(after = %why, "u2: a new job tries the uiautomator2 server again");
         }
