@@ -40,20 +40,19 @@ pub fn choose(adb: &Arc<AdbDevice>, backend: DeviceBackend, u2_jar: Option<&Path
     if backend == DeviceBackend::Uiautomator {
         return plain("device_backend = \"uiautomator\"".into());
     }
+    let direct = matches!(adb.address(), DeviceAddress::Tcp(_));
+    if backend == DeviceBackend::Auto && direct {
+        return plain(
+            "a direct TCP device (tcp:HOST:PORT) has no tcp:PORT streams; reach the phone \
+             through the adb server for u2"
+                .into(),
+        );
+    }
     let exe = std::env::current_exe().ok();
     let jar = u2::jar::find(u2_jar, exe.as_deref()).map_err(|e| e.to_string());
-    let direct = matches!(adb.address(), DeviceAddress::Tcp(_));
     if backend == DeviceBackend::Auto {
-        match &jar {
-            Err(e) => return plain(e.clone()),
-            Ok(_) if direct => {
-                return plain(
-                    "a direct TCP device (tcp:HOST:PORT) has no tcp:PORT streams; reach the \
-                     phone through the adb server for u2"
-                        .into(),
-                )
-            }
-            Ok(_) => {}
+        if let Err(e) = &jar {
+            return plain(e.clone());
         }
     }
     let u2 = Arc::new(U2Device::new(
