@@ -18,6 +18,38 @@ use crate::notify::{NotifyConfig, SummaryAt, Webhook, WebhookConfig};
 use crate::pacing::PacingConfig;
 use crate::secret::Secret;
 
+/// `device_backend` (issue 15): how the client reads the screen and sends input.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DeviceBackend {
+    /// uiautomator2's server when its jar is found and the server starts, else
+    /// uiautomator.
+    #[default]
+    Auto,
+    /// uiautomator2's server, required: a server that does not start is a device error.
+    U2,
+    /// `uiautomator dump` and `input` per call (before issue 15).
+    Uiautomator,
+}
+
+impl DeviceBackend {
+    pub fn parse(v: &str) -> Option<DeviceBackend> {
+        match v {
+            "auto" => Some(DeviceBackend::Auto),
+            "u2" => Some(DeviceBackend::U2),
+            "uiautomator" => Some(DeviceBackend::Uiautomator),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeviceBackend::Auto => "auto",
+            DeviceBackend::U2 => "u2",
+            DeviceBackend::Uiautomator => "uiautomator",
+        }
+    }
+}
+
 /// `purchase_mode` (issue 13, contract §5): what this client may declare.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum PurchaseMode {
@@ -201,6 +233,11 @@ pub struct FileConfig {
     /// true. Off: no check, live is not held back for it (an `account_changed` alert
     /// already open still holds it).
     pub account_check: Option<bool>,
+    /// `device_backend`: `auto` (default) | `u2` | `uiautomator` (issue 15).
+    pub device_backend: Option<String>,
+    /// `u2_jar`: uiautomator2's `u2.jar` on this computer (else beside the binary, else
+    /// the `uiautomator2` Python package's).
+    pub u2_jar: Option<PathBuf>,
 }
 
 /// What the user typed on the command line (all optional).
@@ -297,6 +334,10 @@ pub struct Config {
     pub file: Option<PathBuf>,
     /// Log files, artifact and outbox bounds, the free-disk floor (issue 12 item 8).
     pub resources: Resources,
+    /// `device_backend` (issue 15; env `CMAUTOBUY_DEVICE_BACKEND`).
+    pub device_backend: DeviceBackend,
+    /// `u2_jar` (env `CMAUTOBUY_U2_JAR`).
+    pub u2_jar: Option<PathBuf>,
 }
 
 /// Bounded resources (issue 12 item 8): log files, the artifact cap, outbox compaction,
@@ -571,6 +612,8 @@ fn env_config(env: &dyn Fn(&str) -> Option<String>) -> Result<FileConfig, Config
             .transpose()?,
         purchase_mode: get("PURCHASE_MODE"),
         self_test_goods_id: get("SELF_TEST_GOODS_ID"),
+        device_backend: get("DEVICE_BACKEND"),
+        u2_jar: get("U2_JAR").map(PathBuf::from),
         account_check: get("ACCOUNT_CHECK")
             .map(|v| match v.trim() {
                 "true" | "1" => Ok(true),
@@ -687,6 +730,8 @@ fn merge(base: FileConfig, over: FileConfig) -> FileConfig {
         account_check: over.account_check.or(base.account_check),
         purchase_mode: over.purchase_mode.or(base.purchase_mode),
         self_test_goods_id: over.self_test_goods_id.or(base.self_test_goods_id),
+        device_backend: over.device_backend.or(base.device_backend),
+        u2_jar: over.u2_jar.or(base.u2_jar),
     }
 }
 
@@ -797,6 +842,14 @@ pub fn load(flags: Overrides, env: &dyn Fn(&str) -> Option<String>) -> Result<Co
         },
         retention,
         allow_live: c.allow_live.unwrap_or(false),
+        device_backend: match c.device_backend.as_deref().map(str::trim) {
+            None | Some("") => DeviceBackend::Auto,
+            Some(v) => DeviceBackend::parse(v).ok_or_else(|| ConfigError::Value {
+                name: "device_backend".into(),
+                message: format!("{v:?} is not `auto`, `u2` or `uiautomator`"),
+            })?,
+        },
+        u2_jar: c.u2_jar.clone().filter(|p| !p.as_os_str().is_empty()),
         purchase_mode: match c.purchase_mode.as_deref().map(str::trim) {
             None | Some("") => PurchaseMode::Auto,
             Some(v) => PurchaseMode::parse(v).ok_or_else(|| ConfigError::Value {
@@ -1275,6 +1328,37 @@ mod tests {
             &env_of(&[("HOME", "/h"), ("CMAUTOBUY_PDD_VERSION_GATE", "maybe")]),
         );
         assert!(bad.is_err());
+    }
+
+    #[test]
+    fn the_device_backend_is_auto_unless_chosen() {
+        let c = load(Overrides::default(), &env_of(&[("HOME", "/h")])).unwrap();
+        assert_eq!(c.device_backend, DeviceBackend::Auto);
+        assert_eq!(c.u2_jar, None);
+        for (v, want) in [
+            ("u2", DeviceBackend::U2),
+            ("uiautomator", DeviceBackend::Uiautomator),
+            ("auto", DeviceBackend::Auto),
+        ] {
+            let c = load(
+                Overrides::default(),
+                &env_of(&[
+                    ("HOME", "/h"),
+                    ("CMAUTOBUY_DEVICE_BACKEND", v),
+                    ("CMAUTOBUY_U2_JAR", "/opt/u2.jar"),
+                ]),
+            )
+            .unwrap();
+            assert_eq!(c.device_backend, want);
+            assert_eq!(c.device_backend.as_str(), v);
+            assert_eq!(c.u2_jar, Some(PathBuf::from("/opt/u2.jar")));
+        }
+        let e = load(
+            Overrides::default(),
+            &env_of(&[("HOME", "/h"), ("CMAUTOBUY_DEVICE_BACKEND", "adb")]),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("device_backend"), "{e}");
     }
 
     #[test]

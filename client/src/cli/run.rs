@@ -464,7 +464,8 @@ fn phone(
         lock::lock_device(&cfg.lock_dir, &serial, &target.addr, &holder).map_err(refused)?;
     let source = AdbSource::open(target.addr, target.options)
         .map_err(|e| Failure::usage(anyhow::anyhow!("device {serial}: {e}")))?
-        .with_thresholds(cfg.device_thresholds);
+        .with_thresholds(cfg.device_thresholds)
+        .with_backend(cfg.device_backend, cfg.u2_jar.as_deref());
     if policy.dry_run_only {
         tracing::info!("purchases run as dry runs (purchase_mode = dry_run / --dry-run-only)");
     } else if policy.vouched {

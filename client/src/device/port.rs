@@ -186,6 +186,11 @@ pub enum DeviceError {
         kind: crate::screen::windows::CoverKind,
         window: String,
     },
+    /// The `u2` backend (uiautomator2's server) failed the call: see
+    /// [`super::u2::error::U2Error`] for its own stable codes. An input call whose answer was
+    /// lost may have landed: it is never repeated.
+    #[error(transparent)]
+    U2(#[from] super::u2::error::U2Error),
 }
 
 impl DeviceError {
@@ -209,6 +214,7 @@ impl DeviceError {
             DeviceError::Key { .. } => "ADB_KEY_ERROR",
             DeviceError::TapRefused(_) => "TAP_REFUSED",
             DeviceError::TapCovered { .. } => "TAP_COVERED",
+            DeviceError::U2(e) => e.code(),
         }
     }
 
@@ -227,6 +233,7 @@ impl DeviceError {
             | DeviceError::TapCovered { .. }
             | DeviceError::InputDenied { .. } => true,
             DeviceError::Dump(e) => e.is_retryable(),
+            DeviceError::U2(e) => e.is_retryable(),
             DeviceError::Unauthorized { .. }
             | DeviceError::CommandFailed { .. }
             | DeviceError::NotOnScreen
@@ -246,7 +253,10 @@ impl DeviceError {
             DeviceError::BadPng(_) => "SCREENSHOT_FAILED",
             DeviceError::NotOnScreen | DeviceError::TapRefused(_) => "PAGE_NOT_RECOGNIZED",
             DeviceError::TapCovered { .. } => "SCREEN_OBSTRUCTED",
-            DeviceError::InvalidArgument(_) | DeviceError::Key { .. } => "DEVICE_CONFIG_INVALID",
+            DeviceError::InvalidArgument(_)
+            | DeviceError::Key { .. }
+            | DeviceError::U2(super::u2::error::U2Error::JarNotFound(_)) => "DEVICE_CONFIG_INVALID",
+            DeviceError::U2(_) => "DEVICE_OFFLINE",
             DeviceError::NotFound { .. }
             | DeviceError::Offline { .. }
             | DeviceError::AdbServerUnavailable { .. }
@@ -305,6 +315,18 @@ pub trait Device: Send + Sync {
         cmds.iter().map(|argv| self.shell(argv)).collect()
     }
 
+    /// Which backend reads the screen and sends input: `"uiautomator"` (a process per
+    /// call over ADB), or `"u2"` (uiautomator2's resident server). A `u2` device that
+    /// fell back for the rest of a job says `"uiautomator"` until the next job.
+    fn backend(&self) -> &'static str {
+        "uiautomator"
+    }
+
+    /// Why the `u2` backend fell back to uiautomator in this job, if it did.
+    fn backend_fallback(&self) -> Option<String> {
+        None
+    }
+
     /// Back key.
     fn back(&self) -> Result<(), DeviceError> {
         self.key(KeyCode::BACK)
@@ -350,6 +372,12 @@ impl<D: Device + ?Sized> Device for std::sync::Arc<D> {
     fn shell_batch(&self, cmds: &[&[&str]]) -> Result<Vec<ShellOutput>, DeviceError> {
         (**self).shell_batch(cmds)
     }
+    fn backend(&self) -> &'static str {
+        (**self).backend()
+    }
+    fn backend_fallback(&self) -> Option<String> {
+        (**self).backend_fallback()
+    }
 }
 
 /// A borrowed device is a device (tests wrap a device they still inspect afterwards).
@@ -377,5 +405,11 @@ impl<D: Device + ?Sized> Device for &D {
     }
     fn shell_batch(&self, cmds: &[&[&str]]) -> Result<Vec<ShellOutput>, DeviceError> {
         (**self).shell_batch(cmds)
+    }
+    fn backend(&self) -> &'static str {
+        (**self).backend()
+    }
+    fn backend_fallback(&self) -> Option<String> {
+        (**self).backend_fallback()
     }
 }

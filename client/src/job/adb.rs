@@ -1,15 +1,21 @@
 //! [`AdbSource`]: the configured phone over ADB (with deadlines), opened once and handed
-//! to every job as the same connection.
+//! to every job as the same connection — through uiautomator2's server for dumps and
+//! input when the `u2` backend is chosen (issue 15, [`crate::device::u2`]).
 
+use std::path::Path;
 use std::sync::Arc;
 
 use super::source::DeviceSource;
+use crate::config::DeviceBackend;
 use crate::device::state::Thresholds;
+use crate::device::u2::{self, U2Device, U2Options, U2Timing};
 use crate::device::{AdbDevice, AdbOptions, Device, DeviceAddress, DeviceError};
 
 /// The configured phone over ADB (through the adb server or direct TCP).
 pub struct AdbSource {
     device: Arc<AdbDevice>,
+    /// The `u2` backend over `device`, when chosen and available.
+    u2: Option<Arc<U2Device>>,
     /// Reads the simulated phone's device-time counter (rehearse); `None` for phones.
     device_time: Option<Arc<dyn Fn() -> u64 + Send + Sync>>,
     thresholds: Thresholds,
@@ -20,9 +26,51 @@ impl AdbSource {
     pub fn open(addr: DeviceAddress, opts: AdbOptions) -> Result<AdbSource, DeviceError> {
         Ok(AdbSource {
             device: Arc::new(AdbDevice::open(addr, opts)?),
+            u2: None,
             device_time: None,
             thresholds: Thresholds::default(),
         })
+    }
+
+    /// Choose the backend (config `device_backend`, `u2_jar`): `uiautomator` as
+    /// before; `auto` the uiautomator2 server when its jar is found and the phone is
+    /// reached through an adb server (else uiautomator, logged); `u2` the server,
+    /// required (a jar or start failure is a device error). No round trip here: the
+    /// server starts at the first dump or input.
+    pub fn with_backend(mut self, backend: DeviceBackend, u2_jar: Option<&Path>) -> Self {
+        if backend == DeviceBackend::Uiautomator {
+            self.u2 = None;
+            return self;
+        }
+        let direct = matches!(self.device.address(), DeviceAddress::Tcp(_));
+        if backend == DeviceBackend::Auto && direct {
+            tracing::info!(
+                "device backend auto: uiautomator (a direct TCP device, tcp:HOST:PORT, has \
+                 no tcp:PORT streams; reach the phone through the adb server for u2)"
+            );
+            self.u2 = None;
+            return self;
+        }
+        let exe = std::env::current_exe().ok();
+        let jar = u2::jar::find(u2_jar, exe.as_deref()).map_err(|e| e.to_string());
+        if backend == DeviceBackend::Auto {
+            let why_not = jar.as_ref().err();
+            if let Some(why) = why_not {
+                tracing::info!(reason = %why, "device backend auto: uiautomator");
+                self.u2 = None;
+                return self;
+            }
+        }
+        self.u2 = Some(Arc::new(U2Device::new(
+            self.device.clone(),
+            U2Options {
+                required: backend == DeviceBackend::U2,
+                jar,
+                port: u2::DEFAULT_PORT,
+                timing: U2Timing::default(),
+            },
+        )));
+        self
     }
 
     /// Attach a device-time probe (the simulated phone's counters).
@@ -40,15 +88,34 @@ impl AdbSource {
     pub fn device(&self) -> Arc<AdbDevice> {
         self.device.clone()
     }
+
+    /// The `u2` device, when that backend was chosen and is available.
+    pub fn u2_device(&self) -> Option<Arc<U2Device>> {
+        self.u2.clone()
+    }
+
+    /// The backend jobs use now: `"u2"` or `"uiautomator"` (also after a fallback).
+    pub fn backend(&self) -> &'static str {
+        self.u2.as_ref().map_or("uiautomator", |d| d.backend_name())
+    }
 }
 
 impl DeviceSource for AdbSource {
     fn device(&self) -> Result<Arc<dyn Device>, DeviceError> {
-        Ok(self.device.clone())
+        Ok(match &self.u2 {
+            Some(u2) => u2.clone(),
+            None => self.device.clone(),
+        })
     }
 
     fn thresholds(&self) -> Thresholds {
         self.thresholds
+    }
+
+    fn begin_job(&self) {
+        if let Some(u2) = &self.u2 {
+            u2.begin_job();
+        }
     }
 
     fn device_time_ms(&self) -> Option<u64> {

@@ -255,6 +255,9 @@ impl<S: DeviceSource> Executor for FlowExecutor<S> {
         let purchase = self.purchase.clone();
         let version_read = self.version_read.clone();
         let joined = tokio::task::spawn_blocking(in_span(move || {
+            // A job of its own on the device (the `u2` backend: its restart is there
+            // again, a fallback of the last job is tried again).
+            source.begin_job();
             // One round trip per task: the version goes into the manifest's sidecar and
             // the report (issue 12 item 6), and is the freshest the gate knows.
             let pdd_version = match try_read_pdd_version(&*source) {

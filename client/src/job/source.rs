@@ -29,6 +29,9 @@ pub trait DeviceSource: Send + Sync + 'static {
             }),
         }
     }
+    /// A job begins on the device (the `u2` backend re-arms its one restart and leaves a
+    /// fallback of the last job). Default: nothing.
+    fn begin_job(&self) {}
     /// Simulated device time so far, ms, when the device can tell (the simulated phone).
     fn device_time_ms(&self) -> Option<u64> {
         None

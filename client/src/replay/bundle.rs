@@ -161,15 +161,29 @@ fn scrub_secrets(text: &str, secrets: &[String]) -> String {
     out
 }
 
-/// Writes the bundle to `out` (a `.tar.gz`).
+/// Writes the bundle to `out` (a `.tar.gz`, mode `0600` on Unix). The staging folder
+/// beside it is removed whatever happens.
 pub fn write_bundle(input: &BundleInput, out: &Path) -> Result<BundleSummary, BundleError> {
+    let staging = tempdir_beside(out).map_err(|source| BundleError::Write {
+        path: out.to_path_buf(),
+        source,
+    })?;
+    let r = write_staged(input, out, &staging);
+    let _ = std::fs::remove_dir_all(&staging);
+    r
+}
+
+fn write_staged(
+    input: &BundleInput,
+    out: &Path,
+    staging: &Path,
+) -> Result<BundleSummary, BundleError> {
     let werr = |source: std::io::Error| BundleError::Write {
         path: out.to_path_buf(),
         source,
     };
     let mut masker = Masker::new();
     let mut summary = BundleSummary::default();
-    let staging = tempdir_beside(out).map_err(werr)?;
     let mut files: Vec<(String, Vec<u8>)> = Vec::new();
     // The attempt.
     let mut pdd_version = None;
@@ -249,7 +263,13 @@ pub fn write_bundle(input: &BundleInput, out: &Path) -> Result<BundleSummary, Bu
     // The archive, written beside and renamed (no half bundle under the name).
     let tmp = out.with_extension("partial");
     {
-        let f = std::fs::File::create(&tmp).map_err(werr)?;
+        let _ = std::fs::remove_file(&tmp);
+        crate::private::create_file(&tmp).map_err(werr)?;
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(&tmp)
+            .map_err(werr)?;
         let gz = flate2::write::GzEncoder::new(f, flate2::Compression::default());
         let mut tar = tar::Builder::new(gz);
         let mtime = std::time::SystemTime::now()
@@ -271,7 +291,6 @@ pub fn write_bundle(input: &BundleInput, out: &Path) -> Result<BundleSummary, Bu
         f.sync_all().map_err(werr)?;
     }
     std::fs::rename(&tmp, out).map_err(werr)?;
-    let _ = std::fs::remove_dir_all(&staging);
     Ok(summary)
 }
 
@@ -361,6 +380,20 @@ mod tests {
         )
         .unwrap();
         assert_eq!(s.log_lines, LOG_LINES);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&out).unwrap().permissions().mode();
+            assert_eq!(mode & 0o077, 0, "{mode:o}");
+        }
+        // Nothing left beside it but the bundle, the attempt and the logs.
+        let mut left: Vec<String> = std::fs::read_dir(root.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["artifacts", "bundle.tar.gz", "logs"]);
         assert!(s.attempt_note.is_none(), "{s:?}");
         let files = untar(&out);
         let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();

@@ -8,6 +8,7 @@ use std::process::{Child, Command, ExitStatus};
 use std::time::{Duration, Instant};
 
 use cmautobuy_mock_admin::{MockAdmin, MockAdminConfig, Operator};
+use cmautobuy_sim_phone::testing::AdbServer;
 use cmautobuy_sim_phone::{Catalog, SimConfig, SimPhone, SimPhoneHandle, SystemConfig};
 use serde_json::{json, Value};
 
@@ -21,7 +22,18 @@ pub struct World {
     token: String,
     /// The client processes' lock directory when not the machine-wide default.
     locks: Option<PathBuf>,
+    /// A private real adb server the client reaches the phone through (the `u2`
+    /// backend needs one: direct TCP has no `tcp:PORT` streams); `None`: direct TCP.
+    pub adb: Option<AdbServer>,
     _tmp: Option<tempfile::TempDir>,
+}
+
+/// The device backend the suite runs the device-facing tests on
+/// (`CMAUTOBUY_DEVICE_BACKEND`; `scripts/test` runs them once more with `u2`).
+pub fn backend_from_env() -> Option<String> {
+    std::env::var("CMAUTOBUY_DEVICE_BACKEND")
+        .ok()
+        .filter(|v| !v.trim().is_empty())
 }
 
 /// What differs between worlds; [`WorldBuilder::start`] brings one up.
@@ -33,10 +45,19 @@ pub struct WorldBuilder {
     private_locks: bool,
     system: Option<SystemConfig>,
     require_token: bool,
+    via_adb_server: bool,
     replay: Option<cmautobuy_sim_phone::Scenario>,
 }
 
 impl WorldBuilder {
+    /// The client reaches the phone through a private real adb server (serial
+    /// `HOST:PORT`, `adb connect`ed by the client) instead of direct TCP. The default
+    /// when `CMAUTOBUY_DEVICE_BACKEND=u2`.
+    pub fn via_adb_server(mut self) -> Self {
+        self.via_adb_server = true;
+        self
+    }
+
     /// The phone's catalog (default: the repository's bundled catalogs).
     pub fn catalog(mut self, catalog: Catalog) -> Self {
         self.catalog = Some(catalog);
@@ -123,6 +144,11 @@ impl WorldBuilder {
         } else {
             (None, None)
         };
+        let adb = self.via_adb_server.then(|| {
+            let adb = AdbServer::start();
+            adb.connect(&phone.serial());
+            adb
+        });
         World {
             rt,
             op,
@@ -130,6 +156,7 @@ impl WorldBuilder {
             phone,
             token: self.token,
             locks,
+            adb,
             _tmp: tmp,
         }
     }
@@ -146,6 +173,7 @@ impl World {
             private_locks: false,
             system: None,
             require_token: false,
+            via_adb_server: backend_from_env().as_deref() == Some("u2"),
             replay: None,
         }
     }
@@ -182,7 +210,16 @@ impl World {
     /// own data directory `data`, no config file and no `CMAUTOBUY_ALLOW_LIVE` from the
     /// environment. Add arguments or environment for what a test needs.
     pub fn command(&self, data: &Path) -> Command {
-        self.command_on(data, &format!("tcp:{}", self.phone.addr()))
+        self.command_on(data, &self.device())
+    }
+
+    /// How the client names this world's phone: `HOST:PORT` through the world's adb
+    /// server, else `tcp:HOST:PORT`.
+    pub fn device(&self) -> String {
+        match &self.adb {
+            Some(_) => self.phone.serial(),
+            None => format!("tcp:{}", self.phone.addr()),
+        }
     }
 
     /// [`command`](World::command) against another device address (a phone that is not
@@ -196,7 +233,7 @@ impl World {
     /// [`command`](World::command) without `--exit-when-idle`: a client that runs until
     /// it is killed.
     pub fn serving(&self, data: &Path) -> Command {
-        self.serving_on(data, &format!("tcp:{}", self.phone.addr()))
+        self.serving_on(data, &self.device())
     }
 
     fn serving_on(&self, data: &Path, device: &str) -> Command {
@@ -219,6 +256,10 @@ impl World {
             .env("CMAUTOBUY_PDD_VERSION_GATE", "false");
         if let Some(locks) = &self.locks {
             c.env("CMAUTOBUY_LOCK_DIR", locks);
+        }
+        if let Some(adb) = &self.adb {
+            // `run` finds the adb server by the environment, as an operator's would.
+            c.env("ANDROID_ADB_SERVER_PORT", adb.port().to_string());
         }
         c
     }

@@ -1,0 +1,252 @@
+//! The `u2` device backend end to end (issue 15): the real `cmautobuy-client run`
+//! binary with `device_backend = "u2"` against the bundled mock Admin and the simulated
+//! phone reached through a private real adb server (the server needs `tcp:9008`
+//! streams, which direct TCP has not), the jar from `CMAUTOBUY_U2_JAR`
+//! (`scripts/install-u2-jar`). The phone's counters tell which path dumps took; the
+//! faults come from the simulated server's knobs, and every test asserts one order at
+//! most and the outcome.
+
+mod support;
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use support::world::{live_purchase, wait_exit, wait_until, World};
+
+const TOKEN: &str = "tok-u2";
+const GOODS: &str = "737116531267";
+const CONFIRM_GOODS: &str = "811223344506";
+
+fn jar() -> String {
+    let j = std::env::var("CMAUTOBUY_U2_JAR").unwrap_or_else(|_| {
+        format!(
+            "{}/../.tools/uiautomator2/u2.jar",
+            env!("CARGO_MANIFEST_DIR")
+        )
+    });
+    assert!(
+        Path::new(&j).is_file(),
+        "no u2.jar at {j}: run scripts/install-u2-jar (or set CMAUTOBUY_U2_JAR)"
+    );
+    j
+}
+
+fn world() -> World {
+    World::builder(TOKEN).via_adb_server().start()
+}
+
+fn u2_command(w: &World, data: &Path) -> Command {
+    let mut c = w.command(data);
+    c.env("CMAUTOBUY_DEVICE_BACKEND", "u2")
+        .env("CMAUTOBUY_U2_JAR", jar())
+        .arg("--allow-live");
+    c
+}
+
+fn spawn(w: &World, data: &Path) -> Child {
+    u2_command(w, data)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn collect(id: &str) -> Value {
+    json!({
+        "id": id,
+        "type": "collect",
+        "payload": {"goods_id": GOODS, "goods_url": support::world::goods_url(GOODS)},
+    })
+}
+
+fn purchase(id: &str) -> Value {
+    live_purchase(id, GOODS, json!({"color": "黑色", "size": "L"}), 1, 99_900)
+}
+
+/// The task's status at the Admin and its number of reports.
+fn outcome(w: &World, id: &str) -> (String, usize) {
+    let t = w.task(id);
+    (
+        t["task"]["status"].as_str().unwrap_or("").to_string(),
+        t["results"].as_array().map_or(0, Vec::len),
+    )
+}
+
+fn stderr_of(child: &mut Child) -> String {
+    use std::io::Read;
+    let mut s = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = e.read_to_string(&mut s);
+    }
+    s
+}
+
+fn finish(child: &mut Child) -> String {
+    let status = wait_exit(child, Duration::from_secs(240), String::new);
+    let log = stderr_of(child);
+    assert!(status.success(), "the client failed: {log}");
+    log
+}
+
+#[test]
+fn a_collect_and_a_live_purchase_go_through_the_u2_server() {
+    let w = world();
+    w.create(collect("u2-collect"));
+    w.create(purchase("u2-live"));
+    let data = tempfile::tempdir().unwrap();
+    let before = w.phone.counters();
+    let out = u2_command(&w, data.path()).output().unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{log}");
+    assert_eq!(outcome(&w, "u2-collect"), ("succeeded".into(), 1));
+    assert_eq!(outcome(&w, "u2-live"), ("succeeded".into(), 1));
+    let orders = w.phone.orders();
+    assert_eq!(orders.len(), 1, "one order: {orders:?}");
+    assert!(!orders[0].payment_attempted);
+    let c = w.phone.counters();
+    assert_eq!(
+        c.u2_starts - before.u2_starts,
+        1,
+        "one server for the run: {c:?}"
+    );
+    assert!(
+        c.u2_dumps - before.u2_dumps >= 5,
+        "dumps through the server: {c:?}"
+    );
+    assert_eq!(c.dumps, before.dumps, "no `uiautomator dump`: {c:?}");
+    assert!(!log.contains("falling back"), "{log}");
+    // The server goes with the client.
+    let end = std::time::Instant::now() + Duration::from_secs(10);
+    while w.phone.u2_running() {
+        assert!(
+            std::time::Instant::now() < end,
+            "the server outlived the client"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_server_that_dies_twice_is_restarted_once_then_the_job_falls_back() {
+    let w = world();
+    w.create(purchase("u2-kill"));
+    let data = tempfile::tempdir().unwrap();
+    let mut child = spawn(&w, data.path());
+    wait_until(
+        "dumps through the server",
+        Duration::from_secs(60),
+        &mut child,
+        || w.phone.counters().u2_dumps >= 2,
+    );
+    // The server dies; its restart answers its first call "UiAutomation not connected":
+    // dead again after the one restart → uiautomator for the rest of the job.
+    assert!(w.phone.u2_kill(), "a server ran");
+    w.phone.u2_rpc_error_next_call();
+    let log = finish(&mut child);
+    assert_eq!(outcome(&w, "u2-kill"), ("succeeded".into(), 1), "{log}");
+    assert_eq!(w.phone.orders().len(), 1, "one order");
+    let c = w.phone.counters();
+    assert_eq!(c.u2_starts, 2, "started, restarted once: {c:?}\n{log}");
+    assert!(
+        c.dumps > 0,
+        "the rest of the job on uiautomator dump: {c:?}"
+    );
+    assert!(log.contains("restarting it once"), "{log}");
+    assert!(log.contains("falling back"), "{log}");
+}
+
+#[test]
+fn a_json_rpc_error_restarts_the_server_and_the_call_runs_once() {
+    let w = world();
+    w.create(purchase("u2-rpc"));
+    let data = tempfile::tempdir().unwrap();
+    let mut child = spawn(&w, data.path());
+    wait_until(
+        "dumps through the server",
+        Duration::from_secs(60),
+        &mut child,
+        || w.phone.counters().u2_dumps >= 2,
+    );
+    w.phone.u2_rpc_error_next_call();
+    let log = finish(&mut child);
+    assert_eq!(outcome(&w, "u2-rpc"), ("succeeded".into(), 1), "{log}");
+    assert_eq!(w.phone.orders().len(), 1, "one order");
+    let c = w.phone.counters();
+    assert_eq!(c.u2_starts, 2, "restarted once: {c:?}\n{log}");
+    assert_eq!(c.dumps, 0, "no fallback: {c:?}\n{log}");
+}
+
+#[test]
+fn a_truncated_answer_to_the_submit_tap_is_never_repeated_and_the_order_is_reconciled() {
+    let w = world();
+    // 确认订单 goods: the submit tap is the only tap on that page.
+    w.create(live_purchase(
+        "u2-trunc",
+        CONFIRM_GOODS,
+        json!({"color": "天空蓝", "capacity": "350ml"}),
+        1,
+        99_900,
+    ));
+    let data = tempfile::tempdir().unwrap();
+    let mut child = spawn(&w, data.path());
+    wait_until(
+        "the confirm page",
+        Duration::from_secs(60),
+        &mut child,
+        || w.phone.current_page() == "confirm_order",
+    );
+    // The device guard reads the window stack right before the tap it judges (the
+    // submit): hold that read, arm the cut answer, let it go — the next server call is
+    // the submit's `click`. It runs (the order is placed) and its answer is cut.
+    let gate = w.phone.hang_commands("windows");
+    wait_until(
+        "the window read before the submit",
+        Duration::from_secs(60),
+        &mut child,
+        || gate.hits() >= 1,
+    );
+    w.phone.u2_truncate_next_answer();
+    gate.release();
+    let log = finish(&mut child);
+    assert_eq!(outcome(&w, "u2-trunc"), ("succeeded".into(), 1), "{log}");
+    let orders = w.phone.orders();
+    assert_eq!(orders.len(), 1, "one order in the ledger: {orders:?}");
+    assert!(!orders[0].payment_attempted);
+    let t = w.task("u2-trunc");
+    let p = &t["results"][0]["body"]["purchase"];
+    assert_eq!(
+        p["order_sn"],
+        orders[0].order_sn.as_str(),
+        "reconciled: {t}"
+    );
+    assert!(
+        log.contains("U2_ANSWER_TRUNCATED") || log.contains("truncated"),
+        "{log}"
+    );
+}
+
+#[test]
+fn a_hung_call_hits_its_deadline_typed_and_the_task_goes_on() {
+    let w = world();
+    w.create(purchase("u2-hang"));
+    let data = tempfile::tempdir().unwrap();
+    let mut child = spawn(&w, data.path());
+    wait_until(
+        "dumps through the server",
+        Duration::from_secs(60),
+        &mut child,
+        || w.phone.counters().u2_dumps >= 2,
+    );
+    w.phone.u2_hang_next_call();
+    let log = finish(&mut child);
+    let (status, reports) = outcome(&w, "u2-hang");
+    assert_eq!(reports, 1, "{log}");
+    assert!(w.phone.orders().len() <= 1, "one order at most");
+    assert_eq!(status, "succeeded", "{log}");
+    assert!(
+        log.contains("did not finish within"),
+        "the deadline, typed: {log}"
+    );
+}
