@@ -226,3 +226,29 @@ fn a_bad_scenario_is_refused_at_start_with_the_loaders_message() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// The committed dry-run purchase (its sheet scripted for a tap on 黑色) asked for another
+/// colour: the client taps 雾霾蓝 on the sheet, which the recording never did. The tap lands
+/// on the same clickable sheet panel as 黑色's chip, yet it is off-script — a chip is its
+/// own target — and the first off-script line names that screen and point.
+#[test]
+fn a_tap_on_another_option_of_the_recorded_sheet_goes_off_script() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let dir = support::replay::repo_root().join("fixtures/replays/purchase-dry-run");
+    let tasks: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("tasks.json")).expect("tasks"))
+            .expect("batch");
+    let mut task = tasks[0].clone();
+    assert_eq!(task["payload"]["options"]["color"], "黑色");
+    task["payload"]["options"]["color"] = json!("雾霾蓝");
+    task["expect"] = json!("?");
+    let r = rehearse_replay(&dir, &[task.clone()], &tmp.path().join("data"));
+    assert_eq!(r.out.status.code(), Some(1), "{}", r.explain());
+    let t = r.task(task["id"].as_str().expect("id"));
+    // Ended once (the rehearsal does not replay a retried task until --timeout).
+    assert_eq!(t["outcome"], "retry_wait:PAGE_NOT_RECOGNIZED", "{t}");
+    assert!(t["off_script"].as_u64().unwrap_or(0) >= 1, "{t}");
+    let first = &t["first_off_script"];
+    assert_eq!(first["action"], "tap", "{first}");
+    assert_eq!(first["screen"], "s02", "{first}");
+}

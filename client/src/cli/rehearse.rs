@@ -86,7 +86,8 @@ pub struct RehearseArgs {
     /// off: the account check on 个人中心, the self-test and the PDD version gate. Per
     /// task the summary (and --json) shows the actions that went off-script (count and
     /// the first); any off-script action makes the exit status 1, like an outcome that
-    /// was not expected.
+    /// was not expected. The rehearsal ends once every task has ended once (a task that
+    /// ends `retry_wait` is not replayed again).
     #[arg(long, value_name = "DIR", requires = "tasks", conflicts_with_all = ["device", "failure_paths", "live"])]
     replay: Option<PathBuf>,
     /// With --replay: write the replay log here (one JSON object per action: the screen

@@ -312,6 +312,10 @@ pub fn rehearse_with(
     let reports: Arc<Mutex<Vec<TaskReport>>> = Arc::default();
     // With --replay: (task id, replay log length) at each report.
     let marks: ReplayMarks = Arc::default();
+    // A replay is a script: a task that ends `retry_wait` would be handed straight back
+    // and replayed from wherever the recording stands, until --timeout. The rehearsal
+    // stops once every task has ended once (the outcome is delivered before it returns).
+    let all_reported: AllReported = Arc::default();
     let replay_phone = sim.clone().filter(|_| replaying);
     let progress_board = ProgressHandle::new();
     let config = ClientConfig {
@@ -334,7 +338,9 @@ pub fn rehearse_with(
             ids.len(),
             opts.json,
             reports.clone(),
-            replay_phone.clone().map(|p| (p, marks.clone())),
+            replay_phone
+                .clone()
+                .map(|p| (p, marks.clone(), all_reported.clone())),
         )),
         // The batch includes risk and login pages on purpose (`--failure-paths`): a rehearsal
         // runs to the end, so account trouble does not pause it (issue 12).
@@ -400,13 +406,16 @@ pub fn rehearse_with(
         );
     }
     let exit = rt.block_on(async {
-        let client = Client::start(
-            config,
-            store,
-            Phone::Adb(source),
-            gw,
-            std::future::pending(),
-        )?;
+        let client = Client::start(config, store, Phone::Adb(source), gw, {
+            let all_reported = all_reported.clone();
+            async move {
+                if replaying {
+                    all_reported.notified().await
+                } else {
+                    std::future::pending().await
+                }
+            }
+        })?;
         anyhow::Ok(tokio::time::timeout(opts.timeout, client.wait()).await)
     })?;
     let exit = match exit {
@@ -523,21 +532,27 @@ pub fn rehearse_with(
 /// With `--replay`: (task id, replay log length) at each report ([`replay::attribute`]).
 type ReplayMarks = Arc<Mutex<Vec<(String, usize)>>>;
 
+/// With `--replay`: fired once every task of the batch has been reported.
+type AllReported = Arc<tokio::sync::Notify>;
+
 /// The progress hook: a line per finished task (to stderr when the summary is JSON),
 /// and every report kept for the summary.
 fn progress(
     total: usize,
     json: bool,
     reports: Arc<Mutex<Vec<TaskReport>>>,
-    replay: Option<(Arc<SimPhoneHandle>, ReplayMarks)>,
+    replay: Option<(Arc<SimPhoneHandle>, ReplayMarks, AllReported)>,
 ) -> ReportHook {
     Arc::new(move |r: &TaskReport| {
-        if let Some((phone, marks)) = &replay {
+        if let Some((phone, marks, all_reported)) = &replay {
             let n = phone.replay_log().len();
-            marks
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push((r.task_id.clone(), n));
+            let mut marks = marks.lock().unwrap_or_else(|p| p.into_inner());
+            marks.push((r.task_id.clone(), n));
+            let tasks: std::collections::BTreeSet<&str> =
+                marks.iter().map(|(t, _)| t.as_str()).collect();
+            if tasks.len() >= total {
+                all_reported.notify_one();
+            }
         }
         let mut all = reports.lock().unwrap_or_else(|p| p.into_inner());
         all.push(r.clone());
