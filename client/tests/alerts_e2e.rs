@@ -122,10 +122,7 @@ secret = "feishu-secret"
         b["text"].as_str().unwrap().contains("RISK_VERIFICATION"),
         "{b}"
     );
-    assert!(b["client"]["device"]
-        .as_str()
-        .unwrap()
-        .starts_with("tcp:127.0.0.1:"));
+    assert_eq!(b["client"]["device"].as_str().unwrap(), w.device());
     let ts: i64 = alert
         .header("x-cmautobuy-timestamp")
         .unwrap()
@@ -205,13 +202,14 @@ secret = "feishu-secret"
 /// `cmautobuy-client run` (no `--exit-when-idle`) with its console on a free loopback
 /// port; the child and the URL it printed.
 fn run_with_console(w: &World, data: &std::path::Path) -> (std::process::Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cmautobuy-client"))
+    let mut child = w
+        .adb_env(&mut Command::new(env!("CARGO_BIN_EXE_cmautobuy-client")))
         .arg("--data-dir")
         .arg(data)
         .args(["run", "--admin", &w.url, "--token", TOKEN])
         .args(["--poll-interval", "0.2", "--console", "127.0.0.1:0"])
         .arg("--device")
-        .arg(format!("tcp:{}", w.phone.addr()))
+        .arg(w.device())
         .env_remove("CMAUTOBUY_CONFIG")
         .env_remove("CMAUTOBUY_ALLOW_LIVE")
         .stdout(Stdio::piped())

@@ -150,7 +150,7 @@ fn the_console_shows_outcomes_and_its_settings_page_registers() {
     let (status, settings) = get("/settings");
     assert_eq!(status, 200);
     let csrf = csrf_of(&settings);
-    let device = format!("tcp:{}", w.phone.addr());
+    let device = w.device();
     let form = |csrf: &str, name: &str| {
         vec![
             ("csrf".to_string(), csrf.to_string()),

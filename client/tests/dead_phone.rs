@@ -178,7 +178,7 @@ fn a_phone_that_starts_listening_later_gets_the_whole_batch_after_at_most_one_cl
     let logs = tempfile::tempdir().unwrap();
     let log_path = logs.path().join("run.log");
     let mut child = w
-        .command_on(data.path(), &format!("tcp:{addr}"))
+        .command_on(data.path(), &w.device_at(addr))
         .env("CMAUTOBUY_LOCK_DIR", data.path().join("locks"))
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log_path).unwrap())

@@ -61,8 +61,9 @@ impl Outcome {
     }
 }
 
-fn doctor(data: &Path, args: &[&str]) -> Outcome {
+fn doctor(w: &World, data: &Path, args: &[&str]) -> Outcome {
     let mut c = Command::new(env!("CARGO_BIN_EXE_cmautobuy-client"));
+    w.adb_env(&mut c);
     c.arg("--data-dir")
         .arg(data)
         .arg("doctor")
@@ -96,7 +97,7 @@ fn doctor(data: &Path, args: &[&str]) -> Outcome {
 }
 
 fn device(w: &World) -> String {
-    format!("tcp:{}", w.phone.addr())
+    w.device()
 }
 
 /// A loopback address nobody listens on.
@@ -113,7 +114,7 @@ fn doctor_passes_against_the_sim_phone_and_the_mock_admin() {
     let data = tempfile::tempdir().expect("tmp");
     let dev = device(&w);
     let args = ["--admin", &w.url, "--token", TOKEN, "--device", &dev];
-    let o = doctor(data.path(), &args);
+    let o = doctor(&w, data.path(), &args);
     // Shown with `--nocapture`: what an operator sees.
     println!("{}", o.stdout);
     o.assert_no_token(TOKEN);
@@ -136,7 +137,12 @@ fn doctor_passes_against_the_sim_phone_and_the_mock_admin() {
         assert!(line.starts_with("ok "), "{line}\n{}", o.stdout);
         assert!(fix.is_none(), "{line}: {fix:?}");
     }
-    assert!(o.check_line("adb_server").0.contains("skipped"));
+    // Direct TCP needs no adb server; through one (the u2 pass) it is checked.
+    let adb_line = o.check_line("adb_server").0;
+    match &w.adb {
+        None => assert!(adb_line.contains("skipped"), "{adb_line}"),
+        Some(_) => assert!(adb_line.starts_with("ok "), "{adb_line}"),
+    }
     assert!(o.check_line("pdd").0.contains("7.36.0"), "{}", o.stdout);
     assert!(
         o.check_line("phone").0.contains("1080x2400"),
@@ -153,7 +159,7 @@ fn doctor_passes_against_the_sim_phone_and_the_mock_admin() {
     assert!(live.starts_with("live ready: no — "), "{live}");
 
     // The registration probe was a real §4.1 registration, authenticated by the token.
-    let j = doctor(data.path(), &[&args[..], &["--json"]].concat());
+    let j = doctor(&w, data.path(), &[&args[..], &["--json"]].concat());
     j.assert_no_token(TOKEN);
     assert_eq!(j.code, Some(0), "{}", j.all());
     let v: Value = serde_json::from_str(&j.stdout).expect("one JSON object");
@@ -178,6 +184,7 @@ fn doctor_fails_with_the_fix_against_a_stopped_admin() {
     let dev = device(&w);
     let url = format!("http://{}", dead_addr());
     let o = doctor(
+        &w,
         data.path(),
         &["--admin", &url, "--token", TOKEN, "--device", &dev],
     );
@@ -209,6 +216,7 @@ fn doctor_fails_with_the_fix_on_a_wrong_token_and_without_an_admin() {
     let dev = device(&w);
     let wrong = "wrong-token-0d1e";
     let o = doctor(
+        &w,
         data.path(),
         &["--admin", &w.url, "--token", wrong, "--device", &dev],
     );
@@ -224,8 +232,9 @@ fn doctor_fails_with_the_fix_on_a_wrong_token_and_without_an_admin() {
         "{}",
         o.stdout
     );
-    let v: Value = serde_json::from_str(&doctor(data.path(), &["--device", &dev, "--json"]).stdout)
-        .expect("json");
+    let v: Value =
+        serde_json::from_str(&doctor(&w, data.path(), &["--device", &dev, "--json"]).stdout)
+            .expect("json");
     assert!(!v.to_string().contains(wrong), "{v}");
     let token = v["checks"]
         .as_array()
@@ -238,7 +247,7 @@ fn doctor_fails_with_the_fix_on_a_wrong_token_and_without_an_admin() {
 
     // No Admin configured at all: "not configured", with the setting to give.
     let fresh = tempfile::tempdir().expect("tmp");
-    let o = doctor(fresh.path(), &["--device", &dev]);
+    let o = doctor(&w, fresh.path(), &["--device", &dev]);
     assert_eq!(o.code, Some(6), "{}", o.all());
     let (line, fix) = o.check_line("admin");
     assert!(
@@ -254,8 +263,9 @@ fn doctor_fails_with_the_fix_on_an_offline_phone() {
     let w = World::builder(TOKEN).require_token().start();
     let data = tempfile::tempdir().expect("tmp");
     let nowhere = dead_addr();
-    let dev = format!("tcp:{nowhere}");
+    let dev = w.device_at(nowhere.parse().expect("addr"));
     let o = doctor(
+        &w,
         data.path(),
         &["--admin", &w.url, "--token", TOKEN, "--device", &dev],
     );
@@ -264,10 +274,12 @@ fn doctor_fails_with_the_fix_on_an_offline_phone() {
     let (line, fix) = o.check_line("device");
     assert!(line.starts_with("FAIL"), "{line}");
     let fix = fix.expect("a fix");
-    assert!(
-        fix.contains(&format!("nothing answers at {nowhere}")),
-        "{fix}"
-    );
+    // Direct TCP finds nobody listening; an adb server (the u2 pass) lists it offline.
+    let expected = match &w.adb {
+        None => format!("nothing answers at {nowhere}"),
+        Some(_) => "`adb connect HOST:PORT`".to_string(),
+    };
+    assert!(fix.contains(&expected), "{fix}");
     // The Admin is fine; the live verdict names the phone.
     assert!(o.check_line("token").0.starts_with("ok "), "{}", o.stdout);
     assert!(
@@ -285,6 +297,7 @@ fn doctor_fails_with_the_fix_on_a_phone_that_refuses_injected_input() {
     let data = tempfile::tempdir().expect("tmp");
     let dev = device(&w);
     let o = doctor(
+        &w,
         data.path(),
         &["--admin", &w.url, "--token", TOKEN, "--device", &dev],
     );
@@ -299,7 +312,7 @@ fn doctor_fails_with_the_fix_on_a_phone_that_refuses_injected_input() {
     );
     assert!(o.check_line("pdd").0.starts_with("ok "), "{}", o.stdout);
     w.phone.set_input_injection_denied(false);
-    let o = doctor(data.path(), &["--device", &dev]);
+    let o = doctor(&w, data.path(), &["--device", &dev]);
     assert_eq!(o.code, Some(0), "{}", o.all());
     w.stop();
 }
@@ -328,7 +341,7 @@ fn doctor_declares_what_a_claim_would() {
         "the run declared purchases: {before:?}"
     );
     // The saved Admin, token and device: no flags needed.
-    let o = doctor(data.path(), &[]);
+    let o = doctor(&w, data.path(), &[]);
     o.assert_no_token(TOKEN);
     assert_eq!(o.code, Some(0), "{}", o.all());
     assert_eq!(profile(&w), before);
@@ -345,6 +358,7 @@ fn doctor_fails_with_the_fix_on_clock_skew() {
     let data = tempfile::tempdir().expect("tmp");
     let dev = device(&w);
     let o = doctor(
+        &w,
         data.path(),
         &["--admin", &w.url, "--token", TOKEN, "--device", &dev],
     );
@@ -393,11 +407,11 @@ fn doctor_checks_every_phone_of_a_several_phones_host_one_section_each() {
     .expect("bind phone B");
     let data = tempfile::tempdir().expect("tmp");
     let a = device(&w);
-    let b = format!("tcp:{}", phone_b.addr());
+    let b = w.device_of(&phone_b);
     let args = [
         "--admin", &w.url, "--token", TOKEN, "--device", &a, "--device", &b,
     ];
-    let o = doctor(data.path(), &args);
+    let o = doctor(&w, data.path(), &args);
     println!("{}", o.stdout);
     o.assert_no_token(TOKEN);
     assert_eq!(o.code, Some(0), "{}", o.all());
@@ -436,7 +450,7 @@ fn doctor_checks_every_phone_of_a_several_phones_host_one_section_each() {
         .is_file());
     assert!(o.stdout.trim_end().ends_with("ready: yes"), "{}", o.stdout);
 
-    let j = doctor(data.path(), &[&args[..], &["--json"]].concat());
+    let j = doctor(&w, data.path(), &[&args[..], &["--json"]].concat());
     j.assert_no_token(TOKEN);
     assert_eq!(j.code, Some(0), "{}", j.all());
     let v: Value = serde_json::from_str(&j.stdout).expect("one JSON object");
@@ -452,7 +466,7 @@ fn doctor_checks_every_phone_of_a_several_phones_host_one_section_each() {
 
     // Phone B offline: exit 6; B's section shows the fix, A's passes.
     phone_b.set_offline(true);
-    let o = doctor(data.path(), &args);
+    let o = doctor(&w, data.path(), &args);
     println!("{}", o.stdout);
     o.assert_no_token(TOKEN);
     assert_eq!(o.code, Some(6), "{}", o.all());

@@ -124,7 +124,7 @@ fn a_passing_self_test_declares_live_and_the_live_task_places_one_order() {
 
     // 0. `register` before any run: the store knows nothing about the phone yet, so it
     // declares what a claim would then — purchases, but `dry_run`.
-    let device = format!("tcp:{}", w.phone.addr());
+    let device = w.device();
     let out = client(
         data.path(),
         &[

@@ -113,8 +113,8 @@ fn two_phones_in_one_run_keep_their_tasks_and_orders_apart_and_one_offline_leave
         SimConfig::new(Catalog::load(&Catalog::bundled_dir()).unwrap()),
     )
     .unwrap();
-    let a = format!("tcp:{}", w.phone.addr());
-    let b = format!("tcp:{}", phone_b.addr());
+    let a = w.device();
+    let b = w.device_of(&phone_b);
     let data = tempfile::tempdir().unwrap();
     let locks = data.path().join("locks");
 
@@ -198,7 +198,8 @@ fn two_phones_in_one_run_keep_their_tasks_and_orders_apart_and_one_offline_leave
 
     let logs = tempfile::tempdir().unwrap();
     let log_path = logs.path().join("run.log");
-    let mut child = bin()
+    let mut child = w
+        .adb_env(&mut bin())
         .arg("--data-dir")
         .arg(data.path())
         .args(["run", "--allow-live", "--console", "127.0.0.1:0"])
@@ -366,8 +367,8 @@ fn exit_when_idle_waits_for_every_phone_and_exits_with_the_most_severe_end() {
         SimConfig::new(Catalog::load(&Catalog::bundled_dir()).unwrap()),
     )
     .unwrap();
-    let a = format!("tcp:{}", w.phone.addr());
-    let b = format!("tcp:{}", phone_b.addr());
+    let a = w.device();
+    let b = w.device_of(&phone_b);
     let data = tempfile::tempdir().unwrap();
     let (id_a, id_b) = register_two(&w, data.path(), &a, &b);
     // A: two plain collects. B: a risk page (the worker pauses for the account), then a
@@ -377,7 +378,7 @@ fn exit_when_idle_waits_for_every_phone_and_exits_with_the_most_severe_end() {
     w.create(collect("idle-b1", &id_b, "693344556677"));
     w.create(collect("idle-b2", &id_b, "602938475610"));
     let run = || {
-        bin()
+        w.adb_env(&mut bin())
             .arg("--data-dir")
             .arg(data.path())
             .args([

@@ -222,6 +222,36 @@ impl World {
         }
     }
 
+    /// How the client names another simulated phone of this test: `adb connect`ed to
+    /// this world's adb server (serial `HOST:PORT`) when it has one, else `tcp:HOST:PORT`.
+    pub fn device_of(&self, phone: &SimPhoneHandle) -> String {
+        match &self.adb {
+            Some(adb) => {
+                adb.connect(&phone.serial());
+                phone.serial()
+            }
+            None => format!("tcp:{}", phone.addr()),
+        }
+    }
+
+    /// How the client names a phone address that is not (yet) a running phone: its
+    /// serial through this world's adb server when it has one, else `tcp:HOST:PORT`.
+    pub fn device_at(&self, addr: std::net::SocketAddr) -> String {
+        match &self.adb {
+            Some(_) => addr.to_string(),
+            None => format!("tcp:{addr}"),
+        }
+    }
+
+    /// Points a client command of a test's own at this world's adb server (when it has
+    /// one), as [`command`](World::command) does.
+    pub fn adb_env<'c>(&self, c: &'c mut Command) -> &'c mut Command {
+        if let Some(adb) = &self.adb {
+            c.env("ANDROID_ADB_SERVER_PORT", adb.port().to_string());
+        }
+        c
+    }
+
     /// [`command`](World::command) against another device address (a phone that is not
     /// this world's, or not there yet).
     pub fn command_on(&self, data: &Path, device: &str) -> Command {

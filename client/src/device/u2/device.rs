@@ -260,7 +260,11 @@ impl U2Device {
             let Some(server) = st.server.as_ref() else {
                 continue;
             };
-            match server.call(method, &params, deadline) {
+            let started = std::time::Instant::now();
+            let answer = server.call(method, &params, deadline);
+            // The timing hook of `/metrics`, as the uiautomator path's (`adb.rs`).
+            crate::metrics::observe_device_call(op.as_str(), started.elapsed(), answer.is_ok());
+            match answer {
                 Ok(v) => return Ok(Via::U2(v)),
                 Err(Failure {
                     timed_out: true, ..
