@@ -32,13 +32,16 @@ pub struct Current {
     pub actions: u32,
 }
 
+/// A device backend's name and why it fell back from u2, if it did.
+pub type BackendInUse = (String, Option<String>);
+
 /// One worker's board: cheap to clone (an `Arc`), shared by writers and readers.
 #[derive(Clone)]
 pub struct ProgressHandle {
     tx: Arc<watch::Sender<Option<Current>>>,
     /// The device backend the last task used (issue 15): `u2` or `uiautomator`, and why
     /// it fell back from u2 when it did. `None` before the first task.
-    backend: Arc<std::sync::Mutex<Option<(String, Option<String>)>>>,
+    backend: Arc<std::sync::Mutex<Option<BackendInUse>>>,
 }
 
 impl std::fmt::Debug for ProgressHandle {
@@ -70,7 +73,7 @@ impl ProgressHandle {
     }
 
     /// The device backend the last task used (`None`: no task yet).
-    pub fn backend(&self) -> Option<(String, Option<String>)> {
+    pub fn backend(&self) -> Option<BackendInUse> {
         self.backend
             .lock()
             .unwrap_or_else(|p| p.into_inner())
