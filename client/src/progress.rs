@@ -32,10 +32,16 @@ pub struct Current {
     pub actions: u32,
 }
 
+/// A device backend's name and why it fell back from u2, if it did.
+pub type BackendInUse = (String, Option<String>);
+
 /// One worker's board: cheap to clone (an `Arc`), shared by writers and readers.
 #[derive(Clone)]
 pub struct ProgressHandle {
     tx: Arc<watch::Sender<Option<Current>>>,
+    /// The device backend the last task used (issue 15): `u2` or `uiautomator`, and why
+    /// it fell back from u2 when it did. `None` before the first task.
+    backend: Arc<std::sync::Mutex<Option<BackendInUse>>>,
 }
 
 impl std::fmt::Debug for ProgressHandle {
@@ -55,7 +61,23 @@ impl Default for ProgressHandle {
 impl ProgressHandle {
     pub fn new() -> Self {
         let (tx, _) = watch::channel(None);
-        ProgressHandle { tx: Arc::new(tx) }
+        ProgressHandle {
+            tx: Arc::new(tx),
+            backend: Arc::default(),
+        }
+    }
+
+    /// The device backend the task that just ran used, and its fallback reason.
+    pub fn set_backend(&self, name: &str, fallback: Option<String>) {
+        *self.backend.lock().unwrap_or_else(|p| p.into_inner()) = Some((name.into(), fallback));
+    }
+
+    /// The device backend the last task used (`None`: no task yet).
+    pub fn backend(&self) -> Option<BackendInUse> {
+        self.backend
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// A task began on the phone.

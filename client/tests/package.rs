@@ -100,4 +100,29 @@ fn the_release_folder_is_complete_and_its_binary_runs_from_it() {
         String::from_utf8_lossy(&version.stdout).trim(),
         concat!("cmautobuy-client ", env!("CARGO_PKG_VERSION"))
     );
+
+    // The packaged binary finds the jar beside itself (no u2_jar, no Python package):
+    // a rehearsal through an adb server runs on the u2 backend.
+    let adb = cmautobuy_sim_phone::testing::AdbServer::start();
+    let out = Command::new(dir.join("cmautobuy-client"))
+        .args([
+            "rehearse",
+            "--no-purchases",
+            "--no-console",
+            "--timeout",
+            "300",
+        ])
+        .args(["--adb-server", &adb.addr().to_string()])
+        .env_remove("CMAUTOBUY_CONFIG")
+        .env_remove("CMAUTOBUY_U2_JAR")
+        .env("CMAUTOBUY_DEVICE_BACKEND", "u2")
+        .output()
+        .expect("run the packaged rehearse");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("\ndevice backend: u2\n"), "{stdout}");
 }

@@ -111,6 +111,29 @@ async fn pages_carry_the_security_headers() {
     assert!(!body.contains("<script>"), "no inline script");
 }
 
+/// Issue 15: the status page shows the device backend the phone's last task used, and
+/// why it fell back from the u2 server when it did.
+#[tokio::test]
+async fn the_status_page_shows_the_device_backend() {
+    let f = fixture();
+    let app = router(state(&f));
+    let (_, _, body) = send(&app, get("/")).await;
+    assert!(body.contains("device backend</span>: - "), "{body}");
+    f.progress.set_backend("u2", None);
+    let (_, _, body) = send(&app, get("/")).await;
+    assert!(
+        body.contains("device backend</span>: <code>u2</code>"),
+        "{body}"
+    );
+    f.progress
+        .set_backend("uiautomator", Some("the server died twice <x>".into()));
+    let (_, _, body) = send(&app, get("/")).await;
+    assert!(
+        body.contains("<code>uiautomator</code> <span class=\"en\">(u2 fell back: the server died twice &lt;x&gt;)"),
+        "{body}"
+    );
+}
+
 #[tokio::test]
 async fn a_foreign_host_or_origin_is_refused() {
     let f = fixture();

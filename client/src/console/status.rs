@@ -153,6 +153,21 @@ pub fn render_worker(
     };
     // Device health and claiming.
     h.push_str("<h3>设备与领取 <span class=\"en\">Phone and claiming</span></h3><ul>");
+    // The device backend the last task used (issue 15).
+    match w.progress.backend() {
+        Some((name, None)) => h.push_str(&format!(
+            "<li>设备后端 <span class=\"en\">device backend</span>: <code>{}</code></li>",
+            escape(&name)
+        )),
+        Some((name, Some(why))) => h.push_str(&format!(
+            "<li class=\"warn\">设备后端 <span class=\"en\">device backend</span>: <code>{}</code> <span class=\"en\">(u2 fell back: {})</span></li>",
+            escape(&name),
+            escape(&why)
+        )),
+        None => h.push_str(
+            "<li>设备后端 <span class=\"en\">device backend</span>: - <span class=\"en\">(known after the first task)</span></li>",
+        ),
+    }
     match &s.pause {
         Some(p) => h.push_str(&format!(
             "<li class=\"warn\">设备暂停 <span class=\"en\">paused for the phone since {}: [{}] {} — resumes by itself when the phone passes a check</span></li>",

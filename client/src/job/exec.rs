@@ -286,6 +286,10 @@ impl<S: DeviceSource> Executor for FlowExecutor<S> {
                 _ => super::collect::run_job(&*source, &cfg, &job),
             };
             stamp_pdd_version(&cfg, &job, &mut out, pdd_version.as_deref());
+            // The backend this task used, for the console (issue 15).
+            if let (Some(p), Ok(d)) = (&cfg.progress, source.device()) {
+                p.set_backend(d.backend(), d.backend_fallback());
+            }
             (out, rep)
         }))
         .await;
