@@ -24,8 +24,8 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
-/// PDD's package: its windows are kept.
-pub const PDD_PACKAGE: &str = "com.xunmeng.pinduoduo";
+// PDD's package: its windows are kept.
+use crate::screen::PDD_PACKAGE;
 
 /// The kinds of personal data masked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
