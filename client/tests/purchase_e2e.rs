@@ -4,12 +4,46 @@
 //! phone over the ADB wire protocol. Dry runs place no order; live purchases place one
 //! unpaid order each and report its number and time; the §7.1 path goes through the
 //! mock's rule resolver; the total-price guard, no address and sold-out end with their
-//! codes.
+//! codes. Under `CMAUTOBUY_DEVICE_BACKEND=u2` (scripts/test's u2 pass) the rehearsal runs
+//! on uiautomator2's server, through the private adb server it brings.
+
+mod support;
 
 use std::time::Duration;
 
+use cmautobuy_client::config::DeviceBackend;
 use cmautobuy_client::rehearse::{purchase_demo, rehearse, RehearseOptions, Summary};
 use serde_json::Value;
+use support::rehearse_backend_from_env;
+use support::world::backend_from_env;
+
+/// The options of a rehearsal in process, on this run's device backend
+/// (`CMAUTOBUY_DEVICE_BACKEND`, its jar from `CMAUTOBUY_U2_JAR`), as the binary reads them.
+fn options() -> RehearseOptions {
+    let device_backend = backend_from_env()
+        .map(|b| DeviceBackend::parse(b.trim()).expect("CMAUTOBUY_DEVICE_BACKEND"))
+        .unwrap_or_default();
+    RehearseOptions {
+        device_backend,
+        u2_jar: std::env::var_os("CMAUTOBUY_U2_JAR").map(Into::into),
+        ..RehearseOptions::default()
+    }
+}
+
+/// Runs `o` on a thread of its own and checks it ran on this run's device backend.
+fn rehearse_on_backend(o: RehearseOptions) -> Summary {
+    let s = std::thread::spawn(move || rehearse(o))
+        .join()
+        .expect("rehearse thread")
+        .expect("rehearse runs");
+    assert_eq!(
+        (s.device_backend.as_str(), &s.device_backend_fallback),
+        (rehearse_backend_from_env(), &None),
+        "device {}",
+        s.device
+    );
+    s
+}
 
 /// The bundled mock Admin on a loopback port, served from its own runtime thread.
 struct Admin {
@@ -68,12 +102,9 @@ fn run(admin: &Admin, dir: &std::path::Path, live: bool) -> Summary {
         json: true,
         live,
         timeout: Duration::from_secs(300),
-        ..RehearseOptions::default()
+        ..options()
     };
-    std::thread::spawn(move || rehearse(o))
-        .join()
-        .expect("rehearse thread")
-        .expect("rehearse runs")
+    rehearse_on_backend(o)
 }
 
 fn post(admin: &Admin, path: &str, body: Value) {
@@ -227,12 +258,9 @@ fn spec_resolution_outcomes_from_the_mock() {
         json: true,
         live: true,
         timeout: Duration::from_secs(300),
-        ..RehearseOptions::default()
+        ..options()
     };
-    let s = std::thread::spawn(move || rehearse(o))
-        .join()
-        .expect("rehearse thread")
-        .expect("rehearse runs");
+    let s = rehearse_on_backend(o);
     for (o, expect) in cases {
         let id = format!("e2e-spec-{o}");
         let line = s.tasks.iter().find(|l| l.id == id).expect("task");

@@ -1,11 +1,16 @@
 //! The README's first command as the operator runs it: the real `cmautobuy-client`
 //! binary, `rehearse` with no flags (the bundled mock Admin and the simulated phone
 //! in-process), its summary and its exit status; and `--tasks FILE` with a batch of the
-//! operator's own, where one expectation is wrong, so the exit status says so.
+//! operator's own, where one expectation is wrong, so the exit status says so. Under
+//! `CMAUTOBUY_DEVICE_BACKEND=u2` (scripts/test's u2 pass) every rehearsal here runs on
+//! uiautomator2's server through the private adb server it brings.
+
+mod support;
 
 use std::process::{Command, Output};
 
 use serde_json::{json, Value};
+use support::rehearse_backend_from_env;
 
 fn rehearse(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_cmautobuy-client"))
@@ -39,6 +44,9 @@ fn rehearse_with_no_flags_succeeds_on_every_task_and_exits_0() {
         "{stdout}"
     );
     assert!(!stdout.contains("BAD"), "{stdout}");
+    // On this run's backend (u2 through the rehearsal's own adb server under the u2 pass).
+    let backend = format!("\ndevice backend: {}\n", rehearse_backend_from_env());
+    assert!(stdout.contains(&backend), "{stdout}");
     // Dry-run purchases are part of the demo batch.
     assert!(stdout.contains("-purchase-spec-602938475610"), "{stdout}");
 }
@@ -345,4 +353,74 @@ fn rehearse_json_names_the_device_backend() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(stdout.contains("\ndevice backend: u2\n"), "{stdout}");
+}
+
+/// `CMAUTOBUY_DEVICE_BACKEND=u2` with no `--adb-server` (issue 15): the rehearsal brings a
+/// private adb server for its simulated phone (its address on stderr), the `--json`
+/// summary says `u2`, and once the command has exited nothing listens on that port any
+/// more. Without `adb` (an empty PATH, no `$ADB`) it refuses with exit 2, naming what to
+/// install — it never falls back to direct TCP.
+#[test]
+fn rehearse_on_u2_brings_its_own_adb_server_and_stops_it() {
+    let u2 = |path: Option<&std::path::Path>| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_cmautobuy-client"));
+        c.arg("rehearse")
+            .args([
+                "--timeout",
+                "300",
+                "--no-purchases",
+                "--no-console",
+                "--json",
+            ])
+            .env_remove("CMAUTOBUY_CONFIG")
+            .env_remove("ADB")
+            .env("CMAUTOBUY_DEVICE_BACKEND", "u2")
+            .env(
+                "CMAUTOBUY_U2_JAR",
+                cmautobuy_sim_phone::testing::u2_jar_path(),
+            );
+        if let Some(p) = path {
+            c.env("PATH", p);
+        }
+        c.output().expect("the client binary runs")
+    };
+    let empty = tempfile::tempdir().expect("tempdir");
+    let no_adb = u2(Some(empty.path()));
+    let stderr = String::from_utf8_lossy(&no_adb.stderr);
+    assert_eq!(no_adb.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("no `adb` on PATH"), "{stderr}");
+    assert!(stderr.contains("apt-get install adb"), "{stderr}");
+    assert!(no_adb.stdout.is_empty(), "no summary: nothing ran");
+
+    if cmautobuy_sim_phone::testing::u2_jar("rehearse_on_u2_brings_its_own_adb_server_and_stops_it")
+        .is_none()
+    {
+        return;
+    }
+    let out = u2(None);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let v: Value = serde_json::from_str(&stdout).expect("one JSON summary");
+    assert_eq!(v["ok"], true, "{stdout}");
+    assert_eq!(v["device_backend"], "u2", "{stdout}");
+    assert!(v.get("device_backend_fallback").is_none(), "{stdout}");
+    // The phone is named by its adb serial, not as a direct TCP device.
+    let device = v["device"].as_str().unwrap_or_default();
+    assert!(device.starts_with("127.0.0.1:"), "{stdout}");
+    const SAID: &str = "adb: a private adb server on ";
+    let server = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix(SAID))
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no {SAID:?} line: {stderr}"));
+    let server: std::net::SocketAddr = server.parse().expect("HOST:PORT");
+    assert!(
+        server.ip().is_loopback() && server.port() != 5037,
+        "{server}"
+    );
+    // Gone with the command: the port refuses.
+    let e = std::net::TcpStream::connect_timeout(&server, std::time::Duration::from_secs(5))
+        .expect_err("the private adb server is stopped when rehearse exits");
+    assert_eq!(e.kind(), std::io::ErrorKind::ConnectionRefused, "{e}");
 }

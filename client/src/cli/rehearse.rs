@@ -33,7 +33,9 @@ pub struct RehearseArgs {
     #[arg(long, value_name = "PROFILE", default_value = "zero")]
     profile: String,
     /// Reach the simulated phone through this adb server (`adb connect` first)
-    /// instead of directly over TCP.
+    /// instead of directly over TCP. Without it, CMAUTOBUY_DEVICE_BACKEND=u2 starts a
+    /// private adb server (`adb` from PATH or $ADB, a free loopback port, its own home)
+    /// for the simulated phone and stops it at the end; no `adb` is exit 2.
     #[arg(long, value_name = "HOST:PORT")]
     adb_server: Option<String>,
     /// Give up after this many seconds.
@@ -182,7 +184,14 @@ pub fn run(g: &Globals, a: RehearseArgs) -> Result<(), Failure> {
             rehearse::print_summary(summary);
         }
     })
-    .map_err(|e| in_rehearse(Failure::new(Code::Unexpected, e)))?;
+    .map_err(|e| {
+        // No `adb` for the private adb server u2 needs: a configuration error.
+        let code = match e.downcast_ref::<rehearse::adb_server::AdbServerError>() {
+            Some(rehearse::adb_server::AdbServerError::NotFound(_)) => Code::Usage,
+            _ => Code::Unexpected,
+        };
+        in_rehearse(Failure::new(code, e))
+    })?;
     if summary.ok {
         Ok(())
     } else {

@@ -23,12 +23,21 @@
 //! on 个人中心, the self-test, the PDD version gate) is off, and the summary counts the
 //! actions that went off-script — any of them makes the rehearsal fail.
 //!
+//! The `u2` backend (issue 15; `device_backend` / `CMAUTOBUY_DEVICE_BACKEND=u2`) needs
+//! an adb server (uiautomator2's server is reached over `tcp:PORT` streams, which direct
+//! TCP has not): with `u2` required, no `--device` and no `--adb-server`, the rehearsal
+//! brings its own ([`adb_server`]: the real `adb` on a free loopback port with its own
+//! home, the simulated phone `adb connect`ed, the server killed when the rehearsal ends)
+//! — no `adb` is an error naming what to install, never a silent fallback to direct TCP.
+//! Under `auto` nothing changes: direct TCP and `uiautomator dump`.
+//!
 //! Parts: [`batch`] (what is seeded and expected), [`admin`] (the mock Admin and the
 //! operator API), [`console`] (the web console on the rehearsal's store, `--console`,
 //! `--keep-console`), [`replay`] (`--replay`), [`summary`] (the result). This module exists only with the
 //! `rehearse` feature (on by default): it is what links the bundled mock Admin and the
 //! simulated phone into the client.
 
+pub mod adb_server;
 pub mod admin;
 pub mod batch;
 pub mod console;
@@ -123,7 +132,9 @@ pub struct RehearseOptions {
     pub replay_log: Option<PathBuf>,
     /// The device backend (issue 15; env `CMAUTOBUY_DEVICE_BACKEND`): `auto` uses
     /// uiautomator2's server when its jar is found and the phone is reached through an
-    /// adb server (`--adb-server`), else `uiautomator dump`.
+    /// adb server (`--adb-server`), else `uiautomator dump`. `u2` on the simulated phone
+    /// with [`SimRoute::Direct`] brings a private adb server ([`adb_server`]) and routes
+    /// the phone through it.
     pub device_backend: crate::config::DeviceBackend,
     /// `u2_jar` (env `CMAUTOBUY_U2_JAR`).
     pub u2_jar: Option<PathBuf>,
@@ -191,6 +202,15 @@ pub fn rehearse_with(
         }
     };
     let replaying = scenario.is_some();
+    // u2 required on our own simulated phone, no adb server given: bring a private one
+    // (found before anything starts; started once the phone listens).
+    let own_adb_bin = match (&opts.device, &opts.sim_route, opts.device_backend) {
+        (None, SimRoute::Direct, crate::config::DeviceBackend::U2) => Some(adb_server::find_adb(
+            std::env::var_os("ADB"),
+            std::env::var_os("PATH"),
+        )?),
+        _ => None,
+    };
     let temp = tempfile::Builder::new()
         .prefix("cmautobuy-rehearse-")
         .tempdir()
@@ -239,6 +259,10 @@ pub fn rehearse_with(
 
     // The phone: the simulated one unless --device.
     let mut sim: Option<Arc<SimPhoneHandle>> = None;
+    // The private adb server (u2 on the simulated phone): killed on drop — declared
+    // after `sim`, so also before it on every error path.
+    let mut own_adb: Option<adb_server::PrivateAdbServer> = None;
+    let mut sim_route = opts.sim_route.clone();
     // The address fingerprint: the simulated phone's own address (its street and
     // receiver), so every purchase checks it as a configured phone would.
     let mut expected_address = Vec::new();
@@ -264,7 +288,18 @@ pub fn rehearse_with(
             }
             let phone = SimPhone::bind(SocketAddr::from(([127, 0, 0, 1], 0)), cfg)
                 .map_err(|e| anyhow!("cannot start the simulated phone: {e}"))?;
-            let label = match &opts.sim_route {
+            if let Some(adb) = &own_adb_bin {
+                let mut server = adb_server::PrivateAdbServer::start(adb)?;
+                server.connect(&phone.serial())?;
+                eprintln!(
+                    "adb: a private adb server on {} for the simulated phone (the u2 backend \
+                     needs one); stopped when the rehearsal ends",
+                    server.addr()
+                );
+                sim_route = SimRoute::AdbServer(server.addr());
+                own_adb = Some(server);
+            }
+            let label = match &sim_route {
                 SimRoute::Direct => format!("tcp:{}", phone.addr()),
                 SimRoute::AdbServer(_) => phone.serial(),
             };
@@ -272,7 +307,7 @@ pub fn rehearse_with(
             label
         }
     };
-    let server = match &opts.sim_route {
+    let server = match &sim_route {
         SimRoute::AdbServer(s) => *s,
         SimRoute::Direct => {
             default_adb_server(std::env::var("ANDROID_ADB_SERVER_PORT").ok().as_deref())
@@ -391,9 +426,8 @@ pub fn rehearse_with(
                 artifacts_root: artifacts_dir.clone(),
                 gateway: gw.clone(),
                 live: opts.live && sim.is_some(),
-                adb_server: (opts.device.is_some()
-                    || matches!(opts.sim_route, SimRoute::AdbServer(_)))
-                .then_some(server),
+                adb_server: (opts.device.is_some() || matches!(sim_route, SimRoute::AdbServer(_)))
+                    .then_some(server),
                 password: opts.console_password.clone(),
             },
         )
@@ -525,6 +559,7 @@ pub fn rehearse_with(
         None => {}
     }
     admin.shut_down(&rt);
+    drop(own_adb);
     drop(sim);
     Ok(summary)
 }

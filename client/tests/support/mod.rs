@@ -115,6 +115,17 @@ impl Executor for ScriptedExecutor {
 
 pub const TOKEN: &str = "tok-Zx9-very-secret-0042";
 
+/// The device backend a rehearsal of its own simulated phone reports under this run's
+/// `CMAUTOBUY_DEVICE_BACKEND` ([`world::backend_from_env`]): `u2` when required (through
+/// the rehearsal's private adb server), else `uiautomator` (direct TCP, where `auto`
+/// does not use u2).
+pub fn rehearse_backend_from_env() -> &'static str {
+    match world::backend_from_env().as_deref().map(str::trim) {
+        Some("u2") => "u2",
+        _ => "uiautomator",
+    }
+}
+
 /// A fresh store in a temp dir, configured with an Admin URL, token and (optionally) a
 /// device.
 pub fn store(dir: &std::path::Path, admin_url: &str, device: Option<&str>) -> Store {

@@ -232,7 +232,16 @@ pub fn rehearse_replay_args(
         .env_remove("CMAUTOBUY_CONFIG")
         .output()
         .expect("the client binary runs");
-    let summary = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    // The recording is served on this run's device backend (scripts/test's u2 pass: the
+    // simulated phone's uiautomator2 server, through the rehearsal's private adb server).
+    if !summary.is_null() {
+        assert_eq!(
+            summary["device_backend"],
+            super::rehearse_backend_from_env(),
+            "{summary:#}"
+        );
+    }
     Replayed {
         out,
         summary,
