@@ -24,7 +24,7 @@ use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use support::world::{live_purchase, status_json, wait_until, World};
+use support::world::{live_purchase, status_json, wait_until_or, World};
 
 const GOODS: &str = "811223344507";
 const TOTAL: i64 = 1290;
@@ -71,12 +71,13 @@ fn spawn(w: &World, data: &Path, log: &Path, env: &[(&str, &str)]) -> Child {
 
 /// The phone is away with an order placed: `status` shows the pause and the run waiting
 /// for it; nothing was reported. Returns the waiting entry.
-fn wait_for_the_open_run(w: &World, id: &str, data: &Path, child: &mut Child) -> Value {
+fn wait_for_the_open_run(w: &World, id: &str, data: &Path, log: &Path, child: &mut Child) -> Value {
     let mut st = Value::Null;
-    wait_until(
+    wait_until_or(
         "an order waiting for its phone in `status`",
         Duration::from_secs(90),
         child,
+        || std::fs::read_to_string(log).unwrap_or_default(),
         || {
             st = status(data);
             !st["device_pause"].is_null()
@@ -127,7 +128,7 @@ fn a_phone_lost_after_the_submit_tap_is_reconciled_when_it_comes_back() {
     let log = logs.path().join("run.log");
     let mut child = spawn(&w, data.path(), &log, &[]);
 
-    let waiting = wait_for_the_open_run(&w, id, data.path(), &mut child);
+    let waiting = wait_for_the_open_run(&w, id, data.path(), &log, &mut child);
     // Away: the run stays open, nothing is reported, nothing else is tapped.
     let taps = w.phone.taps().len();
     std::thread::sleep(Duration::from_secs(3));
@@ -188,14 +189,14 @@ fn a_restart_while_the_phone_is_away_still_reconciles() {
     let logs = tempfile::tempdir().unwrap();
     let log = logs.path().join("run.log");
     let mut child = spawn(&w, data.path(), &log, &[]);
-    wait_for_the_open_run(&w, id, data.path(), &mut child);
+    wait_for_the_open_run(&w, id, data.path(), &log, &mut child);
     // Killed (no drain, as a crash) while the phone is away.
     child.kill().unwrap();
     child.wait().unwrap();
 
     // Started again with the phone still away: it waits for it.
     let mut child = spawn(&w, data.path(), &log, &[]);
-    wait_for_the_open_run(&w, id, data.path(), &mut child);
+    wait_for_the_open_run(&w, id, data.path(), &log, &mut child);
     std::thread::sleep(Duration::from_secs(2));
     assert!(reports(&w, id).is_empty(), "nothing reported while away");
 
@@ -220,10 +221,11 @@ fn a_phone_away_past_the_bound_is_left_to_a_human_with_a_clear_message() {
         &log,
         &[("CMAUTOBUY_RECONCILE_WAIT_MAX_SECS", "5")],
     );
-    wait_until(
+    wait_until_or(
         "the manual_review report",
         Duration::from_secs(90),
         &mut child,
+        || std::fs::read_to_string(&log).unwrap_or_default(),
         || !reports(&w, id).is_empty(),
     );
     let t = w.task(id);

@@ -250,3 +250,83 @@ fn a_hung_call_hits_its_deadline_typed_and_the_task_goes_on() {
         "the deadline, typed: {log}"
     );
 }
+
+/// The phone drops off the network right after the submit tap (a Wi-Fi link lost): the
+/// adb server refuses `host:transport` ("device offline"). That is the phone going away,
+/// as on the uiautomator backend — the run stays open and is reconciled when the phone is
+/// back — not a server death: no restart is spent on it, no fallback to `uiautomator
+/// dump` is taken, and the reconciliation reads the phone through the server again.
+#[test]
+fn a_phone_lost_after_the_submit_tap_is_no_server_death_and_no_fallback() {
+    let w = world();
+    w.create(purchase("u2-away"));
+    w.phone.set_offline_after_orders(Some(1));
+    let data = tempfile::tempdir().unwrap();
+    let before = w.phone.counters();
+    let mut child = spawn(&w, data.path());
+    wait_until(
+        "an order waiting for its phone in `status`",
+        Duration::from_secs(90),
+        &mut child,
+        || {
+            let st = support::world::status_json(data.path());
+            !st["device_pause"].is_null()
+                && st["awaiting_reconcile"]
+                    .as_array()
+                    .is_some_and(|a| !a.is_empty())
+        },
+    );
+    assert_eq!(w.phone.orders().len(), 1, "the order was placed");
+    let away = w.phone.counters();
+    w.phone.set_offline(false);
+    let log = finish(&mut child);
+    assert_eq!(outcome(&w, "u2-away"), ("succeeded".into(), 1), "{log}");
+    let orders = w.phone.orders();
+    assert_eq!(orders.len(), 1, "exactly one order: {orders:?}");
+    assert!(!orders[0].payment_attempted);
+    let c = w.phone.counters();
+    assert_eq!(c.dumps, before.dumps, "no `uiautomator dump`: {c:?}\n{log}");
+    assert!(
+        c.u2_dumps > away.u2_dumps,
+        "the reconciliation read the phone through the server: {c:?}"
+    );
+    assert!(!log.contains("falling back"), "{log}");
+    assert!(!log.contains("restarting it once"), "{log}");
+    assert!(log.contains("the run stays open"), "{log}");
+    assert!(log.contains("interrupted purchase reconciled"), "{log}");
+}
+
+/// `device_backend = "u2"` that cannot work on the phone is refused at start (exit 2,
+/// the stable code and what to do), not reported as a device error of every task: a
+/// direct TCP phone has no `tcp:PORT` streams, and a configured jar that is not there.
+#[test]
+fn a_required_u2_backend_that_cannot_work_is_refused_at_start() {
+    let w = world();
+    w.create(collect("u2-refused"));
+    let data = tempfile::tempdir().unwrap();
+    let direct = w
+        .command_on(data.path(), &format!("tcp:{}", w.phone.addr()))
+        .env("CMAUTOBUY_DEVICE_BACKEND", "u2")
+        .env("CMAUTOBUY_U2_JAR", jar())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&direct.stderr);
+    assert_eq!(direct.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("U2_UNAVAILABLE") && err.contains("adb connect"),
+        "{err}"
+    );
+    let missing = data.path().join("no-such-u2.jar");
+    let no_jar = u2_command(&w, data.path())
+        .env("CMAUTOBUY_U2_JAR", &missing)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&no_jar.stderr);
+    assert_eq!(no_jar.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("U2_JAR_NOT_FOUND") && err.contains("no-such-u2.jar"),
+        "{err}"
+    );
+    assert_eq!(w.task("u2-refused")["task"]["status"], "pending");
+    assert_eq!(w.phone.counters().u2_starts, 0, "no server started");
+}

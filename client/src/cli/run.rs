@@ -459,6 +459,16 @@ fn phone(
         return Ok((Phone::None, None));
     };
     let serial = target.serial;
+    // A required u2 backend that cannot work on this phone is a configuration error,
+    // said now (exit 2) rather than as a device error of every task.
+    cmautobuy_client::device::backend::check_required(
+        &target.addr,
+        cfg.device_backend,
+        cfg.u2_jar.as_deref(),
+    )
+    .map_err(|e| {
+        Failure::usage(anyhow::anyhow!("device {serial}: [{}] {e}", e.code())).in_command("run")
+    })?;
     let holder = format!("{HOLDER}, data directory {}", cfg.data_dir.display());
     let device_lock =
         lock::lock_device(&cfg.lock_dir, &serial, &target.addr, &holder).map_err(refused)?;

@@ -49,10 +49,10 @@ pub fn choose(adb: &Arc<AdbDevice>, backend: DeviceBackend, u2_jar: Option<&Path
         );
     }
     let exe = std::env::current_exe().ok();
-    let jar = u2::jar::find(u2_jar, exe.as_deref()).map_err(|e| e.to_string());
+    let jar = u2::jar::find(u2_jar, exe.as_deref());
     if backend == DeviceBackend::Auto {
         if let Err(e) = &jar {
-            return plain(e.clone());
+            return plain(e.to_string());
         }
     }
     let u2 = Arc::new(U2Device::new(
@@ -70,6 +70,31 @@ pub fn choose(adb: &Arc<AdbDevice>, backend: DeviceBackend, u2_jar: Option<&Path
         jar: jar.ok(),
         why_not_u2: None,
     }
+}
+
+/// `device_backend = "u2"` (required) on `addr` is refused before anything starts,
+/// with the reason an operator can act on: a direct TCP device (`tcp:HOST:PORT`) has
+/// no `tcp:PORT` streams for the server, and without a `u2.jar` there is no server to
+/// start (`U2_UNAVAILABLE`, `U2_JAR_NOT_FOUND`). `auto` and `uiautomator` are never
+/// refused (auto falls back and says why).
+pub fn check_required(
+    addr: &DeviceAddress,
+    backend: DeviceBackend,
+    u2_jar: Option<&Path>,
+) -> Result<(), u2::error::U2Error> {
+    if backend != DeviceBackend::U2 {
+        return Ok(());
+    }
+    if matches!(addr, DeviceAddress::Tcp(_)) {
+        return Err(u2::error::U2Error::Unavailable(format!(
+            "device_backend = \"u2\" needs the phone reached through the adb server; {} is \
+             direct TCP (no tcp:PORT streams): name it by its serial (adb connect HOST:PORT) \
+             or set device_backend = \"auto\"",
+            addr.label()
+        )));
+    }
+    let exe = std::env::current_exe().ok();
+    u2::jar::find(u2_jar, exe.as_deref()).map(drop)
 }
 
 /// The jar's version as its wheel ships it: `version.json` beside the jar (the Python

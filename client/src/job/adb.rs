@@ -52,7 +52,7 @@ impl AdbSource {
             return self;
         }
         let exe = std::env::current_exe().ok();
-        let jar = u2::jar::find(u2_jar, exe.as_deref()).map_err(|e| e.to_string());
+        let jar = u2::jar::find(u2_jar, exe.as_deref());
         if backend == DeviceBackend::Auto {
             let why_not = jar.as_ref().err();
             if let Some(why) = why_not {

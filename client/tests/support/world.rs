@@ -352,13 +352,32 @@ pub fn wait_exit(child: &mut Child, limit: Duration, why: impl Fn() -> String) -
 
 /// Polls `f` every 50 ms until it holds; fails the test with `what` after `limit`, or
 /// at once when `child` exits first.
-pub fn wait_until(what: &str, limit: Duration, child: &mut Child, mut f: impl FnMut() -> bool) {
+pub fn wait_until(what: &str, limit: Duration, child: &mut Child, f: impl FnMut() -> bool) {
+    wait_until_or(what, limit, child, String::new, f)
+}
+
+/// [`wait_until`], failing with `why()` too (e.g. the client's log, so a failure in CI
+/// says what the client did).
+pub fn wait_until_or(
+    what: &str,
+    limit: Duration,
+    child: &mut Child,
+    why: impl Fn() -> String,
+    mut f: impl FnMut() -> bool,
+) {
     let start = Instant::now();
     while !f() {
         if let Ok(Some(s)) = child.try_wait() {
-            panic!("the client exited ({s}) while waiting for {what}");
+            panic!(
+                "the client exited ({s}) while waiting for {what}: {}",
+                why()
+            );
         }
-        assert!(start.elapsed() < limit, "no {what} within {limit:?}");
+        assert!(
+            start.elapsed() < limit,
+            "no {what} within {limit:?}: {}",
+            why()
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }

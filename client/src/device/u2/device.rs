@@ -12,6 +12,11 @@
 //!   is input** (`click`, `swipe`, `pressKeyCode`: the tap may have landed): the flows get
 //!   the device error they already handle for a tap of unknown result (after the submit
 //!   tap that starts reconciliation). A dump is read-only and is repeated once.
+//! - The phone out of reach (the adb server refuses `host:transport`: offline, not
+//!   listed, unauthorized; or the adb server is gone) is the phone going away, not a
+//!   server death: the call answers the uiautomator backend's device error
+//!   (`DEVICE_OFFLINE`, …), no restart is spent and no fallback taken; once the phone is
+//!   back the next call starts the server again (its shell stream died with the link).
 //! - A call with no answer by its deadline is [`DeviceError::DeadlineExceeded`]; the
 //!   server is pinged before the next call and restarted (once) if it does not answer.
 
@@ -21,7 +26,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::error::U2Error;
+use super::error::{Reach, U2Error};
 use super::jar;
 use super::server::{Server, U2Timing};
 use super::transport::{Endpoint, Failure};
@@ -39,7 +44,7 @@ pub struct U2Options {
     /// fallback at start; a server that dies during a job still falls back).
     pub required: bool,
     /// The jar on this computer (from [`jar::find`]), or why there is none.
-    pub jar: Result<PathBuf, String>,
+    pub jar: Result<PathBuf, U2Error>,
     pub port: u16,
     pub timing: U2Timing,
 }
@@ -165,7 +170,7 @@ impl U2Device {
                     .into(),
             ));
         };
-        let path = self.opts.jar.clone().map_err(U2Error::JarNotFound)?;
+        let path = self.opts.jar.clone()?;
         if st.jar.is_none() {
             st.jar = Some(jar::read(&path)?);
         }
@@ -193,22 +198,67 @@ impl U2Device {
         st.fallback = Some(reason);
     }
 
-    /// The server died (or is broken): restart it once per job, else fall back.
-    fn on_death(&self, st: &mut State, reason: String) {
+    /// The server died (or is broken): restart it once per job, else fall back. `Err`:
+    /// the phone itself is out of reach (the restart found it offline, not listed, …):
+    /// that is the phone going away, not a second death — no restart is spent, no
+    /// fallback taken, and the next call after the phone is back starts the server.
+    fn on_death(&self, st: &mut State, reason: String) -> Result<(), DeviceError> {
         if let Some(mut s) = st.server.take() {
             s.stop(self.opts.timing.stop);
         }
         if st.restarts == 0 {
-            st.restarts += 1;
-            tracing::warn!(reason = %reason, "u2: the server died; restarting it once");
+            // Logged once the start says which it was: a restart, or the phone away.
             match self.start(st) {
-                Ok(()) => return,
+                Ok(()) => {
+                    st.restarts += 1;
+                    tracing::warn!(reason = %reason, "u2: the server died; restarting it once: restarted");
+                    return Ok(());
+                }
+                Err(e) if e.unreachable().is_some() => {
+                    tracing::warn!(reason = %reason, phone = %e, "u2: the server is gone with the phone out of reach; it starts again when the phone answers (no restart spent, no fallback)");
+                    return Err(self.phone_error(e));
+                }
                 Err(e) => {
-                    return self.fall_back(st, format!("{reason}; the restart failed: {e}"));
+                    st.restarts += 1;
+                    tracing::warn!(reason = %reason, "u2: the server died; restarting it once");
+                    self.fall_back(st, format!("{reason}; the restart failed: {e}"));
+                    return Ok(());
                 }
             }
         }
         self.fall_back(st, format!("{reason} (again after a restart)"));
+        Ok(())
+    }
+
+    /// The device error of a phone out of reach ([`U2Error::Unreachable`]), as the
+    /// uiautomator backend reports it: `DEVICE_OFFLINE`, `DEVICE_NOT_FOUND`, … — the
+    /// flows' and the gate's "the phone went away" (after the submit tap: the run stays
+    /// open and is reconciled). Any other error is wrapped as it is.
+    fn phone_error(&self, e: U2Error) -> DeviceError {
+        let serial = self
+            .ep
+            .as_ref()
+            .map(|ep| ep.serial.clone())
+            .unwrap_or_else(|| self.adb.address().label());
+        match e {
+            U2Error::Unreachable { reach, detail } => match reach {
+                Reach::Offline => DeviceError::Offline {
+                    serial,
+                    state: format!("unreachable ({detail})"),
+                },
+                Reach::NotFound => DeviceError::NotFound { serial, detail },
+                Reach::Unauthorized => DeviceError::Unauthorized { serial },
+                Reach::AdbServer => DeviceError::AdbServerUnavailable {
+                    addr: self
+                        .ep
+                        .as_ref()
+                        .map(|ep| ep.server.to_string())
+                        .unwrap_or_default(),
+                    detail,
+                },
+            },
+            other => DeviceError::U2(other),
+        }
     }
 
     /// One call on the server under `op`'s deadline; `Via::Adb` when this job uses
@@ -230,7 +280,7 @@ impl U2Device {
                 return Ok(Via::Adb);
             }
             if st.server.as_ref().is_some_and(|s| !s.alive()) {
-                self.on_death(&mut st, "the server's stream ended".into());
+                self.on_death(&mut st, "the server's stream ended".into())?;
                 continue;
             }
             if st.suspect {
@@ -240,12 +290,17 @@ impl U2Device {
                     .as_ref()
                     .is_some_and(|s| !s.ping(self.opts.timing.ping))
                 {
-                    self.on_death(&mut st, "no pong after a call that got no answer".into());
+                    self.on_death(&mut st, "no pong after a call that got no answer".into())?;
                     continue;
                 }
             }
             if st.server.is_none() {
                 if let Err(e) = self.start(&mut st) {
+                    if e.unreachable().is_some() {
+                        // The phone is away: a device error, as on uiautomator; the
+                        // server starts at the first call once it is back.
+                        return Err(self.phone_error(e));
+                    }
                     if self.opts.required && !st.ever_started {
                         return Err(DeviceError::U2(e));
                     }
@@ -272,11 +327,18 @@ impl U2Device {
                     st.suspect = true;
                     return Err(DeviceError::DeadlineExceeded { op, deadline });
                 }
+                Err(Failure { error, .. }) if error.unreachable().is_some() => {
+                    // `host:transport` refused (the phone offline, not listed, …) or the
+                    // adb server gone: the call never reached the phone. Not the
+                    // server's death: no restart, no fallback (a dropped Wi-Fi link
+                    // must not cost the job its server for good).
+                    return Err(self.phone_error(error));
+                }
                 Err(Failure { error, sent, .. }) => {
                     if error.server_broken() || !sent {
                         // The call did not run (refused, or the server answered that
                         // it is broken): safe to do again on a restarted server.
-                        self.on_death(&mut st, error.to_string());
+                        self.on_death(&mut st, error.to_string())?;
                         continue;
                     }
                     if let U2Error::Rpc {

@@ -11,11 +11,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::error::U2Error;
+use super::error::{Reach, U2Error};
 use super::jar::{parse_sha256sum, PHONE_JAR};
 use super::transport::{self, Endpoint, Failure};
 use super::{http, rpc};
-use crate::device::port::Device;
+use crate::device::port::{Device, DeviceError, Op};
 use crate::device::quote::{command_line, quote};
 
 /// How long the server's lifecycle steps may take.
@@ -73,11 +73,11 @@ impl Server {
     ) -> Result<Server, U2Error> {
         let phone_hash = adb
             .shell(&["sha256sum", PHONE_JAR])
-            .map_err(|e| U2Error::StartFailed(format!("sha256sum {PHONE_JAR}: {}", e.code())))?;
+            .map_err(|e| shell_start_error(&format!("sha256sum {PHONE_JAR}"), &e))?;
         if parse_sha256sum(&phone_hash.stdout_text()).as_deref() != Some(jar.1.as_str()) {
             tracing::info!(bytes = jar.0.len(), "u2: pushing u2.jar to the phone");
             transport::push(ep, PHONE_JAR, &jar.0, Instant::now() + t.push)
-                .map_err(|f| U2Error::StartFailed(format!("pushing u2.jar: {}", f.error)))?;
+                .map_err(|f| start_error("pushing u2.jar", f.error))?;
         }
         let mut server = Server {
             ep: ep.clone(),
@@ -106,7 +106,7 @@ impl Server {
         );
         let end = Instant::now() + t.start;
         let stream = transport::open(ep, &format!("shell:{line}"), end)
-            .map_err(|f| U2Error::StartFailed(format!("app_process: {}", f.error)))?;
+            .map_err(|f| start_error("app_process", f.error))?;
         let _ = stream.set_read_timeout(None);
         let reader = stream
             .try_clone()
@@ -214,6 +214,38 @@ impl Drop for Server {
         if let Some(k) = self.keeper.take() {
             let _ = k.stream.shutdown(Shutdown::Both);
         }
+    }
+}
+
+/// A start step's failure: the phone out of reach stays [`U2Error::Unreachable`] (not
+/// the server's fault: no restart spent, no fallback), anything else `StartFailed`.
+fn start_error(what: &str, e: U2Error) -> U2Error {
+    match e {
+        U2Error::Unreachable { .. } => e,
+        other => U2Error::StartFailed(format!("{what}: {other}")),
+    }
+}
+
+/// A start step's failed ADB shell call, as [`start_error`] judges it: the phone going
+/// away (offline, not listed, unauthorized, the adb server gone, no connection in time)
+/// is [`U2Error::Unreachable`].
+fn shell_start_error(what: &str, e: &DeviceError) -> U2Error {
+    let reach = match e {
+        DeviceError::Offline { .. }
+        | DeviceError::DeadlineExceeded {
+            op: Op::Connect, ..
+        } => Some(Reach::Offline),
+        DeviceError::NotFound { .. } => Some(Reach::NotFound),
+        DeviceError::Unauthorized { .. } => Some(Reach::Unauthorized),
+        DeviceError::AdbServerUnavailable { .. } => Some(Reach::AdbServer),
+        _ => None,
+    };
+    match reach {
+        Some(reach) => U2Error::Unreachable {
+            reach,
+            detail: format!("{what}: {e}"),
+        },
+        None => U2Error::StartFailed(format!("{what}: {}", e.code())),
     }
 }
 

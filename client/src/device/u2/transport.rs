@@ -7,7 +7,7 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddrV4, TcpStream};
 use std::time::{Duration, Instant};
 
-use super::error::U2Error;
+use super::error::{Reach, U2Error};
 use super::http::{self, Answer, Parsed};
 
 /// Where the phone is: the adb server and the serial it knows the phone by.
@@ -69,10 +69,10 @@ fn timeout_failure(sent: bool) -> Failure {
 pub fn open(ep: &Endpoint, service: &str, end: Instant) -> Result<TcpStream, Failure> {
     let wait = remaining(end).ok_or_else(|| timeout_failure(false))?;
     let mut s = TcpStream::connect_timeout(&ep.server.into(), wait).map_err(|e| {
-        Failure::before(U2Error::Unavailable(format!(
-            "adb server at {}: {e}",
-            ep.server
-        )))
+        Failure::before(U2Error::Unreachable {
+            reach: Reach::AdbServer,
+            detail: format!("adb server at {}: {e}", ep.server),
+        })
     })?;
     let _ = s.set_nodelay(true);
     request(&mut s, &format!("host:transport:{}", ep.serial), end)?;
@@ -105,7 +105,12 @@ fn request(s: &mut TcpStream, what: &str, end: Instant) -> Result<(), Failure> {
             let text = String::from_utf8_lossy(&text).into_owned();
             let service = what.split(':').next().unwrap_or("");
             Err(Failure::before(if service == "host" {
-                U2Error::Unavailable(format!("adb server: {}", http::snippet(&text)))
+                // `host:transport:SERIAL` refused: the adb server cannot reach the
+                // phone (offline, not found, unauthorized), the server is not at fault.
+                U2Error::Unreachable {
+                    reach: reach_of(&text),
+                    detail: format!("adb server: {}", http::snippet(&text)),
+                }
             } else {
                 U2Error::ServerGone(format!(
                     "the phone refused `{}`: {}",
@@ -118,6 +123,18 @@ fn request(s: &mut TcpStream, what: &str, end: Instant) -> Result<(), Failure> {
             "adb server answered {:?}",
             String::from_utf8_lossy(other)
         )))),
+    }
+}
+
+/// What an adb server's `FAIL` text to `host:transport:SERIAL` says about the phone.
+pub fn reach_of(text: &str) -> Reach {
+    let t = text.to_ascii_lowercase();
+    if t.contains("unauthorized") {
+        Reach::Unauthorized
+    } else if t.contains("not found") || t.contains("no devices") {
+        Reach::NotFound
+    } else {
+        Reach::Offline
     }
 }
 
@@ -203,4 +220,25 @@ pub fn push(ep: &Endpoint, path: &str, data: &[u8], end: Instant) -> Result<(), 
         "pushing {path}: {}",
         http::snippet(&String::from_utf8_lossy(&text))
     ))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_adb_servers_refusals_of_host_transport_say_where_the_phone_is() {
+        // The texts adb servers answer to `host:transport:SERIAL`.
+        assert_eq!(reach_of("device offline"), Reach::Offline);
+        assert_eq!(reach_of("device still connecting"), Reach::Offline);
+        assert_eq!(
+            reach_of("device '127.0.0.1:5555' not found"),
+            Reach::NotFound
+        );
+        assert_eq!(reach_of("no devices/emulators found"), Reach::NotFound);
+        assert_eq!(
+            reach_of("device unauthorized.\nThis adb server's $ADB_VENDOR_KEYS is not set"),
+            Reach::Unauthorized
+        );
+    }
 }
