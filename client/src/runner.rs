@@ -113,8 +113,9 @@ pub const ALERT_UNRECOGNIZED_RATE: &str = "unrecognized_rate";
 /// of a claimed task's id.
 pub const ATTEMPT_ID_LEN: usize = uuid::fmt::Hyphenated::LENGTH;
 
-/// The Android package the flows drive (sent in the profile's `device`).
-pub const PDD_PACKAGE: &str = "com.xunmeng.pinduoduo";
+/// The Android package the flows drive (sent in the profile's `device`): the screen
+/// module's, one constant for the whole client.
+pub use crate::screen::PDD_PACKAGE;
 
 #[derive(Clone, Debug)]
 pub struct RunConfig {

@@ -130,15 +130,26 @@ pub fn run(g: &Globals, a: DoctorArgs) -> Result<(), Failure> {
         },
     };
     let r = Report::new(checks, &live, Some(phone)).with_backend(backend);
-    if a.json {
+    print_verdict(a.json, r.to_json(), || r.render_text(), r.ready)
+}
+
+/// Prints a report (`--json`, else its text) and turns its verdict into the exit:
+/// ready 0, else [`Code::NotReady`].
+fn print_verdict(
+    json: bool,
+    as_json: serde_json::Value,
+    text: impl FnOnce() -> String,
+    ready: bool,
+) -> Result<(), Failure> {
+    if json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&r.to_json()).unwrap_or_default()
+            serde_json::to_string_pretty(&as_json).unwrap_or_default()
         );
     } else {
-        print!("{}", r.render_text());
+        print!("{}", text());
     }
-    if r.ready {
+    if ready {
         Ok(())
     } else {
         Err(Failure::silent(Code::NotReady))
@@ -252,19 +263,7 @@ fn several(cfg: &cmautobuy_client::config::Config, a: &DoctorArgs) -> Result<(),
         })
         .collect();
     let r = SeveralReport::new(host, sections);
-    if a.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&r.to_json()).unwrap_or_default()
-        );
-    } else {
-        print!("{}", r.render_text());
-    }
-    if r.ready {
-        Ok(())
-    } else {
-        Err(Failure::silent(Code::NotReady))
-    }
+    print_verdict(a.json, r.to_json(), || r.render_text(), r.ready)
 }
 
 /// `adb_server` (its version) and `adb_devices` (what it lists; an unauthorized phone
