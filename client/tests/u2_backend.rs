@@ -90,6 +90,22 @@ fn finish(child: &mut Child) -> String {
     log
 }
 
+/// A live purchase `id` claimed by a u2 client, once its first dumps went through the
+/// server (the moment the fault tests arm their fault); the data directory lives as long
+/// as the returned guard.
+fn purchase_under_way(w: &World, id: &str) -> (tempfile::TempDir, Child) {
+    w.create(purchase(id));
+    let data = tempfile::tempdir().unwrap();
+    let mut child = spawn(w, data.path());
+    wait_until(
+        "dumps through the server",
+        Duration::from_secs(60),
+        &mut child,
+        || w.phone.counters().u2_dumps >= 2,
+    );
+    (data, child)
+}
+
 #[test]
 fn a_collect_and_a_live_purchase_go_through_the_u2_server() {
     let w = world();
@@ -131,15 +147,7 @@ fn a_collect_and_a_live_purchase_go_through_the_u2_server() {
 #[test]
 fn a_server_that_dies_twice_is_restarted_once_then_the_job_falls_back() {
     let w = world();
-    w.create(purchase("u2-kill"));
-    let data = tempfile::tempdir().unwrap();
-    let mut child = spawn(&w, data.path());
-    wait_until(
-        "dumps through the server",
-        Duration::from_secs(60),
-        &mut child,
-        || w.phone.counters().u2_dumps >= 2,
-    );
+    let (_data, mut child) = purchase_under_way(&w, "u2-kill");
     // The server dies; its restart answers its first call "UiAutomation not connected":
     // dead again after the one restart → uiautomator for the rest of the job.
     assert!(w.phone.u2_kill(), "a server ran");
@@ -160,15 +168,7 @@ fn a_server_that_dies_twice_is_restarted_once_then_the_job_falls_back() {
 #[test]
 fn a_json_rpc_error_restarts_the_server_and_the_call_runs_once() {
     let w = world();
-    w.create(purchase("u2-rpc"));
-    let data = tempfile::tempdir().unwrap();
-    let mut child = spawn(&w, data.path());
-    wait_until(
-        "dumps through the server",
-        Duration::from_secs(60),
-        &mut child,
-        || w.phone.counters().u2_dumps >= 2,
-    );
+    let (_data, mut child) = purchase_under_way(&w, "u2-rpc");
     w.phone.u2_rpc_error_next_call();
     let log = finish(&mut child);
     assert_eq!(outcome(&w, "u2-rpc"), ("succeeded".into(), 1), "{log}");
@@ -230,15 +230,7 @@ fn a_truncated_answer_to_the_submit_tap_is_never_repeated_and_the_order_is_recon
 #[test]
 fn a_hung_call_hits_its_deadline_typed_and_the_task_goes_on() {
     let w = world();
-    w.create(purchase("u2-hang"));
-    let data = tempfile::tempdir().unwrap();
-    let mut child = spawn(&w, data.path());
-    wait_until(
-        "dumps through the server",
-        Duration::from_secs(60),
-        &mut child,
-        || w.phone.counters().u2_dumps >= 2,
-    );
+    let (_data, mut child) = purchase_under_way(&w, "u2-hang");
     w.phone.u2_hang_next_call();
     let log = finish(&mut child);
     let (status, reports) = outcome(&w, "u2-hang");
