@@ -43,7 +43,27 @@
 //! must exit 2 at once naming the first one's pid, and the invariants above still hold.
 //! Every client here uses the scenario's own lock directory (`CMAUTOBUY_LOCK_DIR`).
 //!
-//! Usage: `crash_matrix --client BIN --mock-admin BIN --sim-phone BIN [--only NAME]`.
+//! The device backend (issue 15), `--backend`: `uiautomator` (the default) names the
+//! phone `tcp:HOST:PORT` (direct TCP: dumps by `uiautomator dump`, input by `input`);
+//! `u2` gives each scenario a private real adb server (its own port and home, Debian's
+//! `adb`), `adb connect`s the phone, and runs every client with `--device HOST:PORT` (the
+//! serial, through that server), `CMAUTOBUY_DEVICE_BACKEND=u2` and `CMAUTOBUY_U2_JAR`
+//! (`--u2-jar PATH`): dumps and input go through uiautomator2's server (`u2.jar`) on the
+//! simulated phone. The server lives as long as the stream its client started it on
+//! (`docs/u2-server.md`; adbd sends SIGHUP when that stream closes): a killed client's
+//! server ends with it, and the next client starts one of its own — unless it still
+//! answers, then the next client adopts it. The u2-only scenario
+//! "sigkill-u2-server-left-running" makes that deterministic: the harness starts a server
+//! on a stream of its own before the first client (a server that outlives its client), and
+//! every client, killed or not, must adopt it. Under u2 each scenario also checks from the
+//! clients' logs that the server was used (started or adopted) and that no run fell back
+//! to uiautomator (no fault is injected here). In "two-processes" the phone is then named
+//! through the adb server by the first two clients and `tcp:HOST:PORT` (direct) by the
+//! third: the device lock keys both on the phone's network address (`lock::device_key`),
+//! so the third is refused all the same. The adb server is killed at the scenario's end.
+//!
+//! Usage: `crash_matrix --client BIN --mock-admin BIN --sim-phone BIN [--backend
+//! uiautomator|u2] [--u2-jar PATH] [--only NAME]`.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -51,6 +71,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use cmautobuy_sim_phone::testing::AdbServer;
 use rand::Rng;
 use serde_json::{json, Value};
 
@@ -59,6 +80,35 @@ struct Bins {
     admin: PathBuf,
     phone: PathBuf,
     catalog: PathBuf,
+    backend: Backend,
+}
+
+/// The device backend every client of the run uses.
+#[derive(Clone, Debug)]
+enum Backend {
+    /// Direct TCP (`tcp:HOST:PORT`), `uiautomator dump` and `input`.
+    Uiautomator,
+    /// Through a private adb server, uiautomator2's server started from this jar.
+    U2 { jar: PathBuf },
+}
+
+impl Backend {
+    fn name(&self) -> &'static str {
+        match self {
+            Backend::Uiautomator => "uiautomator",
+            Backend::U2 { .. } => "u2",
+        }
+    }
+}
+
+/// How a scenario's clients reach its phone.
+struct Route {
+    /// What `--device` says.
+    device: String,
+    /// The same phone named another way (the "same phone" check of "two-processes").
+    other_name: String,
+    /// The private adb server (`u2`): `ANDROID_ADB_SERVER_PORT` of every client.
+    adb_port: Option<u16>,
 }
 
 /// How a client run ends early.
@@ -83,6 +133,11 @@ struct Scenario {
     orders: Option<usize>,
     /// Identical tasks: their orders are matched by the numbers they report.
     identical: Option<Identical>,
+    /// `u2` only: before the first client, a uiautomator2 server is started on the phone
+    /// on a stream the harness holds (one that outlives its client: a Python
+    /// uiautomator2 session's, or a killed client's before the phone has noticed); every
+    /// client must adopt it, killed or not.
+    stray_u2_server: bool,
 }
 
 /// What identical tasks must end with, whatever order they were claimed in.
@@ -137,6 +192,7 @@ fn scenarios() -> Vec<Scenario> {
             expect: Some(status),
             orders: Some(*orders),
             identical: None,
+            stray_u2_server: false,
         });
     }
     // On 确认订单: a crash between the mark and 提交订单 leaves the phone on 确认订单 —
@@ -159,6 +215,7 @@ fn scenarios() -> Vec<Scenario> {
             expect: Some(status),
             orders: Some(orders),
             identical: None,
+            stray_u2_server: false,
         });
     }
     out.push(Scenario {
@@ -174,6 +231,7 @@ fn scenarios() -> Vec<Scenario> {
         expect: Some("succeeded"),
         orders: Some(1),
         identical: None,
+        stray_u2_server: false,
     });
     out.push(Scenario {
         name: "payment_screen+recovery.order_detail".into(),
@@ -185,6 +243,7 @@ fn scenarios() -> Vec<Scenario> {
         expect: Some("succeeded"),
         orders: Some(1),
         identical: None,
+        stray_u2_server: false,
     });
     out.push(Scenario {
         name: "two-processes".into(),
@@ -193,6 +252,7 @@ fn scenarios() -> Vec<Scenario> {
         expect: Some("succeeded"),
         orders: Some(1),
         identical: None,
+        stray_u2_server: false,
     });
     for i in 0..2 {
         out.push(Scenario {
@@ -217,6 +277,7 @@ fn scenarios() -> Vec<Scenario> {
             expect: None,
             orders: None,
             identical: None,
+            stray_u2_server: false,
         });
         out.push(Scenario {
             name: format!("sigkill-total-lag-{i}"),
@@ -240,6 +301,7 @@ fn scenarios() -> Vec<Scenario> {
             expect: None,
             orders: None,
             identical: None,
+            stray_u2_server: false,
         });
     }
     for (point, statuses, orders) in [
@@ -262,8 +324,27 @@ fn scenarios() -> Vec<Scenario> {
             expect: None,
             orders: None,
             identical: Some(Identical { statuses, orders }),
+            stray_u2_server: false,
         });
     }
+    out.push(Scenario {
+        name: "sigkill-u2-server-left-running".into(),
+        tasks: vec![
+            hoodie("cg-a"),
+            task(
+                "cg-b",
+                "602938475610",
+                json!({"color": "深灰色", "size": "120斤"}),
+                1,
+                4580,
+            ),
+        ],
+        kills: vec![Kill::Random(50, 1200); 4],
+        expect: None,
+        orders: None,
+        identical: None,
+        stray_u2_server: true,
+    });
     for i in 0..3 {
         out.push(Scenario {
             name: format!("sigkill-random-{i}"),
@@ -294,6 +375,7 @@ fn scenarios() -> Vec<Scenario> {
             expect: None,
             orders: None,
             identical: None,
+            stray_u2_server: false,
         });
     }
     out
@@ -418,10 +500,123 @@ fn run_scenario(b: &Bins, s: &Scenario, root: &Path, key: &Path) -> Result<Outco
             return Err(e);
         }
     };
-    let result = drive_scenario(b, s, &dir, key, &admin_url, &phone_addr, &phone_state);
+    let (route, adb) = match &b.backend {
+        Backend::Uiautomator => (
+            Route {
+                device: format!("tcp:{phone_addr}"),
+                other_name: phone_addr.clone(),
+                adb_port: None,
+            },
+            None,
+        ),
+        Backend::U2 { .. } => match private_adb_server(&phone_addr) {
+            Ok(adb) => (
+                Route {
+                    device: phone_addr.clone(),
+                    other_name: format!("tcp:{phone_addr}"),
+                    adb_port: Some(adb.port()),
+                },
+                Some(adb),
+            ),
+            Err(e) => {
+                kill(phone);
+                kill(admin);
+                return Err(e);
+            }
+        },
+    };
+    let stray = match (&adb, &b.backend) {
+        (Some(adb), Backend::U2 { jar }) if s.stray_u2_server => {
+            match start_stray_server(adb, &phone_addr, jar, &dir) {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    kill(phone);
+                    kill(admin);
+                    return Err(e);
+                }
+            }
+        }
+        _ => None,
+    };
+    let result = drive_scenario(b, s, &dir, key, &admin_url, &route, &phone_state);
+    if let Some(c) = stray {
+        kill(c);
+    }
+    // `adb kill-server`, its home removed.
+    drop(adb);
     kill(phone);
     kill(admin);
     result
+}
+
+/// A uiautomator2 server on the phone `serial` as uiautomator2's `core.py` starts one
+/// (the jar pushed, `app_process` on a `shell:` stream kept open), on a stream this
+/// harness holds: `adb shell` as a child process (its output in `stray-u2.log`). Returns
+/// once the server answers (the phone says it listens on 9008), within 30 s.
+fn start_stray_server(
+    adb: &AdbServer,
+    serial: &str,
+    jar: &Path,
+    dir: &Path,
+) -> Result<Child, String> {
+    let jar_s = jar.to_string_lossy();
+    let o = adb.adb(&["-s", serial, "push", &jar_s, "/data/local/tmp/u2.jar"]);
+    if !o.status.success() {
+        return Err(format!(
+            "pushing u2.jar for the stray server: {}",
+            String::from_utf8_lossy(&o.stderr).trim()
+        ));
+    }
+    let log = std::fs::File::create(dir.join("stray-u2.log")).map_err(|e| e.to_string())?;
+    let log2 = log.try_clone().map_err(|e| e.to_string())?;
+    let mut child = Command::new(cmautobuy_sim_phone::testing::adb_bin())
+        .args(["-P", &adb.port().to_string(), "-s", serial, "shell"])
+        .arg("CLASSPATH=/data/local/tmp/u2.jar app_process / com.wetest.uia2.Main -p 9008")
+        .env("HOME", adb.home())
+        .env("ANDROID_ADB_SERVER_PORT", adb.port().to_string())
+        .env("ANDROID_USER_HOME", adb.home().join(".android"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(log))
+        .stderr(Stdio::from(log2))
+        .spawn()
+        .map_err(|e| format!("adb shell app_process: {e}"))?;
+    let t = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(dir.join("stray-u2.log")).unwrap_or_default();
+        if text.contains("listening on *:9008") {
+            return Ok(child);
+        }
+        if let Some(st) = child.try_wait().map_err(|e| e.to_string())? {
+            return Err(format!("the stray u2 server ended ({st}): {}", text.trim()));
+        }
+        if t.elapsed() > Duration::from_secs(30) {
+            kill(child);
+            return Err(format!(
+                "the stray u2 server never listened: {}",
+                text.trim()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A private real adb server (own port and home) with the phone `serial` connected;
+/// killed when dropped. Its helper panics on failure (a test helper): caught here, so a
+/// scenario fails with the reason instead of the whole matrix aborting.
+fn private_adb_server(serial: &str) -> Result<AdbServer, String> {
+    std::panic::catch_unwind(|| {
+        let adb = AdbServer::start();
+        adb.connect(serial);
+        adb
+    })
+    .map_err(|p| {
+        let why = p
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default();
+        format!("private adb server: {why}")
+    })
 }
 
 fn drive_scenario(
@@ -430,7 +625,7 @@ fn drive_scenario(
     dir: &Path,
     key: &Path,
     admin_url: &str,
-    phone_addr: &str,
+    route: &Route,
     phone_state: &Path,
 ) -> Result<Outcome, String> {
     let h = http();
@@ -457,7 +652,7 @@ fn drive_scenario(
         }
         let kill_plan = plan.next();
         let contend = matches!(kill_plan, Some(Kill::Contend));
-        let mut cmd = client_cmd(b, &data, dir, admin_url, &format!("tcp:{phone_addr}"));
+        let mut cmd = client_cmd(b, &data, dir, admin_url, route, &route.device);
         if !contend {
             cmd.arg("--exit-when-idle");
         }
@@ -475,7 +670,7 @@ fn drive_scenario(
             _ => None,
         };
         if contend {
-            match contend_with(b, &mut child, &data, dir, admin_url, phone_addr, s, &h) {
+            match contend_with(b, &mut child, &data, dir, admin_url, route, s, &h) {
                 Ok(mut l) => lines.append(&mut l),
                 Err(e) => {
                     ok = false;
@@ -530,6 +725,34 @@ fn drive_scenario(
                 started.elapsed().as_millis()
             )),
         }
+    }
+    if matches!(b.backend, Backend::U2 { .. }) {
+        let u2 = u2_lifecycle(dir, runs);
+        if u2.started + u2.reused == 0 {
+            ok = false;
+            lines.push(
+                "u2: no client run ever used uiautomator2's server  <-- not a u2 scenario".into(),
+            );
+        }
+        if s.stray_u2_server && u2.reused == 0 {
+            ok = false;
+            lines.push(
+                "u2: the server left running on the phone was never adopted  <-- a second server started beside it?".into(),
+            );
+        }
+        if u2.fallbacks > 0 {
+            // No fault is injected here: a run that falls back to uiautomator did not
+            // adopt or restart what a killed run left on the phone.
+            ok = false;
+            lines.push(format!(
+                "u2: {} fallback(s) to uiautomator  <-- a run could not use the server: {}",
+                u2.fallbacks, u2.first_fallback
+            ));
+        }
+        lines.push(format!(
+            "u2 server: started {}, adopted {} (found answering), fallbacks {}",
+            u2.started, u2.reused, u2.fallbacks
+        ));
     }
     // The ledger.
     let out = Command::new(&b.phone)
@@ -803,9 +1026,17 @@ fn wait_or_kill(child: &mut Child, limit: Duration) -> Result<Option<ExitStatus>
     }
 }
 
-/// `cmautobuy-client run` on `data` and `device`, live, with the scenario's own lock
-/// directory (no `--exit-when-idle`: the caller adds it).
-fn client_cmd(b: &Bins, data: &Path, dir: &Path, admin_url: &str, device: &str) -> Command {
+/// `cmautobuy-client run` on `data` and `device` (one of `route`'s names), live, with
+/// the scenario's own lock directory and the run's device backend (no
+/// `--exit-when-idle`: the caller adds it).
+fn client_cmd(
+    b: &Bins,
+    data: &Path,
+    dir: &Path,
+    admin_url: &str,
+    route: &Route,
+    device: &str,
+) -> Command {
     let mut cmd = Command::new(&b.client);
     cmd.arg("--data-dir")
         .arg(data)
@@ -813,7 +1044,9 @@ fn client_cmd(b: &Bins, data: &Path, dir: &Path, admin_url: &str, device: &str) 
         .args(["--device", device])
         .arg("--allow-live")
         .args(["--poll-interval", "0.2"])
-        .env("RUST_LOG", "warn")
+        // Warnings, and the u2 server's lifecycle (started, reused, fallen back): under
+        // `--backend u2` the scenario checks that the clients really drove the server.
+        .env("RUST_LOG", "warn,cmautobuy_client::device::u2=info")
         .env("CMAUTOBUY_LOCK_DIR", dir.join("locks"))
         // Crash recovery, not PDD versions: live tasks on a fresh store (the gate has its
         // own e2e test).
@@ -821,15 +1054,26 @@ fn client_cmd(b: &Bins, data: &Path, dir: &Path, admin_url: &str, device: &str) 
         // Pacing's gap between tasks (3 s by default) only slows the matrix down: the
         // scenarios are about what survives a kill, not about how fast tasks follow.
         .env("CMAUTOBUY_MIN_TASK_GAP_SECS", "0")
+        .env("CMAUTOBUY_DEVICE_BACKEND", b.backend.name())
+        .env_remove("CMAUTOBUY_U2_JAR")
+        .env_remove("ANDROID_ADB_SERVER_PORT")
         .env_remove("CMAUTOBUY_CONFIG");
+    if let Backend::U2 { jar } = &b.backend {
+        cmd.env("CMAUTOBUY_U2_JAR", jar);
+    }
+    if let Some(port) = route.adb_port {
+        // `run` finds the adb server by the environment, as an operator's would.
+        cmd.env("ANDROID_ADB_SERVER_PORT", port.to_string());
+    }
     cmd
 }
 
 /// The "two processes" check against the running `first`: once its data-directory lock
 /// file names it, a second client on the same data directory and a third on another
-/// data directory but the same phone (written `HOST:PORT`, not `tcp:HOST:PORT`) must
-/// exit 2 within a bound, naming its pid; then waits (bounded) until every task is
-/// terminal at the Admin. The lines say what happened.
+/// data directory but the same phone, named the other way (`route.other_name`: bare
+/// `HOST:PORT` when the first has `tcp:HOST:PORT`, and the reverse on u2) must exit 2
+/// within a bound, naming its pid; then waits (bounded) until every task is terminal at
+/// the Admin. The lines say what happened.
 #[allow(clippy::too_many_arguments)]
 fn contend_with(
     b: &Bins,
@@ -837,7 +1081,7 @@ fn contend_with(
     data: &Path,
     dir: &Path,
     admin_url: &str,
-    phone_addr: &str,
+    route: &Route,
     s: &Scenario,
     h: &web::Client,
 ) -> Result<Vec<String>, String> {
@@ -861,17 +1105,21 @@ fn contend_with(
     }
     let mut lines = Vec::new();
     let other = dir.join("client-other");
-    let tcp = format!("tcp:{phone_addr}");
     for (what, data_dir, device, expect) in [
         (
             "the same data directory",
             data,
-            tcp.as_str(),
+            route.device.as_str(),
             "the data directory",
         ),
-        ("the same phone", other.as_path(), phone_addr, "the device"),
+        (
+            "the same phone",
+            other.as_path(),
+            route.other_name.as_str(),
+            "the device",
+        ),
     ] {
-        let mut cmd = client_cmd(b, data_dir, dir, admin_url, device);
+        let mut cmd = client_cmd(b, data_dir, dir, admin_url, route, device);
         cmd.arg("--exit-when-idle")
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
@@ -895,7 +1143,7 @@ fn contend_with(
             ));
         }
         lines.push(format!(
-            "second client on {what}: refused, exit 2, names pid {pid}"
+            "second client on {what} (--device {device}): refused, exit 2, names pid {pid}"
         ));
     }
     // The first one goes on: every task ends at the Admin.
@@ -922,6 +1170,41 @@ fn contend_with(
     Ok(lines)
 }
 
+/// What the client runs' logs (`client-N.log`) say of uiautomator2's server.
+#[derive(Default)]
+struct U2Lifecycle {
+    /// Started by a run (`u2: the uiautomator2 server is ready` after a start of its own).
+    started: usize,
+    /// Found answering and adopted (left by an earlier run or another tool).
+    reused: usize,
+    /// Falls back to uiautomator.
+    fallbacks: usize,
+    first_fallback: String,
+}
+
+fn u2_lifecycle(dir: &Path, runs: usize) -> U2Lifecycle {
+    let mut u = U2Lifecycle::default();
+    for run in 1..=runs {
+        let log =
+            std::fs::read_to_string(dir.join(format!("client-{run}.log"))).unwrap_or_default();
+        for line in log.lines() {
+            if line.contains("a server already answers on the phone; reusing it") {
+                u.reused += 1;
+            } else if line.contains("u2: the uiautomator2 server is ready") {
+                u.started += 1;
+            } else if line.contains("u2: falling back to uiautomator") {
+                if u.fallbacks == 0 {
+                    u.first_fallback = format!("client-{run}.log: {}", line.trim());
+                }
+                u.fallbacks += 1;
+            }
+        }
+    }
+    // A reused server is also "ready": count it once, as reused.
+    u.started = u.started.saturating_sub(u.reused);
+    u
+}
+
 /// The client's database file (whatever its name) in its data directory.
 fn find_db(dir: &Path) -> PathBuf {
     std::fs::read_dir(dir)
@@ -941,8 +1224,12 @@ fn main() {
     let mut phone = None;
     let mut catalog = PathBuf::from("fixtures/catalog");
     let mut only: Option<String> = None;
+    let mut backend = String::from("uiautomator");
+    let mut u2_jar: Option<PathBuf> = None;
     while let Some(a) = args.next() {
         match a.as_str() {
+            "--backend" => backend = args.next().unwrap_or_default(),
+            "--u2-jar" => u2_jar = args.next().map(PathBuf::from),
             "--client" => client = args.next().map(PathBuf::from),
             "--mock-admin" => admin = args.next().map(PathBuf::from),
             "--sim-phone" => phone = args.next().map(PathBuf::from),
@@ -954,18 +1241,39 @@ fn main() {
             }
         }
     }
+    let usage = "usage: crash_matrix --client BIN --mock-admin BIN --sim-phone BIN \
+                 [--backend uiautomator|u2] [--u2-jar PATH] [--only NAME]";
     let (Some(client), Some(admin), Some(phone)) = (client, admin, phone) else {
-        eprintln!(
-            "usage: crash_matrix --client BIN --mock-admin BIN --sim-phone BIN [--only NAME]"
-        );
+        eprintln!("{usage}");
         std::process::exit(2);
+    };
+    let backend = match (backend.as_str(), u2_jar) {
+        ("uiautomator", _) => Backend::Uiautomator,
+        ("u2", Some(jar)) if jar.is_file() => Backend::U2 { jar },
+        ("u2", Some(jar)) => {
+            eprintln!(
+                "crash_matrix: --u2-jar {}: no such file (scripts/install-u2-jar puts it in .tools/uiautomator2/)",
+                jar.display()
+            );
+            std::process::exit(2);
+        }
+        ("u2", None) => {
+            eprintln!("crash_matrix: --backend u2 needs --u2-jar PATH\n{usage}");
+            std::process::exit(2);
+        }
+        (other, _) => {
+            eprintln!("crash_matrix: unknown backend {other:?}\n{usage}");
+            std::process::exit(2);
+        }
     };
     let bins = Bins {
         client,
         admin,
         phone,
         catalog,
+        backend,
     };
+    let tag = format!("[{}]", bins.backend.name());
     let root = tempfile::Builder::new()
         .prefix("crash-matrix-")
         .tempdir()
@@ -973,16 +1281,18 @@ fn main() {
     let key = root.path().join("adbkey");
     let t0 = Instant::now();
     let mut failed = 0;
-    let all = scenarios();
-    for s in all
-        .iter()
+    let u2 = matches!(bins.backend, Backend::U2 { .. });
+    let all: Vec<Scenario> = scenarios()
+        .into_iter()
+        .filter(|s| u2 || !s.stray_u2_server)
         .filter(|s| only.as_deref().is_none_or(|o| s.name.contains(o)))
-    {
+        .collect();
+    for s in &all {
         let t = Instant::now();
         match run_scenario(&bins, s, root.path(), &key) {
             Ok(o) => {
                 println!(
-                    "{} {:<40} runs {} ({} ms)",
+                    "{} {tag:<13} {:<40} runs {} ({} ms)",
                     if o.ok { "ok  " } else { "FAIL" },
                     s.name,
                     o.runs,
@@ -996,13 +1306,13 @@ fn main() {
                 }
             }
             Err(e) => {
-                println!("FAIL {:<40} {e}", s.name);
+                println!("FAIL {tag:<13} {:<40} {e}", s.name);
                 failed += 1;
             }
         }
     }
     println!(
-        "crash matrix: {} scenario(s), {failed} failed, {} s",
+        "crash matrix {tag}: {} scenario(s), {failed} failed, {} s",
         all.len(),
         t0.elapsed().as_secs()
     );

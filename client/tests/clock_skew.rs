@@ -49,6 +49,12 @@ fn check(w: &World, data: &std::path::Path, who: &str) {
         w.task("skew-live")
     );
     assert!(w.phone.orders().is_empty(), "an order was placed");
+    if support::world::backend_from_env().as_deref() == Some("u2") {
+        assert!(
+            w.phone.counters().u2_dumps > 0,
+            "the collect's dumps did not go through uiautomator2's server"
+        );
+    }
     let text = status(data, false);
     assert!(text.contains("LIVE REFUSED for clock skew"), "{text}");
     assert!(

@@ -1,6 +1,9 @@
 //! Issue 12, item 9: `run` drains on SIGTERM. The real binary against the bundled mock
 //! Admin and the simulated phone; the signal is sent while the phone holds one of the
-//! task's commands (`SimPhoneHandle::hang_commands`), so it provably arrives mid-task.
+//! task's commands (`SimPhoneHandle::hang_commands` for shell lines, `hold_u2_calls` for
+//! uiautomator2's server calls: taps are `input tap` on the uiautomator backend and the
+//! server's `click` on u2), so it provably arrives mid-task, on either backend
+//! (`CMAUTOBUY_DEVICE_BACKEND`, as `scripts/test` runs it).
 //!
 //! - One signal: the task in hand finishes, its result reaches the Admin once (the
 //!   outbox drain), nothing more is claimed, one order, exit 0.
@@ -17,6 +20,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use cmautobuy_mock_admin::Endpoint;
+use cmautobuy_sim_phone::HangGate;
 use serde_json::{json, Value};
 use support::world::World;
 
@@ -54,10 +58,31 @@ fn spawn(w: &World, data: &std::path::Path) -> (Child, mpsc::Receiver<String>) {
     (child, rx)
 }
 
-/// Waits (bounded) until the phone holds a command of `gate`.
-fn await_hold(gate: &cmautobuy_sim_phone::HangGate) {
+/// The purchase's taps held at the phone, whichever backend sends them: `input tap`
+/// shell lines (uiautomator) and the server's `click` calls (u2). Dropping it releases
+/// them.
+struct TapHold {
+    shell: HangGate,
+    server: HangGate,
+}
+
+impl TapHold {
+    fn new(w: &World) -> TapHold {
+        TapHold {
+            shell: w.phone.hang_commands("input tap "),
+            server: w.phone.hold_u2_calls("click"),
+        }
+    }
+
+    fn hits(&self) -> u64 {
+        self.shell.hits() + self.server.hits()
+    }
+}
+
+/// Waits (bounded) until the phone holds a command (`hits` counts them).
+fn await_hold(hits: impl Fn() -> u64) {
     let deadline = Instant::now() + Duration::from_secs(60);
-    while gate.hits() == 0 {
+    while hits() == 0 {
         assert!(
             Instant::now() < deadline,
             "the phone never held the command"
@@ -120,9 +145,15 @@ fn sigterm_mid_task_finishes_the_task_reports_it_once_and_exits_0() {
     w.create(live_purchase("drain-2", 0));
     let data = tempfile::tempdir().unwrap();
     // The first tap of the purchase (on the goods page) waits at the phone.
-    let gate = w.phone.hang_commands("input tap ");
+    let gate = TapHold::new(&w);
     let (mut child, rx) = spawn(&w, data.path());
-    await_hold(&gate);
+    await_hold(|| gate.hits());
+    // Held where this run's backend taps.
+    let u2 = support::world::backend_from_env().as_deref() == Some("u2");
+    assert_eq!(
+        (gate.shell.hits(), gate.server.hits()),
+        if u2 { (0, 1) } else { (1, 0) }
+    );
     term(&child);
     await_line(&rx, "stop signal: draining");
     drop(gate);
@@ -152,10 +183,11 @@ fn a_second_signal_between_the_mark_and_the_result_waits_for_the_result_then_exi
     w.create(live_purchase("drain-3", 0));
     let data = tempfile::tempdir().unwrap();
     // After the submit tap (and so after the mark) reconciliation opens 待付款 by its deep
-    // link: held at the phone, the purchase is between its mark and its result.
+    // link — an `am start` shell line on either backend: held at the phone, the purchase
+    // is between its mark and its result.
     let gate = w.phone.hang_commands("orders.html");
     let (mut child, rx) = spawn(&w, data.path());
-    await_hold(&gate);
+    await_hold(|| gate.hits());
     assert_eq!(w.phone.orders().len(), 1, "the order is placed");
     term(&child);
     await_line(&rx, "stop signal: draining");

@@ -42,6 +42,7 @@ impl SimPhone {
             offline: offline_tx,
             banner: adb::banner(),
             hangs: std::sync::Mutex::new(Vec::new()),
+            u2_holds: std::sync::Mutex::new(Vec::new()),
             u2_changed: watch::channel(0).0,
         });
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
@@ -372,18 +373,16 @@ impl SimPhoneHandle {
     /// it runs, until the returned gate is released (or dropped). For deadline tests:
     /// the caller's timeout fires while the command is provably still pending.
     pub fn hang_commands(&self, pattern: &str) -> HangGate {
-        let (tx, rx) = watch::channel(false);
-        let hits = Arc::new(std::sync::atomic::AtomicU64::new(0));
-        self.shared
-            .hangs
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(adb::HangRule {
-                pattern: pattern.to_string(),
-                released: rx,
-                hits: hits.clone(),
-            });
-        HangGate { tx, hits }
+        gate(&self.shared.hangs, pattern)
+    }
+
+    /// Make every JSON-RPC call of `method` (`click`, `dumpWindowHierarchy`, …) that
+    /// uiautomator2's server receives wait, before it runs (not counted, no fault
+    /// consumed), until the returned gate is released (or dropped) — or the server dies:
+    /// the server-call counterpart of [`hang_commands`](Self::hang_commands), for tests
+    /// that need a task provably in the middle of a step on either device backend.
+    pub fn hold_u2_calls(&self, method: &str) -> HangGate {
+        gate(&self.shared.u2_holds, method)
     }
 
     // ---- uiautomator2's server (see `docs/u2-server.md`) ----
@@ -480,8 +479,23 @@ impl SimPhoneHandle {
     }
 }
 
-/// A scripted hang (see [`SimPhoneHandle::hang_commands`]). Dropping it releases the
-/// held commands too.
+/// A new rule of `rules` holding what matches `pattern`, and its gate.
+fn gate(rules: &std::sync::Mutex<Vec<adb::HangRule>>, pattern: &str) -> HangGate {
+    let (tx, rx) = watch::channel(false);
+    let hits = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    rules
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(adb::HangRule {
+            pattern: pattern.to_string(),
+            released: rx,
+            hits: hits.clone(),
+        });
+    HangGate { tx, hits }
+}
+
+/// A scripted hang (see [`SimPhoneHandle::hang_commands`],
+/// [`SimPhoneHandle::hold_u2_calls`]). Dropping it releases the held commands too.
 pub struct HangGate {
     tx: watch::Sender<bool>,
     hits: Arc<std::sync::atomic::AtomicU64>,

@@ -777,3 +777,60 @@ fn scheduled_faults_hit_the_nth_call_of_a_method() {
     assert!(!phone.u2_running());
     assert_eq!(phone.u2_calls(None), 3);
 }
+
+#[test]
+fn held_calls_wait_unrun_until_released_and_other_methods_pass() {
+    let Some(jar) = real_jar("held_calls_wait_unrun_until_released_and_other_methods_pass") else {
+        return;
+    };
+    let rig = Rig::new(&jar);
+    let phone = &rig.phone;
+    let (_proc, mut http) = rig.start_server();
+    let (x, y) = target(phone, "个人中心");
+    let taps = phone.counters().taps;
+    let gate = phone.hold_u2_calls("click");
+
+    // The click is held before it runs: no answer, no tap, not counted.
+    let mut held = smart(&rig.adb, &rig.serial, "tcp:9008").expect("tcp");
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "click", "params": [x, y]}).to_string();
+    write!(
+        held,
+        "POST /jsonrpc/0 HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("write");
+    wait_until("the click is held", 20, || gate.hits() == 1);
+    assert_eq!(phone.counters().taps, taps, "a held click has not run");
+    assert_eq!(phone.u2_calls(Some("click")), 0, "nor been counted");
+
+    // Other methods are not held.
+    assert!(post(&mut http, "dumpWindowHierarchy", json!([false, 50]))["result"].is_string());
+
+    // Released: the click runs once and answers.
+    gate.release();
+    let (status, _, answer) = read_answer(&mut held).expect("an answer once released");
+    assert_eq!(status, "HTTP/1.1 200 OK ");
+    let answer: Value = serde_json::from_slice(&answer).expect("JSON");
+    assert_eq!(answer["result"], true, "{answer}");
+    assert_eq!(phone.counters().taps, taps + 1);
+    assert_eq!(phone.current_page(), "profile");
+
+    // A server that dies while a call is held cuts the stream; nothing runs.
+    let gate = phone.hold_u2_calls("pressKey");
+    let body =
+        json!({"jsonrpc": "2.0", "id": 2, "method": "pressKey", "params": ["back"]}).to_string();
+    write!(
+        held,
+        "POST /jsonrpc/0 HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("write");
+    wait_until("the key press is held", 20, || gate.hits() == 1);
+    assert!(phone.u2_kill());
+    assert_eq!(read_answer(&mut held).expect_err("cut"), b"");
+    assert_eq!(
+        phone.current_page(),
+        "profile",
+        "the held key press did not run"
+    );
+}

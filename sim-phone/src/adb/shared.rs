@@ -18,12 +18,17 @@ pub(crate) struct Shared {
     /// Scripted hangs (see `SimPhoneHandle::hang_commands`): a command line
     /// containing a rule's pattern waits, before it runs, until the rule is released.
     pub hangs: Mutex<Vec<HangRule>>,
+    /// Scripted holds of uiautomator2's server calls (see `SimPhoneHandle::hold_u2_calls`):
+    /// a JSON-RPC call whose method is a rule's pattern waits, before it runs, until the
+    /// rule is released.
+    pub u2_holds: Mutex<Vec<HangRule>>,
     /// Bumped whenever uiautomator2's server starts listening, stops or is killed: the
     /// streams it lives on and the streams that reach it wake up and look.
     pub u2_changed: watch::Sender<u64>,
 }
 
-/// One scripted hang: lines containing `pattern` wait until `released` turns true.
+/// One scripted hang: lines containing `pattern` (server calls: of method `pattern`) wait
+/// until `released` turns true.
 pub(crate) struct HangRule {
     pub pattern: String,
     pub released: watch::Receiver<bool>,
@@ -78,17 +83,21 @@ pub(crate) async fn execute(shared: &Arc<Shared>, line: &str) -> Exec {
 /// Wait (outside the phone's lock, so other connections keep being served) while an
 /// unreleased hang rule matches `line`. Nothing of the line has run yet.
 pub(crate) async fn hold_if_hung(shared: &Arc<Shared>, line: &str) {
-    let rule = {
-        let mut hangs = shared.hangs.lock().unwrap_or_else(|p| p.into_inner());
-        hangs.retain(|h| !*h.released.borrow());
-        hangs
-            .iter()
-            .find(|h| line.contains(&h.pattern))
-            .map(|h| (h.released.clone(), h.hits.clone()))
-    };
-    if let Some((mut released, hits)) = rule {
-        hits.fetch_add(1, Ordering::AcqRel);
+    if let Some(mut released) = matching_hold(&shared.hangs, |p| line.contains(p)) {
         // A dropped gate counts as released (wait_for then returns Err).
         let _ = released.wait_for(|r| *r).await;
     }
+}
+
+/// The first unreleased rule of `rules` whose pattern `matches`, its hit counted: the
+/// receiver to wait on. Released rules are dropped on the way.
+pub(crate) fn matching_hold(
+    rules: &Mutex<Vec<HangRule>>,
+    matches: impl Fn(&str) -> bool,
+) -> Option<watch::Receiver<bool>> {
+    let mut rules = rules.lock().unwrap_or_else(|p| p.into_inner());
+    rules.retain(|h| !*h.released.borrow());
+    let rule = rules.iter().find(|h| matches(&h.pattern))?;
+    rule.hits.fetch_add(1, Ordering::AcqRel);
+    Some(rule.released.clone())
 }

@@ -13,7 +13,7 @@ use crate::u2::http::{self, Parsed, Request};
 use crate::u2::rpc;
 use crate::u2::state::CallFault;
 
-use super::shared::Shared;
+use super::shared::{matching_hold, Shared};
 use super::stream::{v2_packet, StreamIo};
 
 fn alive(shared: &Shared, id: u64) -> bool {
@@ -188,6 +188,24 @@ async fn serve(
                 .ok()
                 .and_then(|v| v.get("method").and_then(|m| m.as_str()).map(str::to_string))
                 .unwrap_or_default();
+            // A scripted hold (`hold_u2_calls`): wait before anything of the call runs;
+            // a server that dies meanwhile cuts the stream.
+            if let Some(mut released) = matching_hold(&shared.u2_holds, |m| m == method) {
+                loop {
+                    tokio::select! {
+                        // A dropped gate counts as released.
+                        _ = released.wait_for(|r| *r) => break,
+                        r = rx.changed() => {
+                            if r.is_err() || !alive(shared, id) {
+                                return false;
+                            }
+                        }
+                    }
+                }
+                if !alive(shared, id) {
+                    return false;
+                }
+            }
             let fault = shared.lock().u2.on_call(&method);
             match fault {
                 Some(CallFault::Kill) => {
