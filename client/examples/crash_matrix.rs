@@ -58,9 +58,10 @@
 //! every client, killed or not, must adopt it. Under u2 each scenario also checks from the
 //! clients' logs that the server was used (started or adopted) and that no run fell back
 //! to uiautomator (no fault is injected here). In "two-processes" the phone is then named
-//! through the adb server by the first two clients and `tcp:HOST:PORT` (direct) by the
-//! third: the device lock keys both on the phone's network address (`lock::device_key`),
-//! so the third is refused all the same. The adb server is killed at the scenario's end.
+//! through the adb server by the first two clients and `tcp:HOST:PORT` (direct, backend
+//! `auto`: a client requiring u2 there is refused before any lock) by the third: the
+//! device lock keys both on the phone's network address (`lock::device_key`), so the
+//! third is refused all the same. The adb server is killed at the scenario's end.
 //!
 //! Usage: `crash_matrix --client BIN --mock-admin BIN --sim-phone BIN [--backend
 //! uiautomator|u2] [--u2-jar PATH] [--only NAME]`.
@@ -107,6 +108,11 @@ struct Route {
     device: String,
     /// The same phone named another way (the "same phone" check of "two-processes").
     other_name: String,
+    /// The device backend of the client that names it `other_name`: `auto` for
+    /// `tcp:HOST:PORT` on u2 (a direct TCP phone cannot have the u2 server, and a client
+    /// that requires it is refused before any lock, exit 2 `U2_UNAVAILABLE`: `auto` is
+    /// what an operator's second client there would run), else the run's backend.
+    other_backend: &'static str,
     /// The private adb server (`u2`): `ANDROID_ADB_SERVER_PORT` of every client.
     adb_port: Option<u16>,
 }
@@ -505,6 +511,7 @@ fn run_scenario(b: &Bins, s: &Scenario, root: &Path, key: &Path) -> Result<Outco
             Route {
                 device: format!("tcp:{phone_addr}"),
                 other_name: phone_addr.clone(),
+                other_backend: "uiautomator",
                 adb_port: None,
             },
             None,
@@ -514,6 +521,7 @@ fn run_scenario(b: &Bins, s: &Scenario, root: &Path, key: &Path) -> Result<Outco
                 Route {
                     device: phone_addr.clone(),
                     other_name: format!("tcp:{phone_addr}"),
+                    other_backend: "auto",
                     adb_port: Some(adb.port()),
                 },
                 Some(adb),
@@ -1105,22 +1113,25 @@ fn contend_with(
     }
     let mut lines = Vec::new();
     let other = dir.join("client-other");
-    for (what, data_dir, device, expect) in [
+    for (what, data_dir, device, backend, expect) in [
         (
             "the same data directory",
             data,
             route.device.as_str(),
+            b.backend.name(),
             "the data directory",
         ),
         (
             "the same phone",
             other.as_path(),
             route.other_name.as_str(),
+            route.other_backend,
             "the device",
         ),
     ] {
         let mut cmd = client_cmd(b, data_dir, dir, admin_url, route, device);
-        cmd.arg("--exit-when-idle")
+        cmd.env("CMAUTOBUY_DEVICE_BACKEND", backend)
+            .arg("--exit-when-idle")
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
         let mut c = cmd.spawn().map_err(|e| format!("client: {e}"))?;
@@ -1143,7 +1154,7 @@ fn contend_with(
             ));
         }
         lines.push(format!(
-            "second client on {what} (--device {device}): refused, exit 2, names pid {pid}"
+            "second client on {what} (--device {device}, backend {backend}): refused, exit 2, names pid {pid}"
         ));
     }
     // The first one goes on: every task ends at the Admin.
