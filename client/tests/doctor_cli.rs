@@ -503,6 +503,7 @@ fn doctor_reports_the_device_backend_and_its_dump_latency() {
     let w = World::builder(TOKEN)
         .require_token()
         .via_adb_server()
+        .both_backends()
         .start();
     let adb_port = w.adb.as_ref().expect("adb server").port().to_string();
     let data = tempfile::tempdir().expect("tmp");

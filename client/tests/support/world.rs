@@ -25,6 +25,8 @@ pub struct World {
     /// A private real adb server the client reaches the phone through (the `u2`
     /// backend needs one: direct TCP has no `tcp:PORT` streams); `None`: direct TCP.
     pub adb: Option<AdbServer>,
+    /// See [`WorldBuilder::both_backends`].
+    both_backends: bool,
     _tmp: Option<tempfile::TempDir>,
 }
 
@@ -47,9 +49,18 @@ pub struct WorldBuilder {
     require_token: bool,
     via_adb_server: bool,
     replay: Option<cmautobuy_sim_phone::Scenario>,
+    both_backends: bool,
 }
 
 impl WorldBuilder {
+    /// The test runs the client on both backends itself (or expects a fallback):
+    /// [`World::stop`] does not require that no `uiautomator dump` was served on the u2
+    /// pass.
+    pub fn both_backends(mut self) -> Self {
+        self.both_backends = true;
+        self
+    }
+
     /// The client reaches the phone through a private real adb server (serial
     /// `HOST:PORT`, `adb connect`ed by the client) instead of direct TCP. The default
     /// when `CMAUTOBUY_DEVICE_BACKEND=u2`.
@@ -157,6 +168,7 @@ impl WorldBuilder {
             token: self.token,
             locks,
             adb,
+            both_backends: self.both_backends,
             _tmp: tmp,
         }
     }
@@ -175,6 +187,7 @@ impl World {
             require_token: false,
             via_adb_server: backend_from_env().as_deref() == Some("u2"),
             replay: None,
+            both_backends: false,
         }
     }
 
@@ -305,6 +318,18 @@ impl World {
     }
 
     pub fn stop(self) {
+        // On the u2 pass a silent fallback to `uiautomator dump` would let every test
+        // pass on the wrong backend: the phone served no `uiautomator dump` at all.
+        if self.adb.is_some() && !self.both_backends && backend_from_env().as_deref() == Some("u2")
+        {
+            let c = self.phone.counters();
+            assert_eq!(
+                c.dumps, 0,
+                "CMAUTOBUY_DEVICE_BACKEND=u2, yet the phone served {} `uiautomator dump`(s) \
+                 (a fallback from the u2 server): {c:?}",
+                c.dumps
+            );
+        }
         drop(self.phone);
         self.rt.shutdown_timeout(Duration::from_secs(1));
     }
