@@ -1457,8 +1457,42 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
     }
 }
 
-#[tokio::test]
-async fn in_process_trace_of_a_faulty_run_never_contains_the_token() {
+/// Set in the child process [`in_process_trace_of_a_faulty_run_never_contains_the_token`]
+/// runs its body in.
+const TRACE_CHILD: &str = "CMAUTOBUY_TEST_TRACE_CHILD";
+
+/// The body runs alone in a child process of this test binary (this test only, one
+/// thread): a thread-local subscriber misses callsites another test thread registered
+/// first (tracing's interest cache), which made this test fail by luck ("nothing
+/// captured") when it shared the process with the others.
+#[test]
+fn in_process_trace_of_a_faulty_run_never_contains_the_token() {
+    const NAME: &str = "in_process_trace_of_a_faulty_run_never_contains_the_token";
+    if std::env::var_os(TRACE_CHILD).is_some() {
+        return tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(trace_of_a_faulty_run());
+    }
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args([NAME, "--exact", "--test-threads=1"])
+        .env(TRACE_CHILD, "1")
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "the traced run failed:\n{text}");
+    assert!(
+        text.contains("1 passed"),
+        "the child did not run it:\n{text}"
+    );
+}
+
+async fn trace_of_a_faulty_run() {
     let captured = Captured::default();
     let subscriber = tracing_subscriber::fmt()
         .with_max_level(tracing::Level::TRACE)
