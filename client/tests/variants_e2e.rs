@@ -48,9 +48,22 @@ fn world() -> &'static World {
 }
 
 /// One test at a time on the shared phone (a failed test does not block the others).
-fn turn() -> MutexGuard<'static, ()> {
+/// At the end of a test that passed, the shared world's backend check
+/// ([`World::assert_no_fallback`]: on the u2 pass no `uiautomator dump`), which
+/// `World::stop` would do for a world of the test's own.
+fn turn() -> Turn {
     static TURN: Mutex<()> = Mutex::new(());
-    TURN.lock().unwrap_or_else(|p| p.into_inner())
+    Turn(TURN.lock().unwrap_or_else(|p| p.into_inner()))
+}
+
+struct Turn(#[allow(dead_code)] MutexGuard<'static, ()>);
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            world().assert_no_fallback();
+        }
+    }
 }
 
 /// A live purchase task.

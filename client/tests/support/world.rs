@@ -317,9 +317,12 @@ impl World {
         run_ok(self.command(data).arg("--allow-live"));
     }
 
-    pub fn stop(self) {
-        // On the u2 pass a silent fallback to `uiautomator dump` would let every test
-        // pass on the wrong backend: the phone served no `uiautomator dump` at all.
+    /// On the u2 pass (`CMAUTOBUY_DEVICE_BACKEND=u2`) the phone served no `uiautomator
+    /// dump`: a silent fallback from the u2 server would let every test pass on the
+    /// wrong backend. Checked by [`World::stop`]; a shared world calls it itself.
+    /// Nothing is checked on the uiautomator pass, or with
+    /// [`WorldBuilder::both_backends`].
+    pub fn assert_no_fallback(&self) {
         if self.adb.is_some() && !self.both_backends && backend_from_env().as_deref() == Some("u2")
         {
             let c = self.phone.counters();
@@ -330,6 +333,10 @@ impl World {
                 c.dumps
             );
         }
+    }
+
+    pub fn stop(self) {
+        self.assert_no_fallback();
         drop(self.phone);
         self.rt.shutdown_timeout(Duration::from_secs(1));
     }
