@@ -148,7 +148,33 @@ impl AdbServer {
         };
         let o = s.adb(&["start-server"]);
         assert!(o.status.success(), "adb start-server: {o:?}");
+        s.watch_this_process();
         s
+    }
+
+    /// A watchdog that stops the server (and removes its home) once this process is
+    /// gone, for servers whose owner is never dropped: a world kept in a `static` (Rust
+    /// does not drop statics at exit), a test process killed. Without it each such run
+    /// left an adb server behind. Best effort: no `sh`, no watchdog.
+    fn watch_this_process(&self) {
+        let script = format!(
+            "while kill -0 {pid} 2>/dev/null; do sleep 1; done; \
+             {adb} -P {port} kill-server >/dev/null 2>&1; rm -rf {home}",
+            pid = std::process::id(),
+            adb = sh_quote(&adb_bin().display().to_string()),
+            port = self.port,
+            home = sh_quote(&self.home.display().to_string()),
+        );
+        let _ = Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .env("HOME", &self.home)
+            .env("ANDROID_ADB_SERVER_PORT", self.port.to_string())
+            .env("ANDROID_USER_HOME", self.home.join(".android"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn();
     }
 
     /// The server's port.
@@ -206,6 +232,11 @@ impl AdbServer {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
+}
+
+/// `text` as one single-quoted `sh` word.
+fn sh_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
 }
 
 impl Drop for AdbServer {
