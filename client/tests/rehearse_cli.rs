@@ -360,25 +360,27 @@ fn rehearse_json_names_the_device_backend() {
 /// summary says `u2`, and once the command has exited nothing listens on that port any
 /// more. Without `adb` (an empty PATH, no `$ADB`) it refuses with exit 2, naming what to
 /// install — it never falls back to direct TCP.
+/// `rehearse --timeout 300 --no-console --json` on the u2 backend (the real jar), no
+/// `--device`, no `--adb-server`: rehearse brings its own adb server.
+fn rehearse_on_u2() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_cmautobuy-client"));
+    c.arg("rehearse")
+        .args(["--timeout", "300", "--no-console", "--json"])
+        .env_remove("CMAUTOBUY_CONFIG")
+        .env_remove("ADB")
+        .env("CMAUTOBUY_DEVICE_BACKEND", "u2")
+        .env(
+            "CMAUTOBUY_U2_JAR",
+            cmautobuy_sim_phone::testing::u2_jar_path(),
+        );
+    c
+}
+
 #[test]
 fn rehearse_on_u2_brings_its_own_adb_server_and_stops_it() {
     let u2 = |path: Option<&std::path::Path>| {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_cmautobuy-client"));
-        c.arg("rehearse")
-            .args([
-                "--timeout",
-                "300",
-                "--no-purchases",
-                "--no-console",
-                "--json",
-            ])
-            .env_remove("CMAUTOBUY_CONFIG")
-            .env_remove("ADB")
-            .env("CMAUTOBUY_DEVICE_BACKEND", "u2")
-            .env(
-                "CMAUTOBUY_U2_JAR",
-                cmautobuy_sim_phone::testing::u2_jar_path(),
-            );
+        let mut c = rehearse_on_u2();
+        c.arg("--no-purchases");
         if let Some(p) = path {
             c.env("PATH", p);
         }
@@ -423,4 +425,70 @@ fn rehearse_on_u2_brings_its_own_adb_server_and_stops_it() {
     let e = std::net::TcpStream::connect_timeout(&server, std::time::Duration::from_secs(5))
         .expect_err("the private adb server is stopped when rehearse exits");
     assert_eq!(e.kind(), std::io::ErrorKind::ConnectionRefused, "{e}");
+}
+
+/// A rehearsal on u2 killed outright (SIGKILL: no destructor runs) leaves no private adb
+/// server behind: its watchdog stops the server within a second or two of the process'
+/// end. Bounded polls, no timing luck: the test waits for the server's address on stderr,
+/// kills, then polls the port (up to 15 s) until it refuses.
+#[test]
+fn a_rehearsal_on_u2_killed_outright_leaves_no_adb_server() {
+    use std::io::BufRead;
+    if cmautobuy_sim_phone::testing::u2_jar(
+        "a_rehearsal_on_u2_killed_outright_leaves_no_adb_server",
+    )
+    .is_none()
+    {
+        return;
+    }
+    let mut child = rehearse_on_u2()
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the client binary runs");
+    let stderr = child.stderr.take().expect("stderr");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    const SAID: &str = "adb: a private adb server on ";
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let server: std::net::SocketAddr = loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let line = rx
+            .recv_timeout(left)
+            .unwrap_or_else(|_| panic!("no {SAID:?} line within 60 s"));
+        if let Some(addr) = line
+            .strip_prefix(SAID)
+            .and_then(|rest| rest.split_whitespace().next())
+        {
+            break addr.parse().expect("HOST:PORT");
+        }
+    };
+    assert!(
+        std::net::TcpStream::connect(server).is_ok(),
+        "the private adb server runs"
+    );
+    child.kill().expect("SIGKILL"); // no destructor, no stop()
+    child.wait().expect("reaped");
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    loop {
+        match std::net::TcpStream::connect_timeout(&server, std::time::Duration::from_secs(2)) {
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => break,
+            _ => {
+                assert!(
+                    std::time::Instant::now() < end,
+                    "the private adb server at {server} outlived its killed rehearsal"
+                );
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+        }
+    }
 }

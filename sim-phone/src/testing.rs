@@ -137,26 +137,31 @@ fn unique_home() -> PathBuf {
 pub struct AdbServer {
     port: u16,
     home: PathBuf,
+    /// The watchdog ([`AdbServer::watch_this_process`]); killed on drop, so that it never
+    /// acts on a port a later server may have taken.
+    watchdog: Option<std::process::Child>,
 }
 
 impl AdbServer {
     /// Start the server; panics when `adb start-server` fails.
     pub fn start() -> AdbServer {
-        let s = AdbServer {
+        let mut s = AdbServer {
             port: free_port(),
             home: unique_home(),
+            watchdog: None,
         };
         let o = s.adb(&["start-server"]);
         assert!(o.status.success(), "adb start-server: {o:?}");
-        s.watch_this_process();
+        s.watchdog = s.watch_this_process();
         s
     }
 
     /// A watchdog that stops the server (and removes its home) once this process is
     /// gone, for servers whose owner is never dropped: a world kept in a `static` (Rust
     /// does not drop statics at exit), a test process killed. Without it each such run
-    /// left an adb server behind. Best effort: no `sh`, no watchdog.
-    fn watch_this_process(&self) {
+    /// left an adb server behind. Best effort: no `sh`, no watchdog. A dropped server
+    /// kills its watchdog first (it must never act on a port a later server took).
+    fn watch_this_process(&self) -> Option<std::process::Child> {
         let script = format!(
             "while kill -0 {pid} 2>/dev/null; do sleep 1; done; \
              {adb} -P {port} kill-server >/dev/null 2>&1; rm -rf {home}",
@@ -165,7 +170,7 @@ impl AdbServer {
             port = self.port,
             home = sh_quote(&self.home.display().to_string()),
         );
-        let _ = Command::new("sh")
+        Command::new("sh")
             .arg("-c")
             .arg(script)
             .env("HOME", &self.home)
@@ -174,7 +179,8 @@ impl AdbServer {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
-            .spawn();
+            .spawn()
+            .ok()
     }
 
     /// The server's port.
@@ -241,6 +247,10 @@ fn sh_quote(text: &str) -> String {
 
 impl Drop for AdbServer {
     fn drop(&mut self) {
+        if let Some(mut w) = self.watchdog.take() {
+            let _ = w.kill();
+            let _ = w.wait();
+        }
         let _ = self.adb(&["kill-server"]);
         let _ = std::fs::remove_dir_all(&self.home);
     }

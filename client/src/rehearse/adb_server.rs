@@ -117,6 +117,11 @@ pub struct PrivateAdbServer {
     child: Option<Child>,
     /// A server was spawned on `port` and not yet stopped.
     spawned: bool,
+    /// The watchdog that stops the server when this process ends without [`stop`]
+    /// (SIGTERM, SIGKILL): [`PrivateAdbServer::watch_this_process`].
+    ///
+    /// [`stop`]: PrivateAdbServer::stop
+    watchdog: Option<Child>,
 }
 
 impl PrivateAdbServer {
@@ -134,11 +139,15 @@ impl PrivateAdbServer {
             home,
             child: None,
             spawned: false,
+            watchdog: None,
         };
         for _ in 0..START_ATTEMPTS {
             server.port = free_port()?;
             match server.spawn_and_wait() {
-                Ok(()) => return Ok(server),
+                Ok(()) => {
+                    server.watchdog = server.watch_this_process();
+                    return Ok(server);
+                }
                 // The port was taken between our probe and adb's bind: another one.
                 Err(e @ AdbServerError::StartFailed(_)) => {
                     server.stop();
@@ -187,6 +196,11 @@ impl PrivateAdbServer {
     /// `adb -P PORT kill-server` (within [`COMMAND_DEADLINE`]), then the child's exit
     /// (within [`EXIT_DEADLINE`]), else the child killed. Idempotent; also run on drop.
     pub fn stop(&mut self) {
+        // The watchdog first: it must never act on a port a later server took.
+        if let Some(mut w) = self.watchdog.take() {
+            let _ = w.kill();
+            let _ = w.wait();
+        }
         if !std::mem::take(&mut self.spawned) {
             return;
         }
@@ -205,6 +219,42 @@ impl PrivateAdbServer {
             );
             let _ = child.kill();
             let _ = child.wait();
+        }
+    }
+
+    /// A small `sh` watchdog: once this process is gone without [`PrivateAdbServer::stop`]
+    /// (rehearse killed by SIGTERM or SIGKILL: no destructor runs), it runs `kill-server`
+    /// on the port within a second, so no private adb server outlives its rehearsal.
+    /// Killed by `stop`. Best effort: without `sh` there is none (logged).
+    fn watch_this_process(&self) -> Option<Child> {
+        let script = format!(
+            "while kill -0 {pid} 2>/dev/null; do sleep 1; done; exec {adb} -P {port} kill-server",
+            pid = std::process::id(),
+            adb = crate::device::quote::quote(&self.adb.display().to_string()),
+            port = self.port,
+        );
+        // `command()` is `adb -P PORT` with the private environment: keep the
+        // environment, run `sh` instead.
+        let c = self.command();
+        let mut sh = Command::new("sh");
+        sh.arg("-c").arg(script);
+        for (k, v) in c.get_envs() {
+            match v {
+                Some(v) => sh.env(k, v),
+                None => sh.env_remove(k),
+            };
+        }
+        match sh
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+        {
+            Ok(child) => Some(child),
+            Err(e) => {
+                tracing::warn!(port = self.port, error = %e, "no watchdog for the private adb server (sh)");
+                None
+            }
         }
     }
 
