@@ -143,15 +143,29 @@ pub struct AdbServer {
 }
 
 impl AdbServer {
-    /// Start the server; panics when `adb start-server` fails.
+    /// Start the server; panics when `adb start-server` fails on 5 ports in a row.
+    /// Another port after a failure. Seen once in CI: "protocol fault (status 30 30 30
+    /// 63?!)" — `start-server` first connects to the port to see whether a server runs,
+    /// and a connect to an unused port of the ephemeral range (where [`free_port`]'s
+    /// ports come from) can, rarely, connect to itself (TCP simultaneous open): adb then
+    /// reads back its own `000chost:version`. Another listener taking the port before
+    /// adb binds it would fail the same way.
     pub fn start() -> AdbServer {
         let mut s = AdbServer {
             port: free_port(),
             home: unique_home(),
             watchdog: None,
         };
-        let o = s.adb(&["start-server"]);
-        assert!(o.status.success(), "adb start-server: {o:?}");
+        let mut failures = Vec::new();
+        loop {
+            let o = s.adb(&["start-server"]);
+            if o.status.success() {
+                break;
+            }
+            failures.push(format!("port {}: {o:?}", s.port));
+            assert!(failures.len() < 5, "adb start-server: {failures:#?}");
+            s.port = free_port();
+        }
         s.watchdog = s.watch_this_process();
         s
     }
