@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::source::DeviceSource;
 use crate::config::DeviceBackend;
 use crate::device::state::Thresholds;
-use crate::device::u2::{self, U2Device, U2Options, U2Timing};
+use crate::device::u2::U2Device;
 use crate::device::{AdbDevice, AdbOptions, Device, DeviceAddress, DeviceError};
 
 /// The configured phone over ADB (through the adb server or direct TCP).
@@ -38,38 +38,15 @@ impl AdbSource {
     /// required (a jar or start failure is a device error). No round trip here: the
     /// server starts at the first dump or input.
     pub fn with_backend(mut self, backend: DeviceBackend, u2_jar: Option<&Path>) -> Self {
-        if backend == DeviceBackend::Uiautomator {
-            self.u2 = None;
-            return self;
-        }
-        let direct = matches!(self.device.address(), DeviceAddress::Tcp(_));
-        if backend == DeviceBackend::Auto && direct {
-            tracing::info!(
-                "device backend auto: uiautomator (a direct TCP device, tcp:HOST:PORT, has \
-                 no tcp:PORT streams; reach the phone through the adb server for u2)"
-            );
-            self.u2 = None;
-            return self;
-        }
-        let exe = std::env::current_exe().ok();
-        let jar = u2::jar::find(u2_jar, exe.as_deref());
+        // One decision for every command: `device::backend::choose` (doctor and
+        // bench-device make theirs there too).
+        let chosen = crate::device::backend::choose(&self.device, backend, u2_jar);
         if backend == DeviceBackend::Auto {
-            let why_not = jar.as_ref().err();
-            if let Some(why) = why_not {
+            if let Some(why) = &chosen.why_not_u2 {
                 tracing::info!(reason = %why, "device backend auto: uiautomator");
-                self.u2 = None;
-                return self;
             }
         }
-        self.u2 = Some(Arc::new(U2Device::new(
-            self.device.clone(),
-            U2Options {
-                required: backend == DeviceBackend::U2,
-                jar,
-                port: u2::DEFAULT_PORT,
-                timing: U2Timing::default(),
-            },
-        )));
+        self.u2 = chosen.u2;
         self
     }
 
