@@ -16,8 +16,9 @@
 //!   Admin, and no attempt reported twice;
 //! - no task silently dropped: every task ends `succeeded`, `manual_review` or
 //!   `failed` at the Admin (a task a kill left `claimed` at the Admin and never saved by
-//!   the client — the contract's §5.2 gap — is re-dispatched as the Admin's claim timeout
-//!   would, and the scenario goes on; a claimed task the client saved fails it);
+//!   the client — the contract's §5.2 gap, on a first claim or on the re-claim of a task
+//!   a retry_wait requeued — is re-dispatched as the Admin's claim timeout would, and the
+//!   scenario goes on; a claimed task the client still holds fails it);
 //! - the outcome the scenario must end with (e.g. a crash right after the mark and
 //!   before the tap → `manual_review`, no order; after the tap → the order is found);
 //! - no restarted run is refused (exit 2): the lock files a killed run leaves behind
@@ -178,6 +179,7 @@ fn scenarios() -> Vec<Scenario> {
     let mut out = Vec::new();
     // (failpoint, expected status, expected orders)
     let points: &[(&'static str, &'static str, usize)] = &[
+        ("claim.before_save", "succeeded", 1),
         ("purchase.before_mark", "succeeded", 1),
         ("purchase.after_mark", "manual_review", 0),
         ("purchase.after_submit_tap", "succeeded", 1),
@@ -245,6 +247,23 @@ fn scenarios() -> Vec<Scenario> {
         kills: vec![
             Kill::Failpoint("purchase.payment_screen"),
             Kill::Failpoint("reconcile.order_detail"),
+        ],
+        expect: Some("succeeded"),
+        orders: Some(1),
+        identical: None,
+        stray_u2_server: false,
+    });
+    // The §5.2 window on a re-claim: the first claim is saved and ends in a retry_wait
+    // (killed before the mark); the task, claimable again, is claimed by the next run,
+    // which dies before saving it. The client's store holds the task, finished: the
+    // Admin's claim is still one the client never saved (seen once in CI, from two
+    // random kills).
+    out.push(Scenario {
+        name: "before_mark+reclaim.claim.before_save".into(),
+        tasks: vec![hoodie("cg-1")],
+        kills: vec![
+            Kill::Failpoint("purchase.before_mark"),
+            Kill::Failpoint("claim.before_save"),
         ],
         expect: Some("succeeded"),
         orders: Some(1),
@@ -966,12 +985,11 @@ fn drive_scenario(
     Ok(Outcome { runs, lines, ok })
 }
 
-/// The child's exit status, or `None` once `limit` has passed since now: it is then
-/// SIGKILLed (and reaped).
 /// The contract's §5.2 gap, played as the Admin plays it: a kill that lands after the
 /// Admin committed a claim and before the client saved the task leaves it `claimed` at
-/// the Admin with no trace in the client's store (nothing was executed: a task runs only
-/// once saved). The Admin re-dispatches such a task after its own timeout (§5.1, "领取后
+/// the Admin with nothing live in the client's store (nothing was executed: a task runs
+/// only once saved; an earlier claim of the same task, requeued by a retry_wait, is
+/// saved and finished). The Admin re-dispatches such a task after its own timeout (§5.1, "领取后
 /// 超时重派", Admin-side); the matrix does it at once, once every client has stopped, and
 /// says so. A claimed task the client DID save is not touched: that would be a bug.
 fn redispatch_unsaved_claims(
@@ -981,13 +999,22 @@ fn redispatch_unsaved_claims(
     data: &Path,
     lines: &mut Vec<String>,
 ) -> Result<usize, String> {
-    let saved: std::collections::BTreeSet<String> = {
+    // The tasks the client still holds: a saved claim not yet terminal, or a report not
+    // yet accepted. The client has just gone idle, so a task claimed at the Admin that
+    // is not among them is a claim it never saved — its first claim, or a re-claim of a
+    // task requeued by a retry_wait (an earlier claim of it saved and finished here).
+    let held: std::collections::BTreeSet<String> = {
         let path = data.join("client.sqlite3");
         let path = if path.exists() { path } else { find_db(data) };
         match rusqlite::Connection::open(&path) {
             Ok(db) => {
                 let mut st = db
-                    .prepare("SELECT remote_task_id FROM tasks")
+                    .prepare(
+                        "SELECT remote_task_id FROM tasks
+                          WHERE state IN ('claimed', 'running', 'reporting')
+                         UNION
+                         SELECT remote_task_id FROM outbox WHERE state <> 'accepted'",
+                    )
                     .map_err(|e| e.to_string())?;
                 let ids = st
                     .query_map([], |r| r.get::<_, String>(0))
@@ -1005,7 +1032,7 @@ fn redispatch_unsaved_claims(
             .get(&format!("{admin_url}/api/v1/admin/tasks/{id}"))
             .ok()
             .and_then(|v| v["task"]["status"].as_str().map(str::to_string));
-        if status.as_deref() == Some("claimed") && !saved.contains(id) {
+        if status.as_deref() == Some("claimed") && !held.contains(id) {
             h.post(
                 &format!("{admin_url}/api/v1/admin/tasks/{id}/reassign"),
                 &json!({"client_id": null}),
@@ -1019,6 +1046,8 @@ fn redispatch_unsaved_claims(
     Ok(n)
 }
 
+/// The child's exit status, or `None` once `limit` has passed since now: it is then
+/// SIGKILLed (and reaped).
 fn wait_or_kill(child: &mut Child, limit: Duration) -> Result<Option<ExitStatus>, String> {
     let t = Instant::now();
     loop {

@@ -13,6 +13,7 @@
 
 /// Every failpoint the client has, in the order a live purchase reaches them.
 pub const ALL: &[&str] = &[
+    "claim.before_save",
     "spec.before_send",
     "purchase.before_mark",
     "purchase.after_mark",

@@ -1513,6 +1513,8 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
             )));
         }
         let raw = serde_json::to_string(&task).unwrap_or_default();
+        // Claimed at the Admin, not yet saved here: the contract's §5.2 window.
+        crate::failpoint::hit("claim.before_save");
         let local_id = match self.store.save_claimed_task(&task, &raw, self.clock.now()) {
             Ok(id) => id,
             Err(e) => {
