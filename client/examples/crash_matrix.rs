@@ -65,7 +65,8 @@
 //! third is refused all the same. The adb server is killed at the scenario's end.
 //!
 //! Usage: `crash_matrix --client BIN --mock-admin BIN --sim-phone BIN [--backend
-//! uiautomator|u2] [--u2-jar PATH] [--only NAME]`.
+//! uiautomator|u2] [--u2-jar PATH] [--only NAME]`; `crash_matrix --list [--only NAME]`
+//! prints the scenarios (one JSON object per line) and runs nothing.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -166,6 +167,28 @@ fn task(id: &str, goods: &str, options: Value, qty: i64, max: i64) -> Value {
     })
 }
 
+impl Scenario {
+    /// A scenario that may end in any terminal status, with 0 or 1 order per task.
+    fn new(name: impl Into<String>, tasks: Vec<Value>, kills: Vec<Kill>) -> Self {
+        Scenario {
+            name: name.into(),
+            tasks,
+            kills,
+            expect: None,
+            orders: None,
+            identical: None,
+            stray_u2_server: false,
+        }
+    }
+
+    /// Every task must end `status` with `orders` order(s).
+    fn ends(mut self, status: &'static str, orders: usize) -> Self {
+        self.expect = Some(status);
+        self.orders = Some(orders);
+        self
+    }
+}
+
 fn scenarios() -> Vec<Scenario> {
     let hoodie = |id: &str| {
         task(
@@ -174,6 +197,24 @@ fn scenarios() -> Vec<Scenario> {
             json!({"color": "黑色", "size": "M"}),
             1,
             5900,
+        )
+    };
+    let bottle = |id: &str, color: &str, capacity: &str, qty: i64, max: i64| {
+        task(
+            id,
+            "811223344506",
+            json!({"color": color, "capacity": capacity}),
+            qty,
+            max,
+        )
+    };
+    let trousers = |id: &str| {
+        task(
+            id,
+            "602938475610",
+            json!({"color": "深灰色", "size": "120斤"}),
+            1,
+            4580,
         )
     };
     let mut out = Vec::new();
@@ -193,15 +234,9 @@ fn scenarios() -> Vec<Scenario> {
         ("outbox.after_send", "succeeded", 1),
     ];
     for (p, status, orders) in points {
-        out.push(Scenario {
-            name: p.to_string(),
-            tasks: vec![hoodie("cg-1")],
-            kills: vec![Kill::Failpoint(p)],
-            expect: Some(status),
-            orders: Some(*orders),
-            identical: None,
-            stray_u2_server: false,
-        });
+        out.push(
+            Scenario::new(*p, vec![hoodie("cg-1")], vec![Kill::Failpoint(p)]).ends(status, *orders),
+        );
     }
     // On 确认订单: a crash between the mark and 提交订单 leaves the phone on 确认订单 —
     // the recovery must leave it without submitting; a crash right after the tap finds
@@ -210,103 +245,72 @@ fn scenarios() -> Vec<Scenario> {
         ("purchase.after_mark", "manual_review", 0),
         ("purchase.after_submit_tap", "succeeded", 1),
     ] {
-        out.push(Scenario {
-            name: format!("confirm-page+{p}"),
-            tasks: vec![task(
-                "cg-1",
-                "811223344506",
-                json!({"color": "樱花粉", "capacity": "500ml"}),
-                2,
-                8000,
-            )],
-            kills: vec![Kill::Failpoint(p)],
-            expect: Some(status),
-            orders: Some(orders),
-            identical: None,
-            stray_u2_server: false,
-        });
+        out.push(
+            Scenario::new(
+                format!("confirm-page+{p}"),
+                vec![bottle("cg-1", "樱花粉", "500ml", 2, 8000)],
+                vec![Kill::Failpoint(p)],
+            )
+            .ends(status, orders),
+        );
     }
-    out.push(Scenario {
-        name: "spec.before_send".into(),
-        tasks: vec![task(
-            "cg-1",
-            "602938475610",
-            json!({"color": "黑色", "size": "60公斤"}),
-            1,
-            4580,
-        )],
-        kills: vec![Kill::Failpoint("spec.before_send")],
-        expect: Some("succeeded"),
-        orders: Some(1),
-        identical: None,
-        stray_u2_server: false,
-    });
-    out.push(Scenario {
-        name: "payment_screen+recovery.order_detail".into(),
-        tasks: vec![hoodie("cg-1")],
-        kills: vec![
-            Kill::Failpoint("purchase.payment_screen"),
-            Kill::Failpoint("reconcile.order_detail"),
-        ],
-        expect: Some("succeeded"),
-        orders: Some(1),
-        identical: None,
-        stray_u2_server: false,
-    });
-    // The §5.2 window on a re-claim: the first claim is saved and ends in a retry_wait
-    // (killed before the mark); the task, claimable again, is claimed by the next run,
-    // which dies before saving it. The client's store holds the task, finished: the
-    // Admin's claim is still one the client never saved (seen once in CI, from two
-    // random kills).
-    out.push(Scenario {
-        name: "before_mark+reclaim.claim.before_save".into(),
-        tasks: vec![hoodie("cg-1")],
-        kills: vec![
-            Kill::Failpoint("purchase.before_mark"),
-            Kill::Failpoint("claim.before_save"),
-        ],
-        expect: Some("succeeded"),
-        orders: Some(1),
-        identical: None,
-        stray_u2_server: false,
-    });
-    out.push(Scenario {
-        name: "two-processes".into(),
-        tasks: vec![hoodie("cg-1")],
-        kills: vec![Kill::Contend],
-        expect: Some("succeeded"),
-        orders: Some(1),
-        identical: None,
-        stray_u2_server: false,
-    });
+    out.push(
+        Scenario::new(
+            "spec.before_send",
+            vec![task(
+                "cg-1",
+                "602938475610",
+                json!({"color": "黑色", "size": "60公斤"}),
+                1,
+                4580,
+            )],
+            vec![Kill::Failpoint("spec.before_send")],
+        )
+        .ends("succeeded", 1),
+    );
+    // Two crashes in a row, each at a failpoint. A kill on the payment screen, then
+    // another while the recovery reads the order's detail. And the §5.2 window on a
+    // re-claim: the first claim is saved and ends in a retry_wait (killed before the
+    // mark); the task, claimable again, is claimed by the next run, which dies before
+    // saving it. The client's store holds the task, finished: the Admin's claim is still
+    // one the client never saved (seen once in CI, from two random kills).
+    for (name, first, second) in [
+        (
+            "payment_screen+recovery.order_detail",
+            "purchase.payment_screen",
+            "reconcile.order_detail",
+        ),
+        (
+            "before_mark+reclaim.claim.before_save",
+            "purchase.before_mark",
+            "claim.before_save",
+        ),
+    ] {
+        out.push(
+            Scenario::new(
+                name,
+                vec![hoodie("cg-1")],
+                vec![Kill::Failpoint(first), Kill::Failpoint(second)],
+            )
+            .ends("succeeded", 1),
+        );
+    }
+    out.push(
+        Scenario::new("two-processes", vec![hoodie("cg-1")], vec![Kill::Contend])
+            .ends("succeeded", 1),
+    );
     for i in 0..2 {
-        out.push(Scenario {
-            name: format!("sigkill-confirm-page-{i}"),
-            tasks: vec![
-                task(
-                    "cg-a",
-                    "811223344506",
-                    json!({"color": "樱花粉", "capacity": "500ml"}),
-                    2,
-                    8000,
-                ),
-                task(
-                    "cg-b",
-                    "811223344506",
-                    json!({"color": "天空蓝", "capacity": "350ml"}),
-                    1,
-                    5000,
-                ),
+        out.push(Scenario::new(
+            format!("sigkill-confirm-page-{i}"),
+            vec![
+                bottle("cg-a", "樱花粉", "500ml", 2, 8000),
+                bottle("cg-b", "天空蓝", "350ml", 1, 5000),
             ],
-            kills: vec![Kill::Random(50, 1200); 4],
-            expect: None,
-            orders: None,
-            identical: None,
-            stray_u2_server: false,
-        });
-        out.push(Scenario {
-            name: format!("sigkill-total-lag-{i}"),
-            tasks: vec![
+            vec![Kill::Random(50, 1200); 4],
+        ));
+        out.push(Scenario::new(
+            format!("sigkill-total-lag-{i}"),
+            vec![
                 task(
                     "cg-a",
                     "811223344505",
@@ -322,12 +326,8 @@ fn scenarios() -> Vec<Scenario> {
                     8000,
                 ),
             ],
-            kills: vec![Kill::Random(50, 1200); 4],
-            expect: None,
-            orders: None,
-            identical: None,
-            stray_u2_server: false,
-        });
+            vec![Kill::Random(50, 1200); 4],
+        ));
     }
     for (point, statuses, orders) in [
         (
@@ -343,37 +343,26 @@ fn scenarios() -> Vec<Scenario> {
     ] {
         let at = point.split('@').next().unwrap_or(point);
         out.push(Scenario {
-            name: format!("identical-order-of-another-task.{at}"),
-            tasks: vec![hoodie("cg-same-1"), hoodie("cg-same-2")],
-            kills: vec![Kill::Failpoint(point)],
-            expect: None,
-            orders: None,
             identical: Some(Identical { statuses, orders }),
-            stray_u2_server: false,
+            ..Scenario::new(
+                format!("identical-order-of-another-task.{at}"),
+                vec![hoodie("cg-same-1"), hoodie("cg-same-2")],
+                vec![Kill::Failpoint(point)],
+            )
         });
     }
     out.push(Scenario {
-        name: "sigkill-u2-server-left-running".into(),
-        tasks: vec![
-            hoodie("cg-a"),
-            task(
-                "cg-b",
-                "602938475610",
-                json!({"color": "深灰色", "size": "120斤"}),
-                1,
-                4580,
-            ),
-        ],
-        kills: vec![Kill::Random(50, 1200); 4],
-        expect: None,
-        orders: None,
-        identical: None,
         stray_u2_server: true,
+        ..Scenario::new(
+            "sigkill-u2-server-left-running",
+            vec![hoodie("cg-a"), trousers("cg-b")],
+            vec![Kill::Random(50, 1200); 4],
+        )
     });
     for i in 0..3 {
-        out.push(Scenario {
-            name: format!("sigkill-random-{i}"),
-            tasks: vec![
+        out.push(Scenario::new(
+            format!("sigkill-random-{i}"),
+            vec![
                 task(
                     "cg-a",
                     "737116531267",
@@ -388,20 +377,10 @@ fn scenarios() -> Vec<Scenario> {
                     2,
                     20000,
                 ),
-                task(
-                    "cg-c",
-                    "602938475610",
-                    json!({"color": "深灰色", "size": "120斤"}),
-                    1,
-                    4580,
-                ),
+                trousers("cg-c"),
             ],
-            kills: vec![Kill::Random(50, 900); 4],
-            expect: None,
-            orders: None,
-            identical: None,
-            stray_u2_server: false,
-        });
+            vec![Kill::Random(50, 900); 4],
+        ));
     }
     out
 }
@@ -1257,6 +1236,26 @@ fn find_db(dir: &Path) -> PathBuf {
         .unwrap_or_else(|| dir.join("client.sqlite"))
 }
 
+/// `--list`: every scenario (or those whose name contains `only`) with its kills, its
+/// tasks and what it must end with, one JSON object per line; nothing is run.
+fn list_scenarios(only: Option<&str>) {
+    for s in scenarios()
+        .into_iter()
+        .filter(|s| only.is_none_or(|o| s.name.contains(o)))
+    {
+        let line = json!({
+            "name": s.name,
+            "kills": s.kills.iter().map(|k| format!("{k:?}")).collect::<Vec<_>>(),
+            "tasks": s.tasks,
+            "expect": s.expect,
+            "orders": s.orders,
+            "identical": s.identical.as_ref().map(|i| json!({"statuses": i.statuses, "orders": i.orders})),
+            "u2_only": s.stray_u2_server,
+        });
+        println!("{line}");
+    }
+}
+
 fn main() {
     let mut args = std::env::args().skip(1);
     let mut client = None;
@@ -1266,6 +1265,7 @@ fn main() {
     let mut only: Option<String> = None;
     let mut backend = String::from("uiautomator");
     let mut u2_jar: Option<PathBuf> = None;
+    let mut list = false;
     while let Some(a) = args.next() {
         match a.as_str() {
             "--backend" => backend = args.next().unwrap_or_default(),
@@ -1275,14 +1275,19 @@ fn main() {
             "--sim-phone" => phone = args.next().map(PathBuf::from),
             "--catalog" => catalog = args.next().map(PathBuf::from).unwrap_or(catalog),
             "--only" => only = args.next(),
+            "--list" => list = true,
             other => {
                 eprintln!("crash_matrix: unknown argument {other}");
                 std::process::exit(2);
             }
         }
     }
+    if list {
+        list_scenarios(only.as_deref());
+        return;
+    }
     let usage = "usage: crash_matrix --client BIN --mock-admin BIN --sim-phone BIN \
-                 [--backend uiautomator|u2] [--u2-jar PATH] [--only NAME]";
+                 [--backend uiautomator|u2] [--u2-jar PATH] [--only NAME] | --list [--only NAME]";
     let (Some(client), Some(admin), Some(phone)) = (client, admin, phone) else {
         eprintln!("{usage}");
         std::process::exit(2);
