@@ -800,9 +800,7 @@ fn drive_scenario(
         orders.len()
     ));
     // The client's attempts.
-    let db = rusqlite::Connection::open(data.join("client.sqlite3"))
-        .or_else(|_| rusqlite::Connection::open(find_db(&data)))
-        .map_err(|e| e.to_string())?;
+    let db = client_db(&data).map_err(|e| e.to_string())?;
     let mut attempts: BTreeMap<String, Vec<String>> = BTreeMap::new();
     {
         let mut st = db
@@ -983,9 +981,7 @@ fn redispatch_unsaved_claims(
     // is not among them is a claim it never saved — its first claim, or a re-claim of a
     // task requeued by a retry_wait (an earlier claim of it saved and finished here).
     let held: std::collections::BTreeSet<String> = {
-        let path = data.join("client.sqlite3");
-        let path = if path.exists() { path } else { find_db(data) };
-        match rusqlite::Connection::open(&path) {
+        match client_db(data) {
             Ok(db) => {
                 let mut st = db
                     .prepare(
@@ -1225,15 +1221,13 @@ fn u2_lifecycle(dir: &Path, runs: usize) -> U2Lifecycle {
 }
 
 /// The client's database file (whatever its name) in its data directory.
-fn find_db(dir: &Path) -> PathBuf {
-    std::fs::read_dir(dir)
-        .ok()
-        .and_then(|rd| {
-            rd.flatten()
-                .map(|e| e.path())
-                .find(|p| p.extension().is_some_and(|x| x == "sqlite" || x == "db"))
-        })
-        .unwrap_or_else(|| dir.join("client.sqlite"))
+/// The client's store in the data directory `data` (opened, never created: no store yet
+/// is an error). Read-write, as a killed client's WAL may need recovering.
+fn client_db(data: &Path) -> rusqlite::Result<rusqlite::Connection> {
+    rusqlite::Connection::open_with_flags(
+        cmautobuy_client::store::Store::path_in(data),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE,
+    )
 }
 
 /// `--list`: every scenario (or those whose name contains `only`) with its kills, its

@@ -28,9 +28,6 @@ use std::path::{Path, PathBuf};
 /// The folder of the per-phone folders in a data directory.
 pub const PHONES_DIR: &str = "phones";
 
-/// The store file name inside a phone's folder (and the data directory).
-const STORE_FILE: &str = "client.sqlite3";
-
 /// The filesystem-safe key of a serial (see the module documentation).
 pub fn phone_key(serial: &str) -> String {
     crate::artifacts::safe_component(serial)
@@ -115,7 +112,7 @@ pub fn homes_on_disk(
     root_device: Option<&str>,
 ) -> Vec<PhoneHome> {
     homes(data_dir, serials, root_device, |s| {
-        phone_dir(data_dir, s).join(STORE_FILE).is_file()
+        crate::store::Store::path_in(&phone_dir(data_dir, s)).is_file()
     })
 }
 
@@ -128,7 +125,7 @@ pub fn folders(data_dir: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = rd
         .flatten()
         .map(|e| e.path())
-        .filter(|p| p.join(STORE_FILE).is_file())
+        .filter(|p| crate::store::Store::path_in(p).is_file())
         .collect();
     v.sort();
     v
