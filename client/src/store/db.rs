@@ -47,11 +47,44 @@ pub(super) fn ms_to_time(ms: i64) -> DateTime<Utc> {
 /// Applies the per-connection settings every connection needs.
 fn configure(conn: &Connection) -> Result<()> {
     conn.busy_timeout(BUSY_TIMEOUT)?;
-    // `journal_mode` answers with the resulting mode; an in-memory database stays `memory`.
-    let _mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
+    set_wal(conn)?;
     conn.execute_batch("PRAGMA foreign_keys=ON")?;
     conn.execute_batch("PRAGMA synchronous=NORMAL")?;
     Ok(())
+}
+
+/// Puts the database in WAL mode. Switching a new file from the rollback journal to WAL
+/// upgrades a read lock to a write lock inside SQLite, and that upgrade answers
+/// `SQLITE_BUSY` at once — the busy timeout is not consulted — when another connection
+/// (a `status` started beside the first `run`, a second phone's process) holds the file
+/// at that moment. So the switch is retried, backing off, until [`BUSY_TIMEOUT`]; a file
+/// already in WAL (every open after the first) is not switched again. An in-memory
+/// database stays `memory`.
+fn set_wal(conn: &Connection) -> Result<()> {
+    let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+    let mut pause = Duration::from_millis(2);
+    loop {
+        let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
+        if mode.eq_ignore_ascii_case("wal") || mode.eq_ignore_ascii_case("memory") {
+            return Ok(());
+        }
+        match conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0)) {
+            Ok(_) => return Ok(()),
+            Err(e) if is_busy(&e) && std::time::Instant::now() < deadline => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// `SQLITE_BUSY` / `SQLITE_LOCKED` (any extended code).
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
 }
 
 fn migrate(conn: &mut Connection) -> Result<()> {
@@ -314,6 +347,49 @@ mod tests {
         assert_eq!(
             (mode.as_str(), fk, bt, uv),
             ("wal", 1, 5000, schema::MIGRATIONS.len() as i64)
+        );
+    }
+
+    /// CI once failed a `run` with "database is locked" at start: the test polled `status`
+    /// (which opens the store too) while the run created it, and the switch of the new
+    /// file to WAL answered `SQLITE_BUSY` without waiting. Three connections opening one
+    /// new store at once, many times over: every open succeeds, one client id for all.
+    /// (Before [`set_wal`] retried, 6 rounds of these 60 failed in one run.)
+    #[test]
+    fn opens_racing_on_a_new_store_all_succeed() {
+        let mut failures = Vec::new();
+        for round in 0..60 {
+            let dir = tempfile::tempdir().unwrap();
+            let path = Store::path_in(dir.path());
+            let start = Arc::new(std::sync::Barrier::new(3));
+            let openers: Vec<_> = (0..3)
+                .map(|_| {
+                    let (start, path) = (start.clone(), path.clone());
+                    std::thread::spawn(move || {
+                        start.wait();
+                        (0..3)
+                            .map(|_| Store::open(&path).and_then(|s| s.client_id()))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            let mut ids = std::collections::BTreeSet::new();
+            for opener in openers {
+                for r in opener.join().unwrap() {
+                    match r {
+                        Ok(id) => {
+                            ids.insert(id);
+                        }
+                        Err(e) => failures.push(format!("round {round}: {e}")),
+                    }
+                }
+            }
+            assert!(ids.len() <= 1, "round {round}: several client ids {ids:?}");
+        }
+        assert!(
+            failures.is_empty(),
+            "{} opens failed: {failures:?}",
+            failures.len()
         );
     }
 
