@@ -68,23 +68,18 @@ fn set_wal(conn: &Connection) -> Result<()> {
         if mode.eq_ignore_ascii_case("wal") || mode.eq_ignore_ascii_case("memory") {
             return Ok(());
         }
-        match conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0)) {
+        match conn
+            .query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0))
+            .map_err(StoreError::from)
+        {
             Ok(_) => return Ok(()),
-            Err(e) if is_busy(&e) && std::time::Instant::now() < deadline => {
+            Err(e) if e.is_retryable() && std::time::Instant::now() < deadline => {
                 std::thread::sleep(pause);
                 pause = (pause * 2).min(Duration::from_millis(50));
             }
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(e),
         }
     }
-}
-
-/// `SQLITE_BUSY` / `SQLITE_LOCKED` (any extended code).
-fn is_busy(e: &rusqlite::Error) -> bool {
-    matches!(
-        e.sqlite_error_code(),
-        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
-    )
 }
 
 fn migrate(conn: &mut Connection) -> Result<()> {
