@@ -72,6 +72,7 @@ pub mod pacing;
 pub mod phones;
 pub mod private;
 pub mod progress;
+pub mod reasons;
 pub mod registration;
 #[cfg(feature = "rehearse")]
 pub mod rehearse;

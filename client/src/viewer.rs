@@ -159,6 +159,11 @@ pub fn findings(screen: &Screen) -> Vec<Shape> {
             }
         }
         Screen::ConfirmOrder(c) => {
+            if let Some(q) = &c.quantity_stepper {
+                for t in [&q.decrease, &q.increase, &q.field].into_iter().flatten() {
+                    target(&mut out, "stepper", t);
+                }
+            }
             if let Some(t) = &c.submit {
                 target(&mut out, "submit", t);
                 if let Some(total) = c.total {
@@ -173,6 +178,16 @@ pub fn findings(screen: &Screen) -> Vec<Shape> {
         }
         Screen::PaymentAbandonDialog(d) => {
             for t in [&d.leave, &d.close].into_iter().flatten() {
+                target(&mut out, "dismiss", t);
+            }
+        }
+        Screen::RepeatOrderDialog(d) => {
+            if let Some(t) = &d.close {
+                target(&mut out, "dismiss", t);
+            }
+        }
+        Screen::PaymentOffer(o) => {
+            if let Some(t) = &o.decline {
                 target(&mut out, "dismiss", t);
             }
         }

@@ -126,6 +126,8 @@ fn every_screen_kind_has_a_fixture() {
         ScreenKind::ConfirmOrder,
         ScreenKind::Payment,
         ScreenKind::PaymentAbandonDialog,
+        ScreenKind::RepeatOrderDialog,
+        ScreenKind::PaymentOffer,
         ScreenKind::OrderList,
         ScreenKind::OrderDetail,
         ScreenKind::Popup,

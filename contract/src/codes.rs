@@ -285,6 +285,38 @@ string_enum! {
         // nothing was tapped; the worker pauses until a probe key event goes through
         // (retry_wait).
         InputInjectionDenied = "INPUT_INJECTION_DENIED",
+        // Money path by positive proof (issue 25). The confirming screen shows options
+        // other than the task's, or none that can be read (failed, nothing tapped).
+        SpecMismatch = "SPEC_MISMATCH",
+        // The order button would place the order but the screen shows no order total to
+        // hold against `max_price_cent` (a 确定 on a sheet with checkout rows): failed,
+        // nothing tapped.
+        OrderTotalNotShown = "ORDER_TOTAL_NOT_SHOWN",
+        // A tap that should only have opened 确认订单 (the spec sheet's 确定 / 立即购买)
+        // led to a payment page, another app or an unknown page: an order may exist
+        // whose total was never confirmed (manual_review, reconciled first).
+        OrderPlacedUnconfirmed = "ORDER_PLACED_UNCONFIRMED",
+        // After the submit tap PDD asked 相同商品订单待支付 / 继续下单: 继续下单 was never
+        // tapped; an earlier unpaid order of the goods exists (manual_review).
+        RepeatOrderPrompt = "REPEAT_ORDER_PROMPT",
+        // After the submit tap PDD offered 免密支付 / 先用后付; declined, never accepted
+        // (manual_review: the account is being pushed towards paying by itself).
+        PaymentOfferShown = "PAYMENT_OFFER_SHOWN",
+        // After the submit tap PDD handed the payment to another app (WeChat, Alipay);
+        // nothing was tapped there (manual_review).
+        PaymentAppOpened = "PAYMENT_APP_OPENED",
+        // The unpaid orders of the goods could not be counted before a live submit
+        // (retry_wait: nothing was tapped, no order can be told apart from an old one).
+        OrderCensusFailed = "ORDER_CENSUS_FAILED",
+        // A live purchase on a phone without its delivery-address fingerprint
+        // (`expected_address`): nothing tapped (manual_review: set it).
+        AddressFingerprintMissing = "ADDRESS_FINGERPRINT_MISSING",
+        // The order found cannot be proven new: the run kept no census of the unpaid
+        // orders before its submit (a mark from an older client); manual_review.
+        OrderNoveltyUnproven = "ORDER_NOVELTY_UNPROVEN",
+        // A tap target is covered by something PDD drew over it (a promo bubble) that
+        // could not be put away: nothing was tapped (retry_wait).
+        TargetCovered = "TARGET_COVERED",
     }
 }
 
@@ -310,6 +342,8 @@ string_enum! {
         // Waking and unlocking the phone before a task, dismissing a foreign window.
         PrepareDevice = "prepare_device",
         DismissOverlay = "dismiss_overlay",
+        // Counting the unpaid orders of the goods before a live submit (issue 25).
+        OrderCensus = "order_census",
     }
 }
 

@@ -3,6 +3,8 @@
 //! stored with the mark (crash recovery reconciles against it without the page), and
 //! builds the §6 purchase section (`decisions.md` §6).
 
+use std::collections::BTreeSet;
+
 use cmautobuy_contract::{ExecutionMode, OptionMap, PurchaseResult};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -35,6 +37,21 @@ pub struct Confirmation {
     /// address, as PDD shows them); reported as `delivery_address`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delivery_address: Option<String>,
+    /// The spec line the confirming screen showed ("颜色：雾霾蓝；尺码：L", the sheet's
+    /// 已选 …), as read: what the page showed, not what the task asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec_text: Option<String>,
+    /// The order numbers of the unpaid orders of the goods counted before the submit
+    /// (issue 25): reconciliation adopts only an order absent from it. `None` in
+    /// snapshots of older clients (and dry runs): nothing can be proven new.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub census: Option<BTreeSet<String>>,
+    /// Set when an order may have been placed by a tap that should only have opened
+    /// 确认订单: what showed instead. The total was never confirmed (`total` is not
+    /// matched) and the outcome is `manual_review ORDER_PLACED_UNCONFIRMED`, never a
+    /// success.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unconfirmed: Option<String>,
 }
 
 impl Confirmation {
@@ -52,6 +69,9 @@ impl Confirmation {
         }
         if let Some(a) = &self.delivery_address {
             extra.insert("delivery_address".into(), Value::String(a.clone()));
+        }
+        if let Some(t) = &self.spec_text {
+            extra.insert("spec_text".into(), Value::String(t.clone()));
         }
         if self.original_options != self.options {
             extra.insert(

@@ -4,6 +4,8 @@
 use cmautobuy_contract::{FailureCode, FailureStatus, FlowStep};
 use serde_json::{Map, Value};
 
+use crate::reasons::OperatorText;
+
 /// A §7 failure as a flow knows it; the executor adds attempt, version, time and the
 /// artifact references.
 #[derive(Clone, Debug, PartialEq)]
@@ -51,5 +53,19 @@ impl FlowFailure {
     pub fn with(mut self, key: &str, value: impl Into<Value>) -> Self {
         self.diagnostics.insert(key.to_string(), value.into());
         self
+    }
+
+    /// What this failure tells the operator, when it knows more than its code's default
+    /// text ([`crate::reasons::for_code`]): `diagnostics.operator`.
+    pub fn explain(self, text: &OperatorText) -> Self {
+        self.with("operator", text.to_value())
+    }
+
+    /// The operator text: the failure's own, else its code's default.
+    pub fn operator_text(&self) -> OperatorText {
+        self.diagnostics
+            .get("operator")
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
+            .unwrap_or_else(|| crate::reasons::for_code(&self.code))
     }
 }

@@ -1,11 +1,18 @@
 //! Order reconciliation: after the 提交订单 tap — or, after a crash, for a run
 //! that carries an irreversible mark — leave the payment screen without paying and find
 //! the order the tap created. It never taps 提交订单 and never a pay button; it only
-//! reads.
+//! reads. The same machine, in its census mode, counts the unpaid orders of the goods
+//! **before** a live submit ([`ReconcileFlow::census`], issue 25): only an order absent
+//! from that census can be the one the tap created.
 //!
 //! # Steps
 //! 1. `leave_payment` — payment page → BACK; 确定放弃吗? → 先去逛逛 (never 继续支付). Right
-//!    after the submit tap a sheet still on screen is waited out (bounded) first.
+//!    after the submit tap a sheet still on screen is waited out (bounded) first. Screens
+//!    PDD may show after a submit are recognised and never tapped through: the
+//!    repeat-order dialog 相同商品订单待支付 (never 继续下单, never 去支付: its close or
+//!    BACK), a 免密支付 / 先用后付 offer (never 立即开通: 暂不开通 or BACK), another app's
+//!    payment screen (WeChat, Alipay: BACK only). Each is remembered and ends the
+//!    reconciliation with its own code, naming the order found ([`AfterSubmit`]).
 //! 2. `reconcile_order` — reach the 待付款 list: first by its deep link
 //!    [`UNPAID_ORDERS_LINK`] (field notes §3a; on some phones the profile's order entries
 //!    are drawn on canvas and no label reaches the list). When the link does not land on
@@ -18,24 +25,39 @@
 //!    read from the detail page — expanding 查看更多订单信息 (or 查看更多订单和优惠信息) and
 //!    scrolling the detail (bounded) until all of them are read; amounts written
 //!    `实付:,12.50元,` are read too (cards seen twice across scroll positions are the same
-//!    order number, counted once).
-//! 3. The decision: the cards that fit, whose order number this client has **not**
-//!    reported for another task ([`ReconcileContext::known_orders`]), and that were
-//!    ordered inside the window are the candidates. The window is
-//!    `[mark − (before_mark + clock skew), mark + window]`: 60 s plus the measured skew
-//!    between the host's and the phone's clocks before the mark (never more than the
-//!    contract's 5 min), 5 min after it. Exactly one, unpaid → the live success result
-//!    (contract §6); none → `ORDER_NOT_FOUND` (or `INTERRUPTED_AFTER_SUBMIT` during crash
-//!    recovery, nothing can be proven); only orders outside the window →
-//!    `ORDER_TIME_OUT_OF_WINDOW`; several → `AMBIGUOUS_ORDER_MATCH`; not unpaid →
-//!    `ORDER_NOT_UNPAID`. Every failure here is `manual_review` (an order may exist), with
-//!    the candidates in `diagnostics`.
+//!    order number, counted once). When the list holds no new unpaid order, the 全部
+//!    list ([`ALL_ORDERS_LINK`]) is walked once for fitting orders in any other state
+//!    (paid, 先用后付, …).
+//! 3. The decision: the cards that fit, whose order number is **not in the census**
+//!    taken before the submit (`Confirmation::census`), not reported by this client for
+//!    another task ([`ReconcileContext::known_orders`]), and that were ordered inside the
+//!    window are the candidates. The window is `[mark − (before_mark + clock skew), mark
+//!    + window]`: 60 s plus the measured skew between the host's and the phone's clocks
+//!    before the mark (never more than the contract's 5 min), 5 min after it. A
+//!    candidate whose detail says paid or bound (先用后付, 免密 …: not one of the unpaid
+//!    wordings 待付款 / 待支付 / 等待付款) → `ORDER_NOT_UNPAID` (the runner raises a critical
+//!    alert and stops live on the phone). Exactly one, unpaid → the live success result
+//!    (contract §6) — unless a post-submit screen or an unconfirmed order
+//!    (`Confirmation::unconfirmed`) says otherwise; none → `ORDER_NOT_FOUND` (or
+//!    `INTERRUPTED_AFTER_SUBMIT` during crash recovery, nothing can be proven); only
+//!    orders outside the window → `ORDER_TIME_OUT_OF_WINDOW`; several →
+//!    `AMBIGUOUS_ORDER_MATCH`; a confirmation without a census (a mark stored by an older
+//!    client) → `ORDER_NOVELTY_UNPROVEN`, never adopted. Every failure here is
+//!    `manual_review` (an order may exist), with the candidates in `diagnostics`.
+//!
+//! # Census
+//! Before a live purchase touches the goods, [`ReconcileFlow::census`] opens the 待付款
+//! list by the same deep link, opens every card that could fit the task (title when the
+//! task gives one, quantity, every option but the size — a spec resolution may change
+//! it) and records the order numbers: [`ReconcileFlow::census_result`]. It never taps
+//! anything but cards, tabs and ways back; its failures are the purchase's to report
+//! (`ORDER_CENSUS_FAILED`, before anything irreversible).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use chrono::{DateTime, FixedOffset, Utc};
-use cmautobuy_contract::{ExecutionMode, FailureCode, FlowStep};
+use cmautobuy_contract::{ExecutionMode, FailureCode, FlowStep, OptionMap};
 use serde_json::{json, Value};
 
 use super::action::{AbortReason, Action, Flow, FlowOutcome, Observation, Observed, TapKind};
@@ -44,8 +66,10 @@ use super::failure::FlowFailure;
 use super::observe::{Dispatch, Policy, Routed};
 use super::sheet::{reveal_swipe, Reveal};
 use crate::money::Fen;
+use crate::reasons::{self, OperatorText};
 use crate::screen::goods;
 use crate::screen::names::names_all;
+use crate::screen::page::{BINDING_ORDER_WORDS, UNPAID_STATUSES};
 use crate::screen::{Bounds, ListView, OrderDetail, OrderEntry, OrderList, Point, Screen};
 
 /// Opened when PDD is not in the foreground: the app's home (the simulated phone shows
@@ -55,6 +79,10 @@ pub const HOME_LINK: &str = "pinduoduo://com.xunmeng.pinduoduo/index.html";
 /// The 待付款 list (field notes §3a: `type=1` unpaid, `type=3` 待收货): the first way to
 /// the orders; the label path is the fallback.
 pub const UNPAID_ORDERS_LINK: &str = "pinduoduo://com.xunmeng.pinduoduo/orders.html?type=1";
+
+/// The 全部 list (`type=0`): walked once when the 待付款 list holds no new order, for
+/// orders of the goods in any other state (paid, 先用后付).
+pub const ALL_ORDERS_LINK: &str = "pinduoduo://com.xunmeng.pinduoduo/orders.html?type=0";
 
 /// What the job knows besides the confirmation, read before the flow starts (the flow
 /// itself stays pure).
@@ -137,11 +165,21 @@ pub struct OrderSeen {
     pub in_window: bool,
     /// This client reported (or stored to report) this order number for another task.
     pub other_task: bool,
+    /// The order was among the unpaid orders counted before the submit (the census).
+    pub in_census: bool,
+    /// A wording on its detail that says it is paid or bound (先用后付, 免密支付, …).
+    pub binding: Option<String>,
 }
 
 impl OrderSeen {
-    fn unpaid(&self) -> bool {
-        self.status.as_deref().is_some_and(|s| s.contains("待付款"))
+    /// Unpaid by positive proof: a status that is one of the unpaid wordings, and
+    /// nothing on the detail saying it is paid or bound.
+    pub fn unpaid(&self) -> bool {
+        self.binding.is_none()
+            && self
+                .status
+                .as_deref()
+                .is_some_and(|s| UNPAID_STATUSES.iter().any(|w| s.contains(w)))
     }
 
     fn json(&self) -> Value {
@@ -154,8 +192,21 @@ impl OrderSeen {
             "fits": self.fits,
             "in_window": self.in_window,
             "reported_for_other_task": self.other_task,
+            "in_census": self.in_census,
+            "binding": self.binding,
         })
     }
+}
+
+/// What the flow is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// Right after this run's submit tap.
+    AfterSubmit,
+    /// Crash recovery of a marked run (nothing can be proven → `INTERRUPTED_AFTER_SUBMIT`).
+    Recovery,
+    /// Counting the unpaid orders of the goods before a live submit.
+    Census,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -167,11 +218,20 @@ enum Phase {
     Detail,
 }
 
+/// Which list is being walked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Walk {
+    /// 待付款.
+    Unpaid,
+    /// 全部, once, for orders in any other state.
+    All,
+}
+
 /// What a list card shows (title, quantity, total, bounds): two equal views mean the
 /// list did not move.
 type CardKey = (Option<String>, Option<u32>, Option<i64>, Bounds);
 
-/// The 待付款 deep link's progress.
+/// The order-list deep link's progress.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Link {
     Untried,
@@ -194,6 +254,18 @@ impl Link {
             Link::Failed => "failed",
         }
     }
+}
+
+/// The screens PDD showed after the submit that end the flow with their own code
+/// (never tapped through).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct AfterSubmit {
+    /// 相同商品订单待支付 / 继续下单 was shown (its marker).
+    pub repeat_prompt: Option<String>,
+    /// A 免密支付 / 先用后付 offer was shown (`password_free` / `pay_later`).
+    pub offer: Option<&'static str>,
+    /// Another app's payment screen came to the front (its package).
+    pub payment_app: Option<String>,
 }
 
 /// One order detail read over several dumps (a folded detail: expanded and scrolled).
@@ -238,13 +310,32 @@ impl DetailRead {
     }
 }
 
+/// What an order must show to fit: the title (when known), the options by name, the
+/// quantity, and the total (when known: a census and an unconfirmed order know none).
+#[derive(Clone, Debug, PartialEq)]
+struct Fit {
+    title: Option<String>,
+    options: OptionMap,
+    quantity: u32,
+    total: Option<Fen>,
+}
+
+impl Fit {
+    fn title_ok(&self, seen: Option<&str>) -> bool {
+        match (&self.title, seen) {
+            (Some(want), Some(seen)) => goods::titles_match(want, seen),
+            _ => true,
+        }
+    }
+}
+
 /// The reconcile state machine.
 pub struct ReconcileFlow {
     conf: Confirmation,
     submitted_at: DateTime<Utc>,
     ctx: ReconcileContext,
-    /// Crash recovery (nothing can be proven → `INTERRUPTED_AFTER_SUBMIT`).
-    recovery: bool,
+    mode: Mode,
+    fit: Fit,
     limits: ReconcileLimits,
     started: bool,
     /// The crash-matrix failpoint this observation reached (the driver hits it).
@@ -273,10 +364,16 @@ pub struct ReconcileFlow {
     /// Cards opened whose detail had no readable order number.
     unreadable: u32,
     link: Link,
+    walk: Walk,
+    /// Taps of the 全部 tab.
+    all_tab_taps: u32,
     /// Taps per navigation label on the label path.
     label_taps: BTreeMap<String, u32>,
     /// The detail being read (opened from the list).
     detail: Option<DetailRead>,
+    after: AfterSubmit,
+    /// The census, once taken (census mode).
+    census_done: Option<BTreeSet<String>>,
 }
 
 fn manual(code: FailureCode, step: FlowStep, m: impl Into<String>) -> FlowFailure {
@@ -295,6 +392,21 @@ fn within(
     u128::from(d.unsigned_abs()) <= bound.as_millis()
 }
 
+/// `text` with the order numbers found appended (the operator must see which order).
+fn naming(mut text: OperatorText, orders: &[&OrderSeen]) -> OperatorText {
+    if orders.is_empty() {
+        text.zh.push_str("；没有找到新订单");
+        text.en.push_str("; no new order was found");
+    } else {
+        let sns: Vec<&str> = orders.iter().map(|o| o.order_sn.as_str()).collect();
+        text.zh
+            .push_str(&format!("；找到的订单号：{}", sns.join("、")));
+        text.en
+            .push_str(&format!("; order(s) found: {}", sns.join(", ")));
+    }
+    text
+}
+
 impl ReconcileFlow {
     /// `submitted_at` is the irreversible mark (the local submit time).
     pub fn new(
@@ -303,11 +415,56 @@ impl ReconcileFlow {
         recovery: bool,
         limits: ReconcileLimits,
     ) -> Self {
+        let mode = if recovery {
+            Mode::Recovery
+        } else {
+            Mode::AfterSubmit
+        };
+        let fit = Fit {
+            title: conf.title.clone(),
+            options: conf.options.clone(),
+            quantity: conf.quantity,
+            // An order placed by a tap that confirmed no total: any amount fits.
+            total: conf.unconfirmed.is_none().then_some(conf.total),
+        };
+        Self::with_mode(conf, submitted_at, mode, fit, limits)
+    }
+
+    /// The census of the unpaid orders that could fit a purchase of `title` (when the
+    /// task names one) with `options` and `quantity`, before a live submit: cards are
+    /// matched on the title, the quantity and every option but the size (a spec
+    /// resolution may still change it); their order numbers are
+    /// [`Self::census_result`]. `conf` is the task as far as it is known.
+    pub fn census(conf: Confirmation, now: DateTime<Utc>, limits: ReconcileLimits) -> Self {
+        let mut options = conf.options.clone();
+        options.shift_remove("size");
+        let fit = Fit {
+            title: conf.title.clone(),
+            options,
+            quantity: conf.quantity,
+            total: None,
+        };
+        let mut f = Self::with_mode(conf, now, Mode::Census, fit, limits);
+        f.d = Dispatch::new(
+            Policy::before_mark(limits.poll_pause, limits.dump_failures),
+            FlowStep::OrderCensus,
+        );
+        f
+    }
+
+    fn with_mode(
+        conf: Confirmation,
+        submitted_at: DateTime<Utc>,
+        mode: Mode,
+        fit: Fit,
+        limits: ReconcileLimits,
+    ) -> Self {
         ReconcileFlow {
             conf,
             submitted_at,
             ctx: ReconcileContext::default(),
-            recovery,
+            mode,
+            fit,
             limits,
             started: false,
             checkpoint: None,
@@ -332,8 +489,12 @@ impl ReconcileFlow {
             orders: BTreeMap::new(),
             unreadable: 0,
             link: Link::Untried,
+            walk: Walk::Unpaid,
+            all_tab_taps: 0,
             label_taps: BTreeMap::new(),
             detail: None,
+            after: AfterSubmit::default(),
+            census_done: None,
         }
     }
 
@@ -355,16 +516,39 @@ impl ReconcileFlow {
         self.started
     }
 
+    /// The census, once a census flow has counted (its order numbers).
+    pub fn census_result(&mut self) -> Option<BTreeSet<String>> {
+        self.census_done.take()
+    }
+
+    /// The post-submit screens seen so far.
+    pub fn after_submit(&self) -> &AfterSubmit {
+        &self.after
+    }
+
+    fn step(&self) -> FlowStep {
+        if self.mode == Mode::Census {
+            FlowStep::OrderCensus
+        } else {
+            FlowStep::ReconcileOrder
+        }
+    }
+
     fn fail(&self, f: FlowFailure) -> Action {
         Action::Finish(FlowOutcome::Failed(self.diag(f)))
     }
 
     fn diag(&self, f: FlowFailure) -> FlowFailure {
+        let f = f
+            .with(
+                "candidates",
+                Value::Array(self.orders.values().map(OrderSeen::json).collect()),
+            )
+            .with("orders_link", self.link.as_str());
+        if self.mode == Mode::Census {
+            return f;
+        }
         f.with(
-            "candidates",
-            Value::Array(self.orders.values().map(OrderSeen::json).collect()),
-        )
-        .with(
             "irreversible_action_at",
             cmautobuy_contract::time::format_utc(self.submitted_at),
         )
@@ -377,7 +561,6 @@ impl ReconcileFlow {
             "clock_skew_ms",
             u64::try_from(self.ctx.clock_skew.as_millis()).unwrap_or(u64::MAX),
         )
-        .with("orders_link", self.link.as_str())
         .with(
             "confirmation",
             serde_json::to_value(&self.conf).unwrap_or(Value::Null),
@@ -393,7 +576,7 @@ impl ReconcileFlow {
         if self.nav_steps > self.limits.nav_steps {
             return self.fail(manual(
                 self.not_found_code(),
-                FlowStep::ReconcileOrder,
+                self.step(),
                 "the order list (个人中心 → 待付款) could not be reached",
             ));
         }
@@ -402,26 +585,36 @@ impl ReconcileFlow {
     }
 
     fn not_found_code(&self) -> FailureCode {
-        if self.recovery {
-            FailureCode::InterruptedAfterSubmit
-        } else {
-            FailureCode::OrderNotFound
+        match self.mode {
+            Mode::Recovery => FailureCode::InterruptedAfterSubmit,
+            Mode::Census => FailureCode::OrderCensusFailed,
+            Mode::AfterSubmit => FailureCode::OrderNotFound,
         }
     }
 
-    /// Does a list card (its labels) fit the confirmation?
+    /// Does a list card (its labels) fit?
     fn card_fits(&self, e: &OrderEntry, labels: &[&str]) -> bool {
-        let title_ok = match (&self.conf.title, &e.title) {
-            (Some(want), Some(seen)) => goods::titles_match(want, seen),
-            _ => true,
-        };
-        let qty_ok = e.quantity.is_none_or(|q| q == self.conf.quantity);
-        let total_ok = e.total.is_none_or(|t| t == self.conf.total);
-        title_ok && qty_ok && total_ok && names_all(labels.iter().copied(), &self.conf.options)
+        let f = &self.fit;
+        f.title_ok(e.title.as_deref())
+            && e.quantity.is_none_or(|q| q == f.quantity)
+            && f.total.is_none_or(|want| e.total.is_none_or(|t| t == want))
+            && names_all(labels.iter().copied(), &f.options)
+    }
+
+    /// Whether a card of the list being walked is worth opening: on 全部, only cards in
+    /// a state other than unpaid (the 待付款 walk read those).
+    fn card_wanted(&self, e: &OrderEntry) -> bool {
+        match self.walk {
+            Walk::Unpaid => true,
+            Walk::All => !e
+                .status
+                .as_deref()
+                .is_some_and(|s| UNPAID_STATUSES.contains(&s)),
+        }
     }
 
     fn on_list(&mut self, l: OrderList) -> Action {
-        self.d.step = FlowStep::ReconcileOrder;
+        self.d.step = self.step();
         // Back on the list with a detail half read (the app closed it): what was read.
         self.finish_detail();
         // Back on the list with no detail page seen since a card's tap: the tap did not
@@ -436,15 +629,35 @@ impl ReconcileFlow {
             self.opened_in_view -= 1;
             self.details = self.details.saturating_sub(1);
         }
-        if l.tab.as_deref() != Some("待付款") {
-            let Some(t) = l.pending_tab.clone() else {
-                return self.poll("the 待付款 tab is not on screen");
+        let on_tab = match self.walk {
+            Walk::Unpaid => l
+                .tab
+                .as_deref()
+                .is_some_and(|t| UNPAID_STATUSES.contains(&t)),
+            Walk::All => l.tab.as_deref() == Some("全部"),
+        };
+        if !on_tab {
+            if self.walk == Walk::All {
+                // The 全部 tab once; a list that does not switch to it is read no further
+                // (what the 待付款 walk found decides).
+                self.all_tab_taps += 1;
+                if self.all_tab_taps > 1 {
+                    return self.decide();
+                }
+            }
+            let tab = match self.walk {
+                Walk::Unpaid => l.pending_tab.clone(),
+                Walk::All => l.all_tab.clone(),
+            };
+            let Some(t) = tab else {
+                return self.poll("the order list's tab is not on screen");
             };
             self.phase = Phase::ToOrders;
+            let step = self.step();
             return self.nav(Action::Tap {
                 at: t.tap,
                 label: t.label,
-                step: FlowStep::ReconcileOrder,
+                step,
                 kind: TapKind::ChangesScreen,
             });
         }
@@ -464,7 +677,7 @@ impl ReconcileFlow {
                         from,
                         to,
                         duration_ms: 300,
-                        step: FlowStep::ReconcileOrder,
+                        step: self.step(),
                     };
                 }
             }
@@ -473,7 +686,7 @@ impl ReconcileFlow {
         let fitting: Vec<Point> = l
             .entries
             .iter()
-            .filter(|e| e.fully_visible)
+            .filter(|e| e.fully_visible && self.card_wanted(e))
             .filter_map(|e| {
                 let labels: Vec<&str> = e.labels.iter().map(String::as_str).collect();
                 if !self.card_fits(e, &labels) {
@@ -488,17 +701,18 @@ impl ReconcileFlow {
             self.opened_in_view += 1;
             self.details += 1;
             if self.details > self.limits.details {
-                return self.fail(manual(
-                    FailureCode::AmbiguousOrderMatch,
-                    FlowStep::ReconcileOrder,
-                    "too many fitting orders to read",
-                ));
+                let code = if self.mode == Mode::Census {
+                    FailureCode::OrderCensusFailed
+                } else {
+                    FailureCode::AmbiguousOrderMatch
+                };
+                return self.fail(manual(code, self.step(), "too many fitting orders to read"));
             }
             self.phase = Phase::Detail;
             return Action::Tap {
                 at,
                 label: "order card".into(),
-                step: FlowStep::ReconcileOrder,
+                step: self.step(),
                 kind: TapKind::ChangesScreen,
             };
         }
@@ -522,10 +736,15 @@ impl ReconcileFlow {
             if let Some(b) = scroller {
                 self.list_swipes += 1;
                 if self.list_swipes > self.limits.list_swipes {
+                    let code = if self.mode == Mode::Census {
+                        FailureCode::OrderCensusFailed
+                    } else {
+                        FailureCode::AmbiguousOrderMatch
+                    };
                     return self.fail(manual(
-                        FailureCode::AmbiguousOrderMatch,
-                        FlowStep::ReconcileOrder,
-                        "the 待付款 list is longer than this flow reads",
+                        code,
+                        self.step(),
+                        "the order list is longer than this flow reads",
                     ));
                 }
                 self.last_view = Some(view);
@@ -535,18 +754,16 @@ impl ReconcileFlow {
                     from,
                     to,
                     duration_ms: 300,
-                    step: FlowStep::ReconcileOrder,
+                    step: self.step(),
                 };
             }
         }
-        self.decide()
+        self.walk_done()
     }
 
     fn on_detail(&mut self, d: OrderDetail) -> Action {
-        self.d.step = FlowStep::ReconcileOrder;
-        let back = Action::Back {
-            step: FlowStep::ReconcileOrder,
-        };
+        self.d.step = self.step();
+        let back = Action::Back { step: self.step() };
         if self.phase != Phase::Detail {
             return back;
         }
@@ -562,7 +779,7 @@ impl ReconcileFlow {
                 return Action::Tap {
                     at: t.tap,
                     label: t.label,
-                    step: FlowStep::ReconcileOrder,
+                    step: self.step(),
                     kind: TapKind::ChangesScreen,
                 };
             }
@@ -574,7 +791,7 @@ impl ReconcileFlow {
                         from,
                         to,
                         duration_ms: 300,
-                        step: FlowStep::ReconcileOrder,
+                        step: self.step(),
                     };
                 }
             }
@@ -594,19 +811,21 @@ impl ReconcileFlow {
             return;
         };
         let labels: Vec<&str> = r.labels.iter().map(String::as_str).collect();
-        let title_ok = match (&self.conf.title, &r.goods_title) {
-            (Some(want), Some(seen)) => goods::titles_match(want, seen),
-            _ => true,
-        };
-        let fits = title_ok
-            && r.quantity.is_none_or(|q| q == self.conf.quantity)
-            && r.total == Some(self.conf.total)
-            && names_all(labels.iter().copied(), &self.conf.options);
+        let f = &self.fit;
+        let fits = f.title_ok(r.goods_title.as_deref())
+            && r.quantity.is_none_or(|q| q == f.quantity)
+            && f.total.is_none_or(|want| r.total == Some(want))
+            && names_all(labels.iter().copied(), &f.options);
         let lead = self.lead();
         let in_window = r
             .ordered_at
             .is_some_and(|t| within(self.submitted_at, t, lead, self.limits.window));
         let other_task = self.ctx.known_orders.contains(&sn);
+        let in_census = self.conf.census.as_ref().is_some_and(|c| c.contains(&sn));
+        let binding = labels
+            .iter()
+            .find_map(|l| BINDING_ORDER_WORDS.iter().find(|w| l.contains(*w)))
+            .map(|w| (*w).to_string());
         self.orders.insert(
             sn.clone(),
             OrderSeen {
@@ -618,24 +837,65 @@ impl ReconcileFlow {
                 fits,
                 in_window,
                 other_task,
+                in_census,
+                binding,
             },
         );
     }
 
+    /// A list was walked to its end: the census is taken, or the 全部 list is next, or
+    /// the decision.
+    fn walk_done(&mut self) -> Action {
+        if self.mode == Mode::Census {
+            if self.unreadable > 0 {
+                return self.fail(manual(
+                    FailureCode::OrderCensusFailed,
+                    FlowStep::OrderCensus,
+                    format!(
+                        "{} unpaid order(s) of the goods showed no readable order number",
+                        self.unreadable
+                    ),
+                ));
+            }
+            let census: BTreeSet<String> = self
+                .orders
+                .values()
+                .filter(|o| o.fits)
+                .map(|o| o.order_sn.clone())
+                .collect();
+            self.census_done = Some(census);
+            // The purchase flow takes the census and goes on; this answer is not used.
+            return Action::Wait {
+                duration: Duration::ZERO,
+            };
+        }
+        if self.walk == Walk::Unpaid && self.candidates().is_empty() && self.unreadable == 0 {
+            // Nothing new under 待付款: look for the order in any other state (paid,
+            // 先用后付), once.
+            self.walk = Walk::All;
+            self.top_seen = false;
+            self.last_view = None;
+            self.opened_in_view = 0;
+            self.phase = Phase::ToOrders;
+            self.link = Link::Opened { waits: 0 };
+            return self.nav(Action::OpenUrl {
+                url: ALL_ORDERS_LINK.into(),
+                step: FlowStep::ReconcileOrder,
+            });
+        }
+        self.decide()
+    }
+
+    /// The candidates: fitting, not another task's, not in the census, in the window.
+    fn candidates(&self) -> Vec<&OrderSeen> {
+        self.orders
+            .values()
+            .filter(|o| o.fits && !o.other_task && !o.in_census && o.in_window)
+            .collect()
+    }
+
     fn decide(&self) -> Action {
         let step = FlowStep::ReconcileOrder;
-        // Another task's order is never this one, however well it fits.
-        let others = self
-            .orders
-            .values()
-            .filter(|o| o.fits && o.other_task)
-            .count();
-        let fitting: Vec<&OrderSeen> = self
-            .orders
-            .values()
-            .filter(|o| o.fits && !o.other_task)
-            .collect();
-        let candidates: Vec<&OrderSeen> = fitting.iter().copied().filter(|o| o.in_window).collect();
         if self.unreadable > 0 {
             return self.fail(manual(
                 FailureCode::AmbiguousOrderMatch,
@@ -646,15 +906,115 @@ impl ReconcileFlow {
                 ),
             ));
         }
+        // Another task's order is never this one, however well it fits; nor one that
+        // was there before the submit.
+        let others = self
+            .orders
+            .values()
+            .filter(|o| o.fits && o.other_task)
+            .count();
+        let old = self
+            .orders
+            .values()
+            .filter(|o| o.fits && !o.other_task && o.in_census)
+            .count();
+        let candidates = self.candidates();
+        // Found, but paid or bound: the account pays by itself — never "not found".
+        let bound: Vec<&OrderSeen> = candidates.iter().copied().filter(|o| !o.unpaid()).collect();
+        if !bound.is_empty() {
+            let what: Vec<String> = bound
+                .iter()
+                .map(|o| {
+                    format!(
+                        "{} ({})",
+                        o.order_sn,
+                        o.binding
+                            .clone()
+                            .or_else(|| o.status.clone())
+                            .unwrap_or_else(|| "status unreadable".into())
+                    )
+                })
+                .collect();
+            return self.fail(
+                manual(
+                    FailureCode::OrderNotUnpaid,
+                    step,
+                    format!(
+                        "the order placed is not unpaid: {}; live purchases stop on this phone",
+                        what.join(", ")
+                    ),
+                )
+                .explain(&naming(
+                    reasons::for_code(&FailureCode::OrderNotUnpaid),
+                    &bound,
+                ))
+                .with("order_sn", bound[0].order_sn.clone()),
+            );
+        }
+        // A census is the proof that an order is new; a mark stored without one (an
+        // older client) proves nothing.
+        if self.conf.census.is_none() && !candidates.is_empty() {
+            return self.fail(
+                manual(
+                    FailureCode::OrderNoveltyUnproven,
+                    step,
+                    "orders fit the purchase, but no census of the unpaid orders was taken before the submit: none is adopted",
+                )
+                .explain(&naming(
+                    reasons::for_code(&FailureCode::OrderNoveltyUnproven),
+                    &candidates,
+                )),
+            );
+        }
+        // What PDD showed after the tap decides before a found order does.
+        let special: Option<FailureCode> = if self.conf.unconfirmed.is_some() {
+            Some(FailureCode::OrderPlacedUnconfirmed)
+        } else if self.after.repeat_prompt.is_some() {
+            Some(FailureCode::RepeatOrderPrompt)
+        } else if self.after.offer.is_some() {
+            Some(FailureCode::PaymentOfferShown)
+        } else if self.after.payment_app.is_some() {
+            Some(FailureCode::PaymentAppOpened)
+        } else {
+            None
+        };
+        if let Some(code) = special {
+            let m = match &code {
+                FailureCode::OrderPlacedUnconfirmed => format!(
+                    "an order may have been placed by a tap that should only have opened 确认订单 (then: {})",
+                    self.conf.unconfirmed.as_deref().unwrap_or("?")
+                ),
+                FailureCode::RepeatOrderPrompt => format!(
+                    "PDD asked `{}`: 继续下单 was never tapped",
+                    self.after.repeat_prompt.as_deref().unwrap_or("")
+                ),
+                FailureCode::PaymentOfferShown => format!(
+                    "PDD offered {} after the submit; declined, never accepted",
+                    self.after.offer.unwrap_or("")
+                ),
+                _ => format!(
+                    "PDD handed the payment to {}; nothing was tapped there",
+                    self.after.payment_app.as_deref().unwrap_or("another app")
+                ),
+            };
+            let mut f = manual(
+                code.clone(),
+                step,
+                format!("{m}; {} new order(s) found", candidates.len()),
+            )
+            .explain(&naming(reasons::for_code(&code), &candidates));
+            if let [one] = candidates.as_slice() {
+                f = f.with("order_sn", one.order_sn.clone());
+            }
+            return self.fail(f);
+        }
+        let fitting_new: Vec<&OrderSeen> = self
+            .orders
+            .values()
+            .filter(|o| o.fits && !o.other_task && !o.in_census)
+            .collect();
         match candidates.as_slice() {
             [one] => {
-                if !one.unpaid() {
-                    return self.fail(manual(
-                        FailureCode::OrderNotUnpaid,
-                        step,
-                        "the matching order is not unpaid",
-                    ));
-                }
                 let Some(at) = one.ordered_at else {
                     return self.fail(manual(
                         FailureCode::OrderTimeOutOfWindow,
@@ -669,7 +1029,7 @@ impl ReconcileFlow {
                 );
                 Action::Finish(FlowOutcome::Purchased(Box::new(r)))
             }
-            [] if !fitting.is_empty() => self.fail(manual(
+            [] if !fitting_new.is_empty() => self.fail(manual(
                 FailureCode::OrderTimeOutOfWindow,
                 step,
                 format!(
@@ -679,14 +1039,19 @@ impl ReconcileFlow {
                 ),
             )),
             [] => {
-                let mut m = if self.recovery {
+                let mut m = if self.mode == Mode::Recovery {
                     "interrupted after the irreversible mark and no order can be found: nothing can be proven".to_string()
                 } else {
-                    "no unpaid order fits the purchase".to_string()
+                    "no new order fits the purchase, under 待付款 or 全部".to_string()
                 };
                 if others > 0 {
                     m.push_str(&format!(
                         " ({others} that fit were reported for other tasks and are never adopted)"
+                    ));
+                }
+                if old > 0 {
+                    m.push_str(&format!(
+                        " ({old} that fit were unpaid before the submit and are never adopted)"
                     ));
                 }
                 self.fail(manual(self.not_found_code(), step, m))
@@ -694,7 +1059,7 @@ impl ReconcileFlow {
             many => self.fail(manual(
                 FailureCode::AmbiguousOrderMatch,
                 step,
-                format!("{} unpaid orders fit the purchase", many.len()),
+                format!("{} new unpaid orders fit the purchase", many.len()),
             )),
         }
     }
@@ -716,8 +1081,13 @@ impl ReconcileFlow {
     fn leave(&mut self, a: Action) -> Action {
         self.leave_steps += 1;
         if self.leave_steps > self.limits.leave_steps {
+            let code = if self.mode == Mode::Census {
+                FailureCode::OrderCensusFailed
+            } else {
+                FailureCode::InterruptedAfterSubmit
+            };
             return self.fail(manual(
-                FailureCode::InterruptedAfterSubmit,
+                code,
                 FlowStep::LeavePayment,
                 "the payment screen could not be left without paying",
             ));
@@ -727,15 +1097,20 @@ impl ReconcileFlow {
         a
     }
 
-    /// Towards the 待付款 list from a page that is not it: its deep link while it has
-    /// not failed, else `fallback` (the label path).
+    /// Towards the order list being walked from a page that is not it: its deep link
+    /// while it has not failed, else `fallback` (the label path).
     fn towards_orders(&mut self, fallback: Action) -> Action {
-        self.d.step = FlowStep::ReconcileOrder;
+        self.d.step = self.step();
         if matches!(self.link, Link::Untried | Link::Landed) {
             self.link = Link::Opened { waits: 0 };
+            let url = match self.walk {
+                Walk::Unpaid => UNPAID_ORDERS_LINK,
+                Walk::All => ALL_ORDERS_LINK,
+            };
+            let step = self.step();
             return self.nav(Action::OpenUrl {
-                url: UNPAID_ORDERS_LINK.into(),
-                step: FlowStep::ReconcileOrder,
+                url: url.into(),
+                step,
             });
         }
         self.nav(fallback)
@@ -754,10 +1129,12 @@ impl ReconcileFlow {
             | Screen::LoginRequired(_)
             | Screen::RiskVerification(_)
             | Screen::Payment(_)
-            | Screen::PaymentAbandonDialog(_) => {}
+            | Screen::PaymentAbandonDialog(_)
+            | Screen::RepeatOrderDialog(_)
+            | Screen::PaymentOffer(_) => {}
             _ if waits < self.limits.link_waits => {
                 self.link = Link::Opened { waits: waits + 1 };
-                self.d.step = FlowStep::ReconcileOrder;
+                self.d.step = self.step();
                 return Some(self.d.pause_then_observe());
             }
             _ => self.link = Link::Failed,
@@ -770,10 +1147,9 @@ impl ReconcileFlow {
     /// offers none; the end when every way offered was tried (a profile drawing its
     /// order entries on canvas offers only 个人中心, again and again).
     fn by_labels(&mut self, nav: &[crate::screen::Target]) -> Action {
+        let step = self.step();
         if nav.is_empty() {
-            return self.nav(Action::Back {
-                step: FlowStep::ReconcileOrder,
-            });
+            return self.nav(Action::Back { step });
         }
         let limit = self.limits.label_taps;
         let next = nav
@@ -783,7 +1159,7 @@ impl ReconcileFlow {
         let Some(t) = next else {
             return self.fail(manual(
                 self.not_found_code(),
-                FlowStep::ReconcileOrder,
+                step,
                 "the 待付款 list could not be reached: its deep link did not open it and the \
                  pages offer no way left (the profile's order entries may be drawn on canvas)",
             ));
@@ -792,9 +1168,14 @@ impl ReconcileFlow {
         self.nav(Action::Tap {
             at: t.tap,
             label: t.label,
-            step: FlowStep::ReconcileOrder,
+            step,
             kind: TapKind::ChangesScreen,
         })
+    }
+
+    /// Right after this run's submit (not in recovery or a census).
+    fn after_own_submit(&self) -> bool {
+        self.mode == Mode::AfterSubmit
     }
 
     fn on_screen(&mut self, o: Observed) -> Action {
@@ -802,6 +1183,10 @@ impl ReconcileFlow {
         if let Some(a) = self.link_progress(&screen) {
             return a;
         }
+        let home = |step| Action::OpenUrl {
+            url: HOME_LINK.into(),
+            step,
+        };
         match screen {
             Screen::Payment(_) => {
                 self.payment_seen = true;
@@ -826,6 +1211,56 @@ impl ReconcileFlow {
                         step: FlowStep::LeavePayment,
                     }),
                 }
+            }
+            // 相同商品订单待支付: never 继续下单 (a second order), never 去支付.
+            Screen::RepeatOrderDialog(d) => {
+                if self.mode != Mode::Census {
+                    self.after.repeat_prompt.get_or_insert(d.marker.clone());
+                }
+                match d.close {
+                    Some(t) => self.leave(Action::Tap {
+                        at: t.tap,
+                        label: t.label,
+                        step: FlowStep::LeavePayment,
+                        kind: TapKind::ChangesScreen,
+                    }),
+                    None => self.leave(Action::Back {
+                        step: FlowStep::LeavePayment,
+                    }),
+                }
+            }
+            // 开通免密支付 / 开通先用后付: never 立即开通.
+            Screen::PaymentOffer(o) => {
+                if self.mode != Mode::Census {
+                    self.after.offer.get_or_insert(o.offer);
+                }
+                self.payment_seen = true;
+                match o.decline {
+                    Some(t) => self.leave(Action::Tap {
+                        at: t.tap,
+                        label: t.label,
+                        step: FlowStep::LeavePayment,
+                        kind: TapKind::ChangesScreen,
+                    }),
+                    None => self.leave(Action::Back {
+                        step: FlowStep::LeavePayment,
+                    }),
+                }
+            }
+            // WeChat / Alipay in front right after the submit: PDD handed the payment
+            // over. BACK once (a safe key: it cancels there), never a tap; if it stays,
+            // the order list's deep link brings PDD back.
+            Screen::Unknown(u)
+                if u.payment_app().is_some()
+                    && self.after_own_submit()
+                    && self.after.payment_app.is_none() =>
+            {
+                self.after.payment_app = u.payment_app().map(str::to_string);
+                self.payment_seen = true;
+                self.checkpoint = Some("purchase.payment_app");
+                self.leave(Action::Back {
+                    step: FlowStep::LeavePayment,
+                })
             }
             Screen::Popup(p) => {
                 self.popups += 1;
@@ -852,28 +1287,30 @@ impl ReconcileFlow {
             // seen again, a human is needed.
             Screen::LoginRequired(_) | Screen::RiskVerification(_) if !self.blocked_once => {
                 self.blocked_once = true;
-                self.nav(Action::OpenUrl {
-                    url: HOME_LINK.into(),
-                    step: FlowStep::ReconcileOrder,
-                })
+                let step = self.step();
+                self.nav(home(step))
             }
             Screen::LoginRequired(_) => self.fail(manual(
                 FailureCode::LoginRequired,
-                FlowStep::ReconcileOrder,
-                "the PDD app asks to log in before the order could be found",
+                self.step(),
+                "the PDD app asks to log in before the orders could be read",
             )),
             Screen::RiskVerification(_) => self.fail(manual(
                 FailureCode::RiskVerification,
-                FlowStep::ReconcileOrder,
-                "a security verification before the order could be found",
+                self.step(),
+                "a security verification before the orders could be read",
             )),
             Screen::OrderList(l) => {
-                self.checkpoint = Some("reconcile.order_list");
+                if self.mode != Mode::Census {
+                    self.checkpoint = Some("reconcile.order_list");
+                }
                 self.polls = 0;
                 self.on_list(l)
             }
             Screen::OrderDetail(d) => {
-                self.checkpoint = Some("reconcile.order_detail");
+                if self.mode != Mode::Census {
+                    self.checkpoint = Some("reconcile.order_detail");
+                }
                 self.polls = 0;
                 self.on_detail(d)
             }
@@ -886,26 +1323,26 @@ impl ReconcileFlow {
             // 提交订单 was the tap) alike; it is left by the home link, never by BACK or a
             // tap on it: nothing here can submit again.
             Screen::SkuSheet(_) | Screen::ConfirmOrder(_)
-                if !self.recovery && !self.payment_seen && self.sheet_waits < self.limits.polls =>
+                if self.after_own_submit()
+                    && !self.payment_seen
+                    && self.sheet_waits < self.limits.polls =>
             {
                 self.sheet_waits += 1;
                 self.d.step = FlowStep::LeavePayment;
                 self.d.pause_then_observe()
             }
             Screen::SkuSheet(_) | Screen::ConfirmOrder(_) | Screen::GoodsDetail(_) => {
-                self.checkpoint = Some("purchase.left_payment");
-                self.towards_orders(Action::OpenUrl {
-                    url: HOME_LINK.into(),
-                    step: FlowStep::ReconcileOrder,
-                })
+                if self.mode != Mode::Census {
+                    self.checkpoint = Some("purchase.left_payment");
+                }
+                let step = self.step();
+                self.towards_orders(home(step))
             }
             Screen::Unknown(u) => {
-                self.d.step = FlowStep::ReconcileOrder;
+                let step = self.step();
+                self.d.step = step.clone();
                 if u.packages.is_empty() || matches!(self.link, Link::Untried | Link::Landed) {
-                    return self.towards_orders(Action::OpenUrl {
-                        url: HOME_LINK.into(),
-                        step: FlowStep::ReconcileOrder,
-                    });
+                    return self.towards_orders(home(step));
                 }
                 self.by_labels(&u.nav)
             }
@@ -919,7 +1356,14 @@ impl Flow for ReconcileFlow {
         match self.d.route(obs) {
             Routed::Start => {
                 self.started = true;
-                if !self.recovery {
+                if self.mode == Mode::Census {
+                    // Straight to the list: nothing was submitted, nothing to leave.
+                    return self.towards_orders(Action::OpenUrl {
+                        url: HOME_LINK.into(),
+                        step: FlowStep::OrderCensus,
+                    });
+                }
+                if self.mode == Mode::AfterSubmit {
                     self.checkpoint = Some("purchase.after_submit_tap");
                 }
                 self.observe_now(FlowStep::LeavePayment)
@@ -943,6 +1387,13 @@ impl Flow for ReconcileFlow {
     }
 
     fn abort(&mut self, _now: DateTime<Utc>, reason: AbortReason) -> FlowFailure {
+        if self.mode == Mode::Census {
+            return FlowFailure::retry(
+                FailureCode::OrderCensusFailed,
+                FlowStep::OrderCensus,
+                format!("stopped by the driver while counting the unpaid orders: {reason:?}"),
+            );
+        }
         self.diag(manual(
             FailureCode::InterruptedAfterSubmit,
             self.d.step.clone(),
@@ -988,5 +1439,31 @@ mod tests {
         assert_eq!(flow(0).lead(), Duration::from_secs(60));
         assert_eq!(flow(30).lead(), Duration::from_secs(90));
         assert_eq!(flow(3600).lead(), Duration::from_secs(300));
+    }
+
+    fn seen(status: &str, binding: Option<&str>) -> OrderSeen {
+        OrderSeen {
+            order_sn: "261130-000000000000001".into(),
+            ordered_at: None,
+            status: Some(status.into()),
+            total_cent: Some(1250),
+            quantity: Some(1),
+            fits: true,
+            in_window: true,
+            other_task: false,
+            in_census: false,
+            binding: binding.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn unpaid_is_read_in_every_wording_and_never_past_a_binding_word() {
+        for s in ["待付款", "待支付", "等待付款", "等待买家付款"] {
+            assert!(seen(s, None).unpaid(), "{s}");
+        }
+        for s in ["待发货", "已完成", "交易已取消", ""] {
+            assert!(!seen(s, None).unpaid(), "{s}");
+        }
+        assert!(!seen("待付款", Some("先用后付")).unpaid());
     }
 }

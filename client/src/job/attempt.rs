@@ -99,6 +99,9 @@ pub fn failure_request(
     trace: Option<&[TraceEntry]>,
 ) -> FailureRequest {
     let mut diagnostics = f.diagnostics.clone();
+    // The reason and next step for the operator, zh and en (the code's default text when
+    // the flow said nothing more specific).
+    diagnostics.insert("operator".into(), f.operator_text().to_value());
     if let Some(a) = arts {
         diagnostics.insert(
             "artifact_ids".into(),

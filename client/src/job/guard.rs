@@ -38,6 +38,7 @@ use std::time::Duration;
 
 use crate::device::{Device, DeviceError, KeyCode, Png, ShellOutput, UiDump};
 use crate::flow::TapKind;
+use crate::screen::checkout::is_checkout;
 use crate::screen::controls::{controls_at, ControlKind};
 use crate::screen::windows::{
     cover_at, focused_cover, parse_windows, Cover, WindowInfo, WINDOWS_ARGV,
@@ -80,7 +81,8 @@ pub fn judge(
                 .into(),
         );
     };
-    let hits = controls_at(tree, at);
+    // On a checkout screen a 确定 / 立即购买 places the order like 提交订单 (issue 25).
+    let hits = controls_at(tree, at, is_checkout(tree));
     if let Some(pay) = hits.iter().find(|h| h.kind == ControlKind::Pay) {
         return Err(format!(
             "`{}` is a pay action: this client never pays",

@@ -21,19 +21,19 @@ use std::sync::OnceLock;
 use regex::Regex;
 use serde::Serialize;
 
+use super::checkout::{
+    self, address_block, address_in, is_total_label, payment_row, total_after, total_node,
+    CheckoutRows, OrderControl, OrderKind,
+};
 use super::page::{trim_name, Page};
-use super::payment::{self, PaymentVerdict, SUBMIT_LABELS};
-use super::sku_sheet::{address_block, address_in, payment_row};
+use super::payment::{self, PaymentVerdict};
+use super::sku_sheet::{extract_stepper, QuantityStepper};
 use super::target::Target;
 use super::tree::NodeRef;
-use crate::money::{parse_price, price_from_parts, Fen};
+use crate::money::{parse_price, Fen};
 
 /// The page's title.
 pub const TITLES: &[&str] = &["确认订单"];
-
-/// Wordings that introduce the order total in the bottom bar (the label starts with one,
-/// or reads "共N件" before it).
-const TOTAL_WORDS: &[&str] = &["合计", "实付款", "实付", "需付款", "应付款", "应付", "总计"];
 
 /// What the flows need from 确认订单.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -49,14 +49,20 @@ pub struct ConfirmOrder {
     pub goods_title: Option<String>,
     /// The chosen options as the page writes them ("颜色：樱花粉；容量：500ml"), if shown.
     pub spec_text: Option<String>,
-    /// The quantity ("x2", "×2", "共2件"), if shown.
+    /// The quantity: the stepper's field when the page has one, else "x2", "×2", "共2件";
+    /// `None` when not shown or when two readings disagree.
     pub quantity: Option<u32>,
+    /// The quantity stepper, when 确认订单 lets the quantity change here.
+    pub quantity_stepper: Option<QuantityStepper>,
     /// The order total of the bottom bar, in fen.
     #[serde(rename = "total_cent")]
     pub total: Option<Fen>,
     /// The labels the total was read from ("合计：¥74.8").
     pub total_text: Option<String>,
-    /// The order button (提交订单 / 确认下单). Tapping it creates an order.
+    /// The order button, whatever it reads (提交订单, a 确定, a pay action).
+    pub order_button: Option<OrderControl>,
+    /// The order button when it places an unpaid order (提交订单 / 确认下单, or a 确定 /
+    /// 立即购买 here: 确认订单 carries every checkout row). Tapping it creates an order.
     pub submit: Option<Target>,
     /// "使用#微信支付，更换支付方式".
     pub payment_method_text: Option<String>,
@@ -86,71 +92,31 @@ fn title_node<'t>(page: &Page<'t>) -> Option<NodeRef<'t>> {
 pub fn looks_like(page: &Page<'_>) -> bool {
     title_node(page).is_some()
         && page.labels(|l| l.starts_with("已选")).next().is_none()
-        && (submit_node(page).is_some()
+        && (checkout::order_control(page, CheckoutRows::default()).is_some()
             || total_node(page).is_some()
             || payment_row(page).is_some())
 }
 
-/// The order button: the last visible label starting with 提交订单 / 确认下单.
-fn submit_node<'t>(page: &Page<'t>) -> Option<NodeRef<'t>> {
-    page.labels(|l| SUBMIT_LABELS.iter().any(|w| l.starts_with(w)))
-        .last()
-}
-
-/// Is `l` the bottom bar's total wording ("合计：", "合计:¥74.8", "共2件 合计：", "实付款")?
-/// Not a discount line ("优惠合计", "共减¥3", "已省…").
-fn is_total_label(l: &str) -> bool {
-    if l.chars().count() > 16 || ["优惠", "减", "省", "券"].iter().any(|w| l.contains(w)) {
-        return false;
-    }
-    let rest = l.trim_start_matches(|c: char| {
-        c == '共' || c == '件' || c.is_ascii_digit() || c.is_whitespace() || matches!(c, ',' | '，')
-    });
-    TOTAL_WORDS.iter().any(|w| rest.starts_with(w))
-}
-
-/// The last total wording on the page (the bottom bar comes last).
-fn total_node<'t>(page: &Page<'t>) -> Option<NodeRef<'t>> {
-    page.labels(is_total_label).last()
-}
-
-/// The total after the wording node: in its own text ("合计：¥74.8"), else in the
-/// siblings that follow it, up to the order button ("合计：" / "¥" / "74.8").
-fn total_after(n: NodeRef<'_>, submit: Option<NodeRef<'_>>) -> (Option<Fen>, Option<String>) {
-    let own = trim_name(n.text());
-    if let Some(p) = parse_price(own) {
-        return (Some(p), Some(own.to_string()));
-    }
-    let Some(parent) = n.parent() else {
-        return (None, None);
-    };
-    let mut parts: Vec<&str> = vec![own];
-    let mut after = false;
-    for c in parent.children() {
-        if c.id() == n.id() {
-            after = true;
-            continue;
-        }
-        if !after {
-            continue;
-        }
-        let button = submit.is_some_and(|s| {
-            let b = s.nearest_clickable().unwrap_or(s);
-            c.contains(&b) || b.contains(&c)
-        });
-        if button {
-            break;
-        }
-        parts.extend(c.texts().map(trim_name));
-    }
-    match price_from_parts(parts.iter().copied()) {
-        Some(p) => (Some(p), Some(parts.concat())),
-        None => (None, None),
-    }
+/// Is `l` the spec line of the goods block: "颜色：樱花粉；容量：500ml", "樱花粉，500ml",
+/// "颜色:樱花粉", "规格：…", "已选 …" — never a price, total, payment, address or
+/// discount line ("已减3元，用多多支付再减1元").
+fn is_spec_line(l: &str) -> bool {
+    const NOT_SPEC: &[&str] = &["减", "优惠", "券", "省", "运费", "包邮", "支付", "付款"];
+    !l.contains(['¥', '￥'])
+        && l.chars().count() <= 80
+        && !NOT_SPEC.iter().any(|w| l.contains(w))
+        && !is_total_label(l)
+        && address_in(std::iter::once(l)).is_none()
+        && (l.starts_with("规格")
+            || l.starts_with("已选")
+            || l.contains(['：', ':', '；', ';', '，', ',']))
 }
 
 pub fn extract(page: &Page<'_>) -> ConfirmOrder {
-    let submit = submit_node(page);
+    let rows = checkout::checkout_rows(page);
+    let button = checkout::order_control(page, rows);
+    let submit = button.as_ref().map(|(_, n)| *n);
+    let order_button = button.as_ref().map(|(c, _)| c.clone());
     let labels = || page.labelled.iter().map(Page::label_of);
 
     // The goods title: a label whose content-desc holds the whole title (its text is
@@ -182,26 +148,27 @@ pub fn extract(page: &Page<'_>) -> ConfirmOrder {
         address_block(block.iter().copied()).filter(|_| address_present == Some(true));
 
     // The spec line after the goods title: "名称：值；名称：值" (as order cards print it),
-    // or an 已选 / 规格 line.
+    // "值，值", or an 已选 / 规格 line.
     let spec_text = page.labelled[goods_pos.map(|i| i + 1).unwrap_or(0)..]
         .iter()
         .map(Page::label_of)
-        .find(|l| {
-            !l.contains(['¥', '￥'])
-                && l.chars().count() <= 80
-                && (l.starts_with("规格")
-                    || l.starts_with("已选")
-                    || ((l.contains('：') || l.contains(':')) && !is_total_label(l)))
-                && !l.contains("支付")
-                && address_in(std::iter::once(*l)).is_none()
-        })
+        .find(|l| is_spec_line(l))
         .map(str::to_string);
 
-    let mut quantities = labels().filter_map(|l| {
-        let c = quantity_re().captures(l)?;
-        c.get(1).or_else(|| c.get(2))?.as_str().parse::<u32>().ok()
-    });
-    let quantity = quantities.next().filter(|q| quantities.all(|o| o == *q));
+    // The quantity: a stepper's field (减少数量 / EditText / 增加数量) and every "x2" /
+    // "共2件" label must agree; none of them: unread.
+    let quantity_stepper = extract_stepper(page.tree);
+    let mut quantities = labels()
+        .filter_map(|l| {
+            let c = quantity_re().captures(l)?;
+            c.get(1).or_else(|| c.get(2))?.as_str().parse::<u32>().ok()
+        })
+        .chain(quantity_stepper.as_ref().and_then(|q| q.value));
+    let stepper_unread = quantity_stepper.as_ref().is_some_and(|q| q.value.is_none());
+    let quantity = quantities
+        .next()
+        .filter(|q| quantities.all(|o| o == *q))
+        .filter(|_| !stepper_unread);
 
     let (mut total, mut total_text) = total_node(page)
         .map(|n| total_after(n, submit))
@@ -225,18 +192,28 @@ pub fn extract(page: &Page<'_>) -> ConfirmOrder {
     let payment_method_text = payment_row(page);
     let payment = payment::assess(
         payment_method_text.as_deref(),
-        submit.map(|n| Page::label_of(&n)),
+        order_button
+            .as_ref()
+            .map(OrderControl::as_button)
+            .unwrap_or(payment::OrderButton::Missing),
         labels(),
     );
+    let places =
+        |c: &&OrderControl| matches!(c.kind, OrderKind::Submit | OrderKind::CommittingProceed);
     ConfirmOrder {
         address_present,
         address_text,
         goods_title,
         spec_text,
         quantity,
+        quantity_stepper,
         total,
         total_text,
-        submit: submit.and_then(Target::of),
+        submit: order_button
+            .as_ref()
+            .filter(places)
+            .map(|c| c.target.clone()),
+        order_button,
         payment_method_text,
         payment,
     }
@@ -348,13 +325,29 @@ mod tests {
     }
 
     #[test]
-    fn totals_lines_and_quantities() {
-        for l in ["合计：", "合计:¥74.8", "共2件 合计：", "实付款", "应付"] {
-            assert!(is_total_label(l), "{l}");
+    fn spec_lines_with_every_separator() {
+        for l in [
+            "颜色：樱花粉；容量：500ml",
+            "樱花粉，500ml",
+            "颜色:樱花粉",
+            "规格 樱花粉",
+            "已选 樱花粉 500ml",
+        ] {
+            assert!(is_spec_line(l), "{l}");
         }
-        for l in ["优惠合计", "共减¥3", "已减3元", "领券立减3元", "¥38.9"] {
-            assert!(!is_total_label(l), "{l}");
+        for l in [
+            "已减3元，用多多支付再减1元",
+            "合计：¥47.2",
+            "使用#微信支付，更换支付方式",
+            "王小明，浙江省杭州市西湖区文三路",
+            "¥23.6",
+        ] {
+            assert!(!is_spec_line(l), "{l}");
         }
+    }
+
+    #[test]
+    fn quantities() {
         for (l, q) in [("x2", 2), ("×12", 12), ("共3件", 3)] {
             let c = quantity_re().captures(l).expect(l);
             let n: u32 = c.get(1).or(c.get(2)).unwrap().as_str().parse().unwrap();

@@ -47,8 +47,22 @@ pub struct ControlHit {
     pub bounds: Bounds,
 }
 
-/// Labels (cores) of the controls that create an order.
-pub const SUBMIT_CORES: &[&str] = &["提交订单", "确认下单"];
+/// Labels (cores) of the controls that create an order: the checkout's button, and the
+/// repeat-order dialog's 继续下单 (PDD asks it when an unpaid order of the same goods
+/// exists; it places a second order).
+pub const SUBMIT_CORES: &[&str] = &[
+    "提交订单",
+    "确认下单",
+    "继续下单",
+    "仍要下单",
+    "继续提交",
+    "继续提交订单",
+];
+
+/// Labels (cores) that place the order only on a checkout screen (a sheet or page with
+/// an address block, a payment row or a total): the 确定 / 立即购买 of a sheet that
+/// carries the checkout's rows (issue 25). Elsewhere they open a sheet or 确认订单.
+pub const CHECKOUT_SUBMIT_CORES: &[&str] = &["确定", "立即购买"];
 
 /// What may stand before a pay verb in a pay action (`""`: the bare verb).
 pub const PAY_PREFIXES: &[&str] = &[
@@ -97,6 +111,12 @@ pub const PAY_EXTRA: &[&str] = &[
     "确认先用后付",
     "开通先用后付",
     "立即开通先用后付",
+    // The 免密支付 / 先用后付 offers after a submit: accepting turns auto-pay on.
+    "立即开通",
+    "开通免密支付",
+    "立即开通免密支付",
+    "同意开通",
+    "确认开通",
 ];
 
 /// Payment methods: `METHOD + 支付 + amount` is a cashier's pay button.
@@ -404,6 +424,16 @@ pub fn presses(node: NodeRef<'_>, at: Point) -> bool {
     })
 }
 
+/// A 确定 / 立即购买 (an amount allowed) of a checkout screen: a submit control.
+fn checkout_submit(node: NodeRef<'_>) -> Option<(ControlKind, &str)> {
+    [node.text(), node.desc()].into_iter().find_map(|l| {
+        let (core, _) = peel(&flatten(l), false);
+        CHECKOUT_SUBMIT_CORES
+            .contains(&core.as_str())
+            .then(|| (ControlKind::Submit, l.trim()))
+    })
+}
+
 /// The flagged label of a node (text first, then content-desc), if any.
 fn flagged(node: NodeRef<'_>) -> Option<(ControlKind, &str)> {
     [node.text(), node.desc()]
@@ -412,11 +442,16 @@ fn flagged(node: NodeRef<'_>) -> Option<(ControlKind, &str)> {
 }
 
 /// Every submit control and pay action of the tree that a tap at `at` would press; pay
-/// actions first.
-pub fn controls_at(tree: &Tree, at: Point) -> Vec<ControlHit> {
+/// actions first. `checkout`: the tree is a checkout screen
+/// (`super::checkout::is_checkout`), where a 确定 / 立即购买 places the order too.
+pub fn controls_at(tree: &Tree, at: Point, checkout: bool) -> Vec<ControlHit> {
     let mut hits: Vec<ControlHit> = tree
         .nodes()
-        .filter_map(|n| flagged(n).map(|(k, l)| (n, k, l)))
+        .filter_map(|n| {
+            flagged(n)
+                .or_else(|| checkout.then(|| checkout_submit(n)).flatten())
+                .map(|(k, l)| (n, k, l))
+        })
         .filter(|(n, _, _)| presses(*n, at))
         .map(|(n, kind, label)| ControlHit {
             kind,
@@ -527,6 +562,7 @@ mod tests {
             "提交订单(¥88)",
             "确认下单",
             "确认下单 ￥12.50",
+            "继续下单",
         ] {
             assert!(is_submit_control(l), "{l}");
             assert_eq!(classify_label(l), Some(ControlKind::Submit), "{l}");
@@ -558,12 +594,12 @@ mod tests {
         let t = tree(
             r#"<node class="android.widget.FrameLayout" clickable="true" bounds="[334,2213][1080,2354]"><node class="android.widget.TextView" text="提交订单 ¥269" bounds="[548,2251][865,2316]"/></node><node class="android.widget.TextView" text="待付款" clickable="true" bounds="[0,100][200,200]"/>"#,
         );
-        let hit = controls_at(&t, Point { x: 400, y: 2300 });
+        let hit = controls_at(&t, Point { x: 400, y: 2300 }, false);
         assert_eq!(hit.len(), 1);
         assert_eq!(hit[0].kind, ControlKind::Submit);
         assert_eq!(hit[0].bounds, Bounds::new(334, 2213, 1080, 2354));
-        assert!(controls_at(&t, Point { x: 100, y: 150 }).is_empty());
-        assert!(controls_at(&t, Point { x: 200, y: 2300 }).is_empty());
+        assert!(controls_at(&t, Point { x: 100, y: 150 }, false).is_empty());
+        assert!(controls_at(&t, Point { x: 200, y: 2300 }, false).is_empty());
     }
 
     #[test]
@@ -574,17 +610,39 @@ mod tests {
             r#"<node class="android.widget.LinearLayout" clickable="true" bounds="[24,300][1056,900]"><node text="待付款" bounds="[880,325][1020,380]"/><node class="android.widget.FrameLayout" clickable="true" bounds="[790,770][1020,870]"><node text="去支付" bounds="[810,790][1000,850]"/></node></node><node class="android.widget.LinearLayout" clickable="true" bounds="[0,1000][1080,1400]"><node text="继续付款" bounds="[400,1300][700,1380]"/><node class="android.view.View" clickable="true" content-desc="选项" bounds="[0,1000][300,1100]"/></node>"#,
         );
         // The card (outside the button) is not a pay control.
-        assert!(controls_at(&t, Point { x: 300, y: 500 }).is_empty());
-        let hit = controls_at(&t, Point { x: 900, y: 820 });
+        assert!(controls_at(&t, Point { x: 300, y: 500 }, false).is_empty());
+        let hit = controls_at(&t, Point { x: 900, y: 820 }, false);
         assert_eq!(hit[0].kind, ControlKind::Pay);
         assert_eq!(hit[0].label, "去支付");
         // The loose label's control is its container, except where a nested clickable
         // takes the tap.
         assert_eq!(
-            controls_at(&t, Point { x: 900, y: 1200 })[0].label,
+            controls_at(&t, Point { x: 900, y: 1200 }, false)[0].label,
             "继续付款"
         );
-        assert!(controls_at(&t, Point { x: 100, y: 1050 }).is_empty());
+        assert!(controls_at(&t, Point { x: 100, y: 1050 }, false).is_empty());
+    }
+
+    #[test]
+    fn a_confirm_on_a_checkout_screen_is_a_submit_control() {
+        // 确定 in a sheet's footer: a submit control only where the screen is a checkout.
+        let t = tree(
+            r#"<node class="android.widget.FrameLayout" clickable="true" bounds="[334,2213][1080,2354]"><node class="android.widget.TextView" text="确定" bounds="[650,2251][760,2316]"/></node>"#,
+        );
+        let at = Point { x: 700, y: 2280 };
+        assert!(controls_at(&t, at, false).is_empty());
+        let hit = controls_at(&t, at, true);
+        assert_eq!(hit.len(), 1);
+        assert_eq!(hit[0].kind, ControlKind::Submit);
+        // The repeat-order dialog's 继续下单 places a second order: a submit control
+        // everywhere; 立即开通 (免密支付 / 先用后付 offers) is a pay action.
+        for (label, kind) in [
+            ("继续下单", ControlKind::Submit),
+            ("立即开通", ControlKind::Pay),
+            ("开通免密支付", ControlKind::Pay),
+        ] {
+            assert_eq!(classify_label(label), Some(kind), "{label}");
+        }
     }
 
     #[test]
@@ -593,7 +651,7 @@ mod tests {
             r#"<node class="android.widget.ImageView" clickable="true" content-desc="立即支付" bounds="[0,0][100,100]"/>"#,
         );
         assert_eq!(
-            controls_at(&t, Point { x: 50, y: 50 })[0].kind,
+            controls_at(&t, Point { x: 50, y: 50 }, false)[0].kind,
             ControlKind::Pay
         );
     }

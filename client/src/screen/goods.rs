@@ -264,9 +264,16 @@ impl GoodsProof {
         }
     }
 
-    /// Whether anything proved the identity.
+    /// Whether anything proved the identity (enough for a collect or a dry run).
     pub fn proven(self) -> bool {
         self != GoodsProof::Unverified
+    }
+
+    /// Whether a goods id the phone showed proved it — the only proof a live order is
+    /// placed on (issue 25: a title match proves nothing about which goods a redirect or
+    /// a look-alike shows).
+    pub fn by_goods_id(self) -> bool {
+        matches!(self, GoodsProof::GoodsIdOnPage | GoodsProof::ActivityTop)
     }
 }
 

@@ -54,6 +54,7 @@
 pub mod activity;
 pub mod aim;
 mod arena;
+pub mod checkout;
 pub mod confirm_order;
 pub mod controls;
 pub mod error;

@@ -152,10 +152,28 @@ pub const PAYMENT_BUTTONS: &[&str] = &["立即支付", "确认支付", "确认�
 /// Other wordings only the payment page shows (contained in a label).
 pub const PAYMENT_MARKERS: &[&str] = &["支付剩余时间", "选择支付方式", "收银台"];
 
+/// The statuses of an unpaid order (issue 25: every wording PDD uses for it).
+pub const UNPAID_STATUSES: &[&str] = &["待付款", "待支付", "等待付款", "等待买家付款"];
+
+/// Wordings on an order that say it is paid or bound to be paid without a human, whatever
+/// its status line says (先用后付 orders are shipped and charged after delivery).
+pub const BINDING_ORDER_WORDS: &[&str] = &[
+    "先用后付",
+    "先享后付",
+    "确认收货后自动付款",
+    "确认收货后付款",
+    "自动扣款",
+    "免密支付",
+    "已支付",
+    "支付成功",
+];
+
 /// Order statuses as the order list and detail pages print them.
 pub const ORDER_STATUSES: &[&str] = &[
     "待付款",
+    "待支付",
     "等待付款",
+    "等待买家付款",
     "待分享",
     "拼单中",
     "待发货",
@@ -178,6 +196,7 @@ pub const ORDER_STATUSES: &[&str] = &[
 pub const ORDER_TABS: &[&str] = &[
     "全部",
     "待付款",
+    "待支付",
     "待分享",
     "待发货",
     "待收货",

@@ -158,6 +158,121 @@ fn dialog_close_icon(
 }
 
 // ---------------------------------------------------------------------------------------
+// After the submit: the repeat-order dialog, payment offers, another payment app
+// ---------------------------------------------------------------------------------------
+
+/// Wordings of the dialog PDD raises on an order button when an unpaid order of the same
+/// goods exists ("相同商品订单待支付", "您有1笔相同商品的订单尚未支付，是否继续下单？").
+pub const REPEAT_ORDER_MARKERS: &[&str] = &[
+    "相同商品",
+    "同款商品的订单",
+    "已有待支付订单",
+    "有待支付订单",
+];
+
+/// The repeat-order dialog: its 继续下单 would place a second order and its 去支付 pays
+/// the earlier one — neither is ever tapped; the way out is the close icon or BACK.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RepeatOrderDialog {
+    /// The label that gave it away.
+    pub marker: String,
+    /// The close icon, when the dialog has one (else BACK).
+    pub close: Option<Target>,
+}
+
+pub fn detect_repeat_order(page: &Page<'_>) -> bool {
+    page.labels(|l| REPEAT_ORDER_MARKERS.iter().any(|w| l.contains(w)) && l.chars().count() <= 40)
+        .next()
+        .is_some()
+        && page
+            .labels(|l| crate::screen::controls::is_submit_control(l) || l == "去支付")
+            .next()
+            .is_some()
+}
+
+pub fn extract_repeat_order(page: &Page<'_>) -> RepeatOrderDialog {
+    let marker = page
+        .labels(|l| REPEAT_ORDER_MARKERS.iter().any(|w| l.contains(w)))
+        .next();
+    let cont = page
+        .labels(crate::screen::controls::is_submit_control)
+        .next();
+    RepeatOrderDialog {
+        marker: marker
+            .map(|n| Page::label_of(&n).to_string())
+            .unwrap_or_default(),
+        close: dialog_close_icon(page, cont, marker),
+    }
+}
+
+/// Offers to turn payment without a human on: 开通免密支付, 开通先用后付.
+pub const PAYMENT_OFFER_TITLES: &[&str] = &[
+    "开通免密支付",
+    "开通免密",
+    "免密支付",
+    "开通先用后付",
+    "先用后付",
+    "开通自动扣款",
+];
+
+/// Exact labels that decline such an offer.
+pub const OFFER_DECLINE: &[&str] = &[
+    "暂不开通",
+    "暂不",
+    "以后再说",
+    "下次再说",
+    "残忍拒绝",
+    "不开通",
+];
+
+/// A 免密支付 / 先用后付 offer (after a submit, over the cashier): its 立即开通 is never
+/// tapped; the way out is 暂不开通 (or BACK).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PaymentOffer {
+    /// What it offers: `password_free` or `pay_later`.
+    pub offer: &'static str,
+    pub title: String,
+    /// 暂不开通 (an exact decline label), else `None` (BACK).
+    pub decline: Option<Target>,
+}
+
+pub fn detect_payment_offer(page: &Page<'_>) -> bool {
+    let accept = page.labels(|l| l == "立即开通" || l.starts_with("开通并") || l == "同意开通");
+    let title = page.labels(|l| {
+        l.chars().count() <= 12 && PAYMENT_OFFER_TITLES.iter().any(|t| l.starts_with(t))
+    });
+    accept.count() > 0 && title.count() > 0
+}
+
+pub fn extract_payment_offer(page: &Page<'_>) -> PaymentOffer {
+    let title = page
+        .labels(|l| {
+            l.chars().count() <= 12 && PAYMENT_OFFER_TITLES.iter().any(|t| l.starts_with(t))
+        })
+        .next()
+        .map(|n| Page::label_of(&n).to_string())
+        .unwrap_or_default();
+    let offer = if title.contains("先用后付") {
+        "pay_later"
+    } else {
+        "password_free"
+    };
+    PaymentOffer {
+        offer,
+        title,
+        decline: page.exact(OFFER_DECLINE).and_then(Target::of),
+    }
+}
+
+/// Apps PDD may hand a payment to (field notes §3a: WeChat Pay can open `com.tencent.mm`
+/// straight away instead of an in-app cashier).
+pub const PAYMENT_APPS: &[&str] = &[
+    "com.tencent.mm",
+    "com.eg.android.AlipayGphone",
+    "com.unionpay",
+];
+
+// ---------------------------------------------------------------------------------------
 // Popups
 // ---------------------------------------------------------------------------------------
 
@@ -501,8 +616,10 @@ pub struct OrderList {
     /// The selected tab ("待付款").
     pub tab: Option<String>,
     pub entries: Vec<OrderEntry>,
-    /// Where to tap for the 待付款 tab (a label reading exactly that).
+    /// Where to tap for the 待付款 tab (a label reading exactly that, or 待支付).
     pub pending_tab: Option<Target>,
+    /// Where to tap for the 全部 tab.
+    pub all_tab: Option<Target>,
     /// The list's scroll container and whether it hides cards above or below.
     pub list: Option<ListView>,
 }
@@ -666,7 +783,15 @@ pub fn extract_order_list(page: &Page<'_>) -> OrderList {
     OrderList {
         tab,
         entries,
-        pending_tab: labelled(page.tree, "待付款"),
+        pending_tab: tabs
+            .iter()
+            .find(|n| matches!(Page::label_of(n), "待付款" | "待支付"))
+            .and_then(|n| Target::with_label(*n, Page::label_of(n)))
+            .or_else(|| labelled(page.tree, "待付款")),
+        all_tab: tabs
+            .iter()
+            .find(|n| Page::label_of(n) == "全部")
+            .and_then(|n| Target::with_label(*n, "全部")),
         list: scroll_list(page.tree),
     }
 }
@@ -717,6 +842,20 @@ pub struct Unknown {
     pub labels: Vec<String>,
     /// Ways back to the orders found on the page, in [`NAV_LABELS`] order.
     pub nav: Vec<Target>,
+}
+
+impl Unknown {
+    /// The payment app in front (WeChat, Alipay: [`PAYMENT_APPS`]) when no PDD window is
+    /// on screen — after a submit, PDD handing the payment over (field notes §3a).
+    pub fn payment_app(&self) -> Option<&str> {
+        if !self.packages.is_empty() {
+            return None;
+        }
+        self.other_packages
+            .iter()
+            .map(String::as_str)
+            .find(|p| PAYMENT_APPS.contains(p))
+    }
 }
 
 pub fn extract_unknown(page: &Page<'_>) -> Unknown {

@@ -5,7 +5,10 @@
 //!    the screen matters.
 //! 2. `login_required` — same, and login sheets cover other pages.
 //! 3. `payment_abandon_dialog` — a dialog with its own rules (leave by 先去逛逛, never
-//!    继续支付); checked before generic popups because it also has a close icon.
+//!    继续支付); checked before generic popups because it also has a close icon;
+//!    `repeat_order_dialog` (相同商品订单待支付: never 继续下单, never 去支付) and
+//!    `payment_offer` (开通免密支付 / 开通先用后付: never 立即开通) likewise — their
+//!    暂不开通 / close would otherwise make them ordinary popups.
 //! 4. `popup` — anything dismissable drawn over a page; the page under it is classified
 //!    too (cheaply, same tree) and reported as `underlying`.
 //! 5. `confirm_order`, 6. `sku_sheet`, 7. `payment`, 8. `order_detail`, 9. `order_list`,
@@ -14,7 +17,9 @@
 //!    "微信支付" (payment wording) and sits over the goods page's buy buttons.
 //! 11. `risk_verification` (weak wordings such as 实名认证, which cross-border checkouts
 //!     also print) — only when no page matched.
-//! 12. `unknown` — a value with diagnostics, never an error.
+//! 12. `unknown` — a value with diagnostics, never an error (another app in front —
+//!     WeChat's pay sheet after a submit among them — is an unknown page with no PDD
+//!     window: `Unknown::payment_app` names a payment app).
 
 use serde::Serialize;
 
@@ -39,6 +44,8 @@ pub enum Screen {
     ConfirmOrder(ConfirmOrder),
     Payment(Payment),
     PaymentAbandonDialog(AbandonDialog),
+    RepeatOrderDialog(RepeatOrderDialog),
+    PaymentOffer(PaymentOffer),
     OrderList(OrderList),
     OrderDetail(OrderDetail),
     Popup(Popup),
@@ -55,6 +62,8 @@ impl Screen {
             Screen::ConfirmOrder(_) => ScreenKind::ConfirmOrder,
             Screen::Payment(_) => ScreenKind::Payment,
             Screen::PaymentAbandonDialog(_) => ScreenKind::PaymentAbandonDialog,
+            Screen::RepeatOrderDialog(_) => ScreenKind::RepeatOrderDialog,
+            Screen::PaymentOffer(_) => ScreenKind::PaymentOffer,
             Screen::OrderList(_) => ScreenKind::OrderList,
             Screen::OrderDetail(_) => ScreenKind::OrderDetail,
             Screen::Popup(_) => ScreenKind::Popup,
@@ -76,6 +85,12 @@ pub fn classify(tree: &Tree) -> Screen {
     }
     if pages::detect_abandon(&page) {
         return Screen::PaymentAbandonDialog(pages::extract_abandon(&page));
+    }
+    if pages::detect_repeat_order(&page) {
+        return Screen::RepeatOrderDialog(pages::extract_repeat_order(&page));
+    }
+    if pages::detect_payment_offer(&page) {
+        return Screen::PaymentOffer(pages::extract_payment_offer(&page));
     }
     if pages::detect_popup(&page) {
         return Screen::Popup(pages::extract_popup(&page, page_kind(&page)));

@@ -21,6 +21,8 @@ use regex::Regex;
 use serde::Serialize;
 use std::sync::OnceLock;
 
+use super::checkout::{self, CheckoutRows, OrderControl, OrderKind};
+pub use super::checkout::{address_block, address_in, join_address, payment_row, PROCEED_LABELS};
 use super::page::{trim_name, Page};
 use super::payment::{self, PaymentVerdict};
 use super::target::Target;
@@ -38,7 +40,9 @@ pub struct SkuSheet {
     /// joined by a space — only when an address is shown.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub address_text: Option<String>,
-    /// The footer order total ("提交订单 ¥269" → 26900 fen).
+    /// The order total: the order button's own amount ("提交订单 ¥269" → 26900 fen), or
+    /// the sheet's 合计 line (a 确定 that places the order); both shown and different:
+    /// `None` (fail closed).
     #[serde(rename = "total_cent")]
     pub total: Option<Fen>,
     /// The quantity in the stepper's field.
@@ -54,12 +58,20 @@ pub struct SkuSheet {
     /// SKU groups in page order.
     pub groups: Vec<SkuGroup>,
     pub quantity_stepper: Option<QuantityStepper>,
-    /// The footer button ("提交订单 ¥269"). Tapping it creates an order.
+    /// The footer's order button, whatever it reads ([`super::checkout::order_control`]):
+    /// 提交订单, a 确定 / 立即购买, or a pay action.
+    pub order_button: Option<OrderControl>,
+    /// The checkout rows the sheet shows (address block, payment row, total line): with
+    /// any of them a 确定 / 立即购买 places the order.
+    pub checkout: CheckoutRows,
+    /// The button that places the order: 提交订单 / 确认下单, or a 确定 / 立即购买 on a
+    /// sheet with checkout rows (issue 25: marked first, like 提交订单). Tapping it creates
+    /// an order.
     pub submit: Option<Target>,
-    /// The footer button of a sheet that goes on to the full-page 确认订单 instead of
-    /// ordering (确定 / 立即购买; field notes §3a): only when there is no [`Self::submit`].
-    /// Tapping it places nothing; the order is placed on 确认订单
-    /// ([`super::confirm_order`]), where the total and the payment method are judged.
+    /// The footer button of a spec sheet that goes on to the full-page 确认订单 instead
+    /// of ordering (确定 / 立即购买 on a sheet with no checkout row; field notes §3a).
+    /// The order is placed on 确认订单 ([`super::confirm_order`]), where the total and the
+    /// payment method are judged.
     pub proceed: Option<Target>,
     /// The sheet's close icon.
     pub close: Option<Target>,
@@ -197,20 +209,6 @@ pub fn is_stock_label(s: &str) -> bool {
     stock_re().is_match(trim_name(s))
 }
 
-fn phone_mask_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| Regex::new(r"1\d{2}\*{4}\d{4}").expect("static regex"))
-}
-
-const NO_ADDRESS: &[&str] = &[
-    "手动添加地址",
-    "添加收货地址",
-    "新建收货地址",
-    "请添加收货地址",
-    "请填写收货地址",
-    "添加地址",
-];
-
 /// The "已选: …" node: by its stable id, else by its wording.
 fn select_node<'t>(tree: &'t Tree) -> Option<NodeRef<'t>> {
     tree.nodes()
@@ -225,44 +223,13 @@ fn stepper_node<'t>(tree: &'t Tree, desc: &str) -> Option<NodeRef<'t>> {
     tree.nodes().find(|n| trim_name(n.desc()) == desc)
 }
 
-/// The footer's "提交订单" label (the last visible one: the footer is at the bottom).
-fn submit_node<'t>(page: &Page<'t>) -> Option<NodeRef<'t>> {
-    page.labels(|l| l.starts_with("提交订单") || l.starts_with("确认下单"))
-        .last()
-}
-
-/// The payment row ("使用#微信支付，更换支付方式", "使用#先用后付，确认收货后自动付款",
-/// "支付方式 …"), shared by the sheet and the 确认订单 page.
-pub fn payment_row(page: &Page<'_>) -> Option<String> {
-    page.labels(|l| {
-        l.contains("支付方式")
-            || (l.starts_with("使用")
-                && (l.contains("支付") || l.contains("付款") || l.contains("先用后付")))
-    })
-    .next()
-    .map(|n| Page::label_of(&n).to_string())
-}
-
-/// The footer labels of a sheet that opens 确认订单 instead of ordering.
-pub const PROCEED_LABELS: &[&str] = &["确定", "立即购买"];
-
-/// The footer's 确定 / 立即购买 (exact label, clickable, in the bottom quarter of the
-/// screen: the footer, not a dialog's 确定), when no 提交订单 is shown.
-fn proceed_node<'t>(page: &Page<'t>) -> Option<NodeRef<'t>> {
-    let screen = page.tree.screen();
-    let footer_top = screen.top + (screen.bottom - screen.top) * 3 / 4;
-    page.labels(|l| PROCEED_LABELS.contains(&l))
-        .filter(|n| n.nearest_clickable().is_some() && n.visible_bounds().top >= footer_top)
-        .last()
-}
-
 /// Cheap check used by the classifier.
 pub fn looks_like(page: &Page<'_>) -> bool {
     let selected = select_node(page.tree).is_some();
     let stepper = stepper_node(page.tree, "减少数量").is_some()
         || stepper_node(page.tree, "增加数量").is_some();
-    let submit = submit_node(page).is_some();
-    (selected && (stepper || submit)) || (stepper && submit)
+    let button = checkout::order_control(page, CheckoutRows::default()).is_some();
+    (selected && (stepper || button)) || (stepper && button)
 }
 
 pub fn extract(page: &Page<'_>) -> SkuSheet {
@@ -270,12 +237,6 @@ pub fn extract(page: &Page<'_>) -> SkuSheet {
     let select = select_node(tree);
     // The header block: the parent of "已选" holds image, price and stepper.
     let header = select.and_then(|s| s.parent());
-    let submit = submit_node(page);
-    let proceed = if submit.is_none() {
-        proceed_node(page)
-    } else {
-        None
-    };
 
     let (unit_price_text, unit_price, stock_text) = header
         .map(|h| header_price(h))
@@ -286,36 +247,63 @@ pub fn extract(page: &Page<'_>) -> SkuSheet {
 
     let address_present = address_present(page, select);
     let address_text = address_text(page, select).filter(|_| address_present == Some(true));
+    let payment_method_text = payment_row(page);
+    let total_line = checkout::total_node(page);
+    let checkout = CheckoutRows {
+        address: address_present.is_some(),
+        payment: payment_method_text.is_some(),
+        total: total_line.is_some(),
+    };
+    let button = checkout::order_control(page, checkout);
+    let button_node = button.as_ref().map(|(_, n)| *n);
+    let order_button = button.map(|(c, _)| c);
 
-    let total = submit.and_then(|s| {
-        parse_price(s.text()).or_else(|| {
-            let parts: Vec<&str> = s.nearest_clickable().unwrap_or(s).texts().collect();
-            price_from_parts(parts.iter().copied())
-        })
-    });
+    // The total: the button's own amount, or the 合计 line; both and different: unreadable.
+    let line_total = total_line.and_then(|n| checkout::total_after(n, button_node).0);
+    let button_total = order_button.as_ref().and_then(|b| b.amount);
+    let total = match (button_total, line_total) {
+        (Some(a), Some(b)) if a != b => None,
+        (a, b) => a.or(b),
+    };
 
-    let groups = extract_groups(tree, header, select, submit);
+    let groups = extract_groups(tree, header, select, button_node);
 
     let close = page
         .labels(|l| l == "关闭")
         .find(|n| n.desc().trim() == "关闭")
         .and_then(Target::of);
 
-    let payment_method_text = payment_row(page);
     let labels = || page.labelled.iter().map(Page::label_of);
-    let payment = match proceed {
-        // 确定 / 立即购买 orders nothing: the payment is judged on 确认订单 — unless this
-        // sheet already says the account commits or pays without a human.
-        Some(_) => match payment::committing(labels().chain(payment_method_text.as_deref())) {
-            Some(reason) => PaymentVerdict::NotAllowed { reason },
-            None => PaymentVerdict::OnNextPage,
-        },
-        None => payment::assess(
+    let kind = order_button.as_ref().map(|b| b.kind);
+    let payment = match (kind, &order_button) {
+        // A spec sheet's 确定 / 立即购买 orders nothing: the payment is judged on 确认订单 —
+        // unless this sheet already says the account commits or pays without a human.
+        (Some(OrderKind::Proceed), _) => {
+            match payment::committing(labels().chain(payment_method_text.as_deref())) {
+                Some(refusal) => PaymentVerdict::NotAllowed {
+                    reason: refusal.reason(),
+                    refusal,
+                },
+                None => PaymentVerdict::OnNextPage,
+            }
+        }
+        (_, b) => payment::assess(
             payment_method_text.as_deref(),
-            submit.map(|n| Page::label_of(&n)),
+            b.as_ref()
+                .map(OrderControl::as_button)
+                .unwrap_or(payment::OrderButton::Missing),
             labels(),
         ),
     };
+    let places = |k: OrderKind| matches!(k, OrderKind::Submit | OrderKind::CommittingProceed);
+    let submit = order_button
+        .as_ref()
+        .filter(|b| places(b.kind))
+        .map(|b| b.target.clone());
+    let proceed = order_button
+        .as_ref()
+        .filter(|b| b.kind == OrderKind::Proceed)
+        .map(|b| b.target.clone());
 
     let mut sheet = SkuSheet {
         address_present,
@@ -328,8 +316,10 @@ pub fn extract(page: &Page<'_>) -> SkuSheet {
         stock_text,
         groups,
         quantity_stepper: stepper,
-        submit: submit.and_then(Target::of),
-        proceed: proceed.and_then(Target::of),
+        order_button,
+        checkout,
+        submit,
+        proceed,
         close,
         payment_method_text,
         payment,
@@ -411,7 +401,7 @@ fn header_price(header: NodeRef<'_>) -> (Option<String>, Option<Fen>, Option<Str
     (None, None, None)
 }
 
-fn extract_stepper(tree: &Tree) -> Option<QuantityStepper> {
+pub fn extract_stepper(tree: &Tree) -> Option<QuantityStepper> {
     let dec = stepper_node(tree, "减少数量");
     let inc = stepper_node(tree, "增加数量");
     if dec.is_none() && inc.is_none() {
@@ -460,53 +450,6 @@ fn address_text(page: &Page<'_>, select: Option<NodeRef<'_>>) -> Option<String> 
             .filter(|n| n.id().index() < limit)
             .copied(),
     )
-}
-
-/// The address block as text: the first of `nodes` that shows an address (a masked
-/// phone, 收货人, a province/city street) and the other texts of its row — its nearest
-/// clickable ancestor (the row that opens the address list), else its parent — joined
-/// by a space. Service badges and shop names around the block stay out.
-pub fn address_block<'t>(mut nodes: impl Iterator<Item = NodeRef<'t>>) -> Option<String> {
-    let anchor = nodes.find(|n| address_in(std::iter::once(Page::label_of(n))) == Some(true))?;
-    let small = |r: &NodeRef<'t>| r.texts().count() <= 6;
-    let row = anchor
-        .nearest_clickable()
-        .filter(small)
-        .or_else(|| anchor.parent().filter(small))
-        .unwrap_or(anchor);
-    join_address(row.texts())
-}
-
-/// The address block's labels joined by a space (controls such as 关闭 and 更换地址
-/// dropped); `None` when nothing is left.
-pub fn join_address<'a>(labels: impl Iterator<Item = &'a str>) -> Option<String> {
-    const NOT_ADDRESS: &[&str] = &["关闭", "关闭弹窗", "返回", "更换地址", "修改地址", "默认"];
-    let parts: Vec<&str> = labels
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !NOT_ADDRESS.contains(l))
-        .collect();
-    (!parts.is_empty()).then(|| parts.join(" "))
-}
-
-/// Whether these labels (the address block of a sheet or of 确认订单) ask for an address
-/// (`Some(false)`: 手动添加地址, 手动添加收货地址, …), show one (`Some(true)`: a masked phone
-/// number, 收货人, a street address), or neither (`None`).
-pub fn address_in<'a>(labels: impl Iterator<Item = &'a str> + Clone) -> Option<bool> {
-    if labels
-        .clone()
-        .any(|l| NO_ADDRESS.iter().any(|w| l.contains(w)))
-    {
-        return Some(false);
-    }
-    if labels.into_iter().any(|l| {
-        phone_mask_re().is_match(l)
-            || l.contains("收货人")
-            || ((l.contains('省') || l.contains('市'))
-                && (l.contains('区') || l.contains('县') || l.contains("街道") || l.contains('路')))
-    }) {
-        return Some(true);
-    }
-    None
 }
 
 /// A candidate option found while scanning the groups container.
@@ -773,24 +716,35 @@ mod tests {
     }
 
     #[test]
-    fn a_footer_reading_confirm_goes_on_to_confirm_order() {
+    fn a_footer_reading_confirm_goes_on_to_confirm_order_only_on_a_spec_sheet() {
         use crate::screen::{classify, Screen, Tree};
-        let xml = include_str!("../../../fixtures/screens/sku_sheet_confirm_button.xml");
         let sheet = |xml: &str| match classify(&Tree::parse(xml).expect("parses")) {
             Screen::SkuSheet(s) => s,
             other => panic!("not a sheet: {other:?}"),
         };
+        // The spec sheet (no address, no payment row, no total): 确定 / 立即购买 opens
+        // 确认订单.
+        let spec = include_str!("../../../fixtures/screens/sku_sheet_spec_confirm.xml");
         for label in ["确定", "立即购买"] {
-            let s = sheet(&xml.replace("text=\"确定\"", &format!("text=\"{label}\"")));
+            let s = sheet(&spec.replace("text=\"确定\"", &format!("text=\"{label}\"")));
             assert_eq!(s.proceed.map(|t| t.label), Some(label.to_string()));
             assert!(s.submit.is_none() && s.total.is_none());
             assert_eq!(s.payment, PaymentVerdict::OnNextPage);
         }
         // Committing wording on such a sheet is refused right there.
-        let s = sheet(&xml.replace("text=\"添加\"", "text=\"先用后付\""));
+        let s = sheet(&spec.replace("text=\"添加\"", "text=\"先用后付\""));
         assert!(matches!(s.payment, PaymentVerdict::NotAllowed { .. }));
+        // With an address row the same 确定 places the order: it is the submit.
+        let with_address = include_str!("../../../fixtures/screens/sku_sheet_confirm_button.xml");
+        let s = sheet(with_address);
+        assert!(s.proceed.is_none());
+        assert_eq!(s.submit.map(|t| t.label), Some("确定".to_string()));
+        assert_eq!(
+            s.order_button.map(|b| b.kind),
+            Some(OrderKind::CommittingProceed)
+        );
         // A sheet with 提交订单 has no proceed control.
-        let s = sheet(&xml.replace("text=\"确定\"", "text=\"提交订单 ¥47.2\""));
+        let s = sheet(&spec.replace("text=\"确定\"", "text=\"提交订单 ¥47.2\""));
         assert!(s.proceed.is_none() && s.submit.is_some());
     }
 

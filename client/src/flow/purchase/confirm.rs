@@ -20,26 +20,31 @@ use chrono::{DateTime, Utc};
 use cmautobuy_contract::{ExecutionMode, FailureCode, FlowStep, OptionMap};
 
 use super::{finish_fail, task, Phase, PurchaseFlow, Settle};
-use crate::flow::action::{Action, Effect, EffectOutcome, FlowOutcome, TapKind};
+use crate::flow::action::{Action, Effect, EffectOutcome, Flow, FlowOutcome, TapKind};
 use crate::flow::confirmation::Confirmation;
 use crate::flow::failure::FlowFailure;
 use crate::flow::observe::Pending;
 use crate::flow::reconcile::ReconcileFlow;
 use crate::money::Fen;
+use crate::screen::checkout::OrderKind;
 use crate::screen::goods::{self, GoodsProof};
 use crate::screen::names::names_all;
+use crate::screen::payment::Refusal;
 use crate::screen::{ConfirmOrder, PaymentVerdict, SkuSheet, Target};
 
-/// `manual_review PAYMENT_METHOD_NOT_ALLOWED`: the operator must change the account's
-/// setting; nothing is tapped.
-fn payment_refused(step: FlowStep, reason: &str, row: Option<&str>) -> Action {
+/// `manual_review PAYMENT_METHOD_NOT_ALLOWED`: nothing is tapped; the operator reads
+/// what this refusal means and what to change ([`Refusal::operator_text`]: 先用后付 off,
+/// 免密 off, or — for a checkout that pays in the same tap — that no setting helps).
+fn payment_refused(step: FlowStep, refusal: &Refusal, row: Option<&str>) -> Action {
     finish_fail(
         FlowFailure::manual(
             FailureCode::PaymentMethodNotAllowed,
             step,
-            format!("{reason}; change the account's payment setting to an interactive method (微信支付)"),
+            format!("{}; nothing was tapped", refusal.reason()),
         )
-        .with("payment_method_text", row.unwrap_or_default().to_string()),
+        .with("payment_method_text", row.unwrap_or_default().to_string())
+        .with("refusal", refusal.as_str())
+        .explain(&refusal.operator_text()),
     )
 }
 
@@ -87,20 +92,22 @@ impl PurchaseFlow {
         })
     }
 
-    /// The quantity, then the final confirmation on the same dump — or, on a sheet whose
-    /// button reads 确定 / 立即购买, the tap that opens 确认订单.
+    /// The quantity, then the final confirmation on the same dump — or, on a spec sheet
+    /// whose button reads 确定 / 立即购买, the tap that opens 确认订单.
     pub(super) fn set_quantity_or_confirm(&mut self, s: SkuSheet, chosen: OptionMap) -> Action {
-        if let Some(a) = self.set_quantity(&s) {
+        if let Some(a) = self.set_quantity(s.quantity, s.quantity_stepper.as_ref(), false) {
             return a;
         }
         // The final confirmation: everything above was read from this very dump.
         let step = FlowStep::ConfirmTotal;
         // Fail closed on the payment method before anything else is judged: an account
-        // on 先用后付 or 免密支付 must never see a submit tap (nor pass a dry run).
-        if let PaymentVerdict::NotAllowed { reason } = &s.payment {
-            return payment_refused(step, reason, s.payment_method_text.as_deref());
+        // on 先用后付 or 免密支付, or a button that pays, must never see a submit tap (nor
+        // pass a dry run).
+        if let PaymentVerdict::NotAllowed { refusal, .. } = &s.payment {
+            return payment_refused(step, refusal, s.payment_method_text.as_deref());
         }
-        if s.submit.is_none() {
+        let kind = s.order_button.as_ref().map(|b| b.kind);
+        if kind == Some(OrderKind::Proceed) {
             if let Some(proceed) = s.proceed.clone() {
                 return self.proceed(proceed, chosen);
             }
@@ -110,17 +117,37 @@ impl PurchaseFlow {
         {
             return a;
         }
+        // A 确定 that places the order (the sheet has checkout rows) but no total to hold
+        // against the limit: refused, never tapped.
+        if kind == Some(OrderKind::CommittingProceed) && s.total.is_none() {
+            let label = s
+                .submit
+                .as_ref()
+                .map(|t| t.label.clone())
+                .unwrap_or_default();
+            return self.poll_then(step.clone(), || {
+                FlowFailure::failed(
+                    FailureCode::OrderTotalNotShown,
+                    step,
+                    format!(
+                        "the sheet's `{label}` would place the order (the sheet shows the checkout's rows), but no order total is shown to check against the limit: nothing was tapped"
+                    ),
+                )
+                .with("button", label.clone())
+            });
+        }
         let state = Settle {
             options: chosen.clone(),
             selected_text: s.selected_text.clone(),
-            quantity: self.task.quantity,
+            quantity: s.quantity.unwrap_or(self.task.quantity),
             total: Fen(0),
         };
         self.confirm_settled(step, state, s.total, s.submit.clone())
     }
 
-    /// The sheet's options and quantity are confirmed and its button reads 确定 / 立即购买:
-    /// tap it (it orders nothing) and go on on 确认订单.
+    /// The spec sheet's options and quantity are confirmed and its button reads 确定 /
+    /// 立即购买 (no checkout row on it): tap it (it should order nothing) and go on on
+    /// 确认订单.
     fn proceed(&mut self, proceed: Target, chosen: OptionMap) -> Action {
         self.proceeds += 1;
         if self.proceeds > 2 {
@@ -133,6 +160,9 @@ impl PurchaseFlow {
         self.chosen = Some(chosen);
         self.phase = Phase::Confirming;
         self.polls = 0;
+        // 确认订单's quantity is read afresh (and set on its own stepper, if it has one).
+        self.quantity_rounds = 0;
+        self.last_quantity = None;
         self.d.step = FlowStep::ConfirmTotal;
         self.d.pending = Pending::Observe(FlowStep::ConfirmTotal);
         // It opens 确认订单: nothing may follow it without a fresh dump.
@@ -145,8 +175,9 @@ impl PurchaseFlow {
     }
 
     /// The full-page 确认订单 (the contract's 最终订单确认页): the address, the payment
-    /// method, the goods, options and quantity when the page shows them, then the
-    /// settled total — as on the sheet.
+    /// method, the goods, and — read, never assumed — the spec line and the quantity
+    /// (set on the page's stepper when it has one), then the settled total — as on the
+    /// sheet.
     pub(super) fn on_confirm_page(&mut self, c: ConfirmOrder) -> Action {
         let step = FlowStep::ConfirmTotal;
         if let Some(a) = self.check_address(
@@ -156,8 +187,8 @@ impl PurchaseFlow {
         ) {
             return a;
         }
-        if let PaymentVerdict::NotAllowed { reason } = &c.payment {
-            return payment_refused(step, reason, c.payment_method_text.as_deref());
+        if let PaymentVerdict::NotAllowed { refusal, .. } = &c.payment {
+            return payment_refused(step, refusal, c.payment_method_text.as_deref());
         }
         let Some(chosen) = self.chosen.clone() else {
             return finish_fail(FlowFailure::retry(
@@ -166,27 +197,48 @@ impl PurchaseFlow {
                 "确认订单 without options confirmed on the sheet",
             ));
         };
-        // The page must show what the sheet confirmed (whatever of it it shows).
+        // The page must show the goods the sheet confirmed (when both titles are known).
         let title_ok = match (&self.title, &c.goods_title) {
             (Some(want), Some(seen)) => goods::titles_match(want, seen),
             _ => true,
         };
+        if !title_ok {
+            return self.poll(
+                step,
+                "确认订单 does not show the goods confirmed on the sheet",
+                FailureCode::PageNotRecognized,
+            );
+        }
+        // The quantity, read: the stepper's field or "x2" / "共2件"; set on the stepper.
+        if let Some(a) = self.set_quantity(c.quantity, c.quantity_stepper.as_ref(), true) {
+            return a;
+        }
+        // The spec line, read: it must name every option confirmed on the sheet.
         let spec_ok = c
             .spec_text
             .as_deref()
-            .is_none_or(|t| names_all(std::iter::once(t), &chosen));
-        let qty_ok = c.quantity.is_none_or(|q| q == self.task.quantity);
-        if !(title_ok && spec_ok && qty_ok) {
-            return self.poll(
-                step,
-                "确认订单 does not show the goods, options and quantity confirmed on the sheet",
-                FailureCode::PageNotRecognized,
-            );
+            .is_some_and(|t| names_all(std::iter::once(t), &chosen));
+        if !spec_ok {
+            let shown = c.spec_text.clone();
+            let want: Vec<String> = chosen.values().cloned().collect();
+            return self.poll_then(step.clone(), || {
+                let m = match &shown {
+                    Some(t) => format!("确认订单 shows the options `{t}`, not the task's"),
+                    None => "确认订单 shows no spec line that could be read".to_string(),
+                };
+                FlowFailure::failed(
+                    FailureCode::SpecMismatch,
+                    step,
+                    format!("{m}: nothing was tapped"),
+                )
+                .with("spec_text", shown.clone().unwrap_or_default())
+                .with("options_wanted", want.join(" / "))
+            });
         }
         let state = Settle {
             options: chosen,
             selected_text: c.spec_text.clone(),
-            quantity: self.task.quantity,
+            quantity: c.quantity.unwrap_or(self.task.quantity),
             total: Fen(0),
         };
         self.confirm_settled(step, state, c.total, c.submit.clone())
@@ -269,6 +321,7 @@ impl PurchaseFlow {
             );
         }
         let proof = self.identity.proof().unwrap_or(GoodsProof::Unverified);
+        let spec_text = state.selected_text.clone();
         let conf = Confirmation {
             // The goods id the phone showed (never copied from the task when one was
             // observable); `goods_identity` names the proof.
@@ -282,6 +335,9 @@ impl PurchaseFlow {
             max_price: self.task.max_price,
             spec_resolution_id: self.resolution.as_ref().map(|r| r.resolution_id.clone()),
             delivery_address: self.address_read.clone(),
+            spec_text,
+            census: self.census_taken.clone(),
+            unconfirmed: None,
         };
         self.confirmation = Some(conf.clone());
         if !self.task.live {
@@ -292,16 +348,25 @@ impl PurchaseFlow {
                 None,
             ))));
         }
-        if !proof.proven() {
-            // Refused at the goods page already; never marked without a proof.
+        if !proof.by_goods_id() {
+            // Refused at the goods page already; never marked without a goods-id proof.
             return finish_fail(
                 FlowFailure::manual(
                     FailureCode::GoodsIdentityUnverified,
                     FlowStep::SubmitOrder,
-                    "nothing proves that the page is the task's goods: a live order is not submitted",
+                    "no goods id proves that the page is the task's goods: a live order is not submitted",
                 )
                 .with("goods_identity", proof.as_str()),
             );
+        }
+        if self.task.expected_address.is_empty() || self.census_taken.is_none() {
+            // Refused at the start already: never marked without the fingerprint and the
+            // census.
+            return finish_fail(FlowFailure::manual(
+                FailureCode::AddressFingerprintMissing,
+                FlowStep::SubmitOrder,
+                "a live submit needs the address fingerprint and the census of unpaid orders: nothing was tapped",
+            ));
         }
         self.phase = Phase::Marking;
         self.d.step = FlowStep::SubmitOrder;
@@ -348,13 +413,53 @@ impl PurchaseFlow {
                     ReconcileFlow::new(conf, at, false, self.limits.reconcile)
                         .with_context(std::mem::take(&mut self.reconcile_ctx)),
                 );
-                let _ = now;
                 Action::Tap {
                     at: tap,
                     label,
                     step: FlowStep::SubmitOrder,
                     kind: TapKind::Submit,
                 }
+            }
+            // The late mark after the spec sheet's 确定: reconcile what may exist.
+            (Phase::LateMarking, EffectOutcome::Marked { at }) => {
+                let Some(conf) = self.confirmation.clone() else {
+                    return finish_fail(FlowFailure::manual(
+                        FailureCode::OrderPlacedUnconfirmed,
+                        FlowStep::ConfirmTotal,
+                        "marked without a confirmation",
+                    ));
+                };
+                self.marked_at = Some(at);
+                self.phase = Phase::Submitted;
+                let mut r = ReconcileFlow::new(conf, at, false, self.limits.reconcile)
+                    .with_context(std::mem::take(&mut self.reconcile_ctx));
+                let a = r.observe(now, crate::flow::action::Observation::Start);
+                self.reconcile = Some(r);
+                a
+            }
+            (Phase::LateMarking, out) => {
+                let why = match out {
+                    EffectOutcome::Refused { reason } => {
+                        format!("the store refused the mark: {reason}")
+                    }
+                    EffectOutcome::Failed { message, .. } => {
+                        format!("the mark could not be saved: {message}")
+                    }
+                    other => format!("unexpected effect answer {other:?}"),
+                };
+                finish_fail(
+                    FlowFailure::manual(
+                        FailureCode::OrderPlacedUnconfirmed,
+                        FlowStep::ConfirmTotal,
+                        format!(
+                            "{}: an order may exist and could not be reconciled ({why})",
+                            self.unconfirmed.clone().unwrap_or_default()
+                        ),
+                    )
+                    .explain(&crate::reasons::for_code(
+                        &FailureCode::OrderPlacedUnconfirmed,
+                    )),
+                )
             }
             // Another run of this task is marked, or this run already has an outcome:
             // an order may exist, nothing is tapped.

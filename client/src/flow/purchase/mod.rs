@@ -3,6 +3,13 @@
 //! payment screen without paying, and reconciling the order that tap created.
 //!
 //! # Steps
+//! 0. `order_census` (live only, issue 25) — before anything is tapped: a live task
+//!    needs the phone's address fingerprint (`expected_address`; else `manual_review
+//!    ADDRESS_FINGERPRINT_MISSING`), then the unpaid orders of the goods are counted by
+//!    the reconcile machine's census ([`ReconcileFlow::census`]): the 待付款 list by its
+//!    deep link, every card that could fit opened for its order number. The census
+//!    travels with the mark; reconciliation adopts only an order absent from it. A
+//!    census that cannot be taken is `retry_wait ORDER_CENSUS_FAILED`.
 //! 1. `open_goods` / `check_goods` — the deep link built from the goods id; popups
 //!    dismissed; login → `manual_review LOGIN_REQUIRED`; risk page → `manual_review
 //!    RISK_VERIFICATION`; "goods gone" → `failed GOODS_UNAVAILABLE`. Identity
@@ -30,7 +37,8 @@
 //!    match selected only if it is still exactly there; `uncertain` → `manual_review
 //!    SPEC_RESOLUTION_UNCERTAIN`, `rejected` → `failed SPEC_RESOLUTION_REJECTED`,
 //!    `failed` → `retry_wait SPEC_RESOLUTION_FAILED`.
-//! 5. `set_quantity` — stepper taps, then the field must show the task's quantity.
+//! 5. `set_quantity` — stepper taps, then the field must show the task's quantity
+//!    (read, never assumed: unreadable → `QUANTITY_NOT_SETTABLE`).
 //! 6. `confirm_total` — on the final sheet: the selection, 已选 text, quantity, address,
 //!    the payment method and the footer total (提交订单 ¥TOTAL) are all read from **one**
 //!    dump. The payment method must be interactive (微信支付, …; never 先用后付 / 免密 /
@@ -38,13 +46,22 @@
 //!    `max_price_cent` (`failed PRICE_LIMIT_EXCEEDED`), and **settled**: the same
 //!    selection, quantity and total on two consecutive dumps a bounded wait apart, the
 //!    first of them not right after a gesture (the app re-prices after taps).
-//!    Goods whose sheet button reads 确定 / 立即购买 (no 提交订单, no total) go on to the
+//!    A sheet whose button reads 确定 / 立即购买 **and** that shows a checkout row
+//!    (address, payment row, total: [`crate::screen::checkout`]) places the order with
+//!    that button: it is the submit — the same checks, the mark, one tap — and without a
+//!    total shown it is refused (`failed ORDER_TOTAL_NOT_SHOWN`). A button that pays in
+//!    the same tap (立即支付 ¥59) is refused with its own text.
+//!    Goods whose spec sheet (no checkout row) reads 确定 / 立即购买 go on to the
 //!    full-page 确认订单 (the contract's 最终订单确认页): the button is tapped once the
-//!    options and quantity are confirmed on the sheet (it orders nothing; never tapped
-//!    again blind), and on 确认订单 the address (手动添加收货地址 → `ADDRESS_MISSING`), the
-//!    payment method, what the page shows of the goods, options and quantity, and the
-//!    settled total are judged by the same rules; its 提交订单 is the one submit. The
-//!    flow never goes back from 确认订单.
+//!    options and quantity are confirmed on the sheet (never tapped again blind), and on
+//!    确认订单 the address (手动添加收货地址 → `ADDRESS_MISSING`), the payment method, the
+//!    goods, and a positively read spec line (`SPEC_MISMATCH`) and quantity (a stepper
+//!    there is set like the sheet's; `QUANTITY_NOT_SETTABLE`), and the settled total
+//!    are judged by the same rules; its 提交订单 is the one submit. The flow never goes
+//!    back from 确认订单. If that 确定 leads anywhere but 确认订单 — a payment page, 收银台,
+//!    another app, an unknown page, the abandon dialog — an order may exist: the flow
+//!    marks the run then (late, with `unconfirmed` set), reconciles, and ends
+//!    `manual_review ORDER_PLACED_UNCONFIRMED` naming what it found, never `retry_wait`.
 //! 7. dry run: finish with the dry-run purchase result (`decisions.md` §6).
 //! 8. live: [`Effect::MarkIrreversible`] (durable, with the confirmation snapshot); only
 //!    after the store answers `Marked` the flow taps 提交订单 — once: the flow moves to
@@ -74,12 +91,12 @@ mod quantity;
 mod spec;
 pub mod task;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::{DateTime, Utc};
 use cmautobuy_contract::{FailureCode, FlowStep, OptionMap, SpecResolutionRequest};
 
-use super::action::{AbortReason, Action, Flow, FlowOutcome, Observation, Observed};
+use super::action::{AbortReason, Action, Effect, Flow, FlowOutcome, Observation, Observed};
 use super::confirmation::Confirmation;
 use super::failure::FlowFailure;
 use super::identity::{IdentityCheck, Verdict};
@@ -92,6 +109,8 @@ use task::{PurchaseLimits, PurchaseTask};
 #[derive(Clone, Debug, PartialEq)]
 enum Phase {
     Start,
+    /// Counting the unpaid orders of the goods (live only).
+    Census,
     Goods,
     Sheet,
     /// Waiting for the spec resolution's answer.
@@ -101,6 +120,9 @@ enum Phase {
     Confirming,
     /// Waiting for the store to confirm the mark.
     Marking,
+    /// The spec sheet's 确定 led somewhere an order may exist: waiting for the store to
+    /// record the mark after the fact.
+    LateMarking,
     /// The submit tap is out: everything is the reconcile flow's.
     Submitted,
 }
@@ -159,6 +181,12 @@ pub struct PurchaseFlow {
     confirmation: Option<Confirmation>,
     /// Dumps since the last gesture (a dump right after one never confirms a total).
     quiet_dumps: u32,
+    /// The census sub-flow while it runs (live only).
+    census: Option<ReconcileFlow>,
+    /// The order numbers the census counted.
+    census_taken: Option<BTreeSet<String>>,
+    /// What showed after the spec sheet's 确定 instead of 确认订单 (late mark).
+    unconfirmed: Option<String>,
     /// What the previous quiet dump showed ready to confirm: selection, quantity, total.
     settling: Option<Settle>,
     /// The previous dump's `settling`, for this dump to compare with.
@@ -231,6 +259,9 @@ impl PurchaseFlow {
             resolution: None,
             confirmation: None,
             quiet_dumps: 0,
+            census: None,
+            census_taken: None,
+            unconfirmed: None,
             settling: None,
             prev_settle: None,
             settles: 0,
@@ -261,6 +292,19 @@ impl PurchaseFlow {
         self.d.observe_now(step)
     }
 
+    /// A bounded poll that ends in `fail` (a refusal, not a retry) once the polls are
+    /// spent: for what must be read positively before anything is tapped.
+    fn poll_then(&mut self, step: FlowStep, fail: impl FnOnce() -> FlowFailure) -> Action {
+        self.polls += 1;
+        if self.polls > self.limits.polls {
+            return finish_fail(fail());
+        }
+        self.d.pending = Pending::Observe(step);
+        Action::Wait {
+            duration: self.limits.poll_pause,
+        }
+    }
+
     fn poll(&mut self, step: FlowStep, what: &str, code: FailureCode) -> Action {
         self.polls += 1;
         if self.polls > self.limits.polls {
@@ -276,6 +320,113 @@ impl PurchaseFlow {
         }
     }
 
+    /// The goods page by its deep link (built from the digits-only goods id).
+    fn open_goods(&mut self) -> Action {
+        self.phase = Phase::Goods;
+        self.d.step = FlowStep::OpenGoods;
+        self.d.pending = Pending::Observe(FlowStep::OpenGoods);
+        Action::OpenUrl {
+            url: self.task.deep_link(),
+            step: FlowStep::OpenGoods,
+        }
+    }
+
+    /// What the census matches cards on: the task as far as it is known before the
+    /// goods page (its expected title, options and quantity).
+    fn census_basis(&self) -> Confirmation {
+        Confirmation {
+            goods_id: self.task.goods_id.clone(),
+            goods_identity: None,
+            title: self.task.expected_title.clone(),
+            options: self.task.options.clone(),
+            original_options: self.task.options.clone(),
+            quantity: self.task.quantity,
+            total: crate::money::Fen(0),
+            max_price: self.task.max_price,
+            spec_resolution_id: None,
+            delivery_address: None,
+            spec_text: None,
+            census: None,
+            unconfirmed: None,
+        }
+    }
+
+    /// The census runs: its actions go out; once it has counted, the goods page opens.
+    /// Its failures are before anything irreversible: `retry_wait ORDER_CENSUS_FAILED`
+    /// (a login or risk page keeps its own code for a human).
+    fn on_census(&mut self, now: DateTime<Utc>, obs: Observation) -> Action {
+        let Some(c) = self.census.as_mut() else {
+            return self.open_goods();
+        };
+        let a = c.observe(now, obs);
+        if let Some(taken) = c.census_result() {
+            self.census_taken = Some(taken);
+            self.census = None;
+            return self.open_goods();
+        }
+        match a {
+            Action::Finish(FlowOutcome::Failed(mut f)) => {
+                if !matches!(
+                    f.code,
+                    FailureCode::LoginRequired | FailureCode::RiskVerification
+                ) {
+                    let why = f.message.clone();
+                    f.diagnostics
+                        .insert("census_code".into(), f.code.as_str().into());
+                    f.code = FailureCode::OrderCensusFailed;
+                    f.message = format!(
+                        "the unpaid orders of the goods could not be counted before the live submit ({why}); nothing was tapped"
+                    );
+                }
+                f.status = cmautobuy_contract::FailureStatus::RetryWait;
+                if matches!(
+                    f.code,
+                    FailureCode::LoginRequired | FailureCode::RiskVerification
+                ) {
+                    f.status = cmautobuy_contract::FailureStatus::ManualReview;
+                }
+                f.step = FlowStep::OrderCensus;
+                finish_fail(f)
+            }
+            other => other,
+        }
+    }
+
+    /// After the spec sheet's 确定 something else than 确认订单 showed (`seen`): an order
+    /// may exist whose total was never confirmed. The run is marked now (crash recovery
+    /// then reconciles instead of ordering again), then reconciled; the outcome is
+    /// `manual_review ORDER_PLACED_UNCONFIRMED` whatever is found.
+    fn order_may_exist(&mut self, seen: crate::screen::ScreenKind) -> Action {
+        let chosen = self
+            .chosen
+            .clone()
+            .unwrap_or_else(|| self.task.options.clone());
+        let what = format!("{} after the spec sheet's 确定", seen.as_str());
+        self.unconfirmed = Some(what.clone());
+        let proof = self.identity.proof();
+        let conf = Confirmation {
+            goods_id: self.identity.reported_goods_id(),
+            goods_identity: proof,
+            title: self.title.clone(),
+            options: chosen,
+            original_options: self.task.options.clone(),
+            quantity: self.task.quantity,
+            total: crate::money::Fen(0),
+            max_price: self.task.max_price,
+            spec_resolution_id: self.resolution.as_ref().map(|r| r.resolution_id.clone()),
+            delivery_address: self.address_read.clone(),
+            spec_text: None,
+            census: self.census_taken.clone(),
+            unconfirmed: Some(what),
+        };
+        self.confirmation = Some(conf.clone());
+        self.phase = Phase::LateMarking;
+        self.d.step = FlowStep::SubmitOrder;
+        Action::Effect(Effect::MarkIrreversible {
+            confirmation: Box::new(conf),
+        })
+    }
+
     fn on_screen(&mut self, now: DateTime<Utc>, o: Observed) -> Action {
         let Observed { screen, .. } = o;
         if let Some(a) = self
@@ -285,8 +436,6 @@ impl PurchaseFlow {
             return a;
         }
         match screen {
-            Screen::GoodsDetail(g) => self.on_goods(g),
-            Screen::SkuSheet(s) if self.phase == Phase::Sheet => self.on_sheet(now, s),
             Screen::ConfirmOrder(c) if self.phase == Phase::Confirming => self.on_confirm_page(c),
             // 确定 was tapped and the sheet is still there: wait (bounded), never tap it
             // again blind — 确认订单 may open right under a second tap.
@@ -295,6 +444,12 @@ impl PurchaseFlow {
                 "确认订单 did not open after the sheet's 确定",
                 FailureCode::PageNotRecognized,
             ),
+            // The spec sheet's 确定 led anywhere else: a payment page, 收银台, another app,
+            // an unknown page, a dialog, the goods page — an order may exist. Mark, then
+            // reconcile; never retry_wait.
+            other if self.phase == Phase::Confirming => self.order_may_exist(other.kind()),
+            Screen::GoodsDetail(g) => self.on_goods(g),
+            Screen::SkuSheet(s) if self.phase == Phase::Sheet => self.on_sheet(now, s),
             other => {
                 let kind = other.kind().as_str();
                 let step = self.d.step.clone();
@@ -341,6 +496,9 @@ impl Flow for PurchaseFlow {
             };
             return r.observe(now, obs);
         }
+        if self.phase == Phase::Census {
+            return self.on_census(now, obs);
+        }
         let screen = matches!(obs, Observation::Screen(_));
         if screen {
             self.quiet_dumps += 1;
@@ -348,14 +506,27 @@ impl Flow for PurchaseFlow {
             self.prev_settle = self.settling.take();
         }
         let action = match self.d.route(obs) {
-            Routed::Start => {
-                self.phase = Phase::Goods;
-                self.d.pending = Pending::Observe(FlowStep::OpenGoods);
-                Action::OpenUrl {
-                    url: self.task.deep_link(),
-                    step: FlowStep::OpenGoods,
+            Routed::Start if self.task.live => {
+                // Nothing is tapped for a live task before it can be told apart from
+                // what is already there: the address fingerprint, then the census.
+                if self.task.expected_address.is_empty() {
+                    let text = crate::reasons::for_code(&FailureCode::AddressFingerprintMissing);
+                    return finish_fail(
+                        FlowFailure::manual(
+                            FailureCode::AddressFingerprintMissing,
+                            FlowStep::OpenGoods,
+                            "a live purchase on a phone without its address fingerprint (expected_address): nothing was tapped",
+                        )
+                        .explain(&text),
+                    );
                 }
+                self.phase = Phase::Census;
+                let mut c = ReconcileFlow::census(self.census_basis(), now, self.limits.reconcile);
+                let a = c.observe(now, Observation::Start);
+                self.census = Some(c);
+                a
             }
+            Routed::Start => self.open_goods(),
             Routed::Act(a) => a,
             Routed::Fail(f) => finish_fail(f),
             Routed::Resume => self.observe_now(self.d.step.clone()),
@@ -389,6 +560,9 @@ impl Flow for PurchaseFlow {
     fn abort(&mut self, now: DateTime<Utc>, reason: AbortReason) -> FlowFailure {
         if let Some(r) = self.reconcile.as_mut() {
             return r.abort(now, reason);
+        }
+        if let Some(c) = self.census.as_mut() {
+            return c.abort(now, reason);
         }
         if self.marked_at.is_some() {
             return FlowFailure::manual(

@@ -62,14 +62,20 @@ impl PurchaseFlow {
     /// buy button.
     pub(super) fn after_identity(&mut self, g: GoodsDetail) -> Action {
         let proof = self.identity.proof().unwrap_or(GoodsProof::Unverified);
-        if self.task.live && !proof.proven() {
-            // No goods id observable and no expected title: the page may be another
-            // goods with the same option names (a redirect, the previous task's page).
+        if self.task.live && !proof.by_goods_id() {
+            // No goods id observable: the page may be another goods with the same title
+            // and option names (a redirect, a look-alike, the previous task's page). A
+            // title match is proof for collects and dry runs only.
+            let m = if proof.proven() {
+                "only the title matches: no goods id on the page or in dumpsys activity top proves the goods, and a title is no proof for a live order"
+            } else {
+                "nothing proves that the page shown is the task's goods (no goods id on the page or in dumpsys activity top, no expected title): a live order is not submitted"
+            };
             return finish_fail(
                 FlowFailure::manual(
                     FailureCode::GoodsIdentityUnverified,
                     FlowStep::CheckGoods,
-                    "nothing proves that the page shown is the task's goods (no goods id on the page or in dumpsys activity top, no expected title): a live order is not submitted",
+                    m,
                 )
                 .with("expected_goods_id", self.task.goods_id.clone())
                 .with("goods_identity", proof.as_str()),
@@ -372,11 +378,21 @@ impl PurchaseFlow {
             )
         });
         if !sel_ok {
-            return self.poll(
-                FlowStep::SelectSize,
-                "the 已选 text does not name the selected options",
-                FailureCode::PageNotRecognized,
-            );
+            // The selection must be read on the page, not assumed from the chips.
+            let shown = s.selected_text.clone();
+            let want: Vec<String> = chosen.values().cloned().collect();
+            return self.poll_then(FlowStep::SelectSize, || {
+                FlowFailure::failed(
+                    FailureCode::SpecMismatch,
+                    FlowStep::SelectSize,
+                    format!(
+                        "the 已选 text `{}` does not name the selected options: nothing was tapped",
+                        shown.clone().unwrap_or_default()
+                    ),
+                )
+                .with("selected_text", shown.clone().unwrap_or_default())
+                .with("options_wanted", want.join(" / "))
+            });
         }
         self.set_quantity_or_confirm(s, chosen)
     }
