@@ -1217,6 +1217,8 @@ impl ReconcileFlow {
                 if self.mode != Mode::Census {
                     self.after.repeat_prompt.get_or_insert(d.marker.clone());
                 }
+                // The submit's answer: the sheet behind the dialog is not waited out.
+                self.payment_seen = true;
                 match d.close {
                     Some(t) => self.leave(Action::Tap {
                         at: t.tap,

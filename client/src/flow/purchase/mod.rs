@@ -156,6 +156,9 @@ pub struct PurchaseFlow {
     /// Queued taps, the current step, failed-dump and device-error counts.
     d: Dispatch,
     polls: u32,
+    /// Polls for something that must be read before anything is tapped (a total, a
+    /// spec line, a quantity): never reset by a new dump of the same page.
+    unread_polls: u32,
     popups: u32,
     /// Whether the page is the task's goods, and what proves it.
     identity: IdentityCheck,
@@ -240,6 +243,7 @@ impl PurchaseFlow {
                 FlowStep::OpenGoods,
             ),
             polls: 0,
+            unread_polls: 0,
             popups: 0,
             identity,
             reopens: 0,
@@ -295,8 +299,8 @@ impl PurchaseFlow {
     /// A bounded poll that ends in `fail` (a refusal, not a retry) once the polls are
     /// spent: for what must be read positively before anything is tapped.
     fn poll_then(&mut self, step: FlowStep, fail: impl FnOnce() -> FlowFailure) -> Action {
-        self.polls += 1;
-        if self.polls > self.limits.polls {
+        self.unread_polls += 1;
+        if self.unread_polls > self.limits.polls {
             return finish_fail(fail());
         }
         self.d.pending = Pending::Observe(step);
