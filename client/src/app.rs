@@ -91,6 +91,7 @@ impl ClientConfig {
             dry_run_only: self.dry_run_only,
             vouched: self.allow_live,
             self_test_goods_id: self.self_test_goods_id.clone(),
+            address_fingerprint: !self.expected_address.is_empty(),
         }
     }
 }

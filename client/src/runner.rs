@@ -84,9 +84,19 @@ pub const ALERT_DEVICE: &str = "device_attention";
 /// (issue 12 item 9). Informational: it does not stop claiming (collects and dry runs
 /// continue); `ack` closes it.
 pub const ALERT_CLOCK_SKEW: &str = "clock_skew";
+/// A live order was found paid or bound (先用后付 / 免密) after its submit (issue 25): the
+/// account pays without a human. Critical: live stops on this phone — `dry_run` is
+/// declared, collects and dry runs continue — until `ack` after a human checked the
+/// account and the money.
+pub const ALERT_ORDER_NOT_UNPAID: &str = "order_not_unpaid";
+
+/// Why live is refused without the address fingerprint (status, doctor).
+pub const NO_ADDRESS_FINGERPRINT: &str = "no address fingerprint: set expected_address = [\"<receiver>\", \"<street>\"] in config.toml (or CMAUTOBUY_EXPECTED_ADDRESS) to what PDD shows for this phone's delivery address; live orders are never declared without it";
+
 /// Alert kinds that do not stop claiming (`low_disk` holds claims itself, through the
 /// upkeep's free-disk floor, and is resolved by the client when space returns).
 pub const NON_BLOCKING_ALERTS: &[&str] = &[
+    ALERT_ORDER_NOT_UNPAID,
     ALERT_ACCOUNT_CHANGED,
     ALERT_CLOCK_SKEW,
     ALERT_LOW_DISK,
@@ -149,6 +159,10 @@ pub struct LivePolicy {
     pub vouched: bool,
     /// The self-test's goods (`self_test_goods_id`); `None`: no self-test runs.
     pub self_test_goods_id: Option<String>,
+    /// The phone's delivery-address fingerprint is configured (`expected_address`):
+    /// without it live is never declared (issue 25 — an order could go to whatever
+    /// address PDD preselects).
+    pub address_fingerprint: bool,
 }
 
 impl LivePolicy {
@@ -167,6 +181,7 @@ impl Default for LivePolicy {
             dry_run_only: false,
             vouched: true,
             self_test_goods_id: None,
+            address_fingerprint: true,
         }
     }
 }
@@ -438,6 +453,11 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
         if p.capabilities.purchase_mode == ExecutionMode::Live && self.account_refusal().is_some() {
             p.capabilities.purchase_mode = ExecutionMode::DryRun;
         }
+        if p.capabilities.purchase_mode == ExecutionMode::Live
+            && self.paid_order_refusal().is_some()
+        {
+            p.capabilities.purchase_mode = ExecutionMode::DryRun;
+        }
         if p.capabilities.purchase_mode == ExecutionMode::Live {
             let cap = self.live_cap_now()?;
             if cap.is_some() {
@@ -455,7 +475,8 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
         let mut p = client_profile(settings, self.executor.readiness());
         let purchase = p.supported_types.contains(&TaskType::Purchase);
         let refusal = if purchase {
-            self.self_test_refusal(settings)
+            self.address_refusal()
+                .or_else(|| self.self_test_refusal(settings))
         } else {
             None
         };
@@ -483,6 +504,12 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
             }
         }
         p
+    }
+
+    /// Why live is never declared: no address fingerprint configured (issue 25).
+    fn address_refusal(&self) -> Option<String> {
+        let live = &self.cfg.live;
+        (!live.dry_run_only && !live.address_fingerprint).then(|| NO_ADDRESS_FINGERPRINT.into())
     }
 
     /// Why live waits for the self-test on this phone now ([`crate::selftest::refusal`]).
@@ -948,6 +975,23 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
     /// `account_changed` alert (also across a restart), or — once the executor has shown
     /// it can check — no successful check yet this run, or a failed one since the last
     /// success went stale.
+    /// Why live is stopped on this phone after an order was found paid or bound (an
+    /// open `order_not_unpaid` alert, issue 25), if it is.
+    pub fn paid_order_refusal(&self) -> Option<String> {
+        match self.store.open_alerts() {
+            Ok(a) => a
+                .iter()
+                .find(|a| a.kind == ALERT_ORDER_NOT_UNPAID)
+                .map(|a| {
+                    format!(
+                        "an order was found paid or bound on this phone: {}",
+                        a.message
+                    )
+                }),
+            Err(e) => Some(format!("cannot read operator alerts: {e}")),
+        }
+    }
+
     pub fn account_refusal(&self) -> Option<String> {
         match self.store.open_alerts() {
             Ok(a) if a.iter().any(|a| a.kind == ALERT_ACCOUNT_CHANGED) => {
@@ -1670,6 +1714,25 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
         let trouble = self.gate().on_account(failure_code);
         if let (Some(trouble), Outcome::Failure(f)) = (trouble, &outcome) {
             self.alert(ALERT_ACCOUNT, Some(remote), &account_message(&trouble, f));
+        }
+        // An order found paid or bound: the account pays by itself. Live stops on this
+        // phone until a human acknowledges it; collects and dry runs go on.
+        if let Outcome::Failure(f) = &outcome {
+            if f.error.code == cmautobuy_contract::FailureCode::OrderNotUnpaid.as_str() {
+                let message = format!(
+                    "订单不是待付款（已付款或先用后付），已停止真实下单 / the order placed is not unpaid (paid or bound): live stopped on this phone — {}",
+                    f.error.message
+                );
+                tracing::error!(alert = ALERT_ORDER_NOT_UNPAID, task_id = %remote, %message, "critical: live stopped (collects and dry runs continue)");
+                if let Err(e) = self.store.raise_alert(
+                    ALERT_ORDER_NOT_UNPAID,
+                    Some(remote),
+                    &message,
+                    self.clock.now(),
+                ) {
+                    tracing::error!(error = %e, "cannot save the order_not_unpaid alert");
+                }
+            }
         }
         tracing::info!(task_id = %remote, outbox_id = id, kind = kind.as_str(), "outcome written to the outbox");
         self.relay_wake.notify_one();

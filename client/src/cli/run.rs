@@ -109,9 +109,10 @@ pub fn run(g: &Globals, a: RunArgs) -> Result<(), Failure> {
         dry_run_only,
         vouched: allow_live,
         self_test_goods_id: cfg.self_test_goods_id.clone(),
+        address_fingerprint: !cfg.expected_address.is_empty(),
     };
     if policy.may_go_live() && cfg.expected_address.is_empty() {
-        tracing::warn!("live purchases without an address fingerprint (`expected_address`): orders go to whatever address PDD preselects; set it to the warehouse's street and receiver");
+        tracing::warn!("{}", cmautobuy_client::runner::NO_ADDRESS_FINGERPRINT);
     }
     let workers = if cfg.devices.is_empty() || a.stub_executor {
         let (phone, device_lock) = if a.stub_executor {

@@ -279,6 +279,7 @@ pub fn declared_profile(cfg: &Config, store: &Store) -> Result<ClientProfile, Fa
         dry_run_only,
         vouched: cfg.allow_live && !dry_run_only,
         self_test_goods_id: cfg.self_test_goods_id.clone(),
+        address_fingerprint: !cfg.expected_address.is_empty(),
     };
     let ready = device.is_some();
     let mut p = client_profile(
@@ -305,6 +306,7 @@ pub fn live_refusal(cfg: &Config, store: &Store, device: &str) -> Result<Option<
         dry_run_only,
         vouched: cfg.allow_live && !dry_run_only,
         self_test_goods_id: cfg.self_test_goods_id.clone(),
+        address_fingerprint: !cfg.expected_address.is_empty(),
     };
     live_refused_by_store(cfg, store, &policy, Some(device))
 }
@@ -316,6 +318,11 @@ fn live_refused_by_store(
     policy: &LivePolicy,
     device: Option<&str>,
 ) -> Result<Option<String>, Failure> {
+    if !policy.dry_run_only && !policy.address_fingerprint {
+        return Ok(Some(
+            cmautobuy_client::runner::NO_ADDRESS_FINGERPRINT.into(),
+        ));
+    }
     let Some(device) = device else {
         return Ok(Some("no device saved".into()));
     };
@@ -350,12 +357,21 @@ fn live_refused_by_store(
     if let Some(why) = store.clock_skew()? {
         return Ok(Some(why));
     }
-    let account_changed = store
-        .open_alerts()?
+    let alerts = store.open_alerts()?;
+    if alerts
         .iter()
-        .any(|a| a.kind == cmautobuy_client::account::ALERT_ACCOUNT_CHANGED);
-    if account_changed {
+        .any(|a| a.kind == cmautobuy_client::account::ALERT_ACCOUNT_CHANGED)
+    {
         return Ok(Some("account changed on this phone".into()));
+    }
+    if let Some(a) = alerts
+        .iter()
+        .find(|a| a.kind == cmautobuy_client::runner::ALERT_ORDER_NOT_UNPAID)
+    {
+        return Ok(Some(format!(
+            "an order was found paid or bound on this phone (alert {}: `cmautobuy-client ack {}` once checked): {}",
+            a.id, a.id, a.message
+        )));
     }
     if cfg.gate.account_check {
         if let Some(why) = store.account_refusal()? {

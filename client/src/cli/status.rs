@@ -122,7 +122,8 @@ fn report(
     println!("device:       {}", s.device.as_deref().unwrap_or("-"));
     if cfg.expected_address.is_empty() {
         println!(
-            "WARNING: no address fingerprint (`expected_address`): live orders go to whatever address PDD preselects on the phone; the address read is only reported (`delivery_address`)"
+            "LIVE OFF: 没有收货地址指纹，不做真实下单 / {} (the address read is still reported as `delivery_address`)",
+            cmautobuy_client::runner::NO_ADDRESS_FINGERPRINT
         );
     } else {
         println!(

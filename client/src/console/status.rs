@@ -63,6 +63,9 @@ pub struct Snapshot {
     pub clock_skew: Option<String>,
     pub version_hold: Option<String>,
     pub account_refusal: Option<String>,
+    /// Why live waits (the self-test, or no address fingerprint: issue 25), as the
+    /// claim loop recorded it.
+    pub live_note: Option<String>,
     pub live_cap: Option<LiveCapNote>,
     /// The newest tasks: (remote task id, type, local state, updated at).
     pub recent: Vec<(String, String, String, String)>,
@@ -100,6 +103,7 @@ pub fn snapshot(w: &ConsoleWorker) -> Result<Snapshot, StoreError> {
         clock_skew: s.clock_skew()?,
         version_hold: s.pdd_version_hold()?,
         account_refusal: s.account_refusal()?,
+        live_note: s.self_test_note()?,
         live_cap: s.live_cap()?,
     })
 }
@@ -197,6 +201,7 @@ pub fn render_worker(
         (&s.clock_skew, "时钟偏差 clock skew"),
         (&s.version_hold, "PDD 版本 PDD version"),
         (&s.account_refusal, "账号 account"),
+        (&s.live_note, "实单条件 live requirements"),
     ] {
         if let Some(w) = why {
             h.push_str(&format!(

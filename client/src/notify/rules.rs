@@ -171,6 +171,9 @@ pub fn alert_message(a: &Alert, client: &Origin) -> Message {
         "claim_not_saved" => "领取的任务未保存 / a claimed task was not saved".to_string(),
         "claim_rejected" => "Admin 拒绝领取 / the Admin rejected the claim".to_string(),
         "device_attention" => "手机需要人工处理 / the phone needs a human".to_string(),
+        "order_not_unpaid" => {
+            "严重：订单已被付款或先用后付，真实下单已停止 / critical: an order was paid or bound: live stopped on this phone".to_string()
+        }
         "pdd_version_unproven" => {
             "拼多多版本未验证，暂停实单 / PDD version not proven: live paused (claiming continues)"
                 .to_string()
@@ -204,6 +207,12 @@ pub fn alert_message(a: &Alert, client: &Origin) -> Message {
             format!(
                 "{task}{}\n暂停领取，手机恢复后自动继续 / paused; resumes by itself once the phone passes a check",
                 a.message
+            )
+        } else if a.kind == "order_not_unpaid" {
+            // Live only: claims continue (`runner::NON_BLOCKING_ALERTS`).
+            format!(
+                "{task}{}\n立即核对是否被扣款、账号的免密/先用后付设置；确认后执行 / check the money and the account's 免密 / 先用后付 settings now; live resumes after `cmautobuy-client ack {}`",
+                a.message, a.id
             )
         } else if a.kind == "account_changed" {
             // Live only: claims continue (`runner::NON_BLOCKING_ALERTS`).

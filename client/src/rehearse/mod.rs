@@ -269,6 +269,7 @@ pub fn rehearse_with(
     let device_label = match &opts.device {
         Some(d) => d.clone(),
         None => {
+            let recorded_address = scenario.as_ref().and_then(replay::recorded_address);
             let mut cfg = match scenario {
                 Some(s) => replay::sim_config(s, opts.replay_log.clone()),
                 None => SimConfig::new(sim_goods),
@@ -282,9 +283,12 @@ pub fn rehearse_with(
             }
             cfg.faults.dump_faults = opts.dump_faults.clone();
             // A recording shows the address it was made with (masked by the export):
-            // no fingerprint to check it against.
+            // that address is its fingerprint.
             if let Some(a) = cfg.account.address.as_ref().filter(|_| !replaying) {
                 expected_address = vec![a.text.clone(), a.receiver.clone()];
+            }
+            if let Some(a) = recorded_address {
+                expected_address = vec![a];
             }
             let phone = SimPhone::bind(SocketAddr::from(([127, 0, 0, 1], 0)), cfg)
                 .map_err(|e| anyhow!("cannot start the simulated phone: {e}"))?;

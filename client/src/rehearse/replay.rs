@@ -23,6 +23,22 @@ pub fn load(dir: &Path) -> Result<Scenario, String> {
     Scenario::load(dir).map_err(|e| format!("--replay {}: {e}", dir.display()))
 }
 
+/// The delivery address the recording's checkout shows (the first sheet or 确认订单 with
+/// an address block, as the export masked it): a replay's address fingerprint, so its
+/// live purchase is checked against the address it was recorded with (issue 25: no live
+/// order without a fingerprint). `None` when no recorded screen shows one.
+pub fn recorded_address(scenario: &Scenario) -> Option<String> {
+    use crate::screen::{inspect, Screen};
+    scenario.screen_ids().into_iter().find_map(|id| {
+        let screen = scenario.screen_by_id(id)?;
+        match inspect(&screen.dump).ok()? {
+            Screen::SkuSheet(s) => s.address_text,
+            Screen::ConfirmOrder(c) => c.address_text,
+            _ => None,
+        }
+    })
+}
+
 /// The simulated phone's configuration for `scenario`; the phone appends its replay log
 /// to `log` as it goes (`--replay-log FILE`).
 pub fn sim_config(scenario: Scenario, log: Option<PathBuf>) -> SimConfig {

@@ -12,6 +12,10 @@ use cmautobuy_sim_phone::testing::AdbServer;
 use cmautobuy_sim_phone::{Catalog, SimConfig, SimPhone, SimPhoneHandle, SystemConfig};
 use serde_json::{json, Value};
 
+/// The simulated phone's default delivery address (`sim_phone::Account::default`) as an
+/// `expected_address` fingerprint (`CMAUTOBUY_EXPECTED_ADDRESS`, parts split by `|`).
+pub const SIM_ADDRESS_FINGERPRINT: &str = "张三|广东省深圳市南山区科技园路1号";
+
 /// The bundled mock Admin on loopback HTTP and the simulated phone on loopback TCP.
 pub struct World {
     pub rt: tokio::runtime::Runtime,
@@ -296,7 +300,11 @@ impl World {
             .env("CMAUTOBUY_MIN_TASK_GAP_SECS", "0")
             // Live on a fresh store without a dry run first (the new-version gate has
             // its own test, `pdd_version_gate.rs`, which sets it again on the command).
-            .env("CMAUTOBUY_PDD_VERSION_GATE", "false");
+            .env("CMAUTOBUY_PDD_VERSION_GATE", "false")
+            // The simulated phone's delivery address as its fingerprint, as a configured
+            // phone has (issue 25: no live order without one); a test of the fingerprint
+            // sets it again, or removes it, on the command.
+            .env("CMAUTOBUY_EXPECTED_ADDRESS", SIM_ADDRESS_FINGERPRINT);
         if let Some(locks) = &self.locks {
             c.env("CMAUTOBUY_LOCK_DIR", locks);
         }
