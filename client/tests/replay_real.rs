@@ -362,3 +362,93 @@ fn a_live_path_leaves_payment_through_the_real_abandon_dialog_and_finds_its_orde
     assert_eq!(p["order_sn"], "261130-094512345678901", "{p}");
     assert_eq!(p["confirmed_total_cent"], 4720, "{p}");
 }
+
+/// `xml` with its top-level `com.miui.home` window (the gesture bar, one self-closed
+/// line in the real dumps) moved FIRST, before PDD's: real MIUI multi-window dumps list
+/// it so too (uiautomator's roots come in no defined order). Nothing else changes.
+fn gesture_bar_first(xml: &str) -> String {
+    let lines: Vec<&str> = xml.split_inclusive('\n').collect();
+    let bar = lines
+        .iter()
+        .position(|l| l.starts_with("  <node ") && l.contains("package=\"com.miui.home\""))
+        .expect("the gesture bar's window");
+    assert!(
+        lines[bar].trim_end().ends_with("/>"),
+        "one line: {}",
+        lines[bar]
+    );
+    let open = lines
+        .iter()
+        .position(|l| l.starts_with("<hierarchy"))
+        .expect("<hierarchy>");
+    let mut out: Vec<&str> = lines.clone();
+    let moved = out.remove(bar);
+    out.insert(open + 1, moved);
+    let out = out.concat();
+    assert_eq!(out.len(), xml.len());
+    out
+}
+
+/// Issue 25 point 9: a real recorded sheet whose roots list MIUI's gesture bar
+/// (`com.miui.home`, `[0,2328][1080,2400]`) before PDD's window. The simulated phone must
+/// still take PDD's window as the app in front (its window stack names PDD's activity,
+/// not the launcher's), so the client's guard lets its taps on the sheet through — the
+/// option tap and the dry run's confirmation — instead of refusing every one as covered
+/// by the launcher.
+#[test]
+fn a_real_sheet_listing_the_gesture_bar_first_is_tapped_as_pdds() {
+    let Some(real_dir) = real_dumps("the gesture-bar-first real sheet") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().expect("tmp");
+    let recorded = edit(
+        &real(&real_dir, "pdd_checkout_sheet_image_sku.xml"),
+        ADDRESS_EDIT.0,
+        ADDRESS_EDIT.1,
+        1,
+    );
+    let option = "茶杏色+手持化妆镜+礼盒";
+    let after_tap = reselect(
+        &recorded,
+        "  乌龙奶茶+手持化妆镜+礼盒",
+        option,
+        "已选: #乌龙奶茶+手持化妆镜+礼盒",
+        &format!("已选: {option}"),
+    );
+    let (recorded, after_tap) = (gesture_bar_first(&recorded), gesture_bar_first(&after_tap));
+    assert!(recorded.find("com.miui.home") < recorded.find("com.xunmeng.pinduoduo"));
+    let scenario = tmp.path().join("scenario");
+    let mut b = goods_then_sheet(&scenario);
+    b.screen(
+        "sheet",
+        &recorded,
+        vec![json!({"tap": {"desc": option}, "to": "sheet_selected"})],
+    )
+    .screen("sheet_selected", &after_tap, vec![]);
+    let scenario = b.write();
+
+    let id = "real-sheet-gesture-bar-first";
+    let r = rehearse_replay(
+        &scenario,
+        &[purchase_task(
+            id,
+            "dry_run",
+            GOODS,
+            json!({"color": option}),
+            1,
+            9000,
+            "succeeded",
+        )],
+        &tmp.path().join("data"),
+    );
+    assert_clean(&r, id);
+    assert_eq!(
+        path_of(&r.log()),
+        ["goods", "sheet", "sheet_selected"],
+        "the option tap reached the sheet: {}",
+        r.explain()
+    );
+    let p = &r.admin_result(id)["purchase"];
+    assert_eq!(p["options"], json!({"color": option}), "{p}");
+    assert_eq!(p["confirmed_total_cent"], 8800, "提交订单 ¥88: {p}");
+}

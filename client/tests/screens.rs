@@ -16,9 +16,10 @@ use proptest::prelude::*;
 use serde_json::Value;
 
 use cmautobuy_client::money::Fen;
+use cmautobuy_client::screen::cover::{self, InAppCover};
 use cmautobuy_client::screen::{
-    classify, inspect, inspect_json, Bounds, DumpError, Matcher, Query, Screen, ScreenKind, Tree,
-    WindowFilter,
+    classify, inspect, inspect_json, Bounds, DumpError, Matcher, Point, Query, Screen, ScreenKind,
+    Tree, WindowFilter,
 };
 
 fn repo_root() -> PathBuf {
@@ -139,11 +140,9 @@ fn every_screen_kind_has_a_fixture() {
     }
 }
 
-/// The real dumps live next to the repository (`../shared/pdd-real-dumps`), never in it.
-/// Their absence is loud: the test fails unless `CMAUTOBUY_NO_SHARED=1` says so
-/// (`scripts/test` sets it, with a banner at its start and end, when they are missing).
-#[test]
-fn real_pdd_dumps_are_classified() {
+/// `../shared/pdd-real-dumps`, or `None` (NOT CHECKED, said loudly) when it is missing
+/// and `CMAUTOBUY_NO_SHARED=1` accepts that; a missing directory otherwise fails.
+fn real_dumps_dir() -> Option<PathBuf> {
     let dir = repo_root().join("../shared/pdd-real-dumps");
     if !dir.is_dir() {
         let msg = format!(
@@ -154,10 +153,21 @@ fn real_pdd_dumps_are_classified() {
         );
         eprintln!("{msg}");
         if std::env::var("CMAUTOBUY_NO_SHARED").as_deref() == Ok("1") {
-            return;
+            return None;
         }
         panic!("{msg}");
     }
+    Some(dir)
+}
+
+/// The real dumps live next to the repository (`../shared/pdd-real-dumps`), never in it.
+/// Their absence is loud: the test fails unless `CMAUTOBUY_NO_SHARED=1` says so
+/// (`scripts/test` sets it, with a banner at its start and end, when they are missing).
+#[test]
+fn real_pdd_dumps_are_classified() {
+    let Some(dir) = real_dumps_dir() else {
+        return;
+    };
     let cases: &[(&str, Value)] = &[
         (
             "pdd_checkout_sheet_text_sku.xml",
@@ -208,6 +218,104 @@ fn real_pdd_dumps_are_classified() {
     let first = &sheet.groups[0].options[0];
     assert!(first.raw_name.starts_with("  ") && !first.name.starts_with(' '));
     assert_eq!(sheet.total, Some(Fen(8800)));
+}
+
+/// On both real checkout sheets every tap a flow plans — each option tile or chip, the
+/// stepper buttons, the 提交订单 footer — reaches what it aims at: nothing in PDD's
+/// window is drawn over it (`screen::cover`, issue 25 point 3). The same dump with a
+/// clickable 多多支付 bubble injected over the footer (a later sibling, drawn above it)
+/// covers the footer's tap, and only that one.
+#[test]
+fn real_sheet_taps_are_not_covered_and_an_injected_bubble_is() {
+    let Some(dir) = real_dumps_dir() else {
+        return;
+    };
+    for name in [
+        "pdd_checkout_sheet_text_sku.xml",
+        "pdd_checkout_sheet_image_sku.xml",
+    ] {
+        let xml = read_dump(&dir.join(name));
+        let taps = |xml: &str| -> Vec<(String, Point, Option<InAppCover>)> {
+            let tree = Tree::parse(xml).expect("parses");
+            let Screen::SkuSheet(sheet) = classify(&tree) else {
+                panic!("{name}: not a sku_sheet");
+            };
+            let mut taps: Vec<(String, Point)> = Vec::new();
+            for g in &sheet.groups {
+                for o in &g.options {
+                    if let Some(at) = o.tap {
+                        taps.push((o.name.clone(), at));
+                    }
+                }
+            }
+            let stepper = sheet.quantity_stepper.as_ref().expect("stepper");
+            for t in [&stepper.decrease, &stepper.increase].into_iter().flatten() {
+                taps.push((t.label.clone(), t.tap));
+            }
+            let submit = sheet.submit.as_ref().expect("submit");
+            taps.push((submit.label.clone(), submit.tap));
+            taps.into_iter()
+                .map(|(label, at)| {
+                    let c = cover::covering(&tree, at, &label);
+                    (label, at, c)
+                })
+                .collect()
+        };
+        let plain = taps(&xml);
+        // Every option, both stepper buttons and the footer.
+        assert!(plain.len() >= 4, "{name}: {plain:?}");
+        for (label, at, c) in &plain {
+            assert_eq!(c, &None, "{name}: `{label}` at {at:?} is covered");
+        }
+
+        // A clickable bubble drawn over the footer: the footer's next sibling, inside the
+        // same parent, with a higher drawing order.
+        let lines: Vec<&str> = xml.lines().collect();
+        let open = lines
+            .iter()
+            .position(|l| l.contains(r#"bounds="[334,2213][1080,2354]""#))
+            .expect("footer");
+        assert!(lines[open].contains(r#"drawing-order="11""#), "{name}");
+        let indent: String = lines[open].chars().take_while(|c| *c == ' ').collect();
+        let close = open
+            + lines[open..]
+                .iter()
+                .position(|l| *l == format!("{indent}</node>"))
+                .expect("footer's end");
+        let attrs = |text: &str, clickable: bool, order: u32, bounds: &str| {
+            format!(
+                r#"index="6" text="{text}" resource-id="com.xunmeng.pinduoduo:id/pdd" class="android.widget.TextView" package="com.xunmeng.pinduoduo" content-desc="" checkable="false" checked="false" clickable="{clickable}" enabled="true" focusable="{clickable}" focused="false" scrollable="false" long-clickable="false" password="false" selected="false" visible-to-user="true" bounds="{bounds}" drawing-order="{order}" hint="" display-id="0""#
+            )
+        };
+        let bubble = format!(
+            "{indent}<node {}>\n{indent}  <node {} />\n{indent}</node>",
+            attrs("", true, 12, "[420,2160][1000,2330]"),
+            attrs("开通多多支付，立减3元", false, 1, "[440,2180][980,2310]")
+        );
+        let mut edited: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+        edited.insert(close + 1, bubble);
+        let edited = edited.join("\n") + "\n";
+        let covered = taps(&edited);
+        assert_eq!(covered.len(), plain.len(), "{name}");
+        let (last, rest) = covered.split_last().unwrap();
+        for (label, at, c) in rest {
+            assert_eq!(c, &None, "{name}: `{label}` at {at:?} is covered");
+        }
+        let c = last
+            .2
+            .as_ref()
+            .unwrap_or_else(|| panic!("{name}: the footer is not covered"));
+        assert!(last.0.starts_with("提交订单"), "{name}: {last:?}");
+        assert_eq!(c.label, "开通多多支付，立减3元");
+        assert_eq!(c.bounds, Bounds::new(420, 2160, 1000, 2330));
+        assert!(c.drawn_over);
+        assert_eq!(c.target_bounds, Bounds::new(334, 2213, 1080, 2354));
+        // The same bubble with a lower drawing order than the footer's is beneath it.
+        let below = edited.replace(r#"drawing-order="12""#, r#"drawing-order="10""#);
+        for (label, at, c) in taps(&below) {
+            assert_eq!(c, None, "{name}: `{label}` at {at:?} is covered");
+        }
+    }
 }
 
 #[test]

@@ -1056,6 +1056,77 @@ fn a_real_shaped_checkout_sheet_drives_a_replay_to_an_order() {
     );
 }
 
+/// `xml` with MIUI's gesture-bar window (`com.miui.home`, `[0,2328][1080,2400]`) listed
+/// FIRST, before PDD's: real multi-window dumps come in that order too (uiautomator's
+/// roots are in no defined order).
+fn gesture_bar_first(xml: &str) -> String {
+    const BAR: &str = "  <node index=\"0\" text=\"\" resource-id=\"\" class=\"android.widget.FrameLayout\" package=\"com.miui.home\" content-desc=\"\" checkable=\"false\" checked=\"false\" clickable=\"false\" enabled=\"true\" focusable=\"false\" focused=\"false\" scrollable=\"false\" long-clickable=\"false\" password=\"false\" selected=\"false\" visible-to-user=\"true\" bounds=\"[0,2328][1080,2400]\" drawing-order=\"0\" hint=\"\" display-id=\"0\" />\n";
+    let open = "<hierarchy rotation=\"0\">\n";
+    let at = xml.find(open).expect("a pretty dump") + open.len();
+    format!("{}{BAR}{}", &xml[..at], &xml[at..])
+}
+
+/// A recorded screen whose first top-level window is the gesture bar, not PDD's: PDD's
+/// window is still the app's (issue 25 point 9) — its activity has the focus, the window
+/// stack puts PDD (not the launcher) under the point, and a tap on its button reaches
+/// the player (and PDD's window); a screen with no PDD window at all leaves the launcher
+/// in front as before.
+#[test]
+fn a_dump_listing_the_gesture_bar_first_is_still_pdds_screen() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let sheet = gesture_bar_first(&page("选择规格", "确定", "黑色"));
+    assert!(sheet.find("com.miui.home") < sheet.find(PDD));
+    std::fs::write(dir.path().join("sheet.xml"), &sheet).expect("w");
+    std::fs::write(
+        dir.path().join("done.xml"),
+        gesture_bar_first(&page("确认订单", "提交订单 ¥69", "实付")),
+    )
+    .expect("w");
+    std::fs::write(dir.path().join("home.xml"), launcher()).expect("w");
+    std::fs::write(
+        dir.path().join("scenario.json"),
+        r#"{"version": 1, "start": "sheet",
+            "screens": {
+              "sheet": {"dump": "sheet.xml", "on": [{"tap": {"text": "确定"}, "to": "done"}]},
+              "done": {"dump": "done.xml", "on": [{"key": 3, "to": "home"}]},
+              "home": {"dump": "home.xml"}}}"#,
+    )
+    .expect("w");
+    let p = start(SimConfig::replay(Scenario::load(dir.path()).expect("load")));
+    let disp = sh(&p, "dumpsys window displays");
+    assert!(
+        disp.contains("mCurrentFocus=Window{")
+            && disp
+                .contains("com.xunmeng.pinduoduo/com.xunmeng.pinduoduo.activity.NewPageActivity"),
+        "{disp}"
+    );
+    let w = sh(&p, "dumpsys window windows");
+    let pdd = w
+        .find("package=com.xunmeng.pinduoduo")
+        .expect("PDD's window");
+    let launcher_visible = w
+        .split("  Window #")
+        .find(|b| b.contains("Launcher"))
+        .is_some_and(|b| b.contains("isVisible=true"));
+    assert!(!launcher_visible, "the launcher is not in front:\n{w}");
+    assert!(w[pdd..].contains("isVisible=true"), "{w}");
+    // The served dump is the recording, byte for byte, gesture bar first.
+    assert!(p
+        .run_shell("uiautomator dump /dev/tty")
+        .stdout
+        .starts_with(sheet.as_bytes()));
+    sh(&p, "input tap 840 2275");
+    assert_eq!(screen(&p), "done");
+    let tap = p.taps().last().cloned().expect("a tap");
+    assert_eq!(tap.package.as_deref(), Some(PDD), "{tap:?}");
+    assert!(p.foreign_taps().is_empty(), "{:?}", p.foreign_taps());
+    // No PDD window at all (the launcher's dump): the launcher is in front.
+    sh(&p, "input keyevent 3");
+    assert_eq!(screen(&p), "home");
+    let disp = sh(&p, "dumpsys window displays");
+    assert!(disp.contains("Launcher"), "{disp}");
+}
+
 #[test]
 fn the_chooser_and_simulated_time_work_as_in_catalog_mode() {
     use cmautobuy_sim_phone::system::screens::chooser_rects;

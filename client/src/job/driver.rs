@@ -334,7 +334,7 @@ where
                 if *kind == TapKind::Submit {
                     detail.push_str(" (submit)");
                 }
-                match device.tap_as(*at, *kind) {
+                match device.tap_labelled(*at, *kind, label) {
                     // Refused: nothing was sent to the phone (not a round trip).
                     Err(DeviceError::TapRefused(reason)) => {
                         detail.push_str(&format!(" (refused: {reason})"));

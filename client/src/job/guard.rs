@@ -21,6 +21,14 @@
 //!   the driver reported the irreversible mark ([`GuardedDevice::marked`]), the first
 //!   time. A `Submit` tap that lands on no submit control is refused too.
 //!
+//! - **Something of PDD's own drawn over the target → refused** (issue 25 point 3): the
+//!   guard finds the node the tap aims at from its label
+//!   ([`GuardedDevice::tap_labelled`]; the driver passes the flow's label, a tap without
+//!   one is aimed by the point alone) and the node a touch there reaches in PDD's window
+//!   as Android dispatches it ([`crate::screen::cover`]: z-order from `drawing-order`);
+//!   when that is neither the aimed control nor inside it — a 多多支付 promo bubble drawn
+//!   over the 提交订单 footer — the tap is refused naming both, and the one submit is not
+//!   spent.
 //! - **A point another package's window would receive → refused** (issue 12 item 4): the
 //!   window stack (`dumpsys window windows`, [`crate::screen::windows`]) is read once per
 //!   fresh dump, at the first tap judged on it (dumps no tap follows cost nothing), and
@@ -40,6 +48,7 @@ use crate::device::{Device, DeviceError, KeyCode, Png, ShellOutput, UiDump};
 use crate::flow::TapKind;
 use crate::screen::checkout::is_checkout;
 use crate::screen::controls::{controls_at, ControlKind};
+use crate::screen::cover::covering;
 use crate::screen::windows::{
     cover_at, focused_cover, parse_windows, Cover, WindowInfo, WINDOWS_ARGV,
 };
@@ -66,14 +75,16 @@ pub enum SubmitState {
     Spent,
 }
 
-/// Judges a tap at `at` of `kind` on the freshest dump (`None`: no fresh dump). `Ok(true)`
-/// when it is the single submit (the caller spends it), `Ok(false)` for any other allowed
-/// tap, `Err(reason)` when refused.
+/// Judges a tap at `at` of `kind`, labelled `label` (what the flow meant to press; empty
+/// when unknown), on the freshest dump (`None`: no fresh dump). `Ok(true)` when it is the
+/// single submit (the caller spends it), `Ok(false)` for any other allowed tap,
+/// `Err(reason)` when refused.
 pub fn judge(
     fresh: Option<&Tree>,
     submit: SubmitState,
     at: Point,
     kind: TapKind,
+    label: &str,
 ) -> Result<bool, String> {
     let Some(tree) = fresh else {
         return Err(
@@ -88,6 +99,10 @@ pub fn judge(
             "`{}` is a pay action: this client never pays",
             pay.label
         ));
+    }
+    // Something of PDD's own drawn over the node the tap aims at would take it.
+    if let Some(c) = covering(tree, at, label) {
+        return Err(c.describe());
     }
     let submit_hit = hits.iter().find(|h| h.kind == ControlKind::Submit);
     match (submit_hit, kind) {
@@ -229,11 +244,18 @@ impl<D: Device> GuardedDevice<D> {
         }
     }
 
-    /// A tap the flow declared as `kind`, judged on the freshest dump ([`judge`]).
+    /// A tap the flow declared as `kind`, without a label: [`GuardedDevice::tap_labelled`]
+    /// with an empty one (the node aimed at is then found by the point alone).
     pub fn tap_as(&self, at: Point, kind: TapKind) -> Result<(), DeviceError> {
+        self.tap_labelled(at, kind, "")
+    }
+
+    /// A tap the flow declared as `kind`, meant for the node labelled `label`, judged on
+    /// the freshest dump ([`judge`]) and the window stack read for it.
+    pub fn tap_labelled(&self, at: Point, kind: TapKind, label: &str) -> Result<(), DeviceError> {
         let height = {
             let mut st = self.state();
-            if let Err(why) = judge(st.fresh.as_ref(), st.submit, at, kind) {
+            if let Err(why) = judge(st.fresh.as_ref(), st.submit, at, kind, label) {
                 return Err(refuse(&mut st, why));
             }
             st.fresh
@@ -251,8 +273,9 @@ impl<D: Device> GuardedDevice<D> {
                     window: c.window,
                 });
             }
-            // Judged again under the same lock that spends the submit.
-            match judge(st.fresh.as_ref(), st.submit, at, kind) {
+            // Judged again under the same lock that spends the submit: a refused tap (an
+            // in-app cover included) never spends it.
+            match judge(st.fresh.as_ref(), st.submit, at, kind, label) {
                 Err(why) => return Err(refuse(&mut st, why)),
                 Ok(true) => st.submit = SubmitState::Spent,
                 Ok(false) => {}
@@ -302,9 +325,10 @@ impl<D: Device> Device for GuardedDevice<D> {
         out
     }
 
-    /// A tap with no declared kind: judged as one that changes the screen.
+    /// A tap with no declared kind and no label: judged as one that changes the screen,
+    /// aimed by the point alone.
     fn tap(&self, at: Point) -> Result<(), DeviceError> {
-        self.tap_as(at, TapKind::ChangesScreen)
+        self.tap_labelled(at, TapKind::ChangesScreen, "")
     }
 
     fn swipe(&self, from: Point, to: Point, duration: Duration) -> Result<(), DeviceError> {
@@ -379,13 +403,13 @@ mod tests {
     fn a_tap_on_submit_before_the_mark_is_refused() {
         let t = sheet("提交订单 ¥269");
         for state in [SubmitState::AwaitingMark, SubmitState::NotAllowed] {
-            let e = judge(Some(&t), state, FOOTER, TapKind::Submit).unwrap_err();
+            let e = judge(Some(&t), state, FOOTER, TapKind::Submit, "").unwrap_err();
             assert!(e.contains("提交订单"), "{e}");
         }
         // An ordinary tap on it, even after the mark.
         for state in [SubmitState::AwaitingMark, SubmitState::Armed] {
-            assert!(judge(Some(&t), state, FOOTER, TapKind::ChangesScreen).is_err());
-            assert!(judge(Some(&t), state, FOOTER, TapKind::InPage).is_err());
+            assert!(judge(Some(&t), state, FOOTER, TapKind::ChangesScreen, "").is_err());
+            assert!(judge(Some(&t), state, FOOTER, TapKind::InPage, "").is_err());
         }
     }
 
@@ -394,16 +418,16 @@ mod tests {
         for label in ["提交订单 ¥269", "确认下单 ¥88"] {
             let t = sheet(label);
             assert_eq!(
-                judge(Some(&t), SubmitState::Armed, FOOTER, TapKind::Submit),
+                judge(Some(&t), SubmitState::Armed, FOOTER, TapKind::Submit, ""),
                 Ok(true),
                 "{label}"
             );
-            assert!(judge(Some(&t), SubmitState::Spent, FOOTER, TapKind::Submit).is_err());
+            assert!(judge(Some(&t), SubmitState::Spent, FOOTER, TapKind::Submit, "").is_err());
             // A submit aimed off the control.
-            assert!(judge(Some(&t), SubmitState::Armed, OPTION, TapKind::Submit).is_err());
+            assert!(judge(Some(&t), SubmitState::Armed, OPTION, TapKind::Submit, "").is_err());
             // Options and steppers pass.
             assert_eq!(
-                judge(Some(&t), SubmitState::Armed, OPTION, TapKind::InPage),
+                judge(Some(&t), SubmitState::Armed, OPTION, TapKind::InPage, ""),
                 Ok(false)
             );
         }
@@ -416,7 +440,8 @@ mod tests {
             Some(&t),
             SubmitState::AwaitingMark,
             FOOTER,
-            TapKind::ChangesScreen
+            TapKind::ChangesScreen,
+            ""
         )
         .unwrap_err()
         .contains("确认下单"));
@@ -437,7 +462,7 @@ mod tests {
             let p = Point { x: 710, y: 850 };
             for state in [SubmitState::Armed, SubmitState::NotAllowed] {
                 for kind in [TapKind::InPage, TapKind::ChangesScreen, TapKind::Submit] {
-                    let e = judge(Some(&t), state, p, kind).unwrap_err();
+                    let e = judge(Some(&t), state, p, kind, "").unwrap_err();
                     assert!(e.contains("pay action"), "{label}: {e}");
                 }
             }
@@ -451,7 +476,8 @@ mod tests {
                     Some(&tabs),
                     SubmitState::NotAllowed,
                     p,
-                    TapKind::ChangesScreen
+                    TapKind::ChangesScreen,
+                    ""
                 ),
                 Ok(false)
             );
@@ -461,7 +487,7 @@ mod tests {
     #[test]
     fn no_dump_yet_refuses_every_tap() {
         for kind in [TapKind::InPage, TapKind::ChangesScreen, TapKind::Submit] {
-            assert!(judge(None, SubmitState::Armed, OPTION, kind)
+            assert!(judge(None, SubmitState::Armed, OPTION, kind, "")
                 .unwrap_err()
                 .contains("no fresh dump"));
         }
@@ -678,6 +704,84 @@ mod tests {
             fake.log().iter().filter(|l| l.starts_with("tap")).count(),
             1
         );
+    }
+
+    /// The sheet of [`sheet_xml`] with a clickable 多多支付 bubble over the footer's centre,
+    /// a later sibling with drawing order `bubble` (the footer's is 3), in the pretty shape.
+    fn sheet_with_bubble(bubble: u32) -> String {
+        format!(
+            r#"<hierarchy rotation="0"><node index="0" package="com.xunmeng.pinduoduo" class="android.widget.FrameLayout" visible-to-user="true" drawing-order="0" bounds="[0,0][1080,2400]"><node index="0" text="黑色" clickable="true" drawing-order="1" bounds="[50,1500][250,1600]"/><node index="1" content-desc="增加数量" clickable="true" drawing-order="2" bounds="[950,1200][1030,1280]"/><node index="2" class="android.widget.FrameLayout" clickable="true" drawing-order="3" bounds="[334,2213][1080,2354]"><node index="0" text="提交订单 ¥47.2" drawing-order="1" bounds="[548,2251][865,2316]"/></node><node index="3" class="android.widget.LinearLayout" clickable="true" drawing-order="{bubble}" bounds="[500,2180][1000,2300]"><node index="0" text="开通多多支付，立减3元" drawing-order="1" bounds="[520,2200][980,2280]"/></node><node index="4" class="android.view.View" drawing-order="9" bounds="[0,1450][1080,1650]"/></node></hierarchy>"#
+        )
+    }
+
+    #[test]
+    fn a_clickable_drawn_over_the_target_refuses_the_tap_and_leaves_the_submit_armed() {
+        let t = Tree::parse(&sheet_with_bubble(4)).unwrap();
+        for kind in [TapKind::Submit, TapKind::ChangesScreen, TapKind::InPage] {
+            let e =
+                judge(Some(&t), SubmitState::Armed, FOOTER, kind, "提交订单 ¥47.2").unwrap_err();
+            assert_eq!(
+                e,
+                "`开通多多支付，立减3元` is drawn over `提交订单 ¥47.2` (a tap there would press it)",
+                "{kind:?}"
+            );
+        }
+        // The non-clickable band drawn over the option lets its taps through.
+        assert_eq!(
+            judge(
+                Some(&t),
+                SubmitState::Armed,
+                OPTION,
+                TapKind::InPage,
+                "黑色"
+            ),
+            Ok(false)
+        );
+        // Drawn below the footer, the bubble takes nothing: the one submit goes.
+        let below = Tree::parse(&sheet_with_bubble(2)).unwrap();
+        assert_eq!(
+            judge(
+                Some(&below),
+                SubmitState::Armed,
+                FOOTER,
+                TapKind::Submit,
+                "提交订单 ¥47.2"
+            ),
+            Ok(true)
+        );
+
+        // Through the guard: refused before the phone, counted, the submit not spent.
+        let fake = Fake::new(&sheet_with_bubble(4));
+        let g = GuardedDevice::new(&fake, true);
+        g.marked();
+        g.dump_ui().unwrap();
+        let e = g
+            .tap_labelled(FOOTER, TapKind::Submit, "提交订单 ¥47.2")
+            .unwrap_err();
+        assert_eq!(e.code(), "TAP_REFUSED");
+        assert!(
+            e.to_string().contains("is drawn over `提交订单 ¥47.2`"),
+            "{e}"
+        );
+        assert_eq!((g.refused(), g.covered()), (1, 0));
+        assert_eq!(g.submit_state(), SubmitState::Armed);
+        // A tap without a label is aimed by the point alone and refused alike.
+        assert_eq!(g.tap(FOOTER).unwrap_err().code(), "TAP_REFUSED");
+        // The option beside it still goes through.
+        g.tap_labelled(OPTION, TapKind::InPage, "黑色").unwrap();
+        // The bubble gone (the same dump without it drawn above), the one submit goes out.
+        *fake.xml.lock().unwrap() = sheet_with_bubble(2);
+        g.dump_ui().unwrap();
+        g.tap_labelled(FOOTER, TapKind::Submit, "提交订单 ¥47.2")
+            .unwrap();
+        assert_eq!(g.submit_state(), SubmitState::Spent);
+        let taps: Vec<_> = fake
+            .log()
+            .into_iter()
+            .filter(|l| l.starts_with("tap"))
+            .collect();
+        assert_eq!(taps, ["tap 150,1550", "tap 700,2280"]);
+        assert_eq!(g.refused(), 2);
     }
 
     #[test]

@@ -65,6 +65,8 @@ pub(super) mod flag {
     pub const HAS_BOUNDS: u16 = 1 << 13;
     /// `enabled` was absent: treated as enabled.
     pub const ENABLED_DEFAULT: u16 = 1 << 14;
+    /// `drawing-order` was present and a number (pretty dumps only).
+    pub const HAS_DRAWING_ORDER: u16 = 1 << 15;
 }
 
 #[derive(Clone, Debug)]
@@ -75,6 +77,9 @@ pub(super) struct Node {
     pub(super) depth: u16,
     /// The `index` attribute: position among the parent's children as the app saw it.
     pub(super) index: u32,
+    /// The `drawing-order` attribute (valid with [`flag::HAS_DRAWING_ORDER`]): the place
+    /// in its parent's z-order, higher drawn later (on top).
+    pub(super) drawing_order: u32,
     pub(super) flags: u16,
     pub(super) bounds: Bounds,
     pub(super) text: Span,
@@ -308,9 +313,20 @@ impl<'t> NodeRef<'t> {
         self.node().depth
     }
 
-    /// The `index` attribute.
+    /// The `index` attribute: the node's position among its parent's children (in the
+    /// uiautomator2 shape nodes not important for accessibility are left out, so the
+    /// numbers can have gaps; they still increase in document order).
     pub fn index(&self) -> u32 {
         self.node().index
+    }
+
+    /// The `drawing-order` attribute: the node's place in its parent's z-order, a higher
+    /// number drawn later (over its lower siblings) and offered touches first. `None` in
+    /// the old one-line dump shape, which does not print it: document order stands in
+    /// for it there (a later sibling is drawn over an earlier one).
+    pub fn drawing_order(&self) -> Option<u32> {
+        self.has(flag::HAS_DRAWING_ORDER)
+            .then(|| self.node().drawing_order)
     }
 
     pub fn is_clickable(&self) -> bool {

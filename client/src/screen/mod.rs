@@ -20,6 +20,9 @@
 //!   确定: address, spec, quantity, payment row, total, 提交订单.
 //! - [`controls`] — the controls a tap must not press by accident: submit controls
 //!   (提交订单 / 确认下单) and pay actions, by a whole-label rule (the device guard asks).
+//! - [`cover`] — what a tap inside PDD's own window would really press: the node a
+//!   touch reaches as Android dispatches it (z-order from `drawing-order`), and whether
+//!   something drawn over the tap's target takes it (the device guard asks).
 //! - [`pages`] — every other page kind: goods detail, payment, the payment-abandon
 //!   dialog, order list and detail, popups, login and risk pages.
 //! - [`aim`] — the node a tap aimed at (recorded in the manifest for replays).
@@ -57,6 +60,7 @@ mod arena;
 pub mod checkout;
 pub mod confirm_order;
 pub mod controls;
+pub mod cover;
 pub mod error;
 mod geometry;
 pub mod goods;

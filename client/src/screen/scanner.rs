@@ -286,6 +286,7 @@ impl<'f> Builder<'f> {
             end: 0,
             depth: u16::try_from(self.stack.len()).unwrap_or(u16::MAX),
             index: 0,
+            drawing_order: 0,
             flags: flag::ENABLED_DEFAULT | flag::ENABLED,
             bounds: Bounds::default(),
             text: Span::default(),
@@ -354,6 +355,16 @@ impl<'f> Builder<'f> {
                         .ok()
                         .and_then(|v| v.trim().parse().ok())
                         .unwrap_or(0);
+                }
+                b"drawing-order" => {
+                    // Not a number: as if absent (document order decides).
+                    if let Some(v) = std::str::from_utf8(raw_value)
+                        .ok()
+                        .and_then(|v| v.trim().parse().ok())
+                    {
+                        node.drawing_order = v;
+                        node.flags |= flag::HAS_DRAWING_ORDER;
+                    }
                 }
                 _ => {}
             }
@@ -605,6 +616,21 @@ mod tests {
 
     fn node(attrs: &str, inner: &str) -> String {
         format!(r#"<node package="{PDD}" {attrs}>{inner}</node>"#)
+    }
+
+    /// `drawing-order` is read where the dump prints it (the pretty shape); absent or not
+    /// a number it is `None` (document order decides), and `index` is kept as printed.
+    #[test]
+    fn drawing_order_and_index_are_read() {
+        let xml = format!(
+            r#"<hierarchy rotation="0"><node index="0" package="{PDD}" drawing-order="0" bounds="[0,0][10,10]"><node index="3" drawing-order="11" text="a"/><node index="5" text="b"/><node index="6" drawing-order="x" text="c"/></node></hierarchy>"#
+        );
+        let tree = Tree::parse(&xml).unwrap();
+        let got: Vec<(u32, Option<u32>)> = tree
+            .nodes()
+            .map(|n| (n.index(), n.drawing_order()))
+            .collect();
+        assert_eq!(got, [(0, Some(0)), (3, Some(11)), (5, None), (6, None)]);
     }
 
     /// The one-pass scanner reads what an XML reader would, and refuses what it would.

@@ -18,7 +18,7 @@ use crate::system::windows::{self, WinKind};
 
 use super::state::Device;
 
-/// The launcher's activity (what is in front when the dump's top window is not PDD's).
+/// The launcher's activity (what is in front when the dump has no PDD window).
 const LAUNCHER: &str = "com.miui.home/com.miui.home.launcher.Launcher";
 
 /// Record a scenario's order in the app's ledger as the app would (order number from
@@ -183,14 +183,20 @@ impl Device {
     }
 
     /// In replay, the recorded dump's windows split as `app_and_chrome` splits the app's:
-    /// its first top-level node (the active window uiautomator dumped) and the rest (the
-    /// bars the phone's dumps list after it), so the phone's own screens (keyguard,
-    /// chooser, …) show with the recorded bars.
+    /// the app's window — PDD's, wherever the dump lists it (the first of several); with
+    /// no PDD window the largest ([`DumpIndex::app_root`](crate::replay::DumpIndex::app_root))
+    /// — and everything else, in dump order (the bars), so the phone's own screens
+    /// (keyguard, chooser, …) show with the recorded bars. Never "the first root": real
+    /// MIUI dumps can list the `com.miui.home` gesture bar before PDD's window.
     pub(crate) fn replay_app_windows(
         &self,
     ) -> Option<(Vec<crate::ui::Node>, Vec<crate::ui::Node>)> {
-        let mut app = self.replay.as_deref()?.screen().index.to_ui();
-        let chrome = app.split_off(app.len().min(1));
+        let index = &self.replay.as_deref()?.screen().index;
+        let mut chrome = index.to_ui();
+        let app = match index.app_root() {
+            Some(k) if k < chrome.len() => vec![chrome.remove(k)],
+            _ => Vec::new(),
+        };
         Some((app, chrome))
     }
 

@@ -197,9 +197,9 @@ pub struct ScreenData {
     pub screenshot: Option<Vec<u8>>,
     pub activity_top: Option<String>,
     pub on: Vec<Transition>,
-    /// The PDD activity in front (`pkg/full.Class`) when the dump's top window is PDD's:
-    /// the one `activity_top` names, else PDD's page activity. `None` when the top window
-    /// is another package's (the launcher, say).
+    /// The PDD activity in front (`pkg/full.Class`) when the dump has a PDD window (in any
+    /// place among its roots: [`DumpIndex::app_root`]): the one `activity_top` names, else
+    /// PDD's page activity. `None` when no window of the dump is PDD's (the launcher, say).
     pub pdd_activity: Option<String>,
 }
 
@@ -414,7 +414,8 @@ impl Scenario {
                 }
                 None => None,
             };
-            let pdd_activity = (index.top_package() == Some(crate::ui::PDD)).then(|| {
+            // PDD is in front when the dump has a PDD window, wherever the dump lists it.
+            let pdd_activity = (index.app_package() == Some(crate::ui::PDD)).then(|| {
                 activity_top
                     .as_deref()
                     .and_then(activity_of)

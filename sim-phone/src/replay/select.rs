@@ -180,9 +180,37 @@ impl DumpIndex {
         }
     }
 
-    /// The package of the first top-level window (the active window uiautomator dumped).
-    pub fn top_package(&self) -> Option<&str> {
-        self.roots.first().map(|&i| self.nodes[i].package.as_str())
+    /// The app's window among the top-level nodes, as a position in [`DumpIndex::roots`]:
+    /// PDD's (the first of them in dump order when there are several); in a dump with no
+    /// PDD window (the launcher, another app in front) the largest window, the first of
+    /// the largest on a tie — the status and gesture bars are thin strips. Never the
+    /// first root for being first: uiautomator lists its roots in no defined order (a
+    /// real MIUI dump can put the `com.miui.home` gesture bar before PDD's window).
+    /// `None` for a dump without windows.
+    pub fn app_root(&self) -> Option<usize> {
+        let pkg = |&(_, &i): &(usize, &usize)| self.nodes[i].package == crate::ui::PDD;
+        self.roots
+            .iter()
+            .enumerate()
+            .find(pkg)
+            .or_else(|| {
+                let area = |i: usize| {
+                    let b = self.nodes[i].bounds;
+                    i64::from((b.r - b.l).max(0)) * i64::from((b.b - b.t).max(0))
+                };
+                // max_by_key keeps the last of equals: compare reversed positions.
+                self.roots
+                    .iter()
+                    .enumerate()
+                    .max_by_key(|&(k, &i)| (area(i), std::cmp::Reverse(k)))
+            })
+            .map(|(k, _)| k)
+    }
+
+    /// The package of the app's window ([`DumpIndex::app_root`]).
+    pub fn app_package(&self) -> Option<&str> {
+        self.app_root()
+            .map(|k| self.nodes[self.roots[k]].package.as_str())
     }
 
     /// The nearest clickable strict ancestor of node `i`.
@@ -338,10 +366,42 @@ mod tests {
         assert_eq!(d.nodes[3].text, "a & b\nc");
         assert_eq!(d.clickable_ancestor(2), Some(1));
         assert_eq!(d.clickable_ancestor(1), None);
-        assert_eq!(d.top_package(), Some(crate::ui::PDD));
+        assert_eq!(d.app_package(), Some(crate::ui::PDD));
         // An old phone's /dev/tty dump carries uiautomator's line after the root.
         let tty = format!("{}UI hierchary dumped to: /dev/tty\n", BUTTON.trim_end());
         assert_eq!(DumpIndex::parse(&tty).expect("tty dump").nodes.len(), 4);
+    }
+
+    #[test]
+    fn the_app_window_is_pdds_whatever_the_order_else_the_largest() {
+        let win = |pkg: &str, b: &str| {
+            format!(
+                r#"<node package="{pkg}" bounds="{b}"><node package="{pkg}" bounds="{b}" /></node>"#
+            )
+        };
+        let bar = win("com.miui.home", "[0,2328][1080,2400]");
+        let status = win("com.android.systemui", "[0,0][1080,95]");
+        let pdd = win(crate::ui::PDD, "[0,0][1080,2400]");
+        let dump = |ws: &[&str]| {
+            DumpIndex::parse(&format!(
+                "<hierarchy rotation=\"0\">{}</hierarchy>",
+                ws.concat()
+            ))
+            .expect("dump")
+        };
+        // The gesture bar first, PDD's window second.
+        let d = dump(&[&bar, &pdd, &status]);
+        assert_eq!(d.app_root(), Some(1));
+        assert_eq!(d.app_package(), Some(crate::ui::PDD));
+        // Two PDD windows: the first of them.
+        let popup = win(crate::ui::PDD, "[60,800][1020,1600]");
+        assert_eq!(dump(&[&status, &popup, &bar, &pdd]).app_root(), Some(1));
+        // No PDD window: the largest, the first on a tie.
+        let home = win("com.miui.home", "[0,0][1080,2400]");
+        let other = win("com.tencent.mm", "[0,0][1080,2400]");
+        let d = dump(&[&bar, &home, &status, &other]);
+        assert_eq!(d.app_root(), Some(1));
+        assert_eq!(d.app_package(), Some("com.miui.home"));
     }
 
     #[test]
