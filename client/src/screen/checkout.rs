@@ -14,7 +14,8 @@ use regex::Regex;
 use serde::Serialize;
 
 use super::controls::{is_pay_action, is_submit_control};
-use super::page::{trim_name, Page};
+use super::cover::{covering_node, InAppCover};
+use super::page::{trim_name, Page, CLOSE_DESC};
 use super::payment::{OrderButton, SUBMIT_LABELS};
 use super::target::Target;
 use super::tree::{NodeRef, Tree};
@@ -278,6 +279,34 @@ pub fn order_control<'t>(
         },
         node,
     ))
+}
+
+/// Something PDD drew over the order button (a 多多支付 promo bubble: issue 25), and the
+/// close control inside it that a tap reaches, if any.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct OrderCover {
+    pub cover: InAppCover,
+    /// A close of the cover (content-desc 关闭 / 关闭提示 …) whose own tap nothing covers.
+    pub close: Option<Target>,
+}
+
+/// What covers the order button `node` at its tap point `at`, if anything does.
+pub fn order_cover<'t>(
+    page: &Page<'t>,
+    node: NodeRef<'t>,
+    at: super::tree::Point,
+) -> Option<OrderCover> {
+    let cover = covering_node(node, at)?;
+    let inside = |n: &NodeRef<'_>| cover.bounds.contains(&n.visible_bounds());
+    let close = page
+        .labels(|l| CLOSE_DESC.contains(&l))
+        .filter(inside)
+        .filter_map(|n| {
+            let t = Target::with_label(n, Page::label_of(&n))?;
+            covering_node(n, t.tap).is_none().then_some(t)
+        })
+        .last();
+    Some(OrderCover { cover, close })
 }
 
 /// Whether a tree is a checkout screen for the device guard: a payment row or a total

@@ -23,7 +23,7 @@ use serde::Serialize;
 
 use super::checkout::{
     self, address_block, address_in, is_total_label, payment_row, total_after, total_node,
-    CheckoutRows, OrderControl, OrderKind,
+    CheckoutRows, OrderControl, OrderCover, OrderKind,
 };
 use super::page::{trim_name, Page};
 use super::payment::{self, PaymentVerdict};
@@ -61,6 +61,9 @@ pub struct ConfirmOrder {
     pub total_text: Option<String>,
     /// The order button, whatever it reads (提交订单, a 确定, a pay action).
     pub order_button: Option<OrderControl>,
+    /// Something PDD drew over the order button (its tap would press that instead).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub order_cover: Option<OrderCover>,
     /// The order button when it places an unpaid order (提交订单 / 确认下单, or a 确定 /
     /// 立即购买 here: 确认订单 carries every checkout row). Tapping it creates an order.
     pub submit: Option<Target>,
@@ -117,6 +120,9 @@ pub fn extract(page: &Page<'_>) -> ConfirmOrder {
     let button = checkout::order_control(page, rows);
     let submit = button.as_ref().map(|(_, n)| *n);
     let order_button = button.as_ref().map(|(c, _)| c.clone());
+    let order_cover = button
+        .as_ref()
+        .and_then(|(c, n)| checkout::order_cover(page, *n, c.target.tap));
     let labels = || page.labelled.iter().map(Page::label_of);
 
     // The goods title: a label whose content-desc holds the whole title (its text is
@@ -214,6 +220,7 @@ pub fn extract(page: &Page<'_>) -> ConfirmOrder {
             .filter(places)
             .map(|c| c.target.clone()),
         order_button,
+        order_cover,
         payment_method_text,
         payment,
     }

@@ -398,15 +398,16 @@ fn peel_countdown_tail(c: &mut Vec<char>) -> bool {
     true
 }
 
-/// The control that takes taps for a labelled node: its nearest clickable
-/// ancestor-or-self, else the node.
-pub fn control_of<'t>(node: NodeRef<'t>) -> NodeRef<'t> {
-    node.nearest_clickable().unwrap_or(node)
-}
+pub use super::target::control_of;
 
 /// Does a tap at `at` press the control of the labelled node `node`? (module docs)
 pub fn presses(node: NodeRef<'_>, at: Point) -> bool {
     if !node.is_visible() {
+        return false;
+    }
+    // Something PDD drew over the control takes the touch there (issue 25): a promo
+    // bubble's close over the footer does not press 提交订单.
+    if super::cover::covering_node(node, at).is_some() {
         return false;
     }
     if node.visible_bounds().contains_point(at) {

@@ -35,7 +35,7 @@ use serde::Serialize;
 
 use super::aim::aimed_node;
 use super::arena::PDD_PACKAGE;
-use super::controls::control_of;
+use super::target::control_of;
 use super::tree::{Bounds, NodeRef, Point, Tree};
 
 /// A node of PDD's own window that would take a tap meant for another.

@@ -110,7 +110,15 @@ pub fn is_skip_countdown(label: &str) -> bool {
         && rest.chars().any(|c| c.is_ascii_digit())
 }
 /// Content-descs of close icons.
-pub const CLOSE_DESC: &[&str] = &["关闭弹窗", "关闭", "关闭按钮", "close", "Close", "关 闭"];
+pub const CLOSE_DESC: &[&str] = &[
+    "关闭弹窗",
+    "关闭",
+    "关闭按钮",
+    "关闭提示",
+    "close",
+    "Close",
+    "关 闭",
+];
 /// Wordings that mark a promotional popup (besides a dismiss button).
 pub const POPUP_MARKERS: &[&str] = &[
     "开心收下",

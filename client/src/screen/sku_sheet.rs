@@ -21,7 +21,7 @@ use regex::Regex;
 use serde::Serialize;
 use std::sync::OnceLock;
 
-use super::checkout::{self, CheckoutRows, OrderControl, OrderKind};
+use super::checkout::{self, CheckoutRows, OrderControl, OrderCover, OrderKind};
 pub use super::checkout::{address_block, address_in, join_address, payment_row, PROCEED_LABELS};
 use super::page::{trim_name, Page};
 use super::payment::{self, PaymentVerdict};
@@ -61,6 +61,9 @@ pub struct SkuSheet {
     /// The footer's order button, whatever it reads ([`super::checkout::order_control`]):
     /// 提交订单, a 确定 / 立即购买, or a pay action.
     pub order_button: Option<OrderControl>,
+    /// Something PDD drew over the order button (its tap would press that instead).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub order_cover: Option<OrderCover>,
     /// The checkout rows the sheet shows (address block, payment row, total line): with
     /// any of them a 确定 / 立即购买 places the order.
     pub checkout: CheckoutRows,
@@ -256,6 +259,9 @@ pub fn extract(page: &Page<'_>) -> SkuSheet {
     };
     let button = checkout::order_control(page, checkout);
     let button_node = button.as_ref().map(|(_, n)| *n);
+    let order_cover = button
+        .as_ref()
+        .and_then(|(c, n)| checkout::order_cover(page, *n, c.target.tap));
     let order_button = button.map(|(c, _)| c);
 
     // The total: the button's own amount, or the 合计 line; both and different: unreadable.
@@ -317,6 +323,7 @@ pub fn extract(page: &Page<'_>) -> SkuSheet {
         groups,
         quantity_stepper: stepper,
         order_button,
+        order_cover,
         checkout,
         submit,
         proceed,

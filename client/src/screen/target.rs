@@ -29,3 +29,9 @@ impl Target {
         })
     }
 }
+
+/// The control that takes taps for a labelled node: its nearest clickable
+/// ancestor-or-self, else the node.
+pub fn control_of<'t>(node: NodeRef<'t>) -> NodeRef<'t> {
+    node.nearest_clickable().unwrap_or(node)
+}

@@ -26,7 +26,7 @@ use crate::flow::failure::FlowFailure;
 use crate::flow::observe::Pending;
 use crate::flow::reconcile::ReconcileFlow;
 use crate::money::Fen;
-use crate::screen::checkout::OrderKind;
+use crate::screen::checkout::{OrderCover, OrderKind};
 use crate::screen::goods::{self, GoodsProof};
 use crate::screen::names::names_all;
 use crate::screen::payment::Refusal;
@@ -106,6 +106,9 @@ impl PurchaseFlow {
         if let PaymentVerdict::NotAllowed { refusal, .. } = &s.payment {
             return payment_refused(step, refusal, s.payment_method_text.as_deref());
         }
+        if let Some(c) = &s.order_cover {
+            return self.uncover_order_button(c);
+        }
         let kind = s.order_button.as_ref().map(|b| b.kind);
         if kind == Some(OrderKind::Proceed) {
             if let Some(proceed) = s.proceed.clone() {
@@ -143,6 +146,36 @@ impl PurchaseFlow {
             total: Fen(0),
         };
         self.confirm_settled(step, state, s.total, s.submit.clone())
+    }
+
+    /// PDD drew something over the order button (a 多多支付 promo bubble): a tap there
+    /// would press it. Its own close is tapped (nothing covers it; at most twice), then
+    /// the page is read again; without one, or when it keeps coming back, the purchase
+    /// stops before anything is marked: `retry_wait TARGET_COVERED`.
+    fn uncover_order_button(&mut self, c: &OrderCover) -> Action {
+        self.uncovers += 1;
+        match c.close.clone().filter(|_| self.uncovers <= 2) {
+            Some(t) => {
+                self.d.pending = Pending::Observe(FlowStep::ConfirmTotal);
+                Action::Tap {
+                    at: t.tap,
+                    label: t.label,
+                    step: FlowStep::DismissOverlay,
+                    kind: TapKind::ChangesScreen,
+                }
+            }
+            None => finish_fail(
+                FlowFailure::retry(
+                    FailureCode::TargetCovered,
+                    FlowStep::ConfirmTotal,
+                    format!(
+                        "{}: it could not be put away, nothing was tapped",
+                        c.cover.describe()
+                    ),
+                )
+                .with("cover", c.cover.label.clone()),
+            ),
+        }
     }
 
     /// The spec sheet's options and quantity are confirmed and its button reads 确定 /
@@ -189,6 +222,9 @@ impl PurchaseFlow {
         }
         if let PaymentVerdict::NotAllowed { refusal, .. } = &c.payment {
             return payment_refused(step, refusal, c.payment_method_text.as_deref());
+        }
+        if let Some(cover) = &c.order_cover {
+            return self.uncover_order_button(cover);
         }
         let Some(chosen) = self.chosen.clone() else {
             return finish_fail(FlowFailure::retry(

@@ -176,6 +176,8 @@ pub struct PurchaseFlow {
     chosen: Option<OptionMap>,
     /// Taps of the sheet's 确定 / 立即购买 (bounded).
     proceeds: u32,
+    /// Taps of the close of something PDD drew over the order button (bounded).
+    uncovers: u32,
     /// The delivery address the confirming screen showed, as read (evidence).
     address_read: Option<String>,
     /// The request sent (at most one per attempt).
@@ -258,6 +260,7 @@ impl PurchaseFlow {
             option_taps: BTreeMap::new(),
             chosen: None,
             proceeds: 0,
+            uncovers: 0,
             address_read: None,
             spec_request: None,
             resolution: None,
