@@ -79,6 +79,9 @@ fn a_changed_account_pauses_live_until_acknowledged() {
         ),
     )
     .unwrap();
+    // The phone's address fingerprint follows the account the operator accepts (a new
+    // account ships elsewhere: issue 25's fingerprint would refuse its orders otherwise).
+    let fingerprint = std::cell::RefCell::new(support::world::SIM_ADDRESS_FINGERPRINT.to_string());
     let run = || {
         let out = w
             .command(data.path())
@@ -86,6 +89,7 @@ fn a_changed_account_pauses_live_until_acknowledged() {
             .arg("--config")
             .arg(&config)
             .arg("--no-console")
+            .env("CMAUTOBUY_EXPECTED_ADDRESS", fingerprint.borrow().as_str())
             .output()
             .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
@@ -175,9 +179,11 @@ fn a_changed_account_pauses_live_until_acknowledged() {
         "{hits:?}"
     );
 
-    // 3. The operator accepts the new account: live resumes on it.
+    // 3. The operator accepts the new account (and its address as the phone's
+    // fingerprint): live resumes on it.
     let id = alerts[0]["id"].as_i64().unwrap();
     cli(data.path(), &["ack", &id.to_string()]);
+    *fingerprint.borrow_mut() = "王五|浙江省杭州市萧山区集货路88号转运仓".into();
     run();
     let (kind, body) = w.report("acc-2");
     assert_eq!(kind, "result", "{body}");

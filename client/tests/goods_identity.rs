@@ -7,9 +7,11 @@
 //!   evidence;
 //! - a live purchase proven by `dumpsys activity top` places its order and reports
 //!   `goods_identity: "activity_top"`;
-//! - a live purchase whose deep link fails (811223344509) while another goods with the
-//!   same option names (811223344510) is on screen, with no expected title, never
-//!   orders: one order in the ledger, the first task's.
+//! - a purchase whose deep link fails (811223344509) while another goods with the same
+//!   option names (811223344510) is on screen, with no expected title, never orders: a
+//!   dry run ends `failed GOODS_MISMATCH` naming the goods shown; a live one first takes
+//!   its census of unpaid orders (issue 25), so the failing link leaves the order list
+//!   in front and it ends before any sheet — one order in the ledger, the first task's.
 //!
 //! The phone has the bundled catalog: apparel, general, special (the redirect) and
 //! variants (811223344509 `deep_link_fails`, 811223344510 the same option names). Real
@@ -94,19 +96,51 @@ fn a_failed_deep_link_never_buys_the_goods_left_on_screen() {
     );
     assert_eq!(e.code, 0);
     assert_eq!(w.phone.current_page(), "goods");
-    w.create(live_purchase("ident-509", "811223344509"));
+    let mut dry = live_purchase("ident-509-dry", "811223344509");
+    dry["execution_mode"] = json!("dry_run");
+    w.create(dry);
     // Without the account check: it opens 个人中心 at the start of each run, which would
     // take the goods page this case is about off the screen.
-    support::world::run_ok(
-        w.command(data.path())
-            .arg("--allow-live")
-            .env("CMAUTOBUY_ACCOUNT_CHECK", "false"),
-    );
-    let (kind, body) = w.report("ident-509");
+    let run = || {
+        support::world::run_ok(
+            w.command(data.path())
+                .arg("--allow-live")
+                .env("CMAUTOBUY_ACCOUNT_CHECK", "false"),
+        )
+    };
+    run();
+    let (kind, body) = w.report("ident-509-dry");
     assert_eq!(kind, "failure", "{body}");
-    assert_ne!(body["status"], "succeeded");
     assert_eq!(body["error"]["code"], "GOODS_MISMATCH");
     assert_eq!(body["diagnostics"]["observed_goods_id"], "811223344510");
+
+    // Live: the census (the 待付款 list) comes first, and the failing link leaves that
+    // list in front: no sheet is ever opened.
+    let e = w.phone.run_shell(
+        "am start -a android.intent.action.VIEW -d 'pinduoduo://com.xunmeng.pinduoduo/goods.html?goods_id=811223344510'",
+    );
+    assert_eq!(e.code, 0);
+    w.create(live_purchase("ident-509", "811223344509"));
+    // The mock Admin hands a retry_wait back: three PAGE_NOT_RECOGNIZED in a row pause
+    // the account (exit 5), which is fine here — what matters is that nothing is bought.
+    let out = w
+        .command(data.path())
+        .arg("--allow-live")
+        .env("CMAUTOBUY_ACCOUNT_CHECK", "false")
+        .output()
+        .unwrap();
+    assert!(
+        matches!(out.status.code(), Some(0 | 5)),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let t = w.task("ident-509");
+    let results = t["results"].as_array().cloned().unwrap_or_default();
+    assert!(!results.is_empty(), "{t}");
+    for r in &results {
+        assert_eq!(r["kind"], "failure", "{r}");
+        assert_eq!(r["body"]["status"], "retry_wait", "{r}");
+    }
     let orders = w.phone.orders();
     assert_eq!(orders.len(), 1, "exactly one order, the first: {orders:?}");
     assert_eq!(orders[0].goods_id, "811223344510");

@@ -73,7 +73,11 @@ fn client(data: &Path, args: &[&str], goods: Option<&str>) -> std::process::Outp
         .env_remove("CMAUTOBUY_ALLOW_LIVE")
         .env_remove("CMAUTOBUY_PURCHASE_MODE")
         .env("CMAUTOBUY_PDD_VERSION_GATE", "true")
-        .env("CMAUTOBUY_ACCOUNT_CHECK", "false");
+        .env("CMAUTOBUY_ACCOUNT_CHECK", "false")
+        .env(
+            "CMAUTOBUY_EXPECTED_ADDRESS",
+            support::world::SIM_ADDRESS_FINGERPRINT,
+        );
     match goods {
         Some(g) => c.env("CMAUTOBUY_SELF_TEST_GOODS_ID", g),
         None => c.env_remove("CMAUTOBUY_SELF_TEST_GOODS_ID"),
