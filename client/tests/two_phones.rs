@@ -39,7 +39,12 @@ fn bin() -> Command {
     c.env_remove("CMAUTOBUY_CONFIG")
         .env_remove("CMAUTOBUY_ALLOW_LIVE")
         .env_remove("CMAUTOBUY_DEVICE")
-        .env_remove("CMAUTOBUY_DEVICES");
+        .env_remove("CMAUTOBUY_DEVICES")
+        // Both simulated phones ship to the default account's address: their fingerprint.
+        .env(
+            "CMAUTOBUY_EXPECTED_ADDRESS",
+            support::world::SIM_ADDRESS_FINGERPRINT,
+        );
     c
 }
 
