@@ -96,6 +96,10 @@ impl App {
         &self.ledger
     }
 
+    pub fn ledger_mut(&mut self) -> &mut Ledger {
+        &mut self.ledger
+    }
+
     pub fn last_toast(&self) -> Option<&str> {
         self.last_toast.as_deref()
     }
@@ -628,10 +632,7 @@ impl App {
                 serde_json::Value::String(d.options[i].name.clone()),
             );
         }
-        let n = self.ledger.orders().len() as u64;
-        let mut sn_rng = StdRng::seed_from_u64(self.cfg.seed.wrapping_mul(31).wrapping_add(n));
-        let digits: u64 = sn_rng.gen_range(0..1_000_000_000_000_000);
-        let order_sn = format!("{}-{digits:015}", now.format("%y%m%d"));
+        let order_sn = self.ledger.next_order_sn(self.cfg.seed, now);
         let order = Order {
             order_sn: order_sn.clone(),
             goods_id: g.goods_id.clone(),

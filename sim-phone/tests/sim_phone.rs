@@ -1965,3 +1965,115 @@ fn the_handle_changes_address_account_and_version_mid_test() {
     assert_eq!(phone.pdd_version().code, 74010);
     phone.shutdown();
 }
+
+// ---------------------------------------------------------------------------------------
+// order numbers (issue 25 item 10): unique per phone
+
+/// 737788990011 through 发起拼单 and its footer, on a running phone: the new order's number.
+fn order_once(phone: &SimPhoneHandle) -> String {
+    let before = phone.orders().len();
+    for line in [
+        "am start -a android.intent.action.VIEW -d 'pinduoduo://com.xunmeng.pinduoduo/goods.html?goods_id=737788990011'",
+        "input tap 922 2278",
+    ] {
+        assert_eq!(phone.run_shell(line).code, 0);
+    }
+    let submit = find_target(
+        &phone.with_device(|d| d.app().screen(d.now())),
+        "提交订单 ¥29.9",
+    )
+    .expect("footer");
+    let (x, y) = submit.center();
+    phone.run_shell(&format!("input tap {x} {y}"));
+    let orders = phone.orders();
+    assert_eq!(orders.len(), before + 1);
+    orders[before].order_sn.clone()
+}
+
+fn order_in_process(p: &mut Phone) -> String {
+    let before = p.d.app().ledger().orders().len();
+    p.open("737788990011");
+    p.tap("发起拼单");
+    p.tap("提交订单 ¥29.9");
+    let orders = p.d.app().ledger().orders();
+    assert_eq!(orders.len(), before + 1);
+    orders[before].order_sn.clone()
+}
+
+#[test]
+fn two_phones_with_the_same_seed_number_their_orders_differently() {
+    // Two running phones, in-memory ledgers, the same seed and clock: the salt comes from
+    // each phone's serial.
+    let (a, b) = (start(fixed_config()), start(fixed_config()));
+    let (sa, sb) = (order_once(&a), order_once(&b));
+    assert_ne!(sa, sb, "same seed, same purchase, two phones");
+    for sn in [&sa, &sb] {
+        assert!(sn.starts_with("261130-") && sn.len() == 7 + 15, "{sn}");
+        assert!(sn[7..].bytes().all(|c| c.is_ascii_digit()), "{sn}");
+    }
+    // Two phones on state files of their own: each file's salt, drawn when it was created.
+    let dir = tempfile::tempdir().expect("tmp");
+    let mut numbers = Vec::new();
+    for name in ["a.json", "b.json"] {
+        let mut cfg = fixed_config();
+        cfg.state_file = Some(dir.path().join(name));
+        numbers.push(order_in_process(&mut Phone::new(&cfg)));
+    }
+    assert_ne!(numbers[0], numbers[1]);
+    // A bare in-process device (no serial, no file) stays reproducible: see
+    // same_seed_same_phone.
+}
+
+#[test]
+fn a_restarted_phone_keeps_its_salt_and_never_repeats_a_number() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let state = dir.path().join("state.json");
+    let mut cfg = fixed_config();
+    cfg.state_file = Some(state.clone());
+    let first = order_in_process(&mut Phone::new(&cfg));
+    let salt = |p: &std::path::Path| {
+        let v: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(p).expect("state")).expect("json");
+        v["order_sn_salt"].as_u64().expect("a salt in the file")
+    };
+    let s1 = salt(&state);
+    assert!(s1 > 0 && s1 < (1 << 53));
+    let mut p = Phone::new(&cfg);
+    let second = order_in_process(&mut p);
+    let third = order_in_process(&mut p);
+    assert_eq!(salt(&state), s1, "the salt is the file's, kept over restarts");
+    let all = [first.clone(), second.clone(), third.clone()];
+    for (i, a) in all.iter().enumerate() {
+        for b in &all[i + 1..] {
+            assert_ne!(a, b, "{all:?}");
+        }
+    }
+    // The same file on a running phone (whatever its port): the file's salt, not the serial's.
+    let phone = start(cfg.clone());
+    let fourth = order_once(&phone);
+    assert!(!all.contains(&fourth));
+    phone.shutdown();
+    assert_eq!(salt(&state), s1);
+
+    // A ledger written before salts: read as it is, given a salt on its first write.
+    let old = dir.path().join("old.json");
+    let orders: Vec<serde_json::Value> = {
+        let v: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&state).expect("state")).expect("json");
+        v["orders"].as_array().expect("orders")[..1].to_vec()
+    };
+    std::fs::write(
+        &old,
+        serde_json::to_vec(&serde_json::json!({"schema_version": 1, "orders": orders}))
+            .expect("json"),
+    )
+    .expect("write");
+    let mut cfg = fixed_config();
+    cfg.state_file = Some(old.clone());
+    let mut p = Phone::new(&cfg);
+    assert_eq!(p.d.app().ledger().orders().len(), 1, "the old file reads");
+    let next = order_in_process(&mut p);
+    assert_ne!(next, first);
+    assert!(salt(&old) > 0, "the first write stored a salt");
+    assert_eq!(p.d.app().ledger().orders().len(), 2);
+}
