@@ -1555,6 +1555,17 @@ fn confirm_page_carries_payment_row_total_and_submit() {
         !x.contains("提交订单") && !x.contains("更换支付方式"),
         "{x}"
     );
+    // The spec sheet of the older flow: no address row (the address is on 确认订单), no
+    // total; the goods block moves up into the row's place.
+    for absent in ["张三", "138****0000", "科技园路", "手动添加地址", "合计", "¥74.8"] {
+        assert!(!x.contains(absent), "the spec sheet shows {absent}: {x}");
+    }
+    let s = p.screen();
+    assert!(has(&s, |n| n.desc == "商品主图"
+        && n.bounds == Rect::new(35, 358, 358, 681)));
+    for present in ["tv_select_sku", "减少数量", "增加数量", "text=\"颜色\"", "text=\"容量\""] {
+        assert!(x.contains(present), "the spec sheet lacks {present}");
+    }
     p.tap("确定");
     assert_eq!(p.page(), "sku_sheet", "nothing chosen yet");
     assert_eq!(p.d.app().last_toast(), Some("请选择 颜色 容量"));

@@ -1,6 +1,7 @@
 //! The SKU sheet (checkout sheet): address row, goods block with merged price label,
 //! selection text and quantity stepper, the discount row, the option list and the
-//! 提交订单 footer.
+//! 提交订单 footer. Goods that go through 确认订单 get the spec sheet of the older flow
+//! instead: no address row, no payment row, no total, the footer 确定 / 立即购买.
 
 use crate::account::Address;
 use crate::catalog::{format_yuan, Goods};
@@ -9,7 +10,7 @@ use crate::ui::Node;
 use crate::variants::confirm_button;
 
 use super::nodes::{label, payment_row, r, tw, NAV_H, STATUS_H, W};
-use super::sheet_options::{list_top, option_groups, LIST_BOTTOM};
+use super::sheet_options::{list_top, option_groups, sheet_lift, LIST_BOTTOM};
 
 /// Where the app draws an option's icon, its page text starts with these spaces.
 const ICON_SPACES: &str = "  ";
@@ -192,20 +193,26 @@ pub(crate) fn sheet(g: &Goods, s: &SheetState, address: Option<&Address>, h: i32
                     .child(Node::view(r(35, 836, 1054, 871)).pdd().order(18)),
             ),
     );
-    let mut upper = Node::linear(r(0, 332, W, list_top(g)))
-        .pdd()
-        .child(
-            Node::linear(r(0, 332, W, 486)).pdd().child(
-                Node::linear(r(0, 332, W, 470)).pdd().child(
-                    Node::frame(r(0, 332, W, 470))
-                        .pdd()
-                        .child(Node::group(r(0, 332, W, 470)).child(address)),
+    // The spec sheet of goods that go through 确认订单 has no address row: the goods block
+    // and everything under it move up by the row's band.
+    let lift = sheet_lift(g);
+    let mut upper = Node::linear(r(0, 332, W, list_top(g))).pdd();
+    if lift == 0 {
+        upper = upper
+            .child(
+                Node::linear(r(0, 332, W, 486)).pdd().child(
+                    Node::linear(r(0, 332, W, 470)).pdd().child(
+                        Node::frame(r(0, 332, W, 470))
+                            .pdd()
+                            .child(Node::group(r(0, 332, W, 470)).child(address)),
+                    ),
                 ),
-            ),
-        )
-        .child(Node::view(r(0, 486, W, 487)).pdd().order(2))
-        .child(goods_block)
-        .child(Node::view(r(35, 871, W, 872)).pdd().order(5));
+            )
+            .child(Node::view(r(0, 486, W, 487)).pdd().order(2));
+    }
+    upper = upper
+        .child(goods_block.translate(0, -lift))
+        .child(Node::view(r(35, 871, W, 872)).pdd().order(5).translate(0, -lift));
     if g.discount_cent > 0 {
         let text = g
             .discount_label
@@ -220,7 +227,8 @@ pub(crate) fn sheet(g: &Goods, s: &SheetState, address: Option<&Address>, h: i32
                         r(1000 - tw(&text, 46), 910, 996, 963),
                         text.clone(),
                     )),
-            ),
+            )
+            .translate(0, -lift),
         );
     }
     // Option groups in a vertically scrolling list.
