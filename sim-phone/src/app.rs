@@ -633,6 +633,9 @@ impl App {
             );
         }
         let order_sn = self.ledger.next_order_sn(self.cfg.seed, now);
+        // 免密支付, or a 立即支付 order button: the button itself pays.
+        let pays =
+            g.payment_method == PaymentMethod::PasswordFree || g.checkout_button.pays_at_once();
         let order = Order {
             order_sn: order_sn.clone(),
             goods_id: g.goods_id.clone(),
@@ -640,10 +643,13 @@ impl App {
             quantity: s.qty,
             total_cent: g.total_cent(&s.sel, s.qty),
             created_at: now.to_rfc3339_opts(chrono::SecondsFormat::Secs, false),
-            status: g.payment_method.placed_status().into(),
-            // 免密支付: the order button itself pays.
-            payment_attempted: g.payment_method == PaymentMethod::PasswordFree,
-            payment_attempts: u32::from(g.payment_method == PaymentMethod::PasswordFree),
+            status: if pays {
+                crate::variants::STATUS_PAID.into()
+            } else {
+                g.payment_method.placed_status().into()
+            },
+            payment_attempted: pays,
+            payment_attempts: u32::from(pays),
             unit_price_cent: g.unit_price_cent(&s.sel),
             title: g.title.clone(),
             ship_to: Some(ship_to),
@@ -652,7 +658,7 @@ impl App {
             self.last_toast = Some(format!("网络错误，请重试 ({e})"));
             return Outcome::default();
         }
-        if g.payment_method == PaymentMethod::Wechat {
+        if g.payment_method == PaymentMethod::Wechat && !pays {
             self.stack.push(Page::Payment { order_sn });
         } else {
             self.stack.push(Page::OrderResult { order_sn });

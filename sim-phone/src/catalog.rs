@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::SimError;
-pub use crate::variants::{OrderDetailForm, OrderListEntry, PaymentMethod};
+pub use crate::variants::{CheckoutButton, OrderDetailForm, OrderListEntry, PaymentMethod};
 
 /// Version of the catalog file format this crate reads.
 pub const CATALOG_SCHEMA_VERSION: u32 = 1;
@@ -106,6 +106,12 @@ pub struct Goods {
     /// payment row, the total and 提交订单.
     #[serde(default)]
     pub confirm_page: bool,
+    /// The order button of a sheet that orders directly (goods without `confirm_page`):
+    /// `submit` (default, "提交订单 ¥T"), `confirm` ("确定", the total as 合计 labels on the
+    /// footer's left), `confirm_no_total` ("确定", no total), `pay_now` ("立即支付 ¥T":
+    /// orders and pays at once).
+    #[serde(default)]
+    pub checkout_button: CheckoutButton,
     /// How the profile page draws its 待付款 entry once this goods was opened or ordered:
     /// `label` (default) or `canvas` (no accessible entry; only the deep link reaches the list).
     #[serde(default)]
@@ -282,6 +288,18 @@ impl Goods {
         }
         if self.discount_cent < 0 {
             return Err(format!("{id}: discount_cent must be >= 0"));
+        }
+        if self.confirm_page && self.checkout_button != CheckoutButton::Submit {
+            return Err(format!(
+                "{id}: checkout_button is the button of a sheet that orders; confirm_page goods order on 确认订单"
+            ));
+        }
+        if self.checkout_button == CheckoutButton::PayNow
+            && self.payment_method != PaymentMethod::Wechat
+        {
+            return Err(format!(
+                "{id}: checkout_button pay_now pays with 微信支付 (payment_method wechat)"
+            ));
         }
         let mut keys = BTreeSet::new();
         for d in &self.dimensions {

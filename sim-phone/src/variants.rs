@@ -50,6 +50,49 @@ impl PaymentMethod {
     }
 }
 
+/// The order button of a sheet that orders directly, i.e. of goods without `confirm_page`
+/// (catalog key `checkout_button`).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckoutButton {
+    /// "提交订单 ¥T" (or the 先用后付 wording): the default.
+    #[default]
+    Submit,
+    /// "确定", with the total as two labels "合计：" + "¥T" where "添加" is otherwise.
+    Confirm,
+    /// "确定" with no total anywhere on the sheet (the left part stays "添加").
+    ConfirmNoTotal,
+    /// "立即支付 ¥T": places the order and pays it at once (支付成功).
+    PayNow,
+}
+
+/// The footer button of `checkout_button: confirm` / `confirm_no_total`.
+pub const CONFIRM: &str = "确定";
+/// The label before the total on the footer's left part (`checkout_button: confirm`) and
+/// on 确认订单's bottom bar.
+pub const TOTAL_LABEL: &str = "合计：";
+
+impl CheckoutButton {
+    /// The footer's text for the shown total `total` ("47.2").
+    pub fn footer_label(self, m: PaymentMethod, total: &str) -> String {
+        match self {
+            CheckoutButton::Submit => format!("{} ¥{total}", m.submit_label()),
+            CheckoutButton::Confirm | CheckoutButton::ConfirmNoTotal => CONFIRM.to_string(),
+            CheckoutButton::PayNow => format!("立即支付 ¥{total}"),
+        }
+    }
+
+    /// The footer's left part shows 合计 + the total instead of 添加.
+    pub fn total_on_the_left(self) -> bool {
+        self == CheckoutButton::Confirm
+    }
+
+    /// The button pays as it orders.
+    pub fn pays_at_once(self) -> bool {
+        self == CheckoutButton::PayNow
+    }
+}
+
 /// Ledger status: waiting in 待付款 (the only status the simulated cashier produces).
 pub const STATUS_UNPAID: &str = "unpaid";
 /// Ledger status: committed under 先用后付 — binding, shipped, paid after delivery.
@@ -60,17 +103,18 @@ pub const STATUS_PAID: &str = "paid";
 pub const STATUS_CANCELLED: &str = "cancelled";
 
 /// Headline of the page after an order that needs no cashier.
-pub fn placed_headline(m: PaymentMethod) -> &'static str {
-    match m {
-        PaymentMethod::PasswordFree => "支付成功",
+pub fn placed_headline(m: PaymentMethod, b: CheckoutButton) -> &'static str {
+    match (m, b) {
+        (_, CheckoutButton::PayNow) | (PaymentMethod::PasswordFree, _) => "支付成功",
         _ => "下单成功",
     }
 }
 
-/// Line under the headline: 确认收货后自动付款¥P / 实付¥P.
-pub fn placed_note(m: PaymentMethod, total: &str) -> String {
-    match m {
-        PaymentMethod::PayLater => format!("先用后付 确认收货后自动付款¥{total}"),
+/// Line under the headline: 确认收货后自动付款¥P / 免密支付 实付¥P / 实付¥P (立即支付).
+pub fn placed_note(m: PaymentMethod, b: CheckoutButton, total: &str) -> String {
+    match (m, b) {
+        (_, CheckoutButton::PayNow) => format!("实付¥{total}"),
+        (PaymentMethod::PayLater, _) => format!("先用后付 确认收货后自动付款¥{total}"),
         _ => format!("免密支付 实付¥{total}"),
     }
 }

@@ -1382,6 +1382,7 @@ fn footer_text(p: &Phone) -> String {
     visit(&s, &mut |n| {
         if n.text.starts_with("提交订单")
             || n.text.starts_with("先用后付 0元下单")
+            || n.text.starts_with("立即支付")
             || n.text == "确定"
             || n.text == "立即购买"
         {
@@ -2087,4 +2088,113 @@ fn a_restarted_phone_keeps_its_salt_and_never_repeats_a_number() {
     assert_ne!(next, first);
     assert!(salt(&old) > 0, "the first write stored a salt");
     assert_eq!(p.d.app().ledger().orders().len(), 2);
+}
+
+// ---------------------------------------------------------------------------------------
+// issue 25: the money path's variants
+
+/// The clickable footer frame every order button sits in.
+const FOOTER: Rect = Rect::new(334, 2213, 1080, 2354);
+
+/// The first node with exactly this text inside `area` (panics when there is none).
+fn node_in(s: &Screen, text: &str, area: Rect) -> Node {
+    let mut found = None;
+    visit(s, &mut |n| {
+        let inside = n.bounds.intersect(&area) == n.bounds;
+        if found.is_none() && n.text == text && inside {
+            found = Some(n.clone());
+        }
+    });
+    found.unwrap_or_else(|| panic!("no node {text:?} in {area:?}"))
+}
+
+/// The footer band of the sheet (添加 / 合计 on the left, the order button on the right).
+const FOOTER_BAND: Rect = Rect::new(0, 2213, 1080, 2354);
+
+#[test]
+fn checkout_button_confirm_shows_the_total_on_the_left_and_orders_like_submit() {
+    let mut p = Phone::new(&fixed_config());
+    open_sheet(&mut p, "811223344511", &["粉色", "M"]);
+    assert_eq!(footer_text(&p), "确定");
+    let s = p.screen();
+    assert_eq!(find_target(&s, "确定"), Some(FOOTER), "确定 in the footer frame");
+    // 合计： + ¥47.2 where 添加 is otherwise: two non-clickable TextViews left of the button.
+    for t in ["合计：", "¥47.2"] {
+        let n = node_in(&s, t, FOOTER_BAND);
+        assert_eq!(n.class, "android.widget.TextView");
+        assert!(!n.clickable && n.bounds.r <= FOOTER.l && n.bounds.t >= FOOTER.t, "{t}");
+    }
+    let x = p.xml();
+    assert!(!x.contains("text=\"添加\"") && !x.contains("提交订单"), "{x}");
+    // The sheet keeps its address row and its payment row.
+    for t in ["张三 138****0000", "使用#微信支付，更换支付方式"] {
+        assert!(x.contains(t), "{t}");
+    }
+    p.tap("确定");
+    assert_eq!(p.page(), "payment");
+    let o = p.d.app().ledger().orders()[0].clone();
+    assert_eq!((o.total_cent, o.status.as_str()), (4720, "unpaid"));
+    assert!(!o.payment_attempted);
+    assert!(p.xml().contains("立即支付 ¥47.2"));
+    // The 合计 follows the quantity.
+    let mut q = Phone::new(&fixed_config());
+    open_sheet(&mut q, "811223344511", &["灰色", "L"]);
+    q.tap("增加数量");
+    assert!(q.xml().contains("text=\"¥94.4\""));
+}
+
+#[test]
+fn checkout_button_confirm_no_total_keeps_the_add_label_and_shows_no_total() {
+    let mut p = Phone::new(&fixed_config());
+    open_sheet(&mut p, "811223344512", &["米白"]);
+    assert_eq!(footer_text(&p), "确定");
+    let s = p.screen();
+    assert_eq!(find_target(&s, "确定"), Some(FOOTER));
+    let x = p.xml();
+    assert!(x.contains("text=\"添加\""), "{x}");
+    assert!(!x.contains("合计") && !x.contains("提交订单"), "{x}");
+    assert!(x.contains("使用#微信支付，更换支付方式") && x.contains("张三"));
+    p.tap("确定");
+    assert_eq!(p.page(), "payment");
+    let o = &p.d.app().ledger().orders()[0];
+    assert_eq!((o.total_cent, o.status.as_str()), (1990, "unpaid"));
+}
+
+#[test]
+fn checkout_button_pay_now_orders_and_pays_at_once() {
+    let mut p = Phone::new(&fixed_config());
+    open_sheet(&mut p, "811223344513", &["白色"]);
+    assert_eq!(footer_text(&p), "立即支付 ¥25.9");
+    assert_eq!(find_target(&p.screen(), "立即支付 ¥25.9"), Some(FOOTER));
+    p.tap("立即支付 ¥25.9");
+    assert_eq!(p.page(), "order_result");
+    let o = p.d.app().ledger().orders()[0].clone();
+    assert_eq!(
+        (o.status.as_str(), o.payment_attempted, o.payment_attempts),
+        ("paid", true, 1)
+    );
+    let x = p.xml();
+    assert!(x.contains("支付成功") && x.contains("实付¥25.9"), "{x}");
+    assert!(!x.contains("免密支付"), "{x}");
+}
+
+#[test]
+fn checkout_button_keys_are_refused_where_they_mean_nothing() {
+    let base: serde_json::Value = serde_json::json!({
+        "goods_id": "900000000001", "title": "t", "shop": "s", "price_cent": 100
+    });
+    let goods = |extra: serde_json::Value| {
+        let mut g = base.clone();
+        g.as_object_mut()
+            .expect("object")
+            .extend(extra.as_object().expect("object").clone());
+        serde_json::from_value::<cmautobuy_sim_phone::catalog::Goods>(g).expect("goods")
+    };
+    for bad in [
+        serde_json::json!({"confirm_page": true, "checkout_button": "confirm"}),
+        serde_json::json!({"checkout_button": "pay_now", "payment_method": "pay_later"}),
+    ] {
+        assert!(Catalog::new(vec![goods(bad.clone())]).is_err(), "{bad}");
+    }
+    assert!(Catalog::new(vec![goods(serde_json::json!({"checkout_button": "confirm_no_total"}))]).is_ok());
 }

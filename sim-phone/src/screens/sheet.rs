@@ -7,7 +7,7 @@ use crate::account::Address;
 use crate::catalog::{format_yuan, Goods};
 use crate::page::{qty_limit, SheetState};
 use crate::ui::Node;
-use crate::variants::confirm_button;
+use crate::variants::{confirm_button, TOTAL_LABEL};
 
 use super::nodes::{label, payment_row, r, tw, NAV_H, STATUS_H, W};
 use super::sheet_options::{list_top, option_groups, sheet_lift, LIST_BOTTOM};
@@ -252,8 +252,8 @@ pub(crate) fn sheet(g: &Goods, s: &SheetState, address: Option<&Address>, h: i32
     } else if g.confirm_page {
         confirm_button(s.group_buy).to_string()
     } else {
-        let label = g.payment_method.submit_label();
-        format!("{label} ¥{}", format_yuan(s.shown_total(g)))
+        g.checkout_button
+            .footer_label(g.payment_method, &format_yuan(s.shown_total(g)))
     };
     let fw = tw(&footer_text, 52);
     let footer = Node::frame(r(334, 2213, W, bottom))
@@ -293,15 +293,28 @@ pub(crate) fn sheet(g: &Goods, s: &SheetState, address: Option<&Address>, h: i32
     if !g.confirm_page {
         body = body.child(payment_row(g.payment_method, 2118));
     }
-    let body = body
-        .child(
-            Node::group(r(0, 2213, 334, bottom))
-                .pdd()
-                .clickable()
-                .order(10)
-                .child(Node::text(r(0, 2213, 334, bottom), "添加").pdd()),
-        )
-        .child(footer);
+    // The footer's left part: 添加, or (`checkout_button: confirm`) the order total as two
+    // labels, 合计： + ¥T, the same shown total the 提交订单 footer would carry.
+    let left = if g.checkout_button.total_on_the_left() && !g.confirm_page && !all_sold_out {
+        let total = format!("¥{}", format_yuan(s.shown_total(g)));
+        let tx = 40 + tw(TOTAL_LABEL, 44);
+        Node::group(r(0, 2213, 334, bottom))
+            .pdd()
+            .order(10)
+            .child(Node::text(r(40, 2257, tx, 2312), TOTAL_LABEL).pdd())
+            .child(
+                Node::text(r(tx, 2250, (tx + tw(&total, 52)).min(330), 2316), total)
+                    .pdd()
+                    .order(2),
+            )
+    } else {
+        Node::group(r(0, 2213, 334, bottom))
+            .pdd()
+            .clickable()
+            .order(10)
+            .child(Node::text(r(0, 2213, 334, bottom), "添加").pdd())
+    };
+    let body = body.child(left).child(footer);
     vec![Node::linear(r(0, STATUS_H, W, bottom))
         .pdd()
         .clickable()
