@@ -414,8 +414,9 @@ impl App {
             }
             "qty_minus" | "qty_plus" | "qty_edit" => {
                 let limit = self.qty_limit();
-                let qty = match self.sheet_mut() {
-                    Some(s) => match verb {
+                let qty = match self.stack.last_mut() {
+                    // The sheet, or the stepper of 确认订单 (`confirm_page_quantity`).
+                    Some(Page::Sheet(s) | Page::Confirm(s)) => match verb {
                         "qty_minus" => s.qty.saturating_sub(1).max(1),
                         "qty_plus" => (s.qty + 1).min(limit.max(1)),
                         _ => {
@@ -423,9 +424,9 @@ impl App {
                             s.qty
                         }
                     },
-                    None => return Outcome::default(),
+                    _ => return Outcome::default(),
                 };
-                self.set_sheet(None, qty);
+                self.set_quantity(qty);
                 return Outcome::default();
             }
             "submit" => return self.submit(now),
@@ -517,13 +518,22 @@ impl App {
     }
 
     fn qty_limit(&self) -> u32 {
-        let Some(Page::Sheet(s)) = self.stack.last() else {
+        let Some(Page::Sheet(s) | Page::Confirm(s)) = self.stack.last() else {
             return QTY_CAP;
         };
         let Some(g) = self.goods(&s.goods_id) else {
             return QTY_CAP;
         };
         qty_limit(g, &s.sel)
+    }
+
+    /// A new quantity on the sheet (which may lag its total) or on 确认订单 (whose 合计
+    /// follows at once).
+    fn set_quantity(&mut self, qty: u32) {
+        match self.stack.last_mut() {
+            Some(Page::Confirm(s)) => s.qty = qty,
+            _ => self.set_sheet(None, qty),
+        }
     }
 
     /// Change the sheet's selection (when given) and quantity; on goods whose total settles
@@ -560,8 +570,13 @@ impl App {
             self.last_toast = Some(toast);
             return Outcome::default();
         }
-        self.stack
-            .push(Page::Confirm(SheetState { lag: None, ..s }));
+        let qty = if g.confirm_page_resets_quantity { 1 } else { s.qty };
+        self.stack.push(Page::Confirm(SheetState {
+            lag: None,
+            qty,
+            qty_focused: false,
+            ..s
+        }));
         Outcome { transition: true }
     }
 
@@ -712,10 +727,13 @@ impl App {
     /// through `input text` does not work on real phones either).
     pub fn input_text(&mut self, text: &str) {
         let limit = self.qty_limit();
-        let focused = matches!(self.stack.last(), Some(Page::Sheet(s)) if s.qty_focused);
+        let focused = matches!(
+            self.stack.last(),
+            Some(Page::Sheet(s) | Page::Confirm(s)) if s.qty_focused
+        );
         if focused {
             if let Ok(n) = text.trim().parse::<u32>() {
-                self.set_sheet(None, n.clamp(1, limit.max(1)));
+                self.set_quantity(n.clamp(1, limit.max(1)));
             }
         }
     }

@@ -11,7 +11,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::SimError;
-pub use crate::variants::{CheckoutButton, OrderDetailForm, OrderListEntry, PaymentMethod};
+pub use crate::variants::{
+    CheckoutButton, ConfirmPageQuantity, OrderDetailForm, OrderListEntry, PaymentMethod,
+};
 
 /// Version of the catalog file format this crate reads.
 pub const CATALOG_SCHEMA_VERSION: u32 = 1;
@@ -106,6 +108,13 @@ pub struct Goods {
     /// payment row, the total and 提交订单.
     #[serde(default)]
     pub confirm_page: bool,
+    /// How 确认订单 draws the quantity: `text` (default, "x2") or `stepper` (减少数量 /
+    /// EditText / 增加数量, which change the quantity on 确认订单 itself).
+    #[serde(default)]
+    pub confirm_page_quantity: ConfirmPageQuantity,
+    /// 确认订单 opens with quantity 1, whatever the sheet had.
+    #[serde(default)]
+    pub confirm_page_resets_quantity: bool,
     /// The order button of a sheet that orders directly (goods without `confirm_page`):
     /// `submit` (default, "提交订单 ¥T"), `confirm` ("确定", the total as 合计 labels on the
     /// footer's left), `confirm_no_total` ("确定", no total), `pay_now` ("立即支付 ¥T":
@@ -292,6 +301,14 @@ impl Goods {
         if self.confirm_page && self.checkout_button != CheckoutButton::Submit {
             return Err(format!(
                 "{id}: checkout_button is the button of a sheet that orders; confirm_page goods order on 确认订单"
+            ));
+        }
+        if !self.confirm_page
+            && (self.confirm_page_quantity != ConfirmPageQuantity::Text
+                || self.confirm_page_resets_quantity)
+        {
+            return Err(format!(
+                "{id}: confirm_page_quantity / confirm_page_resets_quantity need confirm_page"
             ));
         }
         if self.checkout_button == CheckoutButton::PayNow

@@ -56,7 +56,8 @@ pub enum Page {
         goods_id: String,
     },
     Sheet(SheetState),
-    /// The full-page 确认订单 of goods with `confirm_page`: the sheet's choice, not editable.
+    /// The full-page 确认订单 of goods with `confirm_page`: the sheet's choice (its quantity
+    /// editable there with `confirm_page_quantity: stepper`).
     Confirm(SheetState),
     Payment {
         order_sn: String,

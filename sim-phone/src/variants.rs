@@ -93,6 +93,17 @@ impl CheckoutButton {
     }
 }
 
+/// How 确认订单 draws the quantity (catalog key `confirm_page_quantity`).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ConfirmPageQuantity {
+    /// A label "x2" beside the unit price (the default).
+    #[default]
+    Text,
+    /// The sheet's stepper (减少数量 / EditText / 增加数量), working on 确认订单 itself.
+    Stepper,
+}
+
 /// Ledger status: waiting in 待付款 (the only status the simulated cashier produces).
 pub const STATUS_UNPAID: &str = "unpaid";
 /// Ledger status: committed under 先用后付 — binding, shipped, paid after delivery.

@@ -2198,3 +2198,98 @@ fn checkout_button_keys_are_refused_where_they_mean_nothing() {
     }
     assert!(Catalog::new(vec![goods(serde_json::json!({"checkout_button": "confirm_no_total"}))]).is_ok());
 }
+
+/// The node whose content-desc is `desc`.
+fn node_by_desc(s: &Screen, desc: &str) -> Node {
+    let mut found = None;
+    visit(s, &mut |n| {
+        if found.is_none() && n.desc == desc {
+            found = Some(n.clone());
+        }
+    });
+    found.unwrap_or_else(|| panic!("no node desc {desc:?}"))
+}
+
+/// The text of the one EditText on screen.
+fn quantity_field(s: &Screen) -> String {
+    let mut out = Vec::new();
+    visit(s, &mut |n| {
+        if n.class == "android.widget.EditText" {
+            out.push(n.text.clone());
+        }
+    });
+    assert_eq!(out.len(), 1, "one quantity field: {out:?}");
+    out.remove(0)
+}
+
+#[test]
+fn confirm_page_stepper_changes_the_quantity_on_confirm_order() {
+    let mut p = Phone::new(&fixed_config());
+    p.open("811223344514");
+    p.tap("发起拼单");
+    p.tap("米黄");
+    p.tap("110cm");
+    p.tap("确定");
+    assert_eq!(p.page(), "confirm_order");
+    let s = p.screen();
+    // The sheet's stepper in the goods block, instead of "x1".
+    assert_eq!(quantity_field(&s), "1");
+    let minus = node_by_desc(&s, "减少数量");
+    let plus = node_by_desc(&s, "增加数量");
+    assert_eq!(minus.class, "android.widget.ImageView");
+    assert!(minus.clickable && plus.clickable && plus.enabled);
+    assert!(minus.bounds.t >= 480 && plus.bounds.b <= 820, "in the goods block");
+    let x = p.xml();
+    assert!(!x.contains("text=\"x1\""), "{x}");
+    assert!(x.contains("text=\"¥45.9\""), "合计 of one");
+    p.tap("增加数量");
+    p.tap("增加数量");
+    let s = p.screen();
+    assert_eq!(quantity_field(&s), "3");
+    assert!(!node_by_desc(&s, "增加数量").enabled, "the + stops at 限购 3");
+    p.tap("增加数量");
+    assert_eq!(quantity_field(&p.screen()), "3");
+    assert!(p.xml().contains("text=\"¥137.7\""), "the 合计 follows: 45.9 × 3");
+    p.tap("减少数量");
+    assert!(p.xml().contains("text=\"¥91.8\""));
+    // Typed into the focused field, as on the sheet.
+    p.tap("2");
+    p.sh("input text 3");
+    assert_eq!(quantity_field(&p.screen()), "3");
+    p.tap("减少数量");
+    p.tap("提交订单");
+    assert_eq!(p.page(), "payment");
+    let o = &p.d.app().ledger().orders()[0];
+    assert_eq!((o.quantity, o.total_cent), (2, 9180));
+    // BACK from 确认订单 returns to the sheet, which kept its own quantity.
+    let mut q = Phone::new(&fixed_config());
+    q.open("811223344514");
+    q.tap("发起拼单");
+    q.tap("藏蓝");
+    q.tap("120cm");
+    q.tap("确定");
+    q.tap("增加数量");
+    q.sh("input keyevent 4");
+    assert_eq!(q.page(), "sku_sheet");
+    assert_eq!(quantity_field(&q.screen()), "1");
+}
+
+#[test]
+fn confirm_page_may_reset_the_quantity_to_one() {
+    let mut p = Phone::new(&fixed_config());
+    p.open("811223344515");
+    p.tap("单独购买");
+    p.tap("雾蓝");
+    p.tap("增加数量");
+    p.tap("增加数量");
+    assert_eq!(quantity_field(&p.screen()), "3");
+    p.tap("立即购买");
+    assert_eq!(p.page(), "confirm_order");
+    let x = p.xml();
+    assert!(x.contains("text=\"x1\"") && !x.contains("text=\"x3\""), "{x}");
+    assert!(x.contains("text=\"¥22.9\""), "合计 of one: {x}");
+    p.tap("提交订单");
+    let o = &p.d.app().ledger().orders()[0];
+    assert_eq!((o.quantity, o.total_cent), (1, 2290));
+    // Without the key 确认订单 keeps the sheet's quantity (confirm_page_carries_…).
+}

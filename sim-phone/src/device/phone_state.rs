@@ -34,7 +34,7 @@ impl Device {
             height: self.cfg.height,
             pdd_activity: self.pdd_activity(),
             pdd_popup: page.is_some() && self.app.popup().is_some(),
-            text_focus: matches!(page, Some(Page::Sheet(s)) if s.qty_focused),
+            text_focus: matches!(page, Some(Page::Sheet(s) | Page::Confirm(s)) if s.qty_focused),
         }
     }
 

@@ -48,6 +48,38 @@ pub(crate) fn payment_row(m: PaymentMethod, top: i32) -> Node {
         )
 }
 
+/// The quantity stepper of the real sheet (desc 减少数量 / EditText with the number / desc
+/// 增加数量, the + disabled at the limit) in a focusable LinearLayout, 240 × 72 px from
+/// (`l`, `t`).
+pub(crate) fn quantity_stepper(l: i32, t: i32, qty: u32, plus_enabled: bool) -> Node {
+    let mut field = Node::new("android.widget.EditText", r(l + 81, t, l + 159, t + 72))
+        .pdd()
+        .tap("qty_edit")
+        .order(4);
+    field.text = qty.to_string();
+    Node::linear(r(l, t, l + 240, t + 72))
+        .rid("com.xunmeng.pinduoduo:id/gnl")
+        .focusable()
+        .child(
+            Node::linear(r(l, t, l + 240, t + 72))
+                .child(
+                    Node::image(r(l, t, l + 75, t + 72))
+                        .pdd()
+                        .desc("减少数量")
+                        .tap("qty_minus"),
+                )
+                .child(field)
+                .child(
+                    Node::image(r(l + 165, t, l + 240, t + 72))
+                        .pdd()
+                        .desc("增加数量")
+                        .tap("qty_plus")
+                        .enabled(plus_enabled)
+                        .order(6),
+                ),
+        )
+}
+
 pub(crate) fn back_button() -> Node {
     Node::image(r(0, STATUS_H, 130, 225))
         .pdd()

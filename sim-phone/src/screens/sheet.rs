@@ -9,7 +9,7 @@ use crate::page::{qty_limit, SheetState};
 use crate::ui::Node;
 use crate::variants::{confirm_button, TOTAL_LABEL};
 
-use super::nodes::{label, payment_row, r, tw, NAV_H, STATUS_H, W};
+use super::nodes::{label, payment_row, quantity_stepper, r, tw, NAV_H, STATUS_H, W};
 use super::sheet_options::{list_top, option_groups, sheet_lift, LIST_BOTTOM};
 
 /// Where the app draws an option's icon, its page text starts with these spaces.
@@ -160,36 +160,7 @@ pub(crate) fn sheet(g: &Goods, s: &SheetState, address: Option<&Address>, h: i32
                             .rid("com.xunmeng.pinduoduo:id/tv_select_sku")
                             .order(9),
                     )
-                    .child(
-                        Node::linear(r(393, 764, 633, 836))
-                            .rid("com.xunmeng.pinduoduo:id/gnl")
-                            .focusable()
-                            .order(13)
-                            .child(
-                                Node::linear(r(393, 764, 633, 836))
-                                    .child(
-                                        Node::image(r(393, 764, 468, 836))
-                                            .pdd()
-                                            .desc("减少数量")
-                                            .tap("qty_minus"),
-                                    )
-                                    .child(
-                                        Node::new("android.widget.EditText", r(474, 764, 552, 836))
-                                            .pdd()
-                                            .tap("qty_edit")
-                                            .order(4)
-                                            .text_of(s.qty.to_string()),
-                                    )
-                                    .child(
-                                        Node::image(r(558, 764, 633, 836))
-                                            .pdd()
-                                            .desc("增加数量")
-                                            .tap("qty_plus")
-                                            .enabled(s.qty < limit)
-                                            .order(6),
-                                    ),
-                            ),
-                    )
+                    .child(quantity_stepper(393, 764, s.qty, s.qty < limit).order(13))
                     .child(Node::view(r(35, 836, 1054, 871)).pdd().order(18)),
             ),
     );
@@ -321,15 +292,4 @@ pub(crate) fn sheet(g: &Goods, s: &SheetState, address: Option<&Address>, h: i32
         .child(header)
         .child(promo)
         .child(body)]
-}
-
-trait TextOf {
-    fn text_of(self, t: String) -> Self;
-}
-
-impl TextOf for Node {
-    fn text_of(mut self, t: String) -> Node {
-        self.text = t;
-        self
-    }
 }
