@@ -430,6 +430,16 @@ impl App {
                 return Outcome::default();
             }
             "submit" => return self.submit(now),
+            "promo_close" => {
+                if let Some(s) = self.sheet_mut() {
+                    s.promo_closed = true;
+                }
+                return t;
+            }
+            "promo_open" => {
+                self.stack.push(Page::PayPromo);
+                return t;
+            }
             "confirm" => return self.open_confirm(),
             "more_info" => {
                 if let Some(Page::OrderDetail { expanded, .. }) = self.top_mut() {

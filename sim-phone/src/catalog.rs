@@ -121,6 +121,10 @@ pub struct Goods {
     /// orders and pays at once).
     #[serde(default)]
     pub checkout_button: CheckoutButton,
+    /// A 多多支付 promo bubble ("开通多多支付，本单立减5元", close desc 关闭提示) lies over the
+    /// sheet's order button, inside PDD's window: a tap on its body opens 开通多多支付.
+    #[serde(default)]
+    pub footer_promo: bool,
     /// How the profile page draws its 待付款 entry once this goods was opened or ordered:
     /// `label` (default) or `canvas` (no accessible entry; only the deep link reaches the list).
     #[serde(default)]

@@ -44,6 +44,8 @@ pub struct SheetState {
     /// The footer still shows an earlier total: (that total, dumps left). Set by a
     /// selection or quantity change on goods with `total_lag_dumps`, counted down by dumps.
     pub lag: Option<(i64, u32)>,
+    /// The 多多支付 promo bubble over the footer (`footer_promo`) was closed (关闭提示).
+    pub promo_closed: bool,
 }
 
 /// One page of the app.
@@ -82,6 +84,8 @@ pub enum Page {
         scroll: i32,
         expanded: bool,
     },
+    /// 开通多多支付: what a tap on the promo bubble over the sheet's footer opens.
+    PayPromo,
     Login,
     Risk,
     NotFound {
@@ -104,6 +108,7 @@ impl Page {
             Page::Profile => "profile",
             Page::OrderList { .. } => "order_list",
             Page::OrderDetail { .. } => "order_detail",
+            Page::PayPromo => "pay_promo",
             Page::Login => "login",
             Page::Risk => "risk",
             Page::NotFound { .. } => "not_found",
@@ -116,7 +121,11 @@ impl Page {
             Page::Home { .. } | Page::Profile => {
                 "com.xunmeng.pinduoduo/com.xunmeng.pinduoduo.ui.activity.HomeActivity"
             }
-            Page::Goods { .. } | Page::Sheet(_) | Page::Confirm(_) | Page::NotFound { .. } => {
+            Page::Goods { .. }
+            | Page::Sheet(_)
+            | Page::Confirm(_)
+            | Page::PayPromo
+            | Page::NotFound { .. } => {
                 "com.xunmeng.pinduoduo/com.xunmeng.pinduoduo.activity.NewPageActivity"
             }
             Page::Payment { .. }
@@ -170,6 +179,7 @@ impl SheetState {
             qty_focused: false,
             group_buy,
             lag: None,
+            promo_closed: false,
         }
     }
 }

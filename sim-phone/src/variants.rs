@@ -104,6 +104,16 @@ pub enum ConfirmPageQuantity {
     Stepper,
 }
 
+/// The 多多支付 promo bubble over the sheet's order button (`footer_promo`) and the page a
+/// tap on it opens.
+pub const FOOTER_PROMO_TEXT: &str = "开通多多支付，本单立减5元";
+/// Content-desc of the bubble's close icon.
+pub const FOOTER_PROMO_CLOSE: &str = "关闭提示";
+/// Title of the page the bubble opens.
+pub const PAY_PROMO_TITLE: &str = "开通多多支付";
+/// The page's (and the payment offers') sign-up button: never to be tapped.
+pub const ACTIVATE: &str = "立即开通";
+
 /// Ledger status: waiting in 待付款 (the only status the simulated cashier produces).
 pub const STATUS_UNPAID: &str = "unpaid";
 /// Ledger status: committed under 先用后付 — binding, shipped, paid after delivery.

@@ -2293,3 +2293,86 @@ fn confirm_page_may_reset_the_quantity_to_one() {
     assert_eq!((o.quantity, o.total_cent), (1, 2290));
     // Without the key 确认订单 keeps the sheet's quantity (confirm_page_carries_…).
 }
+
+/// The children of the node whose children include the clickable footer frame.
+fn footer_siblings(s: &Screen) -> Vec<Node> {
+    let mut out = None;
+    visit(s, &mut |n| {
+        if n.children.iter().any(|c| c.bounds == FOOTER && c.clickable) {
+            out = Some(n.children.clone());
+        }
+    });
+    out.expect("the footer's parent")
+}
+
+#[test]
+fn a_promo_bubble_lies_over_the_order_button_until_closed() {
+    let mut p = Phone::new(&fixed_config());
+    open_sheet(&mut p, "811223344516", &["燕麦色"]);
+    let s = p.screen();
+    let kids = footer_siblings(&s);
+    let fi = kids.iter().position(|c| c.bounds == FOOTER).expect("footer");
+    let bi = kids
+        .iter()
+        .position(|c| c.children.iter().any(|k| k.children.iter().any(|t| t.text == "开通多多支付，本单立减5元")))
+        .expect("the bubble is a sibling of the footer");
+    assert!(bi > fi, "a later sibling");
+    let (bubble, footer) = (&kids[bi], &kids[fi]);
+    assert_eq!(bubble.class, "android.view.ViewGroup");
+    assert!(bubble.clickable && bubble.package == "com.xunmeng.pinduoduo");
+    assert_eq!(bubble.rid, "com.xunmeng.pinduoduo:id/pdd");
+    let (cx, cy) = FOOTER.center();
+    assert!(bubble.bounds.contains(cx, cy), "over the button's centre");
+    let close = node_by_desc(&s, "关闭提示");
+    assert!(close.clickable && close.class == "android.widget.ImageView");
+    assert!(bubble.bounds.intersect(&close.bounds) == close.bounds);
+    assert!(close.bounds.l > cx, "at the bubble's right end");
+    // The dump really draws it on top: a higher drawing-order, at the footer's depth.
+    let x = p.xml();
+    let line = |b: Rect| {
+        let key = format!("bounds=\"[{},{}][{},{}]\"", b.l, b.t, b.r, b.b);
+        x.lines()
+            .find(|l| l.contains(&key) && l.contains("clickable=\"true\""))
+            .unwrap_or_else(|| panic!("no line {key}"))
+            .to_string()
+    };
+    let order = |l: &str| -> u32 {
+        let i = l.find("drawing-order=\"").expect("drawing-order") + 15;
+        l[i..].split('"').next().expect("value").parse().expect("number")
+    };
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let (bl, fl) = (line(bubble.bounds), line(footer.bounds));
+    assert!(order(&bl) > order(&fl), "{bl}\n{fl}");
+    assert_eq!(indent(&bl), indent(&fl));
+    assert!(x.find(&bl) > x.find(&fl));
+
+    // The tap a client aims at the order button's centre lands in the bubble: 开通多多支付.
+    p.tap("提交订单 ¥15.9");
+    assert_eq!(p.page(), "pay_promo");
+    assert!(p.d.app().ledger().orders().is_empty(), "nothing ordered");
+    let x = p.xml();
+    assert!(x.contains("text=\"开通多多支付\"") && x.contains("text=\"立即开通\""), "{x}");
+    p.tap("立即开通");
+    assert_eq!(p.d.app().last_toast(), Some("已提交开通申请"));
+    assert_eq!(p.page(), "pay_promo");
+    assert!(p.d.app().ledger().orders().is_empty());
+    p.tap("返回");
+    assert_eq!(p.page(), "sku_sheet");
+    assert!(p.xml().contains("开通多多支付，本单立减5元"), "still there");
+    p.sh("input keyevent 4");
+    p.tap("单独购买");
+    p.tap("燕麦色");
+
+    // Closed, the bubble is gone for this sheet and the button orders.
+    p.tap("关闭提示");
+    assert_eq!(p.page(), "sku_sheet");
+    assert!(!p.xml().contains("开通多多支付"));
+    p.tap("提交订单 ¥15.9");
+    assert_eq!(p.page(), "payment");
+    assert_eq!(p.d.app().ledger().orders().len(), 1);
+    // A new sheet shows it again.
+    p.sh("input keyevent 4");
+    p.tap("先去逛逛");
+    p.tap("单独购买");
+    assert!(p.xml().contains("开通多多支付，本单立减5元"));
+}

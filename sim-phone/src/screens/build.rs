@@ -17,6 +17,7 @@ use super::not_found::not_found;
 use super::order_detail::order_detail;
 use super::order_list::order_list;
 use super::order_result::order_result;
+use super::pay_promo::pay_promo;
 use super::pay_result::pay_result;
 use super::payment::payment;
 use super::popup::popup;
@@ -57,6 +58,7 @@ pub(crate) fn build(v: &View<'_>, now: DateTime<FixedOffset>) -> Screen {
                     scroll,
                     expanded,
                 } => order_detail(v, order_sn, *scroll, *expanded, now, h),
+                Page::PayPromo => pay_promo(),
                 Page::Login => login(),
                 Page::Risk => risk(),
                 Page::NotFound { message } => not_found(message),

@@ -23,6 +23,7 @@ mod not_found;
 mod order_detail;
 mod order_list;
 mod order_result;
+mod pay_promo;
 mod pay_result;
 mod payment;
 mod popup;

@@ -7,7 +7,7 @@ use crate::account::Address;
 use crate::catalog::{format_yuan, Goods};
 use crate::page::{qty_limit, SheetState};
 use crate::ui::Node;
-use crate::variants::{confirm_button, TOTAL_LABEL};
+use crate::variants::{confirm_button, FOOTER_PROMO_CLOSE, FOOTER_PROMO_TEXT, TOTAL_LABEL};
 
 use super::nodes::{label, payment_row, quantity_stepper, r, tw, NAV_H, STATUS_H, W};
 use super::sheet_options::{list_top, option_groups, sheet_lift, LIST_BOTTOM};
@@ -285,11 +285,43 @@ pub(crate) fn sheet(g: &Goods, s: &SheetState, address: Option<&Address>, h: i32
             .order(10)
             .child(Node::text(r(0, 2213, 334, bottom), "添加").pdd())
     };
-    let body = body.child(left).child(footer);
+    let mut body = body.child(left).child(footer);
+    if g.footer_promo && !s.promo_closed && !all_sold_out {
+        // Drawn after (over) the footer, in the same window and parent.
+        body = body.child(footer_promo().order(12));
+    }
     vec![Node::linear(r(0, STATUS_H, W, bottom))
         .pdd()
         .clickable()
         .child(header)
         .child(promo)
         .child(body)]
+}
+
+/// The 多多支付 promo bubble laid over the footer's order button (`footer_promo`): a
+/// clickable ViewGroup (a tap opens 开通多多支付) whose rectangle holds the footer frame's
+/// centre (707, 2283), with its background, the label in a FrameLayout, the tail pointing
+/// at the button and, at its right end, the close icon (desc 关闭提示).
+fn footer_promo() -> Node {
+    let tl = 376;
+    let tr = tl + tw(FOOTER_PROMO_TEXT, 46);
+    Node::group(r(346, 2150, 1068, 2300))
+        .pdd()
+        .tap("promo_open")
+        .child(Node::image(r(346, 2150, 1068, 2270)).pdd())
+        .child(
+            Node::frame(r(tl, 2176, tr, 2244))
+                .pdd()
+                .order(2)
+                .child(Node::text(r(tl, 2176, tr, 2244), FOOTER_PROMO_TEXT).pdd()),
+        )
+        .child(Node::image(r(687, 2270, 727, 2300)).pdd().order(3))
+        .child(
+            Node::group(r(980, 2166, 1052, 2254)).order(4).child(
+                Node::image(r(992, 2178, 1040, 2242))
+                    .pdd()
+                    .desc(FOOTER_PROMO_CLOSE)
+                    .tap("promo_close"),
+            ),
+        )
 }
