@@ -1558,13 +1558,26 @@ fn confirm_page_carries_payment_row_total_and_submit() {
     );
     // The spec sheet of the older flow: no address row (the address is on 确认订单), no
     // total; the goods block moves up into the row's place.
-    for absent in ["张三", "138****0000", "科技园路", "手动添加地址", "合计", "¥74.8"] {
+    for absent in [
+        "张三",
+        "138****0000",
+        "科技园路",
+        "手动添加地址",
+        "合计",
+        "¥74.8",
+    ] {
         assert!(!x.contains(absent), "the spec sheet shows {absent}: {x}");
     }
     let s = p.screen();
     assert!(has(&s, |n| n.desc == "商品主图"
         && n.bounds == Rect::new(35, 358, 358, 681)));
-    for present in ["tv_select_sku", "减少数量", "增加数量", "text=\"颜色\"", "text=\"容量\""] {
+    for present in [
+        "tv_select_sku",
+        "减少数量",
+        "增加数量",
+        "text=\"颜色\"",
+        "text=\"容量\"",
+    ] {
         assert!(x.contains(present), "the spec sheet lacks {present}");
     }
     p.tap("确定");
@@ -2053,7 +2066,11 @@ fn a_restarted_phone_keeps_its_salt_and_never_repeats_a_number() {
     let mut p = Phone::new(&cfg);
     let second = order_in_process(&mut p);
     let third = order_in_process(&mut p);
-    assert_eq!(salt(&state), s1, "the salt is the file's, kept over restarts");
+    assert_eq!(
+        salt(&state),
+        s1,
+        "the salt is the file's, kept over restarts"
+    );
     let all = [first.clone(), second.clone(), third.clone()];
     for (i, a) in all.iter().enumerate() {
         for b in &all[i + 1..] {
@@ -2117,15 +2134,25 @@ fn checkout_button_confirm_shows_the_total_on_the_left_and_orders_like_submit() 
     open_sheet(&mut p, "811223344511", &["粉色", "M"]);
     assert_eq!(footer_text(&p), "确定");
     let s = p.screen();
-    assert_eq!(find_target(&s, "确定"), Some(FOOTER), "确定 in the footer frame");
+    assert_eq!(
+        find_target(&s, "确定"),
+        Some(FOOTER),
+        "确定 in the footer frame"
+    );
     // 合计： + ¥47.2 where 添加 is otherwise: two non-clickable TextViews left of the button.
     for t in ["合计：", "¥47.2"] {
         let n = node_in(&s, t, FOOTER_BAND);
         assert_eq!(n.class, "android.widget.TextView");
-        assert!(!n.clickable && n.bounds.r <= FOOTER.l && n.bounds.t >= FOOTER.t, "{t}");
+        assert!(
+            !n.clickable && n.bounds.r <= FOOTER.l && n.bounds.t >= FOOTER.t,
+            "{t}"
+        );
     }
     let x = p.xml();
-    assert!(!x.contains("text=\"添加\"") && !x.contains("提交订单"), "{x}");
+    assert!(
+        !x.contains("text=\"添加\"") && !x.contains("提交订单"),
+        "{x}"
+    );
     // The sheet keeps its address row and its payment row.
     for t in ["张三 138****0000", "使用#微信支付，更换支付方式"] {
         assert!(x.contains(t), "{t}");
@@ -2196,7 +2223,10 @@ fn checkout_button_keys_are_refused_where_they_mean_nothing() {
     ] {
         assert!(Catalog::new(vec![goods(bad.clone())]).is_err(), "{bad}");
     }
-    assert!(Catalog::new(vec![goods(serde_json::json!({"checkout_button": "confirm_no_total"}))]).is_ok());
+    assert!(Catalog::new(vec![goods(
+        serde_json::json!({"checkout_button": "confirm_no_total"})
+    )])
+    .is_ok());
 }
 
 /// The node whose content-desc is `desc`.
@@ -2238,7 +2268,10 @@ fn confirm_page_stepper_changes_the_quantity_on_confirm_order() {
     let plus = node_by_desc(&s, "增加数量");
     assert_eq!(minus.class, "android.widget.ImageView");
     assert!(minus.clickable && plus.clickable && plus.enabled);
-    assert!(minus.bounds.t >= 480 && plus.bounds.b <= 820, "in the goods block");
+    assert!(
+        minus.bounds.t >= 480 && plus.bounds.b <= 820,
+        "in the goods block"
+    );
     let x = p.xml();
     assert!(!x.contains("text=\"x1\""), "{x}");
     assert!(x.contains("text=\"¥45.9\""), "合计 of one");
@@ -2246,10 +2279,16 @@ fn confirm_page_stepper_changes_the_quantity_on_confirm_order() {
     p.tap("增加数量");
     let s = p.screen();
     assert_eq!(quantity_field(&s), "3");
-    assert!(!node_by_desc(&s, "增加数量").enabled, "the + stops at 限购 3");
+    assert!(
+        !node_by_desc(&s, "增加数量").enabled,
+        "the + stops at 限购 3"
+    );
     p.tap("增加数量");
     assert_eq!(quantity_field(&p.screen()), "3");
-    assert!(p.xml().contains("text=\"¥137.7\""), "the 合计 follows: 45.9 × 3");
+    assert!(
+        p.xml().contains("text=\"¥137.7\""),
+        "the 合计 follows: 45.9 × 3"
+    );
     p.tap("减少数量");
     assert!(p.xml().contains("text=\"¥91.8\""));
     // Typed into the focused field, as on the sheet.
@@ -2286,7 +2325,10 @@ fn confirm_page_may_reset_the_quantity_to_one() {
     p.tap("立即购买");
     assert_eq!(p.page(), "confirm_order");
     let x = p.xml();
-    assert!(x.contains("text=\"x1\"") && !x.contains("text=\"x3\""), "{x}");
+    assert!(
+        x.contains("text=\"x1\"") && !x.contains("text=\"x3\""),
+        "{x}"
+    );
     assert!(x.contains("text=\"¥22.9\""), "合计 of one: {x}");
     p.tap("提交订单");
     let o = &p.d.app().ledger().orders()[0];
@@ -2311,10 +2353,19 @@ fn a_promo_bubble_lies_over_the_order_button_until_closed() {
     open_sheet(&mut p, "811223344516", &["燕麦色"]);
     let s = p.screen();
     let kids = footer_siblings(&s);
-    let fi = kids.iter().position(|c| c.bounds == FOOTER).expect("footer");
+    let fi = kids
+        .iter()
+        .position(|c| c.bounds == FOOTER)
+        .expect("footer");
     let bi = kids
         .iter()
-        .position(|c| c.children.iter().any(|k| k.children.iter().any(|t| t.text == "开通多多支付，本单立减5元")))
+        .position(|c| {
+            c.children.iter().any(|k| {
+                k.children
+                    .iter()
+                    .any(|t| t.text == "开通多多支付，本单立减5元")
+            })
+        })
         .expect("the bubble is a sibling of the footer");
     assert!(bi > fi, "a later sibling");
     let (bubble, footer) = (&kids[bi], &kids[fi]);
@@ -2338,7 +2389,12 @@ fn a_promo_bubble_lies_over_the_order_button_until_closed() {
     };
     let order = |l: &str| -> u32 {
         let i = l.find("drawing-order=\"").expect("drawing-order") + 15;
-        l[i..].split('"').next().expect("value").parse().expect("number")
+        l[i..]
+            .split('"')
+            .next()
+            .expect("value")
+            .parse()
+            .expect("number")
     };
     let indent = |l: &str| l.len() - l.trim_start().len();
     let (bl, fl) = (line(bubble.bounds), line(footer.bounds));
@@ -2351,7 +2407,10 @@ fn a_promo_bubble_lies_over_the_order_button_until_closed() {
     assert_eq!(p.page(), "pay_promo");
     assert!(p.d.app().ledger().orders().is_empty(), "nothing ordered");
     let x = p.xml();
-    assert!(x.contains("text=\"开通多多支付\"") && x.contains("text=\"立即开通\""), "{x}");
+    assert!(
+        x.contains("text=\"开通多多支付\"") && x.contains("text=\"立即开通\""),
+        "{x}"
+    );
     p.tap("立即开通");
     assert_eq!(p.d.app().last_toast(), Some("已提交开通申请"));
     assert_eq!(p.page(), "pay_promo");

@@ -9,9 +9,7 @@ use crate::page::{qty_limit, SheetState};
 use crate::ui::Node;
 use crate::variants::TOTAL_LABEL;
 
-use super::nodes::{
-    back_button, label, payment_row, quantity_stepper, r, tw, NAV_H, STATUS_H, W,
-};
+use super::nodes::{back_button, label, payment_row, quantity_stepper, r, tw, NAV_H, STATUS_H, W};
 
 pub(crate) fn confirm(g: &Goods, s: &SheetState, address: Option<&Address>, h: i32) -> Vec<Node> {
     let bottom = h - NAV_H;

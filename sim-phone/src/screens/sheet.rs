@@ -181,25 +181,31 @@ pub(crate) fn sheet(g: &Goods, s: &SheetState, address: Option<&Address>, h: i32
             )
             .child(Node::view(r(0, 486, W, 487)).pdd().order(2));
     }
-    upper = upper
-        .child(goods_block.translate(0, -lift))
-        .child(Node::view(r(35, 871, W, 872)).pdd().order(5).translate(0, -lift));
+    upper = upper.child(goods_block.translate(0, -lift)).child(
+        Node::view(r(35, 871, W, 872))
+            .pdd()
+            .order(5)
+            .translate(0, -lift),
+    );
     if g.discount_cent > 0 {
         let text = g
             .discount_label
             .clone()
             .unwrap_or_else(|| format!("已减{}元", format_yuan(g.discount_cent)));
         upper = upper.child(
-            Node::linear(r(0, 872, W, 1002)).pdd().order(7).child(
-                Node::group(r(0, 872, W, 1002))
-                    .tap("toast:优惠")
-                    .child(label(35, 908, "优惠", 46))
-                    .child(Node::text(
-                        r(1000 - tw(&text, 46), 910, 996, 963),
-                        text.clone(),
-                    )),
-            )
-            .translate(0, -lift),
+            Node::linear(r(0, 872, W, 1002))
+                .pdd()
+                .order(7)
+                .child(
+                    Node::group(r(0, 872, W, 1002))
+                        .tap("toast:优惠")
+                        .child(label(35, 908, "优惠", 46))
+                        .child(Node::text(
+                            r(1000 - tw(&text, 46), 910, 996, 963),
+                            text.clone(),
+                        )),
+                )
+                .translate(0, -lift),
         );
     }
     // Option groups in a vertically scrolling list.
