@@ -13,7 +13,7 @@ use crate::account::{Account, PddVersion};
 use crate::catalog::{Catalog, Goods, OrderListEntry, PaymentMethod};
 use crate::ledger::{Ledger, Order};
 use crate::page::{qty_limit, QTY_CAP};
-pub use crate::page::{Page, PopupKind, PopupSchedule, SheetState};
+pub use crate::page::{OrderTab, Page, PopupKind, PopupSchedule, SheetState};
 use crate::screens::{self, View};
 use crate::ui::{Action, Screen};
 
@@ -300,7 +300,8 @@ impl App {
             {
                 self.resolve_goods(id)
             }
-            ("orders.html", _) if param("type") == Some("1") => Page::OrderList { scroll: 0 },
+            ("orders.html", _) if param("type") == Some("1") => Page::order_list(OrderTab::Unpaid),
+            ("orders.html", _) if param("type") == Some("0") => Page::order_list(OrderTab::All),
             ("order.html", _) => match param("order_sn") {
                 Some(sn) if self.ledger.orders().iter().any(|o| o.order_sn == sn) => {
                     Page::order_detail(sn)
@@ -501,7 +502,23 @@ impl App {
                 return t;
             }
             "orders" => {
-                self.stack.push(Page::OrderList { scroll: 0 });
+                let tab = if arg == "all" {
+                    OrderTab::All
+                } else {
+                    OrderTab::Unpaid
+                };
+                self.stack.push(Page::order_list(tab));
+                return t;
+            }
+            "orders_tab" => {
+                if let Some(Page::OrderList { scroll, tab }) = self.top_mut() {
+                    *tab = if arg == "all" {
+                        OrderTab::All
+                    } else {
+                        OrderTab::Unpaid
+                    };
+                    *scroll = 0;
+                }
                 return t;
             }
             "order" => {
@@ -580,7 +597,11 @@ impl App {
             self.last_toast = Some(toast);
             return Outcome::default();
         }
-        let qty = if g.confirm_page_resets_quantity { 1 } else { s.qty };
+        let qty = if g.confirm_page_resets_quantity {
+            1
+        } else {
+            s.qty
+        };
         self.stack.push(Page::Confirm(SheetState {
             lag: None,
             qty,
@@ -792,7 +813,7 @@ impl App {
                     s.vscroll = s.vscroll.saturating_add(dy).clamp(0, geom.list_max_scroll);
                 }
             }
-            Page::Home { scroll } | Page::OrderList { scroll } if !horizontal => {
+            Page::Home { scroll } | Page::OrderList { scroll, .. } if !horizontal => {
                 *scroll = scroll.saturating_add(dy).clamp(0, 20_000);
             }
             Page::OrderDetail { scroll, .. } if !horizontal => {

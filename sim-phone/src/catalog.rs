@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::SimError;
 pub use crate::variants::{
     CheckoutButton, ConfirmPageQuantity, OrderDetailForm, OrderListEntry, PaymentMethod,
+    UnpaidWording,
 };
 
 /// Version of the catalog file format this crate reads.
@@ -129,6 +130,10 @@ pub struct Goods {
     /// `label` (default) or `canvas` (no accessible entry; only the deep link reaches the list).
     #[serde(default)]
     pub order_list_entry: OrderListEntry,
+    /// Status text of this goods' unpaid orders on their order-list card and detail page:
+    /// `"待付款"` (default), `"待支付"` or `"等待付款"` (the list's tab stays 待付款).
+    #[serde(default)]
+    pub unpaid_wording: UnpaidWording,
     /// Layout of this goods' order detail: `open` (default) or `folded`.
     #[serde(default)]
     pub order_detail: OrderDetailForm,

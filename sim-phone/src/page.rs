@@ -48,6 +48,16 @@ pub struct SheetState {
     pub promo_closed: bool,
 }
 
+/// The order list's tab on screen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OrderTab {
+    /// 全部: every order, newest first, with its status.
+    All,
+    /// 待付款: the unpaid orders only.
+    #[default]
+    Unpaid,
+}
+
 /// One page of the app.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Page {
@@ -77,6 +87,7 @@ pub enum Page {
     Profile,
     OrderList {
         scroll: i32,
+        tab: OrderTab,
     },
     /// `scroll` is the vertical offset; `expanded` once 查看更多订单信息 was tapped.
     OrderDetail {
@@ -144,6 +155,11 @@ impl Page {
 }
 
 impl Page {
+    /// The order list on `tab`, at the top.
+    pub fn order_list(tab: OrderTab) -> Page {
+        Page::OrderList { scroll: 0, tab }
+    }
+
     /// A detail page of `order_sn`, at the top, folded.
     pub fn order_detail(order_sn: impl Into<String>) -> Page {
         Page::OrderDetail {

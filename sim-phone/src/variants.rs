@@ -114,6 +114,32 @@ pub const PAY_PROMO_TITLE: &str = "开通多多支付";
 /// The page's (and the payment offers') sign-up button: never to be tapped.
 pub const ACTIVATE: &str = "立即开通";
 
+/// The status text of this goods' unpaid orders on their order-list card and detail page
+/// (catalog key `unpaid_wording`; the list's tab reads 待付款 whatever it is).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub enum UnpaidWording {
+    /// 待付款 (the default).
+    #[default]
+    #[serde(rename = "待付款")]
+    DaiFuKuan,
+    /// 待支付.
+    #[serde(rename = "待支付")]
+    DaiZhiFu,
+    /// 等待付款.
+    #[serde(rename = "等待付款")]
+    DengDaiFuKuan,
+}
+
+impl UnpaidWording {
+    pub fn text(self) -> &'static str {
+        match self {
+            UnpaidWording::DaiFuKuan => "待付款",
+            UnpaidWording::DaiZhiFu => "待支付",
+            UnpaidWording::DengDaiFuKuan => "等待付款",
+        }
+    }
+}
+
 /// Ledger status: waiting in 待付款 (the only status the simulated cashier produces).
 pub const STATUS_UNPAID: &str = "unpaid";
 /// Ledger status: committed under 先用后付 — binding, shipped, paid after delivery.
@@ -183,14 +209,21 @@ pub fn yuan_with_unit(cent: i64) -> String {
     format!("{}.{:02}元", c / 100, c % 100)
 }
 
-/// Status headline of an order's detail page.
-pub fn order_status_text(status: &str) -> &'static str {
+/// Status of an order on its detail page and its order-list card: the goods' unpaid
+/// wording, 待发货 (paid, or committed under 先用后付), 已取消.
+pub fn order_status_text(status: &str, unpaid: UnpaidWording) -> &'static str {
     match status {
-        STATUS_UNPAID => "待付款",
+        STATUS_UNPAID => unpaid.text(),
         STATUS_COMMITTED_UNPAID | STATUS_PAID => "待发货",
         _ => "已取消",
     }
 }
+
+/// The label a 先用后付 order's card carries beside its status.
+pub const PAY_LATER_LABEL: &str = "先用后付";
+
+/// The 全部 tab's deep link (`type=0`); `type=1` is the 待付款 tab.
+pub const ALL_ORDERS_URL: &str = "pinduoduo://com.xunmeng.pinduoduo/orders.html?type=0";
 
 /// The detail page's 支付方式 line.
 pub fn order_payment_text(status: &str) -> &'static str {

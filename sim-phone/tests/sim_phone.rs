@@ -2435,3 +2435,143 @@ fn a_promo_bubble_lies_over_the_order_button_until_closed() {
     p.tap("单独购买");
     assert!(p.xml().contains("开通多多支付，本单立减5元"));
 }
+
+/// The status texts of the order-list cards on screen, top to bottom.
+fn card_statuses(s: &Screen) -> Vec<String> {
+    let mut out = Vec::new();
+    visit(s, &mut |n| {
+        let status = ["待付款", "待支付", "等待付款", "待发货", "已取消"].contains(&n.text.as_str());
+        if status && n.bounds.t > 330 && n.bounds.l >= 800 {
+            out.push(n.text.clone());
+        }
+    });
+    out
+}
+
+/// The selected tab of the order list.
+fn selected_tab(s: &Screen) -> String {
+    let mut out = Vec::new();
+    visit(s, &mut |n| {
+        if n.selected && n.class == "android.widget.TextView" && n.bounds.t == 250 {
+            out.push(n.text.clone());
+        }
+    });
+    assert_eq!(out.len(), 1, "{out:?}");
+    out.remove(0)
+}
+
+const ALL_LINK: &str =
+    "am start -a android.intent.action.VIEW -d 'pinduoduo://com.xunmeng.pinduoduo/orders.html?type=0'";
+
+#[test]
+fn unpaid_wording_shows_on_the_card_and_the_detail() {
+    for (id, option, wording) in [
+        ("811223344517", "浅灰", "待支付"),
+        ("811223344518", "磁吸式", "等待付款"),
+        ("811223344510", "白色", "待付款"),
+    ] {
+        let mut p = Phone::new(&fixed_config());
+        let mut options = vec![option];
+        if id == "811223344510" {
+            options.push("M");
+        }
+        open_sheet(&mut p, id, &options);
+        let footer = footer_text(&p);
+        p.tap(&footer);
+        assert_eq!(p.page(), "payment", "{id}");
+        p.sh(UNPAID_LINK);
+        let s = p.screen();
+        assert_eq!(selected_tab(&s), "待付款", "the tab keeps its name");
+        assert_eq!(card_statuses(&s), vec![wording.to_string()], "{id}");
+        let shop = catalog().goods(id).expect("goods").shop.clone();
+        p.tap(&shop);
+        assert_eq!(p.page(), "order_detail");
+        let s = p.screen();
+        assert!(
+            has(&s, |n| n.text == wording && n.bounds.t == 280),
+            "{id}: the detail's status"
+        );
+        if wording != "待付款" {
+            assert!(!p.xml().contains("text=\"待付款\""), "{id}");
+        }
+    }
+}
+
+#[test]
+fn the_all_tab_lists_every_order_newest_first_with_its_status() {
+    let mut p = Phone::new(&fixed_config());
+    let mut buy = |p: &mut Phone, id: &str, options: &[&str]| {
+        open_sheet(p, id, options);
+        let footer = footer_text(p);
+        p.tap(&footer);
+    };
+    buy(&mut p, "811223344517", &["咖啡色"]); // unpaid, 待支付
+    buy(&mut p, "811223344503", &["单层"]); // 免密支付: paid
+    buy(&mut p, "811223344502", &["黑色", "M"]); // 先用后付: committed
+    buy(&mut p, "811223344510", &["黑色", "L"]); // unpaid, then cancelled
+    p.sh(UNPAID_LINK);
+    assert_eq!(card_statuses(&p.screen()), vec!["待付款", "待支付"]);
+    p.tap("取消订单");
+    let orders = p.d.app().ledger().orders().to_vec();
+    assert_eq!(
+        orders.iter().map(|o| o.status.as_str()).collect::<Vec<_>>(),
+        vec!["unpaid", "paid", "committed_unpaid", "cancelled"]
+    );
+
+    // type=0: the 全部 tab, selected, every order newest first.
+    p.sh(ALL_LINK);
+    assert_eq!(p.page(), "order_list");
+    let s = p.screen();
+    assert_eq!(selected_tab(&s), "全部");
+    // The fourth card's head peeks in at the bottom.
+    assert_eq!(card_statuses(&s), vec!["已取消", "待发货", "待发货", "待支付"]);
+    // One 先用后付 label, on the 先用后付 order's card (the second).
+    let mut labels = Vec::new();
+    visit(&s, &mut |n| {
+        if n.text == "先用后付" {
+            labels.push(n.bounds);
+        }
+    });
+    assert_eq!(labels.len(), 1, "{labels:?}");
+    assert!(labels[0].t > 1000 && labels[0].t < 1100, "{labels:?}");
+    let x = p.xml();
+    assert!(!x.contains("去支付"), "paid, committed and cancelled cards have no pay button");
+    assert!(x.contains("提醒发货"));
+    // The fourth card below the screen: the unpaid one with its wording and buttons.
+    p.sh("input swipe 540 2000 540 900");
+    let s = p.screen();
+    assert_eq!(card_statuses(&s).last().map(String::as_str), Some("待支付"));
+    assert!(find_target(&s, "去支付").is_some());
+
+    // The https form opens the same tab; the tabs switch.
+    p.sh("am start -a android.intent.action.VIEW -d 'https://mobile.yangkeduo.com/orders.html?type=0'");
+    assert_eq!(selected_tab(&p.screen()), "全部");
+    p.tap("待付款");
+    let s = p.screen();
+    assert_eq!(selected_tab(&s), "待付款");
+    assert_eq!(card_statuses(&s), vec!["待支付"]);
+    p.tap("全部");
+    let s = p.screen();
+    assert_eq!(selected_tab(&s), "全部");
+    assert_eq!(card_statuses(&s).len(), 4);
+
+    // A card opens its order's detail: the 先用后付 one reads 先用后付 / 确认收货后自动付款.
+    p.tap("先用后付");
+    assert_eq!(p.page(), "order_detail");
+    let x = p.xml();
+    assert!(x.contains(&format!("订单编号：{}", orders[2].order_sn)), "{x}");
+    for t in ["待发货", "支付方式：先用后付", "先用后付 确认收货后自动付款¥39.9"] {
+        assert!(x.contains(&format!("text=\"{t}\"")), "{t}: {x}");
+    }
+    // 个人中心's 查看全部 opens the 全部 tab, its 待付款 cell the 待付款 tab.
+    p.sh("am start -a android.intent.action.VIEW -d 'pinduoduo://com.xunmeng.pinduoduo/personal.html'");
+    assert_eq!(p.page(), "profile");
+    p.tap("查看全部");
+    assert_eq!(selected_tab(&p.screen()), "全部");
+    p.tap("返回");
+    p.tap("待付款");
+    assert_eq!(selected_tab(&p.screen()), "待付款");
+    // Other types are still not modelled.
+    p.sh("am start -a android.intent.action.VIEW -d 'pinduoduo://com.xunmeng.pinduoduo/orders.html?type=3'");
+    assert_eq!(p.page(), "not_found");
+}

@@ -52,7 +52,7 @@ pub(crate) fn build(v: &View<'_>, now: DateTime<FixedOffset>) -> Screen {
                 Page::PayResult { order_sn } => pay_result(order_sn),
                 Page::OrderResult { order_sn } => order_result(v, order_sn),
                 Page::Profile => profile(v, h),
-                Page::OrderList { scroll } => order_list(v, *scroll, h),
+                Page::OrderList { scroll, tab } => order_list(v, *scroll, *tab, h),
                 Page::OrderDetail {
                     order_sn,
                     scroll,
