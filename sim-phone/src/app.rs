@@ -10,7 +10,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::account::{Account, PddVersion};
-use crate::catalog::{Catalog, Goods, OrderListEntry, PaymentMethod};
+use crate::catalog::{Catalog, Goods, OrderListEntry, PaymentMethod, PaymentOffer};
 use crate::ledger::{Ledger, Order};
 use crate::page::{qty_limit, QTY_CAP};
 pub use crate::page::{OrderTab, Page, PopupKind, PopupSchedule, SheetState};
@@ -430,7 +430,51 @@ impl App {
                 self.set_quantity(qty);
                 return Outcome::default();
             }
-            "submit" => return self.submit(now),
+            "submit" => return self.submit(now, false),
+            "repeat_continue" => {
+                // 继续下单: the dialog goes, the page below it orders as its button would.
+                if matches!(self.stack.last(), Some(Page::RepeatOrder { .. })) {
+                    self.stack.pop();
+                    return self.submit(now, true);
+                }
+                return Outcome::default();
+            }
+            "repeat_pay" => {
+                // 去支付: the cashier of the newest unpaid order of the same goods.
+                let Some(Page::RepeatOrder { goods_id }) = self.stack.last().cloned() else {
+                    return Outcome::default();
+                };
+                let newest = self.unpaid_of(&goods_id).last().map(|o| o.order_sn.clone());
+                self.stack.pop();
+                if let Some(order_sn) = newest {
+                    self.stack.push(Page::Payment { order_sn });
+                }
+                return t;
+            }
+            "dialog_close" => {
+                if matches!(
+                    self.stack.last(),
+                    Some(Page::RepeatOrder { .. } | Page::PaymentOffer { .. })
+                ) {
+                    self.stack.pop();
+                }
+                return t;
+            }
+            "offer_accept" => {
+                // 立即开通: the offer binds the account's payment — counted as a payment
+                // attempt on the order whose cashier it was over.
+                let Some(Page::PaymentOffer { order_sn, offer }) = self.stack.last().cloned()
+                else {
+                    return Outcome::default();
+                };
+                if let Err(e) = self.ledger.record_payment_attempt(&order_sn) {
+                    self.last_toast = Some(format!("ledger: {e}"));
+                } else {
+                    self.last_toast = Some(offer.accepted_toast().into());
+                }
+                self.stack.pop();
+                return t;
+            }
             "promo_close" => {
                 if let Some(s) = self.sheet_mut() {
                     s.promo_closed = true;
@@ -652,7 +696,18 @@ impl App {
         Outcome::default()
     }
 
-    fn submit(&mut self, now: DateTime<FixedOffset>) -> Outcome {
+    /// The unpaid orders of `goods_id`, oldest first.
+    fn unpaid_of(&self, goods_id: &str) -> Vec<&Order> {
+        self.ledger
+            .orders()
+            .iter()
+            .filter(|o| o.goods_id == goods_id && o.status == crate::variants::STATUS_UNPAID)
+            .collect()
+    }
+
+    /// The order button (提交订单, 确定, 立即支付, 确认订单's 提交订单). `confirmed`: 继续下单
+    /// of the repeat-order dialog, which never asks again.
+    fn submit(&mut self, now: DateTime<FixedOffset>, confirmed: bool) -> Outcome {
         let s = match self.stack.last() {
             Some(Page::Sheet(s) | Page::Confirm(s)) => s.clone(),
             _ => return Outcome::default(),
@@ -671,6 +726,13 @@ impl App {
                 return Outcome::default();
             }
         };
+        if g.repeat_order_prompt && !confirmed && !self.unpaid_of(&g.goods_id).is_empty() {
+            // 相同商品订单待支付: the page stays below the dialog, nothing is ordered.
+            self.stack.push(Page::RepeatOrder {
+                goods_id: g.goods_id.clone(),
+            });
+            return Outcome { transition: true };
+        }
         let mut options = serde_json::Map::new();
         for (d, &i) in g.dimensions.iter().zip(&full) {
             options.insert(
@@ -705,7 +767,15 @@ impl App {
             return Outcome::default();
         }
         if g.payment_method == PaymentMethod::Wechat && !pays {
-            self.stack.push(Page::Payment { order_sn });
+            self.stack.push(Page::Payment {
+                order_sn: order_sn.clone(),
+            });
+            if g.payment_offer != PaymentOffer::None {
+                self.stack.push(Page::PaymentOffer {
+                    order_sn,
+                    offer: g.payment_offer,
+                });
+            }
         } else {
             self.stack.push(Page::OrderResult { order_sn });
         }

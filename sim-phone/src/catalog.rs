@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::SimError;
 pub use crate::variants::{
     CheckoutButton, ConfirmPageQuantity, OrderDetailForm, OrderListEntry, PaymentMethod,
-    UnpaidWording,
+    PaymentOffer, UnpaidWording,
 };
 
 /// Version of the catalog file format this crate reads.
@@ -126,6 +126,15 @@ pub struct Goods {
     /// sheet's order button, inside PDD's window: a tap on its body opens 开通多多支付.
     #[serde(default)]
     pub footer_promo: bool,
+    /// An order button tapped while the ledger holds an unpaid order of this goods raises
+    /// 相同商品订单待支付 (去支付 / 继续下单 / close) instead of ordering.
+    #[serde(default)]
+    pub repeat_order_prompt: bool,
+    /// After an order placed with 微信支付 the cashier shows under an offer dialog: `none`
+    /// (default), `password_free` (开通免密支付) or `pay_later` (开通先用后付); its 立即开通
+    /// counts as a payment attempt.
+    #[serde(default)]
+    pub payment_offer: PaymentOffer,
     /// How the profile page draws its 待付款 entry once this goods was opened or ordered:
     /// `label` (default) or `canvas` (no accessible entry; only the deep link reaches the list).
     #[serde(default)]
@@ -318,6 +327,14 @@ impl Goods {
         {
             return Err(format!(
                 "{id}: confirm_page_quantity / confirm_page_resets_quantity need confirm_page"
+            ));
+        }
+        if self.payment_offer != PaymentOffer::None
+            && (self.payment_method != PaymentMethod::Wechat
+                || self.checkout_button == CheckoutButton::PayNow)
+        {
+            return Err(format!(
+                "{id}: payment_offer shows over the 微信支付 cashier (payment_method wechat, no pay_now)"
             ));
         }
         if self.checkout_button == CheckoutButton::PayNow

@@ -95,6 +95,17 @@ pub enum Page {
         scroll: i32,
         expanded: bool,
     },
+    /// 相同商品订单待支付 over the sheet or 确认订单 (`repeat_order_prompt`): an unpaid order
+    /// of this goods waits; the page it is over is the one below it on the stack.
+    RepeatOrder {
+        goods_id: String,
+    },
+    /// An offer (开通免密支付 / 开通先用后付) over the cashier of `order_sn`
+    /// (`payment_offer`), which is below it on the stack.
+    PaymentOffer {
+        order_sn: String,
+        offer: crate::variants::PaymentOffer,
+    },
     /// 开通多多支付: what a tap on the promo bubble over the sheet's footer opens.
     PayPromo,
     Login,
@@ -120,6 +131,8 @@ impl Page {
             Page::OrderList { .. } => "order_list",
             Page::OrderDetail { .. } => "order_detail",
             Page::PayPromo => "pay_promo",
+            Page::RepeatOrder { .. } => "repeat_order_dialog",
+            Page::PaymentOffer { .. } => "payment_offer_dialog",
             Page::Login => "login",
             Page::Risk => "risk",
             Page::NotFound { .. } => "not_found",
@@ -136,10 +149,12 @@ impl Page {
             | Page::Sheet(_)
             | Page::Confirm(_)
             | Page::PayPromo
+            | Page::RepeatOrder { .. }
             | Page::NotFound { .. } => {
                 "com.xunmeng.pinduoduo/com.xunmeng.pinduoduo.activity.NewPageActivity"
             }
             Page::Payment { .. }
+            | Page::PaymentOffer { .. }
             | Page::Abandon { .. }
             | Page::PayResult { .. }
             | Page::OrderResult { .. } => {

@@ -140,6 +140,57 @@ impl UnpaidWording {
     }
 }
 
+/// The dialog an order button raises while an unpaid order of the same goods waits
+/// (`repeat_order_prompt`).
+pub const REPEAT_ORDER_TITLE: &str = "相同商品订单待支付";
+/// Its 去支付 (the newest such order's cashier) and 继续下单 (a second order).
+pub const REPEAT_ORDER_PAY: &str = "去支付";
+pub const REPEAT_ORDER_CONTINUE: &str = "继续下单";
+
+/// The dialog's message for `count` unpaid orders of the same goods.
+pub fn repeat_order_message(count: usize) -> String {
+    format!("您有{count}笔相同商品的订单尚未支付，是否继续下单？")
+}
+
+/// The offer laid over the cashier after an order placed with 微信支付 (catalog key
+/// `payment_offer`).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum PaymentOffer {
+    /// No offer (the default).
+    #[default]
+    None,
+    /// 开通免密支付.
+    PasswordFree,
+    /// 开通先用后付.
+    PayLater,
+}
+
+/// The offers' decline button (立即开通 is [`ACTIVATE`]).
+pub const DECLINE: &str = "暂不开通";
+
+impl PaymentOffer {
+    pub fn title(self) -> &'static str {
+        match self {
+            PaymentOffer::PayLater => "开通先用后付",
+            _ => "开通免密支付",
+        }
+    }
+    pub fn text(self) -> &'static str {
+        match self {
+            PaymentOffer::PayLater => "先收货后付款，确认收货后自动付款",
+            _ => "开通后小额订单无需输入密码，支付更便捷",
+        }
+    }
+    /// The toast 立即开通 raises.
+    pub fn accepted_toast(self) -> &'static str {
+        match self {
+            PaymentOffer::PayLater => "先用后付已开通",
+            _ => "免密支付已开通",
+        }
+    }
+}
+
 /// Ledger status: waiting in 待付款 (the only status the simulated cashier produces).
 pub const STATUS_UNPAID: &str = "unpaid";
 /// Ledger status: committed under 先用后付 — binding, shipped, paid after delivery.

@@ -2575,3 +2575,218 @@ fn the_all_tab_lists_every_order_newest_first_with_its_status() {
     p.sh("am start -a android.intent.action.VIEW -d 'pinduoduo://com.xunmeng.pinduoduo/orders.html?type=3'");
     assert_eq!(p.page(), "not_found");
 }
+
+/// Tap the centre of the one clickable NAF node on screen (an unlabeled close icon).
+fn tap_naf(p: &mut Phone) {
+    let mut found = Vec::new();
+    visit(&p.screen(), &mut |n| {
+        if n.naf && n.clickable && n.text.is_empty() && n.desc.is_empty() {
+            found.push(n.bounds);
+        }
+    });
+    assert_eq!(found.len(), 1, "one unlabeled close icon: {found:?}");
+    let (x, y) = found[0].center();
+    p.sh(&format!("input tap {x} {y}"));
+}
+
+/// The order the payment page on screen is for.
+fn paying(p: &Phone) -> String {
+    match p.d.app().page() {
+        Some(cmautobuy_sim_phone::Page::Payment { order_sn }) => order_sn.clone(),
+        other => panic!("not the payment page: {other:?}"),
+    }
+}
+
+/// A dialog button's shape: a clickable ViewGroup › FrameLayout › TextView `label`.
+fn assert_dialog_button(s: &Screen, label: &str) {
+    assert!(
+        has(s, |n| n.class == "android.view.ViewGroup"
+            && n.clickable
+            && n.children.len() == 1
+            && n.children[0].class == "android.widget.FrameLayout"
+            && !n.children[0].clickable
+            && n.children[0].children.len() == 1
+            && n.children[0].children[0].class == "android.widget.TextView"
+            && n.children[0].children[0].text == label),
+        "button {label}"
+    );
+}
+
+#[test]
+fn a_repeat_order_raises_a_dialog_whose_buttons_pay_or_order_again() {
+    let mut p = Phone::new(&fixed_config());
+    open_sheet(&mut p, "811223344519", &["50只装"]);
+    p.tap("提交订单 ¥9.9");
+    let first = paying(&p);
+    p.sh("input keyevent 4");
+    p.tap("先去逛逛");
+    p.tap("单独购买");
+    p.tap("50只装");
+    p.tap("提交订单 ¥9.9");
+    assert_eq!(p.page(), "repeat_order_dialog");
+    assert_eq!(p.d.app().ledger().orders().len(), 1, "the dialog orders nothing");
+    let x = p.xml();
+    for t in [
+        "相同商品订单待支付",
+        "您有1笔相同商品的订单尚未支付，是否继续下单？",
+        "去支付",
+        "继续下单",
+    ] {
+        assert!(x.contains(&format!("text=\"{t}\"")), "{t}: {x}");
+    }
+    let s = p.screen();
+    assert_dialog_button(&s, "去支付");
+    assert_dialog_button(&s, "继续下单");
+    // The real dialog's frame: a focusable FrameLayout over nested ViewGroups.
+    assert!(has(&s, |n| n.class == "android.widget.FrameLayout"
+        && n.focusable
+        && !n.clickable
+        && n.children.first().is_some_and(|c| c.class == "android.view.ViewGroup")));
+    assert!(x.contains("NAF=\"true\""));
+    // BACK and the close icon dismiss it: the sheet again, nothing ordered.
+    p.sh("input keyevent 4");
+    assert_eq!(p.page(), "sku_sheet");
+    p.tap("提交订单 ¥9.9");
+    assert_eq!(p.page(), "repeat_order_dialog");
+    tap_naf(&mut p);
+    assert_eq!(p.page(), "sku_sheet");
+    assert_eq!(p.d.app().ledger().orders().len(), 1);
+    // 去支付: the earlier order's cashier; still one order.
+    p.tap("提交订单 ¥9.9");
+    p.tap("去支付");
+    assert_eq!(paying(&p), first);
+    assert_eq!(p.d.app().ledger().orders().len(), 1);
+    assert!(!p.d.app().ledger().orders()[0].payment_attempted);
+    // 继续下单: a second order, placed as 提交订单 would have.
+    p.sh("input keyevent 4");
+    p.tap("先去逛逛");
+    p.tap("单独购买");
+    p.tap("100只装");
+    p.tap("提交订单 ¥16.9");
+    p.tap("继续下单");
+    let second = paying(&p);
+    let orders = p.d.app().ledger().orders().to_vec();
+    assert_eq!(orders.len(), 2, "继续下单 places the second order");
+    assert_ne!(first, second);
+    assert_eq!((orders[1].total_cent, orders[1].status.as_str()), (1690, "unpaid"));
+    // Two unpaid now: the count follows, 去支付 opens the newest.
+    p.sh("input keyevent 4");
+    p.tap("先去逛逛");
+    p.tap("单独购买");
+    p.tap("50只装");
+    p.tap("提交订单 ¥9.9");
+    assert!(p
+        .xml()
+        .contains("您有2笔相同商品的订单尚未支付，是否继续下单？"));
+    p.tap("去支付");
+    assert_eq!(paying(&p), second);
+    // A cancelled order no longer counts: with none unpaid, no dialog.
+    for sn in [&first, &second] {
+        p.d.app_mut().ledger_mut().cancel(sn).expect("cancel");
+    }
+    p.sh("input keyevent 4");
+    p.tap("先去逛逛");
+    p.tap("单独购买");
+    p.tap("50只装");
+    p.tap("提交订单 ¥9.9");
+    assert_eq!(p.page(), "payment");
+    assert_eq!(p.d.app().ledger().orders().len(), 3);
+}
+
+#[test]
+fn the_repeat_dialog_guards_confirm_order_and_the_confirm_button_too() {
+    // 确认订单's 提交订单: the dialog over 确认订单, BACK returns there.
+    let mut p = Phone::new(&fixed_config());
+    for round in 0..2 {
+        p.open("811223344523");
+        p.tap("发起拼单");
+        p.tap("粉色");
+        p.tap("确定");
+        p.tap("提交订单");
+        if round == 0 {
+            assert_eq!(p.page(), "payment");
+        }
+    }
+    assert_eq!(p.page(), "repeat_order_dialog");
+    p.sh("input keyevent 4");
+    assert_eq!(p.page(), "confirm_order");
+    assert_eq!(p.d.app().ledger().orders().len(), 1);
+    p.tap("提交订单");
+    p.tap("继续下单");
+    assert_eq!(p.page(), "payment");
+    assert_eq!(p.d.app().ledger().orders().len(), 2);
+    // 确定 of checkout_button: confirm.
+    let mut q = Phone::new(&fixed_config());
+    open_sheet(&mut q, "811223344524", &["白色"]);
+    q.tap("确定");
+    q.sh("input keyevent 4");
+    q.tap("先去逛逛");
+    q.tap("单独购买");
+    q.tap("白色");
+    q.tap("确定");
+    assert_eq!(q.page(), "repeat_order_dialog");
+    assert_eq!(q.d.app().ledger().orders().len(), 1);
+    // Goods without the key never ask.
+    let mut r = Phone::new(&fixed_config());
+    for _ in 0..2 {
+        open_sheet(&mut r, "811223344510", &["白色", "M"]);
+        r.tap("提交订单 ¥25");
+        assert_eq!(r.page(), "payment");
+    }
+    assert_eq!(r.d.app().ledger().orders().len(), 2);
+}
+
+#[test]
+fn payment_offers_lie_over_the_cashier_and_their_sign_up_is_a_payment_attempt() {
+    for (id, option, title, text, total) in [
+        (
+            "811223344520",
+            "奶茶色",
+            "开通免密支付",
+            "开通后小额订单无需输入密码，支付更便捷",
+            "¥47.2",
+        ),
+        (
+            "811223344521",
+            "42-43",
+            "开通先用后付",
+            "先收货后付款，确认收货后自动付款",
+            "¥21.9",
+        ),
+    ] {
+        let mut p = Phone::new(&fixed_config());
+        open_sheet(&mut p, id, &[option]);
+        p.tap(&format!("提交订单 {total}"));
+        assert_eq!(p.page(), "payment_offer_dialog", "{id}");
+        let o = p.d.app().ledger().orders()[0].clone();
+        assert_eq!((o.status.as_str(), o.payment_attempted), ("unpaid", false));
+        let x = p.xml();
+        for t in [title, text, "立即开通", "暂不开通"] {
+            assert!(x.contains(&format!("text=\"{t}\"")), "{id} {t}: {x}");
+        }
+        let s = p.screen();
+        assert_dialog_button(&s, "立即开通");
+        assert_dialog_button(&s, "暂不开通");
+        // 暂不开通: the cashier remains.
+        p.tap("暂不开通");
+        assert_eq!(paying(&p), o.order_sn);
+        assert!(p.xml().contains(&format!("立即支付 {total}")));
+        assert!(!p.d.app().ledger().orders()[0].payment_attempted);
+        // BACK closes it too.
+        let mut q = Phone::new(&fixed_config());
+        open_sheet(&mut q, id, &[option]);
+        q.tap(&format!("提交订单 {total}"));
+        q.sh("input keyevent 4");
+        assert_eq!(q.page(), "payment", "{id}");
+        // 立即开通 is recorded as a payment attempt on the order, with a toast.
+        let mut r = Phone::new(&fixed_config());
+        open_sheet(&mut r, id, &[option]);
+        r.tap(&format!("提交订单 {total}"));
+        r.tap("立即开通");
+        let o = r.d.app().ledger().orders()[0].clone();
+        assert_eq!((o.payment_attempted, o.payment_attempts), (true, 1), "{id}");
+        assert_eq!(o.status, "unpaid");
+        assert!(r.d.app().last_toast().is_some_and(|t| t.ends_with("已开通")));
+        assert_eq!(r.page(), "payment");
+    }
+}

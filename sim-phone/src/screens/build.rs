@@ -20,8 +20,10 @@ use super::order_result::order_result;
 use super::pay_promo::pay_promo;
 use super::pay_result::pay_result;
 use super::payment::payment;
+use super::payment_offer::payment_offer;
 use super::popup::popup;
 use super::profile::profile;
+use super::repeat_order::repeat_order;
 use super::risk::risk;
 use super::sheet::sheet;
 use super::view::View;
@@ -59,6 +61,8 @@ pub(crate) fn build(v: &View<'_>, now: DateTime<FixedOffset>) -> Screen {
                     expanded,
                 } => order_detail(v, order_sn, *scroll, *expanded, now, h),
                 Page::PayPromo => pay_promo(),
+                Page::RepeatOrder { goods_id } => repeat_order(v, goods_id, h),
+                Page::PaymentOffer { offer, .. } => payment_offer(*offer, h),
                 Page::Login => login(),
                 Page::Risk => risk(),
                 Page::NotFound { message } => not_found(message),

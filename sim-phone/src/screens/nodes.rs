@@ -112,3 +112,24 @@ pub(crate) fn bottom_nav(h: i32, selected: &str) -> Node {
     }
     bar
 }
+
+/// A dialog button as the real retention dialog draws one: a clickable ViewGroup holding a
+/// FrameLayout holding the label's TextView (centred).
+pub(crate) fn dialog_button(b: Rect, text: &str, action: &str) -> Node {
+    let w = tw(text, 48);
+    let (cx, cy) = b.center();
+    let lb = r(cx - w / 2, cy - 32, cx + w / 2, cy + 33);
+    Node::group(b)
+        .tap(action)
+        .child(Node::frame(lb).child(Node::text(lb, text)))
+}
+
+/// A line of a dialog in its own ViewGroup › FrameLayout › TextView (the real dialog's
+/// nesting), centred in `row`; `px` the glyph size; `lines` how many lines it wraps to.
+pub(crate) fn dialog_line(row: Rect, text: &str, px: i32, lines: i32) -> Node {
+    let w = (tw(text, px) / lines.max(1)).min(row.r - row.l - 20);
+    let (cx, cy) = row.center();
+    let h = px * 13 / 10 * lines.max(1);
+    let lb = r(cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2);
+    Node::group(row).child(Node::frame(lb).child(Node::text(lb, text)))
+}
