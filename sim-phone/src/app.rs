@@ -10,7 +10,9 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::account::{Account, PddVersion};
-use crate::catalog::{Catalog, Goods, OrderListEntry, PaymentMethod, PaymentOffer};
+use crate::catalog::{
+    Catalog, Goods, OrderListEntry, PaymentHandoff, PaymentMethod, PaymentOffer,
+};
 use crate::ledger::{Ledger, Order};
 use crate::page::{qty_limit, QTY_CAP};
 pub use crate::page::{OrderTab, Page, PopupKind, PopupSchedule, SheetState};
@@ -55,6 +57,9 @@ pub struct App {
     pub(crate) last_toast: Option<String>,
     /// The goods whose page was shown last (decides how the profile draws 待付款).
     pub(crate) last_goods_id: Option<String>,
+    /// An order just placed whose payment goes to WeChat (`payment_handoff`): (order, total
+    /// in fen), for the phone to bring WeChat's pay sheet to the front.
+    handoff: Option<(String, i64)>,
 }
 
 impl App {
@@ -71,6 +76,7 @@ impl App {
             rng,
             last_toast: None,
             last_goods_id: None,
+            handoff: None,
         }
     }
 
@@ -175,6 +181,12 @@ impl App {
                 _ => None,
             };
         }
+    }
+
+    /// The order whose payment the app just handed to WeChat (order number, total in
+    /// fen), once: the phone then brings WeChat's pay sheet to the front.
+    pub fn take_handoff(&mut self) -> Option<(String, i64)> {
+        self.handoff.take()
     }
 
     /// Force the popup on screen now (test knob).
@@ -770,6 +782,10 @@ impl App {
             self.stack.push(Page::Payment {
                 order_sn: order_sn.clone(),
             });
+            if g.payment_handoff == PaymentHandoff::Wechat {
+                // PDD's cashier waits behind WeChat's pay sheet.
+                self.handoff = Some((order_sn.clone(), g.total_cent(&s.sel, s.qty)));
+            }
             if g.payment_offer != PaymentOffer::None {
                 self.stack.push(Page::PaymentOffer {
                     order_sn,

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::SimError;
 pub use crate::variants::{
     CheckoutButton, ConfirmPageQuantity, OrderDetailForm, OrderListEntry, PaymentMethod,
-    PaymentOffer, UnpaidWording,
+    PaymentHandoff, PaymentOffer, UnpaidWording,
 };
 
 /// Version of the catalog file format this crate reads.
@@ -135,6 +135,11 @@ pub struct Goods {
     /// counts as a payment attempt.
     #[serde(default)]
     pub payment_offer: PaymentOffer,
+    /// Where the order button of a 微信支付 order hands the payment: `none` (default, PDD's
+    /// cashier) or `wechat` (WeChat comes to the front with its pay sheet; BACK there
+    /// returns to PDD's cashier).
+    #[serde(default)]
+    pub payment_handoff: PaymentHandoff,
     /// How the profile page draws its 待付款 entry once this goods was opened or ordered:
     /// `label` (default) or `canvas` (no accessible entry; only the deep link reaches the list).
     #[serde(default)]
@@ -335,6 +340,15 @@ impl Goods {
         {
             return Err(format!(
                 "{id}: payment_offer shows over the 微信支付 cashier (payment_method wechat, no pay_now)"
+            ));
+        }
+        if self.payment_handoff != PaymentHandoff::None
+            && (self.payment_method != PaymentMethod::Wechat
+                || self.checkout_button == CheckoutButton::PayNow
+                || self.payment_offer != PaymentOffer::None)
+        {
+            return Err(format!(
+                "{id}: payment_handoff hands a 微信支付 order to WeChat (payment_method wechat, no pay_now, no payment_offer)"
             ));
         }
         if self.checkout_button == CheckoutButton::PayNow

@@ -94,5 +94,5 @@ pub use system::{
 };
 pub use variants::{
     CheckoutButton, ConfirmPageQuantity, OrderDetailForm, OrderListEntry, PaymentMethod,
-    PaymentOffer, UnpaidWording,
+    PaymentHandoff, PaymentOffer, UnpaidWording,
 };

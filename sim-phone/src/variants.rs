@@ -191,6 +191,30 @@ impl PaymentOffer {
     }
 }
 
+/// Where the order button of a 微信支付 order hands the payment (catalog key
+/// `payment_handoff`).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum PaymentHandoff {
+    /// PDD's own cashier (the default).
+    #[default]
+    None,
+    /// WeChat (`com.tencent.mm`) comes to the front with its pay sheet; PDD's cashier waits
+    /// behind it.
+    Wechat,
+}
+
+/// The labels of WeChat's pay sheet (`payment_handoff: "wechat"`).
+pub const WECHAT_PAY_TITLE: &str = "微信支付";
+pub const WECHAT_PAY_PAYEE: &str = "支付给拼多多";
+pub const WECHAT_PAY_BUTTON: &str = "立即支付";
+
+/// An amount as WeChat's pay sheet writes it, always two decimals: "¥47.20".
+pub fn yuan_two_decimals(cent: i64) -> String {
+    let c = cent.max(0);
+    format!("¥{}.{:02}", c / 100, c % 100)
+}
+
 /// Ledger status: waiting in 待付款 (the only status the simulated cashier produces).
 pub const STATUS_UNPAID: &str = "unpaid";
 /// Ledger status: committed under 先用后付 — binding, shipped, paid after delivery.

@@ -513,8 +513,9 @@ impl Phone {
         self.d.run_line(line)
     }
 
+    /// What a dump shows now (the app's screen, or a window in front of it).
     fn screen(&self) -> Screen {
-        self.d.app().screen(self.d.now())
+        self.d.dump_screen(self.d.now())
     }
 
     fn xml(&mut self) -> String {
@@ -2789,4 +2790,81 @@ fn payment_offers_lie_over_the_cashier_and_their_sign_up_is_a_payment_attempt() 
         assert!(r.d.app().last_toast().is_some_and(|t| t.ends_with("已开通")));
         assert_eq!(r.page(), "payment");
     }
+}
+
+/// The packages of the dump's top-level windows, in dump order.
+fn window_packages(s: &Screen) -> Vec<&'static str> {
+    s.windows.iter().map(|w| w.package).collect()
+}
+
+#[test]
+fn a_payment_handoff_brings_wechat_to_the_front_and_back_returns_to_the_cashier() {
+    let mut p = Phone::new(&fixed_config());
+    open_sheet(&mut p, "811223344522", &["兔子款"]);
+    assert_eq!(footer_text(&p), "提交订单 ¥47.2");
+    p.tap("提交订单 ¥47.2");
+    let o = p.d.app().ledger().orders()[0].clone();
+    assert_eq!(
+        (o.status.as_str(), o.payment_attempted, o.total_cent),
+        ("unpaid", false, 4720),
+        "placed, unpaid"
+    );
+    // WeChat in front: focused, and the dump is WeChat's window with the bars — no PDD.
+    let win = String::from_utf8(p.sh("dumpsys window displays").stdout).expect("utf8");
+    assert!(
+        win.contains("mCurrentFocus=Window{") && win.contains("com.tencent.mm/"),
+        "{win}"
+    );
+    let focus = win
+        .lines()
+        .find(|l| l.contains("mCurrentFocus"))
+        .expect("focus line");
+    assert!(focus.contains("com.tencent.mm"), "{focus}");
+    let x = p.xml();
+    let s = p.d.dump_screen(p.d.now());
+    assert_eq!(
+        window_packages(&s),
+        vec!["com.tencent.mm", "com.miui.home", "com.android.systemui"]
+    );
+    assert!(!x.contains("package=\"com.xunmeng.pinduoduo\""), "{x}");
+    for t in ["微信支付", "支付给拼多多", "¥47.20", "立即支付"] {
+        assert!(x.contains(&format!("text=\"{t}\"")), "{t}: {x}");
+    }
+    assert_eq!(p.page(), "payment", "PDD's cashier waits behind WeChat");
+    // 立即支付 in WeChat: a payment attempt on the order (a tap in com.tencent.mm).
+    p.tap("立即支付");
+    let o = p.d.app().ledger().orders()[0].clone();
+    assert_eq!((o.payment_attempted, o.payment_attempts), (true, 1));
+    let last = p.d.system().taps.last().cloned().expect("tap");
+    assert_eq!(last.package.as_deref(), Some("com.tencent.mm"));
+    // BACK: the user cancels in WeChat, PDD shows its cashier for that order.
+    p.sh("input keyevent 4");
+    assert!(p.d.system().foreign.is_none());
+    assert_eq!(paying(&p), o.order_sn);
+    let x = p.xml();
+    assert!(x.contains("立即支付 ¥47.2") && x.contains("package=\"com.xunmeng.pinduoduo\""));
+    let win = String::from_utf8(p.sh("dumpsys window displays").stdout).expect("utf8");
+    let focus = win
+        .lines()
+        .find(|l| l.contains("mCurrentFocus"))
+        .expect("focus line");
+    assert!(focus.contains("com.xunmeng.pinduoduo"), "{focus}");
+
+    // The sheet's close icon cancels too; HOME leaves both in the background.
+    let mut q = Phone::new(&fixed_config());
+    open_sheet(&mut q, "811223344522", &["小熊款"]);
+    q.tap("提交订单 ¥47.2");
+    q.tap("关闭");
+    assert_eq!(paying(&q), q.d.app().ledger().orders()[0].order_sn);
+    assert!(!q.d.app().ledger().orders()[0].payment_attempted);
+    let mut r = Phone::new(&fixed_config());
+    open_sheet(&mut r, "811223344522", &["小熊款"]);
+    r.tap("提交订单 ¥47.2");
+    r.sh("input keyevent 3");
+    assert_eq!(r.page(), "launcher");
+    assert!(r.d.system().foreign.is_none());
+    r.sh("monkey -p com.xunmeng.pinduoduo -c android.intent.category.LAUNCHER 1");
+    assert_eq!(r.page(), "payment", "PDD resumes on its cashier");
+    assert_eq!(r.d.app().ledger().orders().len(), 1);
+    assert!(!r.d.app().ledger().orders()[0].payment_attempted);
 }
