@@ -10,9 +10,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::account::{Account, PddVersion};
-use crate::catalog::{
-    Catalog, Goods, OrderListEntry, PaymentHandoff, PaymentMethod, PaymentOffer,
-};
+use crate::catalog::{Catalog, Goods, OrderListEntry, PaymentHandoff, PaymentMethod, PaymentOffer};
 use crate::ledger::{Ledger, Order};
 use crate::page::{qty_limit, QTY_CAP};
 pub use crate::page::{OrderTab, Page, PopupKind, PopupSchedule, SheetState};

@@ -12,8 +12,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::SimError;
 pub use crate::variants::{
-    CheckoutButton, ConfirmPageQuantity, OrderDetailForm, OrderListEntry, PaymentMethod,
-    PaymentHandoff, PaymentOffer, UnpaidWording,
+    CheckoutButton, ConfirmPageQuantity, OrderDetailForm, OrderListEntry, PaymentHandoff,
+    PaymentMethod, PaymentOffer, UnpaidWording,
 };
 
 /// Version of the catalog file format this crate reads.

@@ -93,6 +93,6 @@ pub use system::{
     Battery, HeadsUp, KeyRecord, LockKind, Plug, SwipeRecord, SystemConfig, TapRecord,
 };
 pub use variants::{
-    CheckoutButton, ConfirmPageQuantity, OrderDetailForm, OrderListEntry, PaymentMethod,
-    PaymentHandoff, PaymentOffer, UnpaidWording,
+    CheckoutButton, ConfirmPageQuantity, OrderDetailForm, OrderListEntry, PaymentHandoff,
+    PaymentMethod, PaymentOffer, UnpaidWording,
 };

@@ -2441,7 +2441,8 @@ fn a_promo_bubble_lies_over_the_order_button_until_closed() {
 fn card_statuses(s: &Screen) -> Vec<String> {
     let mut out = Vec::new();
     visit(s, &mut |n| {
-        let status = ["待付款", "待支付", "等待付款", "待发货", "已取消"].contains(&n.text.as_str());
+        let status =
+            ["待付款", "待支付", "等待付款", "待发货", "已取消"].contains(&n.text.as_str());
         if status && n.bounds.t > 330 && n.bounds.l >= 800 {
             out.push(n.text.clone());
         }
@@ -2501,7 +2502,7 @@ fn unpaid_wording_shows_on_the_card_and_the_detail() {
 #[test]
 fn the_all_tab_lists_every_order_newest_first_with_its_status() {
     let mut p = Phone::new(&fixed_config());
-    let mut buy = |p: &mut Phone, id: &str, options: &[&str]| {
+    let buy = |p: &mut Phone, id: &str, options: &[&str]| {
         open_sheet(p, id, options);
         let footer = footer_text(p);
         p.tap(&footer);
@@ -2525,7 +2526,10 @@ fn the_all_tab_lists_every_order_newest_first_with_its_status() {
     let s = p.screen();
     assert_eq!(selected_tab(&s), "全部");
     // The fourth card's head peeks in at the bottom.
-    assert_eq!(card_statuses(&s), vec!["已取消", "待发货", "待发货", "待支付"]);
+    assert_eq!(
+        card_statuses(&s),
+        vec!["已取消", "待发货", "待发货", "待支付"]
+    );
     // One 先用后付 label, on the 先用后付 order's card (the second).
     let mut labels = Vec::new();
     visit(&s, &mut |n| {
@@ -2536,7 +2540,10 @@ fn the_all_tab_lists_every_order_newest_first_with_its_status() {
     assert_eq!(labels.len(), 1, "{labels:?}");
     assert!(labels[0].t > 1000 && labels[0].t < 1100, "{labels:?}");
     let x = p.xml();
-    assert!(!x.contains("去支付"), "paid, committed and cancelled cards have no pay button");
+    assert!(
+        !x.contains("去支付"),
+        "paid, committed and cancelled cards have no pay button"
+    );
     assert!(x.contains("提醒发货"));
     // The fourth card below the screen: the unpaid one with its wording and buttons.
     p.sh("input swipe 540 2000 540 900");
@@ -2560,8 +2567,15 @@ fn the_all_tab_lists_every_order_newest_first_with_its_status() {
     p.tap("先用后付");
     assert_eq!(p.page(), "order_detail");
     let x = p.xml();
-    assert!(x.contains(&format!("订单编号：{}", orders[2].order_sn)), "{x}");
-    for t in ["待发货", "支付方式：先用后付", "先用后付 确认收货后自动付款¥39.9"] {
+    assert!(
+        x.contains(&format!("订单编号：{}", orders[2].order_sn)),
+        "{x}"
+    );
+    for t in [
+        "待发货",
+        "支付方式：先用后付",
+        "先用后付 确认收货后自动付款¥39.9",
+    ] {
         assert!(x.contains(&format!("text=\"{t}\"")), "{t}: {x}");
     }
     // 个人中心's 查看全部 opens the 全部 tab, its 待付款 cell the 待付款 tab.
@@ -2607,7 +2621,8 @@ fn assert_dialog_button(s: &Screen, label: &str) {
             && n.children[0].class == "android.widget.FrameLayout"
             && !n.children[0].clickable
             && n.children[0].children.len() == 1
-            && n.children[0].children[0].class == "android.widget.TextView"
+            && n.children[0].children[0].class
+                == "android.widget.TextView"
             && n.children[0].children[0].text == label),
         "button {label}"
     );
@@ -2625,7 +2640,11 @@ fn a_repeat_order_raises_a_dialog_whose_buttons_pay_or_order_again() {
     p.tap("50只装");
     p.tap("提交订单 ¥9.9");
     assert_eq!(p.page(), "repeat_order_dialog");
-    assert_eq!(p.d.app().ledger().orders().len(), 1, "the dialog orders nothing");
+    assert_eq!(
+        p.d.app().ledger().orders().len(),
+        1,
+        "the dialog orders nothing"
+    );
     let x = p.xml();
     for t in [
         "相同商品订单待支付",
@@ -2642,7 +2661,9 @@ fn a_repeat_order_raises_a_dialog_whose_buttons_pay_or_order_again() {
     assert!(has(&s, |n| n.class == "android.widget.FrameLayout"
         && n.focusable
         && !n.clickable
-        && n.children.first().is_some_and(|c| c.class == "android.view.ViewGroup")));
+        && n.children
+            .first()
+            .is_some_and(|c| c.class == "android.view.ViewGroup")));
     assert!(x.contains("NAF=\"true\""));
     // BACK and the close icon dismiss it: the sheet again, nothing ordered.
     p.sh("input keyevent 4");
@@ -2669,7 +2690,10 @@ fn a_repeat_order_raises_a_dialog_whose_buttons_pay_or_order_again() {
     let orders = p.d.app().ledger().orders().to_vec();
     assert_eq!(orders.len(), 2, "继续下单 places the second order");
     assert_ne!(first, second);
-    assert_eq!((orders[1].total_cent, orders[1].status.as_str()), (1690, "unpaid"));
+    assert_eq!(
+        (orders[1].total_cent, orders[1].status.as_str()),
+        (1690, "unpaid")
+    );
     // Two unpaid now: the count follows, 去支付 opens the newest.
     p.sh("input keyevent 4");
     p.tap("先去逛逛");
@@ -2787,7 +2811,11 @@ fn payment_offers_lie_over_the_cashier_and_their_sign_up_is_a_payment_attempt() 
         let o = r.d.app().ledger().orders()[0].clone();
         assert_eq!((o.payment_attempted, o.payment_attempts), (true, 1), "{id}");
         assert_eq!(o.status, "unpaid");
-        assert!(r.d.app().last_toast().is_some_and(|t| t.ends_with("已开通")));
+        assert!(r
+            .d
+            .app()
+            .last_toast()
+            .is_some_and(|t| t.ends_with("已开通")));
         assert_eq!(r.page(), "payment");
     }
 }

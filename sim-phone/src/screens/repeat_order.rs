@@ -26,7 +26,12 @@ pub(crate) fn repeat_order(v: &View<'_>, goods_id: &str, h: i32) -> Vec<Node> {
             g(r(80, 780, 999, 1520))
                 .child(
                     g(r(122, 822, 958, 1478))
-                        .child(dialog_line(r(157, 880, 923, 960), REPEAT_ORDER_TITLE, 52, 1))
+                        .child(dialog_line(
+                            r(157, 880, 923, 960),
+                            REPEAT_ORDER_TITLE,
+                            52,
+                            1,
+                        ))
                         .child(dialog_line(
                             r(157, 1000, 923, 1170),
                             &repeat_order_message(count),
@@ -48,11 +53,8 @@ pub(crate) fn repeat_order(v: &View<'_>, goods_id: &str, h: i32) -> Vec<Node> {
                         ),
                 )
                 .child(
-                    g(r(916, 780, 999, 864)).child(
-                        Node::image(r(916, 780, 999, 864))
-                            .tap("dialog_close")
-                            .naf(),
-                    ),
+                    g(r(916, 780, 999, 864))
+                        .child(Node::image(r(916, 780, 999, 864)).tap("dialog_close").naf()),
                 ),
         ),
     )]

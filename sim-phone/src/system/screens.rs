@@ -359,6 +359,9 @@ pub fn wechat_pay_sheet(pay: &WechatPay, w: i32, h: i32) -> Node {
         .child(amount)
         .child(method)
         .child(button);
-    mm(Node::frame(Rect::new(0, 0, w, h)))
-        .child(content.child(mm(Node::view(Rect::new(0, 0, w, top)))).child(sheet))
+    mm(Node::frame(Rect::new(0, 0, w, h))).child(
+        content
+            .child(mm(Node::view(Rect::new(0, 0, w, top))))
+            .child(sheet),
+    )
 }
