@@ -2773,7 +2773,7 @@ fn payment_offers_lie_over_the_cashier_and_their_sign_up_is_a_payment_attempt() 
         ),
         (
             "811223344521",
-            "42-43",
+            "深灰",
             "开通先用后付",
             "先收货后付款，确认收货后自动付款",
             "¥21.9",
