@@ -10,10 +10,10 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::account::{Account, PddVersion};
-use crate::catalog::{Catalog, Goods, OrderListEntry, PaymentMethod};
+use crate::catalog::{Catalog, Goods, OrderListEntry, PaymentHandoff, PaymentMethod, PaymentOffer};
 use crate::ledger::{Ledger, Order};
 use crate::page::{qty_limit, QTY_CAP};
-pub use crate::page::{Page, PopupKind, PopupSchedule, SheetState};
+pub use crate::page::{OrderTab, Page, PopupKind, PopupSchedule, SheetState};
 use crate::screens::{self, View};
 use crate::ui::{Action, Screen};
 
@@ -55,6 +55,9 @@ pub struct App {
     pub(crate) last_toast: Option<String>,
     /// The goods whose page was shown last (decides how the profile draws 待付款).
     pub(crate) last_goods_id: Option<String>,
+    /// An order just placed whose payment goes to WeChat (`payment_handoff`): (order, total
+    /// in fen), for the phone to bring WeChat's pay sheet to the front.
+    handoff: Option<(String, i64)>,
 }
 
 impl App {
@@ -71,6 +74,7 @@ impl App {
             rng,
             last_toast: None,
             last_goods_id: None,
+            handoff: None,
         }
     }
 
@@ -94,6 +98,10 @@ impl App {
 
     pub fn ledger(&self) -> &Ledger {
         &self.ledger
+    }
+
+    pub fn ledger_mut(&mut self) -> &mut Ledger {
+        &mut self.ledger
     }
 
     pub fn last_toast(&self) -> Option<&str> {
@@ -171,6 +179,12 @@ impl App {
                 _ => None,
             };
         }
+    }
+
+    /// The order whose payment the app just handed to WeChat (order number, total in
+    /// fen), once: the phone then brings WeChat's pay sheet to the front.
+    pub fn take_handoff(&mut self) -> Option<(String, i64)> {
+        self.handoff.take()
     }
 
     /// Force the popup on screen now (test knob).
@@ -296,7 +310,8 @@ impl App {
             {
                 self.resolve_goods(id)
             }
-            ("orders.html", _) if param("type") == Some("1") => Page::OrderList { scroll: 0 },
+            ("orders.html", _) if param("type") == Some("1") => Page::order_list(OrderTab::Unpaid),
+            ("orders.html", _) if param("type") == Some("0") => Page::order_list(OrderTab::All),
             ("order.html", _) => match param("order_sn") {
                 Some(sn) if self.ledger.orders().iter().any(|o| o.order_sn == sn) => {
                     Page::order_detail(sn)
@@ -410,8 +425,9 @@ impl App {
             }
             "qty_minus" | "qty_plus" | "qty_edit" => {
                 let limit = self.qty_limit();
-                let qty = match self.sheet_mut() {
-                    Some(s) => match verb {
+                let qty = match self.stack.last_mut() {
+                    // The sheet, or the stepper of 确认订单 (`confirm_page_quantity`).
+                    Some(Page::Sheet(s) | Page::Confirm(s)) => match verb {
                         "qty_minus" => s.qty.saturating_sub(1).max(1),
                         "qty_plus" => (s.qty + 1).min(limit.max(1)),
                         _ => {
@@ -419,12 +435,66 @@ impl App {
                             s.qty
                         }
                     },
-                    None => return Outcome::default(),
+                    _ => return Outcome::default(),
                 };
-                self.set_sheet(None, qty);
+                self.set_quantity(qty);
                 return Outcome::default();
             }
-            "submit" => return self.submit(now),
+            "submit" => return self.submit(now, false),
+            "repeat_continue" => {
+                // 继续下单: the dialog goes, the page below it orders as its button would.
+                if matches!(self.stack.last(), Some(Page::RepeatOrder { .. })) {
+                    self.stack.pop();
+                    return self.submit(now, true);
+                }
+                return Outcome::default();
+            }
+            "repeat_pay" => {
+                // 去支付: the cashier of the newest unpaid order of the same goods.
+                let Some(Page::RepeatOrder { goods_id }) = self.stack.last().cloned() else {
+                    return Outcome::default();
+                };
+                let newest = self.unpaid_of(&goods_id).last().map(|o| o.order_sn.clone());
+                self.stack.pop();
+                if let Some(order_sn) = newest {
+                    self.stack.push(Page::Payment { order_sn });
+                }
+                return t;
+            }
+            "dialog_close" => {
+                if matches!(
+                    self.stack.last(),
+                    Some(Page::RepeatOrder { .. } | Page::PaymentOffer { .. })
+                ) {
+                    self.stack.pop();
+                }
+                return t;
+            }
+            "offer_accept" => {
+                // 立即开通: the offer binds the account's payment — counted as a payment
+                // attempt on the order whose cashier it was over.
+                let Some(Page::PaymentOffer { order_sn, offer }) = self.stack.last().cloned()
+                else {
+                    return Outcome::default();
+                };
+                if let Err(e) = self.ledger.record_payment_attempt(&order_sn) {
+                    self.last_toast = Some(format!("ledger: {e}"));
+                } else {
+                    self.last_toast = Some(offer.accepted_toast().into());
+                }
+                self.stack.pop();
+                return t;
+            }
+            "promo_close" => {
+                if let Some(s) = self.sheet_mut() {
+                    s.promo_closed = true;
+                }
+                return t;
+            }
+            "promo_open" => {
+                self.stack.push(Page::PayPromo);
+                return t;
+            }
             "confirm" => return self.open_confirm(),
             "more_info" => {
                 if let Some(Page::OrderDetail { expanded, .. }) = self.top_mut() {
@@ -486,7 +556,23 @@ impl App {
                 return t;
             }
             "orders" => {
-                self.stack.push(Page::OrderList { scroll: 0 });
+                let tab = if arg == "all" {
+                    OrderTab::All
+                } else {
+                    OrderTab::Unpaid
+                };
+                self.stack.push(Page::order_list(tab));
+                return t;
+            }
+            "orders_tab" => {
+                if let Some(Page::OrderList { scroll, tab }) = self.top_mut() {
+                    *tab = if arg == "all" {
+                        OrderTab::All
+                    } else {
+                        OrderTab::Unpaid
+                    };
+                    *scroll = 0;
+                }
                 return t;
             }
             "order" => {
@@ -513,13 +599,22 @@ impl App {
     }
 
     fn qty_limit(&self) -> u32 {
-        let Some(Page::Sheet(s)) = self.stack.last() else {
+        let Some(Page::Sheet(s) | Page::Confirm(s)) = self.stack.last() else {
             return QTY_CAP;
         };
         let Some(g) = self.goods(&s.goods_id) else {
             return QTY_CAP;
         };
         qty_limit(g, &s.sel)
+    }
+
+    /// A new quantity on the sheet (which may lag its total) or on 确认订单 (whose 合计
+    /// follows at once).
+    fn set_quantity(&mut self, qty: u32) {
+        match self.stack.last_mut() {
+            Some(Page::Confirm(s)) => s.qty = qty,
+            _ => self.set_sheet(None, qty),
+        }
     }
 
     /// Change the sheet's selection (when given) and quantity; on goods whose total settles
@@ -556,8 +651,17 @@ impl App {
             self.last_toast = Some(toast);
             return Outcome::default();
         }
-        self.stack
-            .push(Page::Confirm(SheetState { lag: None, ..s }));
+        let qty = if g.confirm_page_resets_quantity {
+            1
+        } else {
+            s.qty
+        };
+        self.stack.push(Page::Confirm(SheetState {
+            lag: None,
+            qty,
+            qty_focused: false,
+            ..s
+        }));
         Outcome { transition: true }
     }
 
@@ -602,7 +706,18 @@ impl App {
         Outcome::default()
     }
 
-    fn submit(&mut self, now: DateTime<FixedOffset>) -> Outcome {
+    /// The unpaid orders of `goods_id`, oldest first.
+    fn unpaid_of(&self, goods_id: &str) -> Vec<&Order> {
+        self.ledger
+            .orders()
+            .iter()
+            .filter(|o| o.goods_id == goods_id && o.status == crate::variants::STATUS_UNPAID)
+            .collect()
+    }
+
+    /// The order button (提交订单, 确定, 立即支付, 确认订单's 提交订单). `confirmed`: 继续下单
+    /// of the repeat-order dialog, which never asks again.
+    fn submit(&mut self, now: DateTime<FixedOffset>, confirmed: bool) -> Outcome {
         let s = match self.stack.last() {
             Some(Page::Sheet(s) | Page::Confirm(s)) => s.clone(),
             _ => return Outcome::default(),
@@ -621,6 +736,13 @@ impl App {
                 return Outcome::default();
             }
         };
+        if g.repeat_order_prompt && !confirmed && !self.unpaid_of(&g.goods_id).is_empty() {
+            // 相同商品订单待支付: the page stays below the dialog, nothing is ordered.
+            self.stack.push(Page::RepeatOrder {
+                goods_id: g.goods_id.clone(),
+            });
+            return Outcome { transition: true };
+        }
         let mut options = serde_json::Map::new();
         for (d, &i) in g.dimensions.iter().zip(&full) {
             options.insert(
@@ -628,10 +750,10 @@ impl App {
                 serde_json::Value::String(d.options[i].name.clone()),
             );
         }
-        let n = self.ledger.orders().len() as u64;
-        let mut sn_rng = StdRng::seed_from_u64(self.cfg.seed.wrapping_mul(31).wrapping_add(n));
-        let digits: u64 = sn_rng.gen_range(0..1_000_000_000_000_000);
-        let order_sn = format!("{}-{digits:015}", now.format("%y%m%d"));
+        let order_sn = self.ledger.next_order_sn(self.cfg.seed, now);
+        // 免密支付, or a 立即支付 order button: the button itself pays.
+        let pays =
+            g.payment_method == PaymentMethod::PasswordFree || g.checkout_button.pays_at_once();
         let order = Order {
             order_sn: order_sn.clone(),
             goods_id: g.goods_id.clone(),
@@ -639,10 +761,13 @@ impl App {
             quantity: s.qty,
             total_cent: g.total_cent(&s.sel, s.qty),
             created_at: now.to_rfc3339_opts(chrono::SecondsFormat::Secs, false),
-            status: g.payment_method.placed_status().into(),
-            // 免密支付: the order button itself pays.
-            payment_attempted: g.payment_method == PaymentMethod::PasswordFree,
-            payment_attempts: u32::from(g.payment_method == PaymentMethod::PasswordFree),
+            status: if pays {
+                crate::variants::STATUS_PAID.into()
+            } else {
+                g.payment_method.placed_status().into()
+            },
+            payment_attempted: pays,
+            payment_attempts: u32::from(pays),
             unit_price_cent: g.unit_price_cent(&s.sel),
             title: g.title.clone(),
             ship_to: Some(ship_to),
@@ -651,8 +776,20 @@ impl App {
             self.last_toast = Some(format!("网络错误，请重试 ({e})"));
             return Outcome::default();
         }
-        if g.payment_method == PaymentMethod::Wechat {
-            self.stack.push(Page::Payment { order_sn });
+        if g.payment_method == PaymentMethod::Wechat && !pays {
+            self.stack.push(Page::Payment {
+                order_sn: order_sn.clone(),
+            });
+            if g.payment_handoff == PaymentHandoff::Wechat {
+                // PDD's cashier waits behind WeChat's pay sheet.
+                self.handoff = Some((order_sn.clone(), g.total_cent(&s.sel, s.qty)));
+            }
+            if g.payment_offer != PaymentOffer::None {
+                self.stack.push(Page::PaymentOffer {
+                    order_sn,
+                    offer: g.payment_offer,
+                });
+            }
         } else {
             self.stack.push(Page::OrderResult { order_sn });
         }
@@ -705,10 +842,13 @@ impl App {
     /// through `input text` does not work on real phones either).
     pub fn input_text(&mut self, text: &str) {
         let limit = self.qty_limit();
-        let focused = matches!(self.stack.last(), Some(Page::Sheet(s)) if s.qty_focused);
+        let focused = matches!(
+            self.stack.last(),
+            Some(Page::Sheet(s) | Page::Confirm(s)) if s.qty_focused
+        );
         if focused {
             if let Ok(n) = text.trim().parse::<u32>() {
-                self.set_sheet(None, n.clamp(1, limit.max(1)));
+                self.set_quantity(n.clamp(1, limit.max(1)));
             }
         }
     }
@@ -757,7 +897,7 @@ impl App {
                     s.vscroll = s.vscroll.saturating_add(dy).clamp(0, geom.list_max_scroll);
                 }
             }
-            Page::Home { scroll } | Page::OrderList { scroll } if !horizontal => {
+            Page::Home { scroll } | Page::OrderList { scroll, .. } if !horizontal => {
                 *scroll = scroll.saturating_add(dy).clamp(0, 20_000);
             }
             Page::OrderDetail { scroll, .. } if !horizontal => {

@@ -11,7 +11,10 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::SimError;
-pub use crate::variants::{OrderDetailForm, OrderListEntry, PaymentMethod};
+pub use crate::variants::{
+    CheckoutButton, ConfirmPageQuantity, OrderDetailForm, OrderListEntry, PaymentHandoff,
+    PaymentMethod, PaymentOffer, UnpaidWording,
+};
 
 /// Version of the catalog file format this crate reads.
 pub const CATALOG_SCHEMA_VERSION: u32 = 1;
@@ -106,10 +109,45 @@ pub struct Goods {
     /// payment row, the total and 提交订单.
     #[serde(default)]
     pub confirm_page: bool,
+    /// How 确认订单 draws the quantity: `text` (default, "x2") or `stepper` (减少数量 /
+    /// EditText / 增加数量, which change the quantity on 确认订单 itself).
+    #[serde(default)]
+    pub confirm_page_quantity: ConfirmPageQuantity,
+    /// 确认订单 opens with quantity 1, whatever the sheet had.
+    #[serde(default)]
+    pub confirm_page_resets_quantity: bool,
+    /// The order button of a sheet that orders directly (goods without `confirm_page`):
+    /// `submit` (default, "提交订单 ¥T"), `confirm` ("确定", the total as 合计 labels on the
+    /// footer's left), `confirm_no_total` ("确定", no total), `pay_now` ("立即支付 ¥T":
+    /// orders and pays at once).
+    #[serde(default)]
+    pub checkout_button: CheckoutButton,
+    /// A 多多支付 promo bubble ("开通多多支付，本单立减5元", close desc 关闭提示) lies over the
+    /// sheet's order button, inside PDD's window: a tap on its body opens 开通多多支付.
+    #[serde(default)]
+    pub footer_promo: bool,
+    /// An order button tapped while the ledger holds an unpaid order of this goods raises
+    /// 相同商品订单待支付 (去支付 / 继续下单 / close) instead of ordering.
+    #[serde(default)]
+    pub repeat_order_prompt: bool,
+    /// After an order placed with 微信支付 the cashier shows under an offer dialog: `none`
+    /// (default), `password_free` (开通免密支付) or `pay_later` (开通先用后付); its 立即开通
+    /// counts as a payment attempt.
+    #[serde(default)]
+    pub payment_offer: PaymentOffer,
+    /// Where the order button of a 微信支付 order hands the payment: `none` (default, PDD's
+    /// cashier) or `wechat` (WeChat comes to the front with its pay sheet; BACK there
+    /// returns to PDD's cashier).
+    #[serde(default)]
+    pub payment_handoff: PaymentHandoff,
     /// How the profile page draws its 待付款 entry once this goods was opened or ordered:
     /// `label` (default) or `canvas` (no accessible entry; only the deep link reaches the list).
     #[serde(default)]
     pub order_list_entry: OrderListEntry,
+    /// Status text of this goods' unpaid orders on their order-list card and detail page:
+    /// `"待付款"` (default), `"待支付"` or `"等待付款"` (the list's tab stays 待付款).
+    #[serde(default)]
+    pub unpaid_wording: UnpaidWording,
     /// Layout of this goods' order detail: `open` (default) or `folded`.
     #[serde(default)]
     pub order_detail: OrderDetailForm,
@@ -282,6 +320,43 @@ impl Goods {
         }
         if self.discount_cent < 0 {
             return Err(format!("{id}: discount_cent must be >= 0"));
+        }
+        if self.confirm_page && self.checkout_button != CheckoutButton::Submit {
+            return Err(format!(
+                "{id}: checkout_button is the button of a sheet that orders; confirm_page goods order on 确认订单"
+            ));
+        }
+        if !self.confirm_page
+            && (self.confirm_page_quantity != ConfirmPageQuantity::Text
+                || self.confirm_page_resets_quantity)
+        {
+            return Err(format!(
+                "{id}: confirm_page_quantity / confirm_page_resets_quantity need confirm_page"
+            ));
+        }
+        if self.payment_offer != PaymentOffer::None
+            && (self.payment_method != PaymentMethod::Wechat
+                || self.checkout_button == CheckoutButton::PayNow)
+        {
+            return Err(format!(
+                "{id}: payment_offer shows over the 微信支付 cashier (payment_method wechat, no pay_now)"
+            ));
+        }
+        if self.payment_handoff != PaymentHandoff::None
+            && (self.payment_method != PaymentMethod::Wechat
+                || self.checkout_button == CheckoutButton::PayNow
+                || self.payment_offer != PaymentOffer::None)
+        {
+            return Err(format!(
+                "{id}: payment_handoff hands a 微信支付 order to WeChat (payment_method wechat, no pay_now, no payment_offer)"
+            ));
+        }
+        if self.checkout_button == CheckoutButton::PayNow
+            && self.payment_method != PaymentMethod::Wechat
+        {
+            return Err(format!(
+                "{id}: checkout_button pay_now pays with 微信支付 (payment_method wechat)"
+            ));
         }
         let mut keys = BTreeSet::new();
         for d in &self.dimensions {

@@ -3,10 +3,18 @@
 //! This is the truth end-to-end tests hold the client to ("never two orders", "never paid"),
 //! so it is written before the app shows the payment sheet, with write-temp + fsync +
 //! rename (+ directory fsync), and it survives a restart of the phone.
+//!
+//! It also numbers the orders ([`Ledger::next_order_sn`]): from the phone's seed, the
+//! number of orders so far and the ledger's own salt, so two phones started with the same
+//! seed never hand out the same 订单编号 (the salt is drawn once when a state file is
+//! created and kept in it; an in-memory ledger has the salt its phone gives it).
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
+use chrono::{DateTime, FixedOffset};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
 use crate::error::SimError;
@@ -45,6 +53,10 @@ pub struct Order {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct LedgerFile {
     schema_version: u32,
+    /// This phone's order-number salt (absent in files written before it existed: such a
+    /// file gets one on its next write).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    order_sn_salt: Option<u64>,
     orders: Vec<Order>,
 }
 
@@ -53,18 +65,25 @@ struct LedgerFile {
 pub struct Ledger {
     path: Option<PathBuf>,
     orders: Vec<Order>,
+    /// Mixed into every order number (0: the numbers of a bare in-memory ledger, the same
+    /// for every phone with the same seed).
+    salt: u64,
 }
 
 impl Ledger {
-    /// A ledger that lives only in memory (tests that do not care about restarts).
+    /// A ledger that lives only in memory (tests that do not care about restarts), salt 0
+    /// until [`Ledger::set_salt`].
     pub fn in_memory() -> Ledger {
         Ledger {
             path: None,
             orders: Vec::new(),
+            salt: 0,
         }
     }
 
-    /// Open the ledger in `path`, creating an empty one if the file does not exist.
+    /// Open the ledger in `path`, creating an empty one if the file does not exist. A new
+    /// file (or one written before salts) gets a fresh random salt, written with the
+    /// ledger's first write.
     pub fn open(path: &Path) -> Result<Ledger, SimError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|source| SimError::Write {
@@ -72,15 +91,48 @@ impl Ledger {
                 source,
             })?;
         }
-        let orders = read_orders(path)?;
+        let file = read_file(path)?;
         Ok(Ledger {
             path: Some(path.to_path_buf()),
-            orders,
+            orders: file.orders,
+            salt: file.order_sn_salt.unwrap_or_else(new_salt),
         })
     }
 
     pub fn orders(&self) -> &[Order] {
         &self.orders
+    }
+
+    /// Whether the ledger lives only in memory (no state file).
+    pub fn in_memory_only(&self) -> bool {
+        self.path.is_none()
+    }
+
+    /// The order-number salt.
+    pub fn salt(&self) -> u64 {
+        self.salt
+    }
+
+    /// Give the ledger another salt (a phone gives its in-memory ledger one from its
+    /// serial, so two phones with the same seed number their orders differently).
+    pub fn set_salt(&mut self, salt: u64) {
+        self.salt = salt;
+    }
+
+    /// The 订单编号 of the next order placed at `now`: `yyMMdd-` (the local date) + 15
+    /// digits drawn from the phone's seed, the number of orders so far and the salt —
+    /// reproducible for one ledger, different between ledgers, never one already used.
+    pub fn next_order_sn(&self, seed: u64, now: DateTime<FixedOffset>) -> String {
+        let n = self.orders.len() as u64;
+        // Salt 0 draws exactly what the phone drew before salts existed.
+        let mut rng = StdRng::seed_from_u64(seed.wrapping_mul(31).wrapping_add(n) ^ self.salt);
+        loop {
+            let digits: u64 = rng.gen_range(0..1_000_000_000_000_000);
+            let sn = format!("{}-{digits:015}", now.format("%y%m%d"));
+            if !self.orders.iter().any(|o| o.order_sn == sn) {
+                return sn;
+            }
+        }
     }
 
     /// Append an order and persist; on a persistence error the order is not kept (the
@@ -122,6 +174,7 @@ impl Ledger {
         };
         let file = LedgerFile {
             schema_version: 1,
+            order_sn_salt: Some(self.salt),
             orders: self.orders.clone(),
         };
         let bytes = serde_json::to_vec_pretty(&file).map_err(|source| SimError::Json {
@@ -132,18 +185,35 @@ impl Ledger {
     }
 }
 
+/// A fresh salt for a new state file: random, non-zero, below 2^53 (so any JSON reader
+/// keeps it exact).
+fn new_salt() -> u64 {
+    (rand::random::<u64>() >> 11) | 1
+}
+
+/// The salt a phone serial ("127.0.0.1:PORT") gives an in-memory ledger (FNV-1a, below
+/// 2^53, non-zero).
+pub fn salt_of_serial(serial: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in serial.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    (h >> 11) | 1
+}
+
 /// Read the orders of a state file; a missing file is an empty ledger.
 pub fn read_orders(path: &Path) -> Result<Vec<Order>, SimError> {
+    read_file(path).map(|f| f.orders)
+}
+
+fn read_file(path: &Path) -> Result<LedgerFile, SimError> {
     match std::fs::read(path) {
-        Ok(bytes) => {
-            let f: LedgerFile =
-                serde_json::from_slice(&bytes).map_err(|source| SimError::Json {
-                    path: path.to_path_buf(),
-                    source,
-                })?;
-            Ok(f.orders)
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|source| SimError::Json {
+            path: path.to_path_buf(),
+            source,
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(LedgerFile::default()),
         Err(source) => Err(SimError::Read {
             path: path.to_path_buf(),
             source,

@@ -86,10 +86,13 @@ pub use device::{
 };
 pub use error::SimError;
 pub use ledger::{Ledger, Order};
-pub use page::{Page, PopupKind, PopupSchedule};
+pub use page::{OrderTab, Page, PopupKind, PopupSchedule};
 pub use phone::{HangGate, SimPhone, SimPhoneHandle};
 pub use replay::{ReplayLogEntry, Scenario, ScenarioError};
 pub use system::{
     Battery, HeadsUp, KeyRecord, LockKind, Plug, SwipeRecord, SystemConfig, TapRecord,
 };
-pub use variants::{OrderDetailForm, OrderListEntry, PaymentMethod};
+pub use variants::{
+    CheckoutButton, ConfirmPageQuantity, OrderDetailForm, OrderListEntry, PaymentHandoff,
+    PaymentMethod, PaymentOffer, UnpaidWording,
+};

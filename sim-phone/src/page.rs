@@ -44,6 +44,18 @@ pub struct SheetState {
     /// The footer still shows an earlier total: (that total, dumps left). Set by a
     /// selection or quantity change on goods with `total_lag_dumps`, counted down by dumps.
     pub lag: Option<(i64, u32)>,
+    /// The 多多支付 promo bubble over the footer (`footer_promo`) was closed (关闭提示).
+    pub promo_closed: bool,
+}
+
+/// The order list's tab on screen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OrderTab {
+    /// 全部: every order, newest first, with its status.
+    All,
+    /// 待付款: the unpaid orders only.
+    #[default]
+    Unpaid,
 }
 
 /// One page of the app.
@@ -56,7 +68,8 @@ pub enum Page {
         goods_id: String,
     },
     Sheet(SheetState),
-    /// The full-page 确认订单 of goods with `confirm_page`: the sheet's choice, not editable.
+    /// The full-page 确认订单 of goods with `confirm_page`: the sheet's choice (its quantity
+    /// editable there with `confirm_page_quantity: stepper`).
     Confirm(SheetState),
     Payment {
         order_sn: String,
@@ -74,6 +87,7 @@ pub enum Page {
     Profile,
     OrderList {
         scroll: i32,
+        tab: OrderTab,
     },
     /// `scroll` is the vertical offset; `expanded` once 查看更多订单信息 was tapped.
     OrderDetail {
@@ -81,6 +95,19 @@ pub enum Page {
         scroll: i32,
         expanded: bool,
     },
+    /// 相同商品订单待支付 over the sheet or 确认订单 (`repeat_order_prompt`): an unpaid order
+    /// of this goods waits; the page it is over is the one below it on the stack.
+    RepeatOrder {
+        goods_id: String,
+    },
+    /// An offer (开通免密支付 / 开通先用后付) over the cashier of `order_sn`
+    /// (`payment_offer`), which is below it on the stack.
+    PaymentOffer {
+        order_sn: String,
+        offer: crate::variants::PaymentOffer,
+    },
+    /// 开通多多支付: what a tap on the promo bubble over the sheet's footer opens.
+    PayPromo,
     Login,
     Risk,
     NotFound {
@@ -103,6 +130,9 @@ impl Page {
             Page::Profile => "profile",
             Page::OrderList { .. } => "order_list",
             Page::OrderDetail { .. } => "order_detail",
+            Page::PayPromo => "pay_promo",
+            Page::RepeatOrder { .. } => "repeat_order_dialog",
+            Page::PaymentOffer { .. } => "payment_offer_dialog",
             Page::Login => "login",
             Page::Risk => "risk",
             Page::NotFound { .. } => "not_found",
@@ -115,10 +145,16 @@ impl Page {
             Page::Home { .. } | Page::Profile => {
                 "com.xunmeng.pinduoduo/com.xunmeng.pinduoduo.ui.activity.HomeActivity"
             }
-            Page::Goods { .. } | Page::Sheet(_) | Page::Confirm(_) | Page::NotFound { .. } => {
+            Page::Goods { .. }
+            | Page::Sheet(_)
+            | Page::Confirm(_)
+            | Page::PayPromo
+            | Page::RepeatOrder { .. }
+            | Page::NotFound { .. } => {
                 "com.xunmeng.pinduoduo/com.xunmeng.pinduoduo.activity.NewPageActivity"
             }
             Page::Payment { .. }
+            | Page::PaymentOffer { .. }
             | Page::Abandon { .. }
             | Page::PayResult { .. }
             | Page::OrderResult { .. } => {
@@ -134,6 +170,11 @@ impl Page {
 }
 
 impl Page {
+    /// The order list on `tab`, at the top.
+    pub fn order_list(tab: OrderTab) -> Page {
+        Page::OrderList { scroll: 0, tab }
+    }
+
     /// A detail page of `order_sn`, at the top, folded.
     pub fn order_detail(order_sn: impl Into<String>) -> Page {
         Page::OrderDetail {
@@ -169,6 +210,7 @@ impl SheetState {
             qty_focused: false,
             group_buy,
             lag: None,
+            promo_closed: false,
         }
     }
 }

@@ -34,7 +34,16 @@ impl SimPhone {
             return Err(SimError::NotLoopback(addr));
         }
         listener.set_nonblocking(true).map_err(SimError::Listener)?;
-        let device = config.build_device()?;
+        let mut device = config.build_device()?;
+        if device.app().ledger().in_memory_only() {
+            // Two phones started with the same seed must not hand out the same order
+            // numbers: an in-memory ledger takes its salt from the phone's serial (a state
+            // file keeps its own).
+            device
+                .app_mut()
+                .ledger_mut()
+                .set_salt(crate::ledger::salt_of_serial(&addr.to_string()));
+        }
         let (offline_tx, _) = watch::channel(false);
         let shared = Arc::new(adb::Shared {
             device: std::sync::Mutex::new(device),

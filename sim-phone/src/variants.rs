@@ -50,6 +50,171 @@ impl PaymentMethod {
     }
 }
 
+/// The order button of a sheet that orders directly, i.e. of goods without `confirm_page`
+/// (catalog key `checkout_button`).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckoutButton {
+    /// "提交订单 ¥T" (or the 先用后付 wording): the default.
+    #[default]
+    Submit,
+    /// "确定", with the total as two labels "合计：" + "¥T" where "添加" is otherwise.
+    Confirm,
+    /// "确定" with no total anywhere on the sheet (the left part stays "添加").
+    ConfirmNoTotal,
+    /// "立即支付 ¥T": places the order and pays it at once (支付成功).
+    PayNow,
+}
+
+/// The footer button of `checkout_button: confirm` / `confirm_no_total`.
+pub const CONFIRM: &str = "确定";
+/// The label before the total on the footer's left part (`checkout_button: confirm`) and
+/// on 确认订单's bottom bar.
+pub const TOTAL_LABEL: &str = "合计：";
+
+impl CheckoutButton {
+    /// The footer's text for the shown total `total` ("47.2").
+    pub fn footer_label(self, m: PaymentMethod, total: &str) -> String {
+        match self {
+            CheckoutButton::Submit => format!("{} ¥{total}", m.submit_label()),
+            CheckoutButton::Confirm | CheckoutButton::ConfirmNoTotal => CONFIRM.to_string(),
+            CheckoutButton::PayNow => format!("立即支付 ¥{total}"),
+        }
+    }
+
+    /// The footer's left part shows 合计 + the total instead of 添加.
+    pub fn total_on_the_left(self) -> bool {
+        self == CheckoutButton::Confirm
+    }
+
+    /// The button pays as it orders.
+    pub fn pays_at_once(self) -> bool {
+        self == CheckoutButton::PayNow
+    }
+}
+
+/// How 确认订单 draws the quantity (catalog key `confirm_page_quantity`).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ConfirmPageQuantity {
+    /// A label "x2" beside the unit price (the default).
+    #[default]
+    Text,
+    /// The sheet's stepper (减少数量 / EditText / 增加数量), working on 确认订单 itself.
+    Stepper,
+}
+
+/// The 多多支付 promo bubble over the sheet's order button (`footer_promo`) and the page a
+/// tap on it opens.
+pub const FOOTER_PROMO_TEXT: &str = "开通多多支付，本单立减5元";
+/// Content-desc of the bubble's close icon.
+pub const FOOTER_PROMO_CLOSE: &str = "关闭提示";
+/// Title of the page the bubble opens.
+pub const PAY_PROMO_TITLE: &str = "开通多多支付";
+/// The page's (and the payment offers') sign-up button: never to be tapped.
+pub const ACTIVATE: &str = "立即开通";
+
+/// The status text of this goods' unpaid orders on their order-list card and detail page
+/// (catalog key `unpaid_wording`; the list's tab reads 待付款 whatever it is).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub enum UnpaidWording {
+    /// 待付款 (the default).
+    #[default]
+    #[serde(rename = "待付款")]
+    DaiFuKuan,
+    /// 待支付.
+    #[serde(rename = "待支付")]
+    DaiZhiFu,
+    /// 等待付款.
+    #[serde(rename = "等待付款")]
+    DengDaiFuKuan,
+}
+
+impl UnpaidWording {
+    pub fn text(self) -> &'static str {
+        match self {
+            UnpaidWording::DaiFuKuan => "待付款",
+            UnpaidWording::DaiZhiFu => "待支付",
+            UnpaidWording::DengDaiFuKuan => "等待付款",
+        }
+    }
+}
+
+/// The dialog an order button raises while an unpaid order of the same goods waits
+/// (`repeat_order_prompt`).
+pub const REPEAT_ORDER_TITLE: &str = "相同商品订单待支付";
+/// Its 去支付 (the newest such order's cashier) and 继续下单 (a second order).
+pub const REPEAT_ORDER_PAY: &str = "去支付";
+pub const REPEAT_ORDER_CONTINUE: &str = "继续下单";
+
+/// The dialog's message for `count` unpaid orders of the same goods.
+pub fn repeat_order_message(count: usize) -> String {
+    format!("您有{count}笔相同商品的订单尚未支付，是否继续下单？")
+}
+
+/// The offer laid over the cashier after an order placed with 微信支付 (catalog key
+/// `payment_offer`).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum PaymentOffer {
+    /// No offer (the default).
+    #[default]
+    None,
+    /// 开通免密支付.
+    PasswordFree,
+    /// 开通先用后付.
+    PayLater,
+}
+
+/// The offers' decline button (立即开通 is [`ACTIVATE`]).
+pub const DECLINE: &str = "暂不开通";
+
+impl PaymentOffer {
+    pub fn title(self) -> &'static str {
+        match self {
+            PaymentOffer::PayLater => "开通先用后付",
+            _ => "开通免密支付",
+        }
+    }
+    pub fn text(self) -> &'static str {
+        match self {
+            PaymentOffer::PayLater => "先收货后付款，确认收货后自动付款",
+            _ => "开通后小额订单无需输入密码，支付更便捷",
+        }
+    }
+    /// The toast 立即开通 raises.
+    pub fn accepted_toast(self) -> &'static str {
+        match self {
+            PaymentOffer::PayLater => "先用后付已开通",
+            _ => "免密支付已开通",
+        }
+    }
+}
+
+/// Where the order button of a 微信支付 order hands the payment (catalog key
+/// `payment_handoff`).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum PaymentHandoff {
+    /// PDD's own cashier (the default).
+    #[default]
+    None,
+    /// WeChat (`com.tencent.mm`) comes to the front with its pay sheet; PDD's cashier waits
+    /// behind it.
+    Wechat,
+}
+
+/// The labels of WeChat's pay sheet (`payment_handoff: "wechat"`).
+pub const WECHAT_PAY_TITLE: &str = "微信支付";
+pub const WECHAT_PAY_PAYEE: &str = "支付给拼多多";
+pub const WECHAT_PAY_BUTTON: &str = "立即支付";
+
+/// An amount as WeChat's pay sheet writes it, always two decimals: "¥47.20".
+pub fn yuan_two_decimals(cent: i64) -> String {
+    let c = cent.max(0);
+    format!("¥{}.{:02}", c / 100, c % 100)
+}
+
 /// Ledger status: waiting in 待付款 (the only status the simulated cashier produces).
 pub const STATUS_UNPAID: &str = "unpaid";
 /// Ledger status: committed under 先用后付 — binding, shipped, paid after delivery.
@@ -60,17 +225,18 @@ pub const STATUS_PAID: &str = "paid";
 pub const STATUS_CANCELLED: &str = "cancelled";
 
 /// Headline of the page after an order that needs no cashier.
-pub fn placed_headline(m: PaymentMethod) -> &'static str {
-    match m {
-        PaymentMethod::PasswordFree => "支付成功",
+pub fn placed_headline(m: PaymentMethod, b: CheckoutButton) -> &'static str {
+    match (m, b) {
+        (_, CheckoutButton::PayNow) | (PaymentMethod::PasswordFree, _) => "支付成功",
         _ => "下单成功",
     }
 }
 
-/// Line under the headline: 确认收货后自动付款¥P / 实付¥P.
-pub fn placed_note(m: PaymentMethod, total: &str) -> String {
-    match m {
-        PaymentMethod::PayLater => format!("先用后付 确认收货后自动付款¥{total}"),
+/// Line under the headline: 确认收货后自动付款¥P / 免密支付 实付¥P / 实付¥P (立即支付).
+pub fn placed_note(m: PaymentMethod, b: CheckoutButton, total: &str) -> String {
+    match (m, b) {
+        (_, CheckoutButton::PayNow) => format!("实付¥{total}"),
+        (PaymentMethod::PayLater, _) => format!("先用后付 确认收货后自动付款¥{total}"),
         _ => format!("免密支付 实付¥{total}"),
     }
 }
@@ -118,14 +284,21 @@ pub fn yuan_with_unit(cent: i64) -> String {
     format!("{}.{:02}元", c / 100, c % 100)
 }
 
-/// Status headline of an order's detail page.
-pub fn order_status_text(status: &str) -> &'static str {
+/// Status of an order on its detail page and its order-list card: the goods' unpaid
+/// wording, 待发货 (paid, or committed under 先用后付), 已取消.
+pub fn order_status_text(status: &str, unpaid: UnpaidWording) -> &'static str {
     match status {
-        STATUS_UNPAID => "待付款",
+        STATUS_UNPAID => unpaid.text(),
         STATUS_COMMITTED_UNPAID | STATUS_PAID => "待发货",
         _ => "已取消",
     }
 }
+
+/// The label a 先用后付 order's card carries beside its status.
+pub const PAY_LATER_LABEL: &str = "先用后付";
+
+/// The 全部 tab's deep link (`type=0`); `type=1` is the 待付款 tab.
+pub const ALL_ORDERS_URL: &str = "pinduoduo://com.xunmeng.pinduoduo/orders.html?type=0";
 
 /// The detail page's 支付方式 line.
 pub fn order_payment_text(status: &str) -> &'static str {

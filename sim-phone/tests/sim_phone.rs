@@ -513,8 +513,9 @@ impl Phone {
         self.d.run_line(line)
     }
 
+    /// What a dump shows now (the app's screen, or a window in front of it).
     fn screen(&self) -> Screen {
-        self.d.app().screen(self.d.now())
+        self.d.dump_screen(self.d.now())
     }
 
     fn xml(&mut self) -> String {
@@ -1382,6 +1383,7 @@ fn footer_text(p: &Phone) -> String {
     visit(&s, &mut |n| {
         if n.text.starts_with("提交订单")
             || n.text.starts_with("先用后付 0元下单")
+            || n.text.starts_with("立即支付")
             || n.text == "确定"
             || n.text == "立即购买"
         {
@@ -1555,6 +1557,30 @@ fn confirm_page_carries_payment_row_total_and_submit() {
         !x.contains("提交订单") && !x.contains("更换支付方式"),
         "{x}"
     );
+    // The spec sheet of the older flow: no address row (the address is on 确认订单), no
+    // total; the goods block moves up into the row's place.
+    for absent in [
+        "张三",
+        "138****0000",
+        "科技园路",
+        "手动添加地址",
+        "合计",
+        "¥74.8",
+    ] {
+        assert!(!x.contains(absent), "the spec sheet shows {absent}: {x}");
+    }
+    let s = p.screen();
+    assert!(has(&s, |n| n.desc == "商品主图"
+        && n.bounds == Rect::new(35, 358, 358, 681)));
+    for present in [
+        "tv_select_sku",
+        "减少数量",
+        "增加数量",
+        "text=\"颜色\"",
+        "text=\"容量\"",
+    ] {
+        assert!(x.contains(present), "the spec sheet lacks {present}");
+    }
     p.tap("确定");
     assert_eq!(p.page(), "sku_sheet", "nothing chosen yet");
     assert_eq!(p.d.app().last_toast(), Some("请选择 颜色 容量"));
@@ -1964,4 +1990,909 @@ fn the_handle_changes_address_account_and_version_mid_test() {
     assert!(t.contains("    versionName=7.40.1\n"), "{t}");
     assert_eq!(phone.pdd_version().code, 74010);
     phone.shutdown();
+}
+
+// ---------------------------------------------------------------------------------------
+// order numbers (issue 25 item 10): unique per phone
+
+/// 737788990011 through 发起拼单 and its footer, on a running phone: the new order's number.
+fn order_once(phone: &SimPhoneHandle) -> String {
+    let before = phone.orders().len();
+    for line in [
+        "am start -a android.intent.action.VIEW -d 'pinduoduo://com.xunmeng.pinduoduo/goods.html?goods_id=737788990011'",
+        "input tap 922 2278",
+    ] {
+        assert_eq!(phone.run_shell(line).code, 0);
+    }
+    let submit = find_target(
+        &phone.with_device(|d| d.app().screen(d.now())),
+        "提交订单 ¥29.9",
+    )
+    .expect("footer");
+    let (x, y) = submit.center();
+    phone.run_shell(&format!("input tap {x} {y}"));
+    let orders = phone.orders();
+    assert_eq!(orders.len(), before + 1);
+    orders[before].order_sn.clone()
+}
+
+fn order_in_process(p: &mut Phone) -> String {
+    let before = p.d.app().ledger().orders().len();
+    p.open("737788990011");
+    p.tap("发起拼单");
+    p.tap("提交订单 ¥29.9");
+    let orders = p.d.app().ledger().orders();
+    assert_eq!(orders.len(), before + 1);
+    orders[before].order_sn.clone()
+}
+
+#[test]
+fn two_phones_with_the_same_seed_number_their_orders_differently() {
+    // Two running phones, in-memory ledgers, the same seed and clock: the salt comes from
+    // each phone's serial.
+    let (a, b) = (start(fixed_config()), start(fixed_config()));
+    let (sa, sb) = (order_once(&a), order_once(&b));
+    assert_ne!(sa, sb, "same seed, same purchase, two phones");
+    for sn in [&sa, &sb] {
+        assert!(sn.starts_with("261130-") && sn.len() == 7 + 15, "{sn}");
+        assert!(sn[7..].bytes().all(|c| c.is_ascii_digit()), "{sn}");
+    }
+    // Two phones on state files of their own: each file's salt, drawn when it was created.
+    let dir = tempfile::tempdir().expect("tmp");
+    let mut numbers = Vec::new();
+    for name in ["a.json", "b.json"] {
+        let mut cfg = fixed_config();
+        cfg.state_file = Some(dir.path().join(name));
+        numbers.push(order_in_process(&mut Phone::new(&cfg)));
+    }
+    assert_ne!(numbers[0], numbers[1]);
+    // A bare in-process device (no serial, no file) stays reproducible: see
+    // same_seed_same_phone.
+}
+
+#[test]
+fn a_restarted_phone_keeps_its_salt_and_never_repeats_a_number() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let state = dir.path().join("state.json");
+    let mut cfg = fixed_config();
+    cfg.state_file = Some(state.clone());
+    let first = order_in_process(&mut Phone::new(&cfg));
+    let salt = |p: &std::path::Path| {
+        let v: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(p).expect("state")).expect("json");
+        v["order_sn_salt"].as_u64().expect("a salt in the file")
+    };
+    let s1 = salt(&state);
+    assert!(s1 > 0 && s1 < (1 << 53));
+    let mut p = Phone::new(&cfg);
+    let second = order_in_process(&mut p);
+    let third = order_in_process(&mut p);
+    assert_eq!(
+        salt(&state),
+        s1,
+        "the salt is the file's, kept over restarts"
+    );
+    let all = [first.clone(), second.clone(), third.clone()];
+    for (i, a) in all.iter().enumerate() {
+        for b in &all[i + 1..] {
+            assert_ne!(a, b, "{all:?}");
+        }
+    }
+    // The same file on a running phone (whatever its port): the file's salt, not the serial's.
+    let phone = start(cfg.clone());
+    let fourth = order_once(&phone);
+    assert!(!all.contains(&fourth));
+    phone.shutdown();
+    assert_eq!(salt(&state), s1);
+
+    // A ledger written before salts: read as it is, given a salt on its first write.
+    let old = dir.path().join("old.json");
+    let orders: Vec<serde_json::Value> = {
+        let v: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&state).expect("state")).expect("json");
+        v["orders"].as_array().expect("orders")[..1].to_vec()
+    };
+    std::fs::write(
+        &old,
+        serde_json::to_vec(&serde_json::json!({"schema_version": 1, "orders": orders}))
+            .expect("json"),
+    )
+    .expect("write");
+    let mut cfg = fixed_config();
+    cfg.state_file = Some(old.clone());
+    let mut p = Phone::new(&cfg);
+    assert_eq!(p.d.app().ledger().orders().len(), 1, "the old file reads");
+    let next = order_in_process(&mut p);
+    assert_ne!(next, first);
+    assert!(salt(&old) > 0, "the first write stored a salt");
+    assert_eq!(p.d.app().ledger().orders().len(), 2);
+}
+
+// ---------------------------------------------------------------------------------------
+// issue 25: the money path's variants
+
+/// The clickable footer frame every order button sits in.
+const FOOTER: Rect = Rect::new(334, 2213, 1080, 2354);
+
+/// The first node with exactly this text inside `area` (panics when there is none).
+fn node_in(s: &Screen, text: &str, area: Rect) -> Node {
+    let mut found = None;
+    visit(s, &mut |n| {
+        let inside = n.bounds.intersect(&area) == n.bounds;
+        if found.is_none() && n.text == text && inside {
+            found = Some(n.clone());
+        }
+    });
+    found.unwrap_or_else(|| panic!("no node {text:?} in {area:?}"))
+}
+
+/// The footer band of the sheet (添加 / 合计 on the left, the order button on the right).
+const FOOTER_BAND: Rect = Rect::new(0, 2213, 1080, 2354);
+
+#[test]
+fn checkout_button_confirm_shows_the_total_on_the_left_and_orders_like_submit() {
+    let mut p = Phone::new(&fixed_config());
+    open_sheet(&mut p, "811223344511", &["粉色", "M"]);
+    assert_eq!(footer_text(&p), "确定");
+    let s = p.screen();
+    assert_eq!(
+        find_target(&s, "确定"),
+        Some(FOOTER),
+        "确定 in the footer frame"
+    );
+    // 合计： + ¥47.2 where 添加 is otherwise: two non-clickable TextViews left of the button.
+    for t in ["合计：", "¥47.2"] {
+        let n = node_in(&s, t, FOOTER_BAND);
+        assert_eq!(n.class, "android.widget.TextView");
+        assert!(
+            !n.clickable && n.bounds.r <= FOOTER.l && n.bounds.t >= FOOTER.t,
+            "{t}"
+        );
+    }
+    let x = p.xml();
+    assert!(
+        !x.contains("text=\"添加\"") && !x.contains("提交订单"),
+        "{x}"
+    );
+    // The sheet keeps its address row and its payment row.
+    for t in ["张三 138****0000", "使用#微信支付，更换支付方式"] {
+        assert!(x.contains(t), "{t}");
+    }
+    p.tap("确定");
+    assert_eq!(p.page(), "payment");
+    let o = p.d.app().ledger().orders()[0].clone();
+    assert_eq!((o.total_cent, o.status.as_str()), (4720, "unpaid"));
+    assert!(!o.payment_attempted);
+    assert!(p.xml().contains("立即支付 ¥47.2"));
+    // The 合计 follows the quantity.
+    let mut q = Phone::new(&fixed_config());
+    open_sheet(&mut q, "811223344511", &["灰色", "L"]);
+    q.tap("增加数量");
+    assert!(q.xml().contains("text=\"¥94.4\""));
+}
+
+#[test]
+fn checkout_button_confirm_no_total_keeps_the_add_label_and_shows_no_total() {
+    let mut p = Phone::new(&fixed_config());
+    open_sheet(&mut p, "811223344512", &["米白"]);
+    assert_eq!(footer_text(&p), "确定");
+    let s = p.screen();
+    assert_eq!(find_target(&s, "确定"), Some(FOOTER));
+    let x = p.xml();
+    assert!(x.contains("text=\"添加\""), "{x}");
+    assert!(!x.contains("合计") && !x.contains("提交订单"), "{x}");
+    assert!(x.contains("使用#微信支付，更换支付方式") && x.contains("张三"));
+    p.tap("确定");
+    assert_eq!(p.page(), "payment");
+    let o = &p.d.app().ledger().orders()[0];
+    assert_eq!((o.total_cent, o.status.as_str()), (1990, "unpaid"));
+}
+
+#[test]
+fn checkout_button_pay_now_orders_and_pays_at_once() {
+    let mut p = Phone::new(&fixed_config());
+    open_sheet(&mut p, "811223344513", &["白色"]);
+    assert_eq!(footer_text(&p), "立即支付 ¥25.9");
+    assert_eq!(find_target(&p.screen(), "立即支付 ¥25.9"), Some(FOOTER));
+    p.tap("立即支付 ¥25.9");
+    assert_eq!(p.page(), "order_result");
+    let o = p.d.app().ledger().orders()[0].clone();
+    assert_eq!(
+        (o.status.as_str(), o.payment_attempted, o.payment_attempts),
+        ("paid", true, 1)
+    );
+    let x = p.xml();
+    assert!(x.contains("支付成功") && x.contains("实付¥25.9"), "{x}");
+    assert!(!x.contains("免密支付"), "{x}");
+}
+
+#[test]
+fn checkout_button_keys_are_refused_where_they_mean_nothing() {
+    let base: serde_json::Value = serde_json::json!({
+        "goods_id": "900000000001", "title": "t", "shop": "s", "price_cent": 100
+    });
+    let goods = |extra: serde_json::Value| {
+        let mut g = base.clone();
+        g.as_object_mut()
+            .expect("object")
+            .extend(extra.as_object().expect("object").clone());
+        serde_json::from_value::<cmautobuy_sim_phone::catalog::Goods>(g).expect("goods")
+    };
+    for bad in [
+        serde_json::json!({"confirm_page": true, "checkout_button": "confirm"}),
+        serde_json::json!({"checkout_button": "pay_now", "payment_method": "pay_later"}),
+    ] {
+        assert!(Catalog::new(vec![goods(bad.clone())]).is_err(), "{bad}");
+    }
+    assert!(Catalog::new(vec![goods(
+        serde_json::json!({"checkout_button": "confirm_no_total"})
+    )])
+    .is_ok());
+}
+
+/// The node whose content-desc is `desc`.
+fn node_by_desc(s: &Screen, desc: &str) -> Node {
+    let mut found = None;
+    visit(s, &mut |n| {
+        if found.is_none() && n.desc == desc {
+            found = Some(n.clone());
+        }
+    });
+    found.unwrap_or_else(|| panic!("no node desc {desc:?}"))
+}
+
+/// The text of the one EditText on screen.
+fn quantity_field(s: &Screen) -> String {
+    let mut out = Vec::new();
+    visit(s, &mut |n| {
+        if n.class == "android.widget.EditText" {
+            out.push(n.text.clone());
+        }
+    });
+    assert_eq!(out.len(), 1, "one quantity field: {out:?}");
+    out.remove(0)
+}
+
+#[test]
+fn confirm_page_stepper_changes_the_quantity_on_confirm_order() {
+    let mut p = Phone::new(&fixed_config());
+    p.open("811223344514");
+    p.tap("发起拼单");
+    p.tap("米黄");
+    p.tap("110cm");
+    p.tap("确定");
+    assert_eq!(p.page(), "confirm_order");
+    let s = p.screen();
+    // The sheet's stepper in the goods block, instead of "x1".
+    assert_eq!(quantity_field(&s), "1");
+    let minus = node_by_desc(&s, "减少数量");
+    let plus = node_by_desc(&s, "增加数量");
+    assert_eq!(minus.class, "android.widget.ImageView");
+    assert!(minus.clickable && plus.clickable && plus.enabled);
+    assert!(
+        minus.bounds.t >= 480 && plus.bounds.b <= 820,
+        "in the goods block"
+    );
+    let x = p.xml();
+    assert!(!x.contains("text=\"x1\""), "{x}");
+    assert!(x.contains("text=\"¥45.9\""), "合计 of one");
+    p.tap("增加数量");
+    p.tap("增加数量");
+    let s = p.screen();
+    assert_eq!(quantity_field(&s), "3");
+    assert!(
+        !node_by_desc(&s, "增加数量").enabled,
+        "the + stops at 限购 3"
+    );
+    p.tap("增加数量");
+    assert_eq!(quantity_field(&p.screen()), "3");
+    assert!(
+        p.xml().contains("text=\"¥137.7\""),
+        "the 合计 follows: 45.9 × 3"
+    );
+    p.tap("减少数量");
+    assert!(p.xml().contains("text=\"¥91.8\""));
+    // Typed into the focused field, as on the sheet.
+    p.tap("2");
+    p.sh("input text 3");
+    assert_eq!(quantity_field(&p.screen()), "3");
+    p.tap("减少数量");
+    p.tap("提交订单");
+    assert_eq!(p.page(), "payment");
+    let o = &p.d.app().ledger().orders()[0];
+    assert_eq!((o.quantity, o.total_cent), (2, 9180));
+    // BACK from 确认订单 returns to the sheet, which kept its own quantity.
+    let mut q = Phone::new(&fixed_config());
+    q.open("811223344514");
+    q.tap("发起拼单");
+    q.tap("藏蓝");
+    q.tap("120cm");
+    q.tap("确定");
+    q.tap("增加数量");
+    q.sh("input keyevent 4");
+    assert_eq!(q.page(), "sku_sheet");
+    assert_eq!(quantity_field(&q.screen()), "1");
+}
+
+#[test]
+fn confirm_page_may_reset_the_quantity_to_one() {
+    let mut p = Phone::new(&fixed_config());
+    p.open("811223344515");
+    p.tap("单独购买");
+    p.tap("雾蓝");
+    p.tap("增加数量");
+    p.tap("增加数量");
+    assert_eq!(quantity_field(&p.screen()), "3");
+    p.tap("立即购买");
+    assert_eq!(p.page(), "confirm_order");
+    let x = p.xml();
+    assert!(
+        x.contains("text=\"x1\"") && !x.contains("text=\"x3\""),
+        "{x}"
+    );
+    assert!(x.contains("text=\"¥22.9\""), "合计 of one: {x}");
+    p.tap("提交订单");
+    let o = &p.d.app().ledger().orders()[0];
+    assert_eq!((o.quantity, o.total_cent), (1, 2290));
+    // Without the key 确认订单 keeps the sheet's quantity (confirm_page_carries_…).
+}
+
+/// The children of the node whose children include the clickable footer frame.
+fn footer_siblings(s: &Screen) -> Vec<Node> {
+    let mut out = None;
+    visit(s, &mut |n| {
+        if n.children.iter().any(|c| c.bounds == FOOTER && c.clickable) {
+            out = Some(n.children.clone());
+        }
+    });
+    out.expect("the footer's parent")
+}
+
+#[test]
+fn a_promo_bubble_lies_over_the_order_button_until_closed() {
+    let mut p = Phone::new(&fixed_config());
+    open_sheet(&mut p, "811223344516", &["燕麦色"]);
+    let s = p.screen();
+    let kids = footer_siblings(&s);
+    let fi = kids
+        .iter()
+        .position(|c| c.bounds == FOOTER)
+        .expect("footer");
+    let bi = kids
+        .iter()
+        .position(|c| {
+            c.children.iter().any(|k| {
+                k.children
+                    .iter()
+                    .any(|t| t.text == "开通多多支付，本单立减5元")
+            })
+        })
+        .expect("the bubble is a sibling of the footer");
+    assert!(bi > fi, "a later sibling");
+    let (bubble, footer) = (&kids[bi], &kids[fi]);
+    assert_eq!(bubble.class, "android.view.ViewGroup");
+    assert!(bubble.clickable && bubble.package == "com.xunmeng.pinduoduo");
+    assert_eq!(bubble.rid, "com.xunmeng.pinduoduo:id/pdd");
+    let (cx, cy) = FOOTER.center();
+    assert!(bubble.bounds.contains(cx, cy), "over the button's centre");
+    let close = node_by_desc(&s, "关闭提示");
+    assert!(close.clickable && close.class == "android.widget.ImageView");
+    assert!(bubble.bounds.intersect(&close.bounds) == close.bounds);
+    assert!(close.bounds.l > cx, "at the bubble's right end");
+    // The dump really draws it on top: a higher drawing-order, at the footer's depth.
+    let x = p.xml();
+    let line = |b: Rect| {
+        let key = format!("bounds=\"[{},{}][{},{}]\"", b.l, b.t, b.r, b.b);
+        x.lines()
+            .find(|l| l.contains(&key) && l.contains("clickable=\"true\""))
+            .unwrap_or_else(|| panic!("no line {key}"))
+            .to_string()
+    };
+    let order = |l: &str| -> u32 {
+        let i = l.find("drawing-order=\"").expect("drawing-order") + 15;
+        l[i..]
+            .split('"')
+            .next()
+            .expect("value")
+            .parse()
+            .expect("number")
+    };
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let (bl, fl) = (line(bubble.bounds), line(footer.bounds));
+    assert!(order(&bl) > order(&fl), "{bl}\n{fl}");
+    assert_eq!(indent(&bl), indent(&fl));
+    assert!(x.find(&bl) > x.find(&fl));
+
+    // The tap a client aims at the order button's centre lands in the bubble: 开通多多支付.
+    p.tap("提交订单 ¥15.9");
+    assert_eq!(p.page(), "pay_promo");
+    assert!(p.d.app().ledger().orders().is_empty(), "nothing ordered");
+    let x = p.xml();
+    assert!(
+        x.contains("text=\"开通多多支付\"") && x.contains("text=\"立即开通\""),
+        "{x}"
+    );
+    p.tap("立即开通");
+    assert_eq!(p.d.app().last_toast(), Some("已提交开通申请"));
+    assert_eq!(p.page(), "pay_promo");
+    assert!(p.d.app().ledger().orders().is_empty());
+    p.tap("返回");
+    assert_eq!(p.page(), "sku_sheet");
+    assert!(p.xml().contains("开通多多支付，本单立减5元"), "still there");
+    p.sh("input keyevent 4");
+    p.tap("单独购买");
+    p.tap("燕麦色");
+
+    // Closed, the bubble is gone for this sheet and the button orders.
+    p.tap("关闭提示");
+    assert_eq!(p.page(), "sku_sheet");
+    assert!(!p.xml().contains("开通多多支付"));
+    p.tap("提交订单 ¥15.9");
+    assert_eq!(p.page(), "payment");
+    assert_eq!(p.d.app().ledger().orders().len(), 1);
+    // A new sheet shows it again.
+    p.sh("input keyevent 4");
+    p.tap("先去逛逛");
+    p.tap("单独购买");
+    assert!(p.xml().contains("开通多多支付，本单立减5元"));
+}
+
+/// The status texts of the order-list cards on screen, top to bottom.
+fn card_statuses(s: &Screen) -> Vec<String> {
+    let mut out = Vec::new();
+    visit(s, &mut |n| {
+        let status =
+            ["待付款", "待支付", "等待付款", "待发货", "已取消"].contains(&n.text.as_str());
+        if status && n.bounds.t > 330 && n.bounds.l >= 800 {
+            out.push(n.text.clone());
+        }
+    });
+    out
+}
+
+/// The selected tab of the order list.
+fn selected_tab(s: &Screen) -> String {
+    let mut out = Vec::new();
+    visit(s, &mut |n| {
+        if n.selected && n.class == "android.widget.TextView" && n.bounds.t == 250 {
+            out.push(n.text.clone());
+        }
+    });
+    assert_eq!(out.len(), 1, "{out:?}");
+    out.remove(0)
+}
+
+const ALL_LINK: &str =
+    "am start -a android.intent.action.VIEW -d 'pinduoduo://com.xunmeng.pinduoduo/orders.html?type=0'";
+
+#[test]
+fn unpaid_wording_shows_on_the_card_and_the_detail() {
+    for (id, option, wording) in [
+        ("811223344517", "浅灰", "待支付"),
+        ("811223344518", "磁吸式", "等待付款"),
+        ("811223344510", "白色", "待付款"),
+    ] {
+        let mut p = Phone::new(&fixed_config());
+        let mut options = vec![option];
+        if id == "811223344510" {
+            options.push("M");
+        }
+        open_sheet(&mut p, id, &options);
+        let footer = footer_text(&p);
+        p.tap(&footer);
+        assert_eq!(p.page(), "payment", "{id}");
+        p.sh(UNPAID_LINK);
+        let s = p.screen();
+        assert_eq!(selected_tab(&s), "待付款", "the tab keeps its name");
+        assert_eq!(card_statuses(&s), vec![wording.to_string()], "{id}");
+        let shop = catalog().goods(id).expect("goods").shop.clone();
+        p.tap(&shop);
+        assert_eq!(p.page(), "order_detail");
+        let s = p.screen();
+        assert!(
+            has(&s, |n| n.text == wording && n.bounds.t == 280),
+            "{id}: the detail's status"
+        );
+        if wording != "待付款" {
+            assert!(!p.xml().contains("text=\"待付款\""), "{id}");
+        }
+    }
+}
+
+#[test]
+fn the_all_tab_lists_every_order_newest_first_with_its_status() {
+    let mut p = Phone::new(&fixed_config());
+    let buy = |p: &mut Phone, id: &str, options: &[&str]| {
+        open_sheet(p, id, options);
+        let footer = footer_text(p);
+        p.tap(&footer);
+    };
+    buy(&mut p, "811223344517", &["咖啡色"]); // unpaid, 待支付
+    buy(&mut p, "811223344503", &["单层"]); // 免密支付: paid
+    buy(&mut p, "811223344502", &["黑色", "M"]); // 先用后付: committed
+    buy(&mut p, "811223344510", &["黑色", "L"]); // unpaid, then cancelled
+    p.sh(UNPAID_LINK);
+    assert_eq!(card_statuses(&p.screen()), vec!["待付款", "待支付"]);
+    p.tap("取消订单");
+    let orders = p.d.app().ledger().orders().to_vec();
+    assert_eq!(
+        orders.iter().map(|o| o.status.as_str()).collect::<Vec<_>>(),
+        vec!["unpaid", "paid", "committed_unpaid", "cancelled"]
+    );
+
+    // type=0: the 全部 tab, selected, every order newest first.
+    p.sh(ALL_LINK);
+    assert_eq!(p.page(), "order_list");
+    let s = p.screen();
+    assert_eq!(selected_tab(&s), "全部");
+    // The fourth card's head peeks in at the bottom.
+    assert_eq!(
+        card_statuses(&s),
+        vec!["已取消", "待发货", "待发货", "待支付"]
+    );
+    // One 先用后付 label, on the 先用后付 order's card (the second).
+    let mut labels = Vec::new();
+    visit(&s, &mut |n| {
+        if n.text == "先用后付" {
+            labels.push(n.bounds);
+        }
+    });
+    assert_eq!(labels.len(), 1, "{labels:?}");
+    assert!(labels[0].t > 1000 && labels[0].t < 1100, "{labels:?}");
+    let x = p.xml();
+    assert!(
+        !x.contains("去支付"),
+        "paid, committed and cancelled cards have no pay button"
+    );
+    assert!(x.contains("提醒发货"));
+    // The fourth card below the screen: the unpaid one with its wording and buttons.
+    p.sh("input swipe 540 2000 540 900");
+    let s = p.screen();
+    assert_eq!(card_statuses(&s).last().map(String::as_str), Some("待支付"));
+    assert!(find_target(&s, "去支付").is_some());
+
+    // The https form opens the same tab; the tabs switch.
+    p.sh("am start -a android.intent.action.VIEW -d 'https://mobile.yangkeduo.com/orders.html?type=0'");
+    assert_eq!(selected_tab(&p.screen()), "全部");
+    p.tap("待付款");
+    let s = p.screen();
+    assert_eq!(selected_tab(&s), "待付款");
+    assert_eq!(card_statuses(&s), vec!["待支付"]);
+    p.tap("全部");
+    let s = p.screen();
+    assert_eq!(selected_tab(&s), "全部");
+    assert_eq!(card_statuses(&s).len(), 4);
+
+    // A card opens its order's detail: the 先用后付 one reads 先用后付 / 确认收货后自动付款.
+    p.tap("先用后付");
+    assert_eq!(p.page(), "order_detail");
+    let x = p.xml();
+    assert!(
+        x.contains(&format!("订单编号：{}", orders[2].order_sn)),
+        "{x}"
+    );
+    for t in [
+        "待发货",
+        "支付方式：先用后付",
+        "先用后付 确认收货后自动付款¥39.9",
+    ] {
+        assert!(x.contains(&format!("text=\"{t}\"")), "{t}: {x}");
+    }
+    // 个人中心's 查看全部 opens the 全部 tab, its 待付款 cell the 待付款 tab.
+    p.sh("am start -a android.intent.action.VIEW -d 'pinduoduo://com.xunmeng.pinduoduo/personal.html'");
+    assert_eq!(p.page(), "profile");
+    p.tap("查看全部");
+    assert_eq!(selected_tab(&p.screen()), "全部");
+    p.tap("返回");
+    p.tap("待付款");
+    assert_eq!(selected_tab(&p.screen()), "待付款");
+    // Other types are still not modelled.
+    p.sh("am start -a android.intent.action.VIEW -d 'pinduoduo://com.xunmeng.pinduoduo/orders.html?type=3'");
+    assert_eq!(p.page(), "not_found");
+}
+
+/// Tap the centre of the one clickable NAF node on screen (an unlabeled close icon).
+fn tap_naf(p: &mut Phone) {
+    let mut found = Vec::new();
+    visit(&p.screen(), &mut |n| {
+        if n.naf && n.clickable && n.text.is_empty() && n.desc.is_empty() {
+            found.push(n.bounds);
+        }
+    });
+    assert_eq!(found.len(), 1, "one unlabeled close icon: {found:?}");
+    let (x, y) = found[0].center();
+    p.sh(&format!("input tap {x} {y}"));
+}
+
+/// The order the payment page on screen is for.
+fn paying(p: &Phone) -> String {
+    match p.d.app().page() {
+        Some(cmautobuy_sim_phone::Page::Payment { order_sn }) => order_sn.clone(),
+        other => panic!("not the payment page: {other:?}"),
+    }
+}
+
+/// A dialog button's shape: a clickable ViewGroup › FrameLayout › TextView `label`.
+fn assert_dialog_button(s: &Screen, label: &str) {
+    assert!(
+        has(s, |n| n.class == "android.view.ViewGroup"
+            && n.clickable
+            && n.children.len() == 1
+            && n.children[0].class == "android.widget.FrameLayout"
+            && !n.children[0].clickable
+            && n.children[0].children.len() == 1
+            && n.children[0].children[0].class
+                == "android.widget.TextView"
+            && n.children[0].children[0].text == label),
+        "button {label}"
+    );
+}
+
+#[test]
+fn a_repeat_order_raises_a_dialog_whose_buttons_pay_or_order_again() {
+    let mut p = Phone::new(&fixed_config());
+    open_sheet(&mut p, "811223344519", &["50只装"]);
+    p.tap("提交订单 ¥9.9");
+    let first = paying(&p);
+    p.sh("input keyevent 4");
+    p.tap("先去逛逛");
+    p.tap("单独购买");
+    p.tap("50只装");
+    p.tap("提交订单 ¥9.9");
+    assert_eq!(p.page(), "repeat_order_dialog");
+    assert_eq!(
+        p.d.app().ledger().orders().len(),
+        1,
+        "the dialog orders nothing"
+    );
+    let x = p.xml();
+    for t in [
+        "相同商品订单待支付",
+        "您有1笔相同商品的订单尚未支付，是否继续下单？",
+        "去支付",
+        "继续下单",
+    ] {
+        assert!(x.contains(&format!("text=\"{t}\"")), "{t}: {x}");
+    }
+    let s = p.screen();
+    assert_dialog_button(&s, "去支付");
+    assert_dialog_button(&s, "继续下单");
+    // The real dialog's frame: a focusable FrameLayout over nested ViewGroups.
+    assert!(has(&s, |n| n.class == "android.widget.FrameLayout"
+        && n.focusable
+        && !n.clickable
+        && n.children
+            .first()
+            .is_some_and(|c| c.class == "android.view.ViewGroup")));
+    assert!(x.contains("NAF=\"true\""));
+    // BACK and the close icon dismiss it: the sheet again, nothing ordered.
+    p.sh("input keyevent 4");
+    assert_eq!(p.page(), "sku_sheet");
+    p.tap("提交订单 ¥9.9");
+    assert_eq!(p.page(), "repeat_order_dialog");
+    tap_naf(&mut p);
+    assert_eq!(p.page(), "sku_sheet");
+    assert_eq!(p.d.app().ledger().orders().len(), 1);
+    // 去支付: the earlier order's cashier; still one order.
+    p.tap("提交订单 ¥9.9");
+    p.tap("去支付");
+    assert_eq!(paying(&p), first);
+    assert_eq!(p.d.app().ledger().orders().len(), 1);
+    assert!(!p.d.app().ledger().orders()[0].payment_attempted);
+    // 继续下单: a second order, placed as 提交订单 would have.
+    p.sh("input keyevent 4");
+    p.tap("先去逛逛");
+    p.tap("单独购买");
+    p.tap("100只装");
+    p.tap("提交订单 ¥16.9");
+    p.tap("继续下单");
+    let second = paying(&p);
+    let orders = p.d.app().ledger().orders().to_vec();
+    assert_eq!(orders.len(), 2, "继续下单 places the second order");
+    assert_ne!(first, second);
+    assert_eq!(
+        (orders[1].total_cent, orders[1].status.as_str()),
+        (1690, "unpaid")
+    );
+    // Two unpaid now: the count follows, 去支付 opens the newest.
+    p.sh("input keyevent 4");
+    p.tap("先去逛逛");
+    p.tap("单独购买");
+    p.tap("50只装");
+    p.tap("提交订单 ¥9.9");
+    assert!(p
+        .xml()
+        .contains("您有2笔相同商品的订单尚未支付，是否继续下单？"));
+    p.tap("去支付");
+    assert_eq!(paying(&p), second);
+    // A cancelled order no longer counts: with none unpaid, no dialog.
+    for sn in [&first, &second] {
+        p.d.app_mut().ledger_mut().cancel(sn).expect("cancel");
+    }
+    p.sh("input keyevent 4");
+    p.tap("先去逛逛");
+    p.tap("单独购买");
+    p.tap("50只装");
+    p.tap("提交订单 ¥9.9");
+    assert_eq!(p.page(), "payment");
+    assert_eq!(p.d.app().ledger().orders().len(), 3);
+}
+
+#[test]
+fn the_repeat_dialog_guards_confirm_order_and_the_confirm_button_too() {
+    // 确认订单's 提交订单: the dialog over 确认订单, BACK returns there.
+    let mut p = Phone::new(&fixed_config());
+    for round in 0..2 {
+        p.open("811223344523");
+        p.tap("发起拼单");
+        p.tap("粉色");
+        p.tap("确定");
+        p.tap("提交订单");
+        if round == 0 {
+            assert_eq!(p.page(), "payment");
+        }
+    }
+    assert_eq!(p.page(), "repeat_order_dialog");
+    p.sh("input keyevent 4");
+    assert_eq!(p.page(), "confirm_order");
+    assert_eq!(p.d.app().ledger().orders().len(), 1);
+    p.tap("提交订单");
+    p.tap("继续下单");
+    assert_eq!(p.page(), "payment");
+    assert_eq!(p.d.app().ledger().orders().len(), 2);
+    // 确定 of checkout_button: confirm.
+    let mut q = Phone::new(&fixed_config());
+    open_sheet(&mut q, "811223344524", &["白色"]);
+    q.tap("确定");
+    q.sh("input keyevent 4");
+    q.tap("先去逛逛");
+    q.tap("单独购买");
+    q.tap("白色");
+    q.tap("确定");
+    assert_eq!(q.page(), "repeat_order_dialog");
+    assert_eq!(q.d.app().ledger().orders().len(), 1);
+    // Goods without the key never ask.
+    let mut r = Phone::new(&fixed_config());
+    for _ in 0..2 {
+        open_sheet(&mut r, "811223344510", &["白色", "M"]);
+        r.tap("提交订单 ¥25");
+        assert_eq!(r.page(), "payment");
+    }
+    assert_eq!(r.d.app().ledger().orders().len(), 2);
+}
+
+#[test]
+fn payment_offers_lie_over_the_cashier_and_their_sign_up_is_a_payment_attempt() {
+    for (id, option, title, text, total) in [
+        (
+            "811223344520",
+            "奶茶色",
+            "开通免密支付",
+            "开通后小额订单无需输入密码，支付更便捷",
+            "¥47.2",
+        ),
+        (
+            "811223344521",
+            "深灰",
+            "开通先用后付",
+            "先收货后付款，确认收货后自动付款",
+            "¥21.9",
+        ),
+    ] {
+        let mut p = Phone::new(&fixed_config());
+        open_sheet(&mut p, id, &[option]);
+        p.tap(&format!("提交订单 {total}"));
+        assert_eq!(p.page(), "payment_offer_dialog", "{id}");
+        let o = p.d.app().ledger().orders()[0].clone();
+        assert_eq!((o.status.as_str(), o.payment_attempted), ("unpaid", false));
+        let x = p.xml();
+        for t in [title, text, "立即开通", "暂不开通"] {
+            assert!(x.contains(&format!("text=\"{t}\"")), "{id} {t}: {x}");
+        }
+        let s = p.screen();
+        assert_dialog_button(&s, "立即开通");
+        assert_dialog_button(&s, "暂不开通");
+        // 暂不开通: the cashier remains.
+        p.tap("暂不开通");
+        assert_eq!(paying(&p), o.order_sn);
+        assert!(p.xml().contains(&format!("立即支付 {total}")));
+        assert!(!p.d.app().ledger().orders()[0].payment_attempted);
+        // BACK closes it too.
+        let mut q = Phone::new(&fixed_config());
+        open_sheet(&mut q, id, &[option]);
+        q.tap(&format!("提交订单 {total}"));
+        q.sh("input keyevent 4");
+        assert_eq!(q.page(), "payment", "{id}");
+        // 立即开通 is recorded as a payment attempt on the order, with a toast.
+        let mut r = Phone::new(&fixed_config());
+        open_sheet(&mut r, id, &[option]);
+        r.tap(&format!("提交订单 {total}"));
+        r.tap("立即开通");
+        let o = r.d.app().ledger().orders()[0].clone();
+        assert_eq!((o.payment_attempted, o.payment_attempts), (true, 1), "{id}");
+        assert_eq!(o.status, "unpaid");
+        assert!(r
+            .d
+            .app()
+            .last_toast()
+            .is_some_and(|t| t.ends_with("已开通")));
+        assert_eq!(r.page(), "payment");
+    }
+}
+
+/// The packages of the dump's top-level windows, in dump order.
+fn window_packages(s: &Screen) -> Vec<&'static str> {
+    s.windows.iter().map(|w| w.package).collect()
+}
+
+#[test]
+fn a_payment_handoff_brings_wechat_to_the_front_and_back_returns_to_the_cashier() {
+    let mut p = Phone::new(&fixed_config());
+    open_sheet(&mut p, "811223344522", &["兔子款"]);
+    assert_eq!(footer_text(&p), "提交订单 ¥47.2");
+    p.tap("提交订单 ¥47.2");
+    let o = p.d.app().ledger().orders()[0].clone();
+    assert_eq!(
+        (o.status.as_str(), o.payment_attempted, o.total_cent),
+        ("unpaid", false, 4720),
+        "placed, unpaid"
+    );
+    // WeChat in front: focused, and the dump is WeChat's window with the bars — no PDD.
+    let win = String::from_utf8(p.sh("dumpsys window displays").stdout).expect("utf8");
+    assert!(
+        win.contains("mCurrentFocus=Window{") && win.contains("com.tencent.mm/"),
+        "{win}"
+    );
+    let focus = win
+        .lines()
+        .find(|l| l.contains("mCurrentFocus"))
+        .expect("focus line");
+    assert!(focus.contains("com.tencent.mm"), "{focus}");
+    let x = p.xml();
+    let s = p.d.dump_screen(p.d.now());
+    assert_eq!(
+        window_packages(&s),
+        vec!["com.tencent.mm", "com.miui.home", "com.android.systemui"]
+    );
+    assert!(!x.contains("package=\"com.xunmeng.pinduoduo\""), "{x}");
+    for t in ["微信支付", "支付给拼多多", "¥47.20", "立即支付"] {
+        assert!(x.contains(&format!("text=\"{t}\"")), "{t}: {x}");
+    }
+    assert_eq!(p.page(), "payment", "PDD's cashier waits behind WeChat");
+    // 立即支付 in WeChat: a payment attempt on the order (a tap in com.tencent.mm).
+    p.tap("立即支付");
+    let o = p.d.app().ledger().orders()[0].clone();
+    assert_eq!((o.payment_attempted, o.payment_attempts), (true, 1));
+    let last = p.d.system().taps.last().cloned().expect("tap");
+    assert_eq!(last.package.as_deref(), Some("com.tencent.mm"));
+    // BACK: the user cancels in WeChat, PDD shows its cashier for that order.
+    p.sh("input keyevent 4");
+    assert!(p.d.system().foreign.is_none());
+    assert_eq!(paying(&p), o.order_sn);
+    let x = p.xml();
+    assert!(x.contains("立即支付 ¥47.2") && x.contains("package=\"com.xunmeng.pinduoduo\""));
+    let win = String::from_utf8(p.sh("dumpsys window displays").stdout).expect("utf8");
+    let focus = win
+        .lines()
+        .find(|l| l.contains("mCurrentFocus"))
+        .expect("focus line");
+    assert!(focus.contains("com.xunmeng.pinduoduo"), "{focus}");
+
+    // The sheet's close icon cancels too; HOME leaves both in the background.
+    let mut q = Phone::new(&fixed_config());
+    open_sheet(&mut q, "811223344522", &["小熊款"]);
+    q.tap("提交订单 ¥47.2");
+    q.tap("关闭");
+    assert_eq!(paying(&q), q.d.app().ledger().orders()[0].order_sn);
+    assert!(!q.d.app().ledger().orders()[0].payment_attempted);
+    let mut r = Phone::new(&fixed_config());
+    open_sheet(&mut r, "811223344522", &["小熊款"]);
+    r.tap("提交订单 ¥47.2");
+    r.sh("input keyevent 3");
+    assert_eq!(r.page(), "launcher");
+    assert!(r.d.system().foreign.is_none());
+    r.sh("monkey -p com.xunmeng.pinduoduo -c android.intent.category.LAUNCHER 1");
+    assert_eq!(r.page(), "payment", "PDD resumes on its cashier");
+    assert_eq!(r.d.app().ledger().orders().len(), 1);
+    assert!(!r.d.app().ledger().orders()[0].payment_attempted);
 }

@@ -8,7 +8,7 @@ use chrono::{DateTime, FixedOffset};
 use crate::app::Outcome;
 use crate::page::Page;
 use crate::system::screens;
-use crate::system::state::{Chooser, ChooserTarget, ForeignApp, LockKind};
+use crate::system::state::{Chooser, ChooserTarget, ForeignApp, LockKind, WechatPay};
 use crate::system::windows::{self, Scene, Win, WinKind};
 use crate::system::{KeyRecord, SwipeRecord, TapRecord};
 use crate::ui::{Action, Screen, PDD};
@@ -34,7 +34,7 @@ impl Device {
             height: self.cfg.height,
             pdd_activity: self.pdd_activity(),
             pdd_popup: page.is_some() && self.app.popup().is_some(),
-            text_focus: matches!(page, Some(Page::Sheet(s)) if s.qty_focused),
+            text_focus: matches!(page, Some(Page::Sheet(s) | Page::Confirm(s)) if s.qty_focused),
         }
     }
 
@@ -93,8 +93,11 @@ impl Device {
                 if refocus {
                     self.sys.ime_hidden = false;
                 }
-                self.app.tap(x, y, now)
+                let o = self.app.tap(x, y, now);
+                self.take_payment_handoff();
+                o
             }
+            WinKind::Foreign(ForeignApp::WeChatPay) => self.wechat_pay_tap(x, y),
             WinKind::LowBattery => {
                 // 关闭, 省电模式, or a touch outside the dialog: it goes away either way.
                 self.sys.low_battery_dialog = false;
@@ -110,6 +113,42 @@ impl Device {
                 t
             }
             WinKind::Chooser => self.chooser_tap(x, y),
+            _ => Outcome::default(),
+        }
+    }
+
+    /// An order of `payment_handoff: "wechat"` goods was just placed: WeChat comes to the
+    /// front with its pay sheet (PDD's cashier for the order waits behind it).
+    fn take_payment_handoff(&mut self) {
+        if let Some((order_sn, total_cent)) = self.app.take_handoff() {
+            self.sys.close_foreign();
+            self.sys.foreign = Some(ForeignApp::WeChatPay);
+            self.sys.wechat_pay = Some(WechatPay {
+                order_sn,
+                total_cent,
+            });
+        }
+    }
+
+    /// A tap in WeChat's pay sheet: 立即支付 is a payment attempt on the PDD order; the
+    /// close icon cancels back to PDD (as BACK does).
+    fn wechat_pay_tap(&mut self, x: i32, y: i32) -> Outcome {
+        let Some(pay) = self.sys.wechat_pay.clone() else {
+            return Outcome::default();
+        };
+        let sheet = screens::wechat_pay_sheet(&pay, self.cfg.width, self.cfg.height);
+        let action = sheet.hit(x, y).map(|n| n.action.clone());
+        match action {
+            Some(Action::Do(a)) if a == screens::WECHAT_PAY_ACTION => {
+                if let Err(e) = self.app.ledger_mut().record_payment_attempt(&pay.order_sn) {
+                    tracing::warn!(error = %e, "the ledger refused a payment attempt");
+                }
+                Outcome::default()
+            }
+            Some(Action::Do(a)) if a == screens::WECHAT_CLOSE_ACTION => {
+                self.sys.close_foreign();
+                Outcome { transition: true }
+            }
             _ => Outcome::default(),
         }
     }
@@ -260,7 +299,7 @@ impl Device {
                 }
                 self.sys.shade = false;
                 self.sys.chooser = None;
-                self.sys.foreign = None;
+                self.sys.close_foreign();
                 self.sys.low_battery_dialog = false;
                 return self.app_key(KEY_HOME);
             }
@@ -293,8 +332,8 @@ impl Device {
                 t
             }
             Some(WinKind::Foreign(_)) => {
-                self.sys.foreign = None;
-                self.sys.browser_url = None;
+                // WeChat's pay sheet: the user cancels, PDD's cashier shows again.
+                self.sys.close_foreign();
                 t
             }
             _ if ime_up => {
@@ -356,12 +395,12 @@ impl Device {
                     url: url.to_string(),
                     selected: None,
                 });
-                self.sys.foreign = None;
+                self.sys.close_foreign();
                 return Ok((Outcome { transition: true }, true));
             }
         }
         self.sys.chooser = None;
-        self.sys.foreign = None;
+        self.sys.close_foreign();
         self.app_open_url(url).map(|o| (o, false))
     }
 
@@ -415,7 +454,13 @@ impl Device {
                 None => app,
             },
             Some((WinKind::Foreign(f), _)) => {
-                vec![screens::foreign(f, self.sys.browser_url.as_deref(), w, h)]
+                vec![screens::foreign(
+                    f,
+                    self.sys.browser_url.as_deref(),
+                    self.sys.wechat_pay.as_ref(),
+                    w,
+                    h,
+                )]
             }
             _ => app,
         }
@@ -474,7 +519,13 @@ impl Device {
             return vec![screens::chooser(c, w, h)];
         }
         if let Some(f) = sys.foreign {
-            return vec![screens::foreign(f, sys.browser_url.as_deref(), w, h)];
+            return vec![screens::foreign(
+                f,
+                sys.browser_url.as_deref(),
+                sys.wechat_pay.as_ref(),
+                w,
+                h,
+            )];
         }
         app
     }

@@ -7,8 +7,6 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, FixedOffset};
-use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
 
 use crate::app::{App, Outcome};
 use crate::ledger::Order;
@@ -22,13 +20,10 @@ use super::state::Device;
 const LAUNCHER: &str = "com.miui.home/com.miui.home.launcher.Launcher";
 
 /// Record a scenario's order in the app's ledger as the app would (order number from
-/// the seeded RNG, the account's address); its 订单编号, or `None` when the ledger
+/// the ledger, the account's address); its 订单编号, or `None` when the ledger
 /// refused it.
 fn record_order(app: &mut App, now: DateTime<FixedOffset>, o: &OrderSpec) -> Option<String> {
-    let n = app.ledger.orders().len() as u64;
-    let mut sn_rng = StdRng::seed_from_u64(app.cfg.seed.wrapping_mul(31).wrapping_add(n));
-    let digits: u64 = sn_rng.gen_range(0..1_000_000_000_000_000);
-    let order_sn = format!("{}-{digits:015}", now.format("%y%m%d"));
+    let order_sn = app.ledger.next_order_sn(app.cfg.seed, now);
     let mut options = serde_json::Map::new();
     for (i, name) in o.options.iter().enumerate() {
         options.insert(

@@ -17,10 +17,13 @@ use super::not_found::not_found;
 use super::order_detail::order_detail;
 use super::order_list::order_list;
 use super::order_result::order_result;
+use super::pay_promo::pay_promo;
 use super::pay_result::pay_result;
 use super::payment::payment;
+use super::payment_offer::payment_offer;
 use super::popup::popup;
 use super::profile::profile;
+use super::repeat_order::repeat_order;
 use super::risk::risk;
 use super::sheet::sheet;
 use super::view::View;
@@ -51,12 +54,15 @@ pub(crate) fn build(v: &View<'_>, now: DateTime<FixedOffset>) -> Screen {
                 Page::PayResult { order_sn } => pay_result(order_sn),
                 Page::OrderResult { order_sn } => order_result(v, order_sn),
                 Page::Profile => profile(v, h),
-                Page::OrderList { scroll } => order_list(v, *scroll, h),
+                Page::OrderList { scroll, tab } => order_list(v, *scroll, *tab, h),
                 Page::OrderDetail {
                     order_sn,
                     scroll,
                     expanded,
                 } => order_detail(v, order_sn, *scroll, *expanded, now, h),
+                Page::PayPromo => pay_promo(),
+                Page::RepeatOrder { goods_id } => repeat_order(v, goods_id, h),
+                Page::PaymentOffer { offer, .. } => payment_offer(*offer, h),
                 Page::Login => login(),
                 Page::Risk => risk(),
                 Page::NotFound { message } => not_found(message),

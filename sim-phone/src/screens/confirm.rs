@@ -1,13 +1,15 @@
 //! The full-page 确认订单 of goods with `confirm_page` (sheet → 确定 → this page): address
-//! (or 手动添加收货地址), the goods with the chosen spec and quantity, the discount, the
-//! payment row, and a bottom bar with 合计 + "¥TOTAL" and the order button.
+//! (or 手动添加收货地址), the goods with the chosen spec and quantity ("x2", or a working
+//! stepper), the discount, the payment row, and a bottom bar with 合计 + "¥TOTAL" and the
+//! order button.
 
 use crate::account::Address;
-use crate::catalog::{format_yuan, Goods};
-use crate::page::SheetState;
+use crate::catalog::{format_yuan, ConfirmPageQuantity, Goods};
+use crate::page::{qty_limit, SheetState};
 use crate::ui::Node;
+use crate::variants::TOTAL_LABEL;
 
-use super::nodes::{back_button, label, payment_row, r, tw, NAV_H, STATUS_H, W};
+use super::nodes::{back_button, label, payment_row, quantity_stepper, r, tw, NAV_H, STATUS_H, W};
 
 pub(crate) fn confirm(g: &Goods, s: &SheetState, address: Option<&Address>, h: i32) -> Vec<Node> {
     let bottom = h - NAV_H;
@@ -31,6 +33,14 @@ pub(crate) fn confirm(g: &Goods, s: &SheetState, address: Option<&Address>, h: i
         .collect::<Vec<_>>()
         .join("；");
     let short: String = g.title.chars().take(18).collect();
+    // The quantity: "x2", or the sheet's stepper (limited as on the sheet).
+    let quantity = match g.confirm_page_quantity {
+        ConfirmPageQuantity::Text => label(980, 720, &format!("x{}", s.qty), 38),
+        ConfirmPageQuantity::Stepper => {
+            let limit = qty_limit(g, &s.sel).max(1);
+            quantity_stepper(805, 705, s.qty, s.qty < limit).order(6)
+        }
+    };
     let mut nodes = vec![
         back_button(),
         label(420, 130, "确认订单", 52),
@@ -51,7 +61,7 @@ pub(crate) fn confirm(g: &Goods, s: &SheetState, address: Option<&Address>, h: i
                 &format!("¥{}", format_yuan(g.unit_price_cent(&s.sel))),
                 38,
             ))
-            .child(label(980, 720, &format!("x{}", s.qty), 38)),
+            .child(quantity),
     ];
     if g.discount_cent > 0 {
         let text = g
@@ -73,8 +83,8 @@ pub(crate) fn confirm(g: &Goods, s: &SheetState, address: Option<&Address>, h: i
     nodes.push(
         Node::linear(r(0, bottom - 150, W, bottom))
             .pdd()
-            .child(label(330, bottom - 100, "合计：", 44))
-            .child(label(330 + tw("合计：", 44), bottom - 104, &total, 50))
+            .child(label(330, bottom - 100, TOTAL_LABEL, 44))
+            .child(label(330 + tw(TOTAL_LABEL, 44), bottom - 104, &total, 50))
             .child(
                 Node::frame(r(1045 - bw - 80, bottom - 130, 1045, bottom - 20))
                     .pdd()

@@ -48,6 +48,38 @@ pub(crate) fn payment_row(m: PaymentMethod, top: i32) -> Node {
         )
 }
 
+/// The quantity stepper of the real sheet (desc 减少数量 / EditText with the number / desc
+/// 增加数量, the + disabled at the limit) in a focusable LinearLayout, 240 × 72 px from
+/// (`l`, `t`).
+pub(crate) fn quantity_stepper(l: i32, t: i32, qty: u32, plus_enabled: bool) -> Node {
+    let mut field = Node::new("android.widget.EditText", r(l + 81, t, l + 159, t + 72))
+        .pdd()
+        .tap("qty_edit")
+        .order(4);
+    field.text = qty.to_string();
+    Node::linear(r(l, t, l + 240, t + 72))
+        .rid("com.xunmeng.pinduoduo:id/gnl")
+        .focusable()
+        .child(
+            Node::linear(r(l, t, l + 240, t + 72))
+                .child(
+                    Node::image(r(l, t, l + 75, t + 72))
+                        .pdd()
+                        .desc("减少数量")
+                        .tap("qty_minus"),
+                )
+                .child(field)
+                .child(
+                    Node::image(r(l + 165, t, l + 240, t + 72))
+                        .pdd()
+                        .desc("增加数量")
+                        .tap("qty_plus")
+                        .enabled(plus_enabled)
+                        .order(6),
+                ),
+        )
+}
+
 pub(crate) fn back_button() -> Node {
     Node::image(r(0, STATUS_H, 130, 225))
         .pdd()
@@ -79,4 +111,25 @@ pub(crate) fn bottom_nav(h: i32, selected: &str) -> Node {
         bar = bar.child(tab);
     }
     bar
+}
+
+/// A dialog button as the real retention dialog draws one: a clickable ViewGroup holding a
+/// FrameLayout holding the label's TextView (centred).
+pub(crate) fn dialog_button(b: Rect, text: &str, action: &str) -> Node {
+    let w = tw(text, 48);
+    let (cx, cy) = b.center();
+    let lb = r(cx - w / 2, cy - 32, cx + w / 2, cy + 33);
+    Node::group(b)
+        .tap(action)
+        .child(Node::frame(lb).child(Node::text(lb, text)))
+}
+
+/// A line of a dialog in its own ViewGroup › FrameLayout › TextView (the real dialog's
+/// nesting), centred in `row`; `px` the glyph size; `lines` how many lines it wraps to.
+pub(crate) fn dialog_line(row: Rect, text: &str, px: i32, lines: i32) -> Node {
+    let w = (tw(text, px) / lines.max(1)).min(row.r - row.l - 20);
+    let (cx, cy) = row.center();
+    let h = px * 13 / 10 * lines.max(1);
+    let lb = r(cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2);
+    Node::group(row).child(Node::frame(lb).child(Node::text(lb, text)))
 }

@@ -8,7 +8,8 @@ use crate::catalog::{format_yuan, OrderDetailForm};
 use crate::ledger::Order;
 use crate::ui::Node;
 use crate::variants::{
-    order_payment_text, order_status_text, yuan_with_unit, MORE_ORDER_INFO, STATUS_UNPAID,
+    order_payment_text, placed_note, yuan_with_unit, CheckoutButton, PaymentMethod,
+    MORE_ORDER_INFO, STATUS_COMMITTED_UNPAID, STATUS_UNPAID,
 };
 
 use super::nodes::{back_button, label, r, tw, NAV_H, STATUS_H, W};
@@ -56,6 +57,15 @@ pub(crate) fn order_detail(
         label(35, 1245, &format!("下单时间：{created_local}"), 40),
         label(35, 1325, order_payment_text(&o.status), 40),
     ]);
+    if o.status == STATUS_COMMITTED_UNPAID {
+        // 先用后付: paid after delivery ("先用后付 确认收货后自动付款¥T", field notes §3a).
+        let note = placed_note(
+            PaymentMethod::PayLater,
+            CheckoutButton::Submit,
+            &format_yuan(o.total_cent),
+        );
+        nodes.push(label(35, 1405, &note, 40));
+    }
     if o.status == STATUS_UNPAID {
         nodes.push(pay_bar(o, bottom));
     }
@@ -65,7 +75,7 @@ pub(crate) fn order_detail(
 /// The top of a detail, both forms: status (and countdown while unpaid), address, shop,
 /// the goods with its spec, unit price and quantity (`times`: "x" or the real "×").
 fn order_head(v: &View<'_>, o: &Order, remaining: i64, times: &str) -> Vec<Node> {
-    let mut nodes = vec![label(35, 280, order_status_text(&o.status), 60)];
+    let mut nodes = vec![label(35, 280, v.status_text(o), 60)];
     if o.status == STATUS_UNPAID {
         nodes.push(label(
             35,

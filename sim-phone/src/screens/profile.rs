@@ -50,7 +50,7 @@ pub(crate) fn profile(v: &View<'_>, h: i32) -> Vec<Node> {
                 .child(label(35, 610, "我的订单", 48))
                 .child(
                     Node::group(r(800, 590, 1045, 680))
-                        .tap("orders")
+                        .tap("orders:all")
                         .child(label(820, 615, "查看全部", 40)),
                 ),
         );

@@ -1,15 +1,16 @@
 //! The SKU sheet (checkout sheet): address row, goods block with merged price label,
 //! selection text and quantity stepper, the discount row, the option list and the
-//! 提交订单 footer.
+//! 提交订单 footer. Goods that go through 确认订单 get the spec sheet of the older flow
+//! instead: no address row, no payment row, no total, the footer 确定 / 立即购买.
 
 use crate::account::Address;
 use crate::catalog::{format_yuan, Goods};
 use crate::page::{qty_limit, SheetState};
 use crate::ui::Node;
-use crate::variants::confirm_button;
+use crate::variants::{confirm_button, FOOTER_PROMO_CLOSE, FOOTER_PROMO_TEXT, TOTAL_LABEL};
 
-use super::nodes::{label, payment_row, r, tw, NAV_H, STATUS_H, W};
-use super::sheet_options::{list_top, option_groups, LIST_BOTTOM};
+use super::nodes::{label, payment_row, quantity_stepper, r, tw, NAV_H, STATUS_H, W};
+use super::sheet_options::{list_top, option_groups, sheet_lift, LIST_BOTTOM};
 
 /// Where the app draws an option's icon, its page text starts with these spaces.
 const ICON_SPACES: &str = "  ";
@@ -159,68 +160,52 @@ pub(crate) fn sheet(g: &Goods, s: &SheetState, address: Option<&Address>, h: i32
                             .rid("com.xunmeng.pinduoduo:id/tv_select_sku")
                             .order(9),
                     )
-                    .child(
-                        Node::linear(r(393, 764, 633, 836))
-                            .rid("com.xunmeng.pinduoduo:id/gnl")
-                            .focusable()
-                            .order(13)
-                            .child(
-                                Node::linear(r(393, 764, 633, 836))
-                                    .child(
-                                        Node::image(r(393, 764, 468, 836))
-                                            .pdd()
-                                            .desc("减少数量")
-                                            .tap("qty_minus"),
-                                    )
-                                    .child(
-                                        Node::new("android.widget.EditText", r(474, 764, 552, 836))
-                                            .pdd()
-                                            .tap("qty_edit")
-                                            .order(4)
-                                            .text_of(s.qty.to_string()),
-                                    )
-                                    .child(
-                                        Node::image(r(558, 764, 633, 836))
-                                            .pdd()
-                                            .desc("增加数量")
-                                            .tap("qty_plus")
-                                            .enabled(s.qty < limit)
-                                            .order(6),
-                                    ),
-                            ),
-                    )
+                    .child(quantity_stepper(393, 764, s.qty, s.qty < limit).order(13))
                     .child(Node::view(r(35, 836, 1054, 871)).pdd().order(18)),
             ),
     );
-    let mut upper = Node::linear(r(0, 332, W, list_top(g)))
-        .pdd()
-        .child(
-            Node::linear(r(0, 332, W, 486)).pdd().child(
-                Node::linear(r(0, 332, W, 470)).pdd().child(
-                    Node::frame(r(0, 332, W, 470))
-                        .pdd()
-                        .child(Node::group(r(0, 332, W, 470)).child(address)),
+    // The spec sheet of goods that go through 确认订单 has no address row: the goods block
+    // and everything under it move up by the row's band.
+    let lift = sheet_lift(g);
+    let mut upper = Node::linear(r(0, 332, W, list_top(g))).pdd();
+    if lift == 0 {
+        upper = upper
+            .child(
+                Node::linear(r(0, 332, W, 486)).pdd().child(
+                    Node::linear(r(0, 332, W, 470)).pdd().child(
+                        Node::frame(r(0, 332, W, 470))
+                            .pdd()
+                            .child(Node::group(r(0, 332, W, 470)).child(address)),
+                    ),
                 ),
-            ),
-        )
-        .child(Node::view(r(0, 486, W, 487)).pdd().order(2))
-        .child(goods_block)
-        .child(Node::view(r(35, 871, W, 872)).pdd().order(5));
+            )
+            .child(Node::view(r(0, 486, W, 487)).pdd().order(2));
+    }
+    upper = upper.child(goods_block.translate(0, -lift)).child(
+        Node::view(r(35, 871, W, 872))
+            .pdd()
+            .order(5)
+            .translate(0, -lift),
+    );
     if g.discount_cent > 0 {
         let text = g
             .discount_label
             .clone()
             .unwrap_or_else(|| format!("已减{}元", format_yuan(g.discount_cent)));
         upper = upper.child(
-            Node::linear(r(0, 872, W, 1002)).pdd().order(7).child(
-                Node::group(r(0, 872, W, 1002))
-                    .tap("toast:优惠")
-                    .child(label(35, 908, "优惠", 46))
-                    .child(Node::text(
-                        r(1000 - tw(&text, 46), 910, 996, 963),
-                        text.clone(),
-                    )),
-            ),
+            Node::linear(r(0, 872, W, 1002))
+                .pdd()
+                .order(7)
+                .child(
+                    Node::group(r(0, 872, W, 1002))
+                        .tap("toast:优惠")
+                        .child(label(35, 908, "优惠", 46))
+                        .child(Node::text(
+                            r(1000 - tw(&text, 46), 910, 996, 963),
+                            text.clone(),
+                        )),
+                )
+                .translate(0, -lift),
         );
     }
     // Option groups in a vertically scrolling list.
@@ -244,8 +229,8 @@ pub(crate) fn sheet(g: &Goods, s: &SheetState, address: Option<&Address>, h: i32
     } else if g.confirm_page {
         confirm_button(s.group_buy).to_string()
     } else {
-        let label = g.payment_method.submit_label();
-        format!("{label} ¥{}", format_yuan(s.shown_total(g)))
+        g.checkout_button
+            .footer_label(g.payment_method, &format_yuan(s.shown_total(g)))
     };
     let fw = tw(&footer_text, 52);
     let footer = Node::frame(r(334, 2213, W, bottom))
@@ -285,15 +270,32 @@ pub(crate) fn sheet(g: &Goods, s: &SheetState, address: Option<&Address>, h: i32
     if !g.confirm_page {
         body = body.child(payment_row(g.payment_method, 2118));
     }
-    let body = body
-        .child(
-            Node::group(r(0, 2213, 334, bottom))
-                .pdd()
-                .clickable()
-                .order(10)
-                .child(Node::text(r(0, 2213, 334, bottom), "添加").pdd()),
-        )
-        .child(footer);
+    // The footer's left part: 添加, or (`checkout_button: confirm`) the order total as two
+    // labels, 合计： + ¥T, the same shown total the 提交订单 footer would carry.
+    let left = if g.checkout_button.total_on_the_left() && !g.confirm_page && !all_sold_out {
+        let total = format!("¥{}", format_yuan(s.shown_total(g)));
+        let tx = 40 + tw(TOTAL_LABEL, 44);
+        Node::group(r(0, 2213, 334, bottom))
+            .pdd()
+            .order(10)
+            .child(Node::text(r(40, 2257, tx, 2312), TOTAL_LABEL).pdd())
+            .child(
+                Node::text(r(tx, 2250, (tx + tw(&total, 52)).min(330), 2316), total)
+                    .pdd()
+                    .order(2),
+            )
+    } else {
+        Node::group(r(0, 2213, 334, bottom))
+            .pdd()
+            .clickable()
+            .order(10)
+            .child(Node::text(r(0, 2213, 334, bottom), "添加").pdd())
+    };
+    let mut body = body.child(left).child(footer);
+    if g.footer_promo && !s.promo_closed && !all_sold_out {
+        // Drawn after (over) the footer, in the same window and parent.
+        body = body.child(footer_promo().order(12));
+    }
     vec![Node::linear(r(0, STATUS_H, W, bottom))
         .pdd()
         .clickable()
@@ -302,13 +304,30 @@ pub(crate) fn sheet(g: &Goods, s: &SheetState, address: Option<&Address>, h: i32
         .child(body)]
 }
 
-trait TextOf {
-    fn text_of(self, t: String) -> Self;
-}
-
-impl TextOf for Node {
-    fn text_of(mut self, t: String) -> Node {
-        self.text = t;
-        self
-    }
+/// The 多多支付 promo bubble laid over the footer's order button (`footer_promo`): a
+/// clickable ViewGroup (a tap opens 开通多多支付) whose rectangle holds the footer frame's
+/// centre (707, 2283), with its background, the label in a FrameLayout, the tail pointing
+/// at the button and, at its right end, the close icon (desc 关闭提示).
+fn footer_promo() -> Node {
+    let tl = 376;
+    let tr = tl + tw(FOOTER_PROMO_TEXT, 46);
+    Node::group(r(346, 2150, 1068, 2300))
+        .pdd()
+        .tap("promo_open")
+        .child(Node::image(r(346, 2150, 1068, 2270)).pdd())
+        .child(
+            Node::frame(r(tl, 2176, tr, 2244))
+                .pdd()
+                .order(2)
+                .child(Node::text(r(tl, 2176, tr, 2244), FOOTER_PROMO_TEXT).pdd()),
+        )
+        .child(Node::image(r(687, 2270, 727, 2300)).pdd().order(3))
+        .child(
+            Node::group(r(980, 2166, 1052, 2254)).order(4).child(
+                Node::image(r(992, 2178, 1040, 2242))
+                    .pdd()
+                    .desc(FOOTER_PROMO_CLOSE)
+                    .tap("promo_close"),
+            ),
+        )
 }

@@ -22,12 +22,23 @@ const TILE_W: i32 = 300;
 const TILE_H: i32 = 395;
 const TILE_GAP: i32 = 23;
 
-pub(crate) fn list_top(g: &Goods) -> i32 {
-    if g.discount_cent > 0 {
-        1002
+/// Height of the sheet's address row band (row and divider, y 332–487).
+pub(crate) const ADDRESS_BAND: i32 = 155;
+
+/// How far the sheet's goods block sits above its usual place: the spec sheet of goods
+/// that go through 确认订单 has no address row (the address is on 确认订单), so
+/// everything below moves up by the band.
+pub(crate) fn sheet_lift(g: &Goods) -> i32 {
+    if g.confirm_page {
+        ADDRESS_BAND
     } else {
-        872
+        0
     }
+}
+
+pub(crate) fn list_top(g: &Goods) -> i32 {
+    let top = if g.discount_cent > 0 { 1002 } else { 872 };
+    top - sheet_lift(g)
 }
 
 fn grid_dims(n: usize) -> (i32, i32) {

@@ -38,6 +38,15 @@ impl<'a> View<'a> {
         self.ledger.orders().iter().find(|o| o.order_sn == sn)
     }
 
+    /// The order's status as its card and detail show it (the goods' unpaid wording).
+    pub(crate) fn status_text(&self, o: &Order) -> &'static str {
+        let unpaid = self
+            .goods(&o.goods_id)
+            .map(|g| g.unpaid_wording)
+            .unwrap_or_default();
+        crate::variants::order_status_text(&o.status, unpaid)
+    }
+
     /// "颜色分类：黑色；尺码：L" — dimension headings from the catalog, canonical names.
     pub(crate) fn options_text(&self, o: &Order) -> String {
         let g = self.goods(&o.goods_id);

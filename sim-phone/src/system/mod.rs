@@ -12,6 +12,6 @@ pub mod windows;
 
 pub use state::{
     Battery, Chooser, ChooserTarget, ForeignApp, HeadsUp, KeyRecord, LockKind, Plug, SwipeRecord,
-    SystemConfig, SystemState, TapRecord, HEADS_UP_DECAY_MS, LOW_BATTERY_WARN_PERCENT,
+    SystemConfig, SystemState, TapRecord, WechatPay, HEADS_UP_DECAY_MS, LOW_BATTERY_WARN_PERCENT,
 };
 pub use windows::{Win, WinKind};

@@ -8,7 +8,7 @@ use chrono::{DateTime, Datelike, FixedOffset, Timelike};
 
 use crate::ui::{Node, Rect};
 
-use super::state::{heads_up_rect, Chooser, ChooserTarget, ForeignApp, HeadsUp};
+use super::state::{heads_up_rect, Chooser, ChooserTarget, ForeignApp, HeadsUp, WechatPay};
 use super::windows::{ANDROID, IME_HEIGHT, IME_PACKAGE, SYSTEMUI};
 
 fn sys_text(b: Rect, t: &str, rid: &str) -> Node {
@@ -276,19 +276,92 @@ pub fn keyboard(w: i32, h: i32) -> Node {
     root
 }
 
-/// A foreign app in front (what a tap on a notification or the chooser opens).
-pub fn foreign(app: ForeignApp, url: Option<&str>, w: i32, h: i32) -> Node {
+/// A foreign app in front (what a tap on a notification or the chooser opens, or WeChat's
+/// pay sheet after a `payment_handoff` order).
+pub fn foreign(
+    app: ForeignApp,
+    url: Option<&str>,
+    pay: Option<&WechatPay>,
+    w: i32,
+    h: i32,
+) -> Node {
     let pkg = app.package();
+    if let (ForeignApp::WeChatPay, Some(pay)) = (app, pay) {
+        return wechat_pay_sheet(pay, w, h);
+    }
     let mut root = Node::frame(Rect::new(0, 0, w, h)).package(pkg);
     let title = match app {
-        ForeignApp::WeChat => "微信".to_string(),
+        ForeignApp::WeChat | ForeignApp::WeChatPay => "微信".to_string(),
         ForeignApp::Browser => url.unwrap_or("").to_string(),
     };
     let mut t = Node::text(Rect::new(60, 120, w - 60, 220), title).package(pkg);
     t.rid = match app {
-        ForeignApp::WeChat => "com.tencent.mm:id/title".into(),
+        ForeignApp::WeChat | ForeignApp::WeChatPay => "com.tencent.mm:id/title".into(),
         ForeignApp::Browser => "com.android.browser:id/url".into(),
     };
     root = root.child(t);
     root
+}
+
+/// The action of WeChat's 立即支付 (records a payment attempt on the order).
+pub const WECHAT_PAY_ACTION: &str = "wechat_pay";
+/// The action of the pay sheet's close icon (as BACK: the user cancels in WeChat).
+pub const WECHAT_CLOSE_ACTION: &str = "wechat_close";
+
+/// WeChat's pay sheet for a PDD order: the window dimmed above a bottom sheet with its
+/// close icon, 微信支付, 支付给拼多多, the amount with two decimals, the payment method row
+/// and the 立即支付 button; package `com.tencent.mm`.
+pub fn wechat_pay_sheet(pay: &WechatPay, w: i32, h: i32) -> Node {
+    use crate::variants::{
+        yuan_two_decimals, WECHAT_PAY_BUTTON, WECHAT_PAY_PAYEE, WECHAT_PAY_TITLE,
+    };
+    let mm = |n: Node| n.package("com.tencent.mm");
+    let top = h - 1300;
+    let mut content = mm(Node::frame(Rect::new(0, 0, w, h)));
+    content.rid = "android:id/content".into();
+    let close = mm(Node::image(Rect::new(40, top + 40, 130, top + 130)))
+        .desc("关闭")
+        .tap(WECHAT_CLOSE_ACTION);
+    let title = mm(Node::text(
+        Rect::new(w / 2 - 120, top + 55, w / 2 + 120, top + 115),
+        WECHAT_PAY_TITLE,
+    ));
+    let payee = mm(Node::text(
+        Rect::new(w / 2 - 150, top + 230, w / 2 + 150, top + 290),
+        WECHAT_PAY_PAYEE,
+    ));
+    let amount = yuan_two_decimals(pay.total_cent);
+    let aw = amount.chars().count() as i32 * 60;
+    let amount = mm(Node::text(
+        Rect::new(w / 2 - aw / 2, top + 320, w / 2 + aw / 2, top + 460),
+        amount,
+    ));
+    let method = mm(Node::linear(Rect::new(40, top + 560, w - 40, top + 680)))
+        .clickable()
+        .child(mm(Node::text(
+            Rect::new(70, top + 590, 310, top + 650),
+            "支付方式",
+        )))
+        .child(mm(Node::text(
+            Rect::new(w - 250, top + 590, w - 70, top + 650),
+            "零钱",
+        )));
+    let mut button = mm(Node::new(
+        "android.widget.Button",
+        Rect::new(90, h - 300, w - 90, h - 160),
+    ))
+    .tap(WECHAT_PAY_ACTION);
+    button.text = WECHAT_PAY_BUTTON.into();
+    let sheet = mm(Node::linear(Rect::new(0, top, w, h)))
+        .child(close)
+        .child(title)
+        .child(payee)
+        .child(amount)
+        .child(method)
+        .child(button);
+    mm(Node::frame(Rect::new(0, 0, w, h))).child(
+        content
+            .child(mm(Node::view(Rect::new(0, 0, w, top))))
+            .child(sheet),
+    )
 }

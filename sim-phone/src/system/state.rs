@@ -176,17 +176,20 @@ pub enum ChooserTarget {
     Browser,
 }
 
-/// A foreign app in front of PDD (opened from a notification or the chooser).
+/// A foreign app in front of PDD (opened from a notification or the chooser, or WeChat's
+/// pay sheet that a `payment_handoff` order opens).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ForeignApp {
     WeChat,
+    /// WeChat showing its pay sheet for a PDD order ([`SystemState::wechat_pay`]).
+    WeChatPay,
     Browser,
 }
 
 impl ForeignApp {
     pub fn package(self) -> &'static str {
         match self {
-            ForeignApp::WeChat => "com.tencent.mm",
+            ForeignApp::WeChat | ForeignApp::WeChatPay => "com.tencent.mm",
             ForeignApp::Browser => "com.android.browser",
         }
     }
@@ -194,9 +197,23 @@ impl ForeignApp {
     pub fn activity(self) -> &'static str {
         match self {
             ForeignApp::WeChat => "com.tencent.mm/com.tencent.mm.ui.LauncherUI",
+            ForeignApp::WeChatPay => {
+                "com.tencent.mm/com.tencent.mm.plugin.wallet.pay.ui.WalletPayUI"
+            }
             ForeignApp::Browser => "com.android.browser/com.android.browser.BrowserActivity",
         }
     }
+    /// WeChat, whatever it shows.
+    pub fn is_wechat(self) -> bool {
+        matches!(self, ForeignApp::WeChat | ForeignApp::WeChatPay)
+    }
+}
+
+/// The PDD order WeChat's pay sheet asks to pay.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WechatPay {
+    pub order_sn: String,
+    pub total_cent: i64,
 }
 
 /// The phone's own state.
@@ -220,6 +237,8 @@ pub struct SystemState {
     pub foreign: Option<ForeignApp>,
     /// The URL the browser shows (when it is the foreign app).
     pub browser_url: Option<String>,
+    /// The order WeChat's pay sheet is for (when it is the foreign app).
+    pub wechat_pay: Option<WechatPay>,
     /// BACK put the keyboard away while the field keeps focus (a tap on it brings it back).
     pub ime_hidden: bool,
     pub taps: Vec<TapRecord>,
@@ -246,6 +265,7 @@ impl SystemState {
             chooser_default_pdd: false,
             foreign: None,
             browser_url: None,
+            wechat_pay: None,
             ime_hidden: false,
             taps: Vec::new(),
             swipes: Vec::new(),
@@ -313,6 +333,13 @@ impl SystemState {
         } else if !self.screen_on {
             self.locked = true;
         }
+    }
+
+    /// The foreign app goes to the background (BACK, HOME, a deep link to PDD).
+    pub fn close_foreign(&mut self) {
+        self.foreign = None;
+        self.browser_url = None;
+        self.wechat_pay = None;
     }
 
     /// The keyguard covers the app (screen on or off).

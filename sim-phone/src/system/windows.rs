@@ -250,8 +250,8 @@ pub fn windows(sys: &SystemState, s: &Scene<'_>) -> Vec<Win> {
             WinKind::Foreign(f),
             f.activity(),
             f.package(),
-            if f == ForeignApp::WeChat { 10_167 } else { 10_118 },
-            if f == ForeignApp::WeChat { 6_012 } else { 6_340 },
+            if f.is_wechat() { 10_167 } else { 10_118 },
+            if f.is_wechat() { 6_012 } else { 6_340 },
             "BASE_APPLICATION",
             "LAYOUT_IN_SCREEN LAYOUT_INSET_DECOR SPLIT_TOUCH HARDWARE_ACCELERATED DRAWS_SYSTEM_BAR_BACKGROUNDS",
             full,
@@ -259,7 +259,7 @@ pub fn windows(sys: &SystemState, s: &Scene<'_>) -> Vec<Win> {
         fw.visible = app_visible;
         fw.focusable = true;
         fw.activity = Some(short_component(f.activity()));
-        fw.task = Some(if f == ForeignApp::WeChat { 61 } else { 63 });
+        fw.task = Some(if f.is_wechat() { 61 } else { 63 });
         out.push(fw);
     }
     let covered_by_app = sys.foreign.is_some();
