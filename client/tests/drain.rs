@@ -190,7 +190,11 @@ fn a_second_signal_between_the_mark_and_the_result_waits_for_the_result_then_exi
     let census = w.phone.hang_commands("orders.html");
     let (mut child, rx) = spawn(&w, data.path());
     await_hold(|| census.hits());
-    assert_eq!(w.phone.orders().len(), 0, "the census comes before the order");
+    assert_eq!(
+        w.phone.orders().len(),
+        0,
+        "the census comes before the order"
+    );
     let gate = w.phone.hang_commands("orders.html");
     drop(census);
     await_hold(|| gate.hits());

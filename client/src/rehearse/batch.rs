@@ -241,6 +241,18 @@ pub fn purchase_demo(run_tag: &str, live: bool, failure_paths: bool) -> Vec<Batc
 /// - a full-page 确认订单 → `succeeded`, the total checked there;
 /// - 待付款 reachable only by its deep link, and a folded order detail → `succeeded`
 ///   (live: reconciled to the order number);
+/// - issue 25's checkouts: a sheet whose 确定 places the order (its 合计 shown) →
+///   `succeeded` (live: marked, then 确定 tapped once); the same without a total →
+///   `failed:ORDER_TOTAL_NOT_SHOWN`; a 立即支付 footer → `PAYMENT_METHOD_NOT_ALLOWED`;
+///   确认订单 with a stepper (quantity 2) → `succeeded`, and one that opens at quantity 1
+///   with no stepper → `failed:QUANTITY_NOT_SETTABLE`; a promo drawn over 提交订单 →
+///   `succeeded` (closed first); 待支付 / 等待付款 orders → `succeeded`;
+/// - issue 25's post-submit screens, live only (a dry run never submits: `succeeded`):
+///   the same goods bought twice where PDD asks 相同商品订单待支付 → the first
+///   `succeeded`, the second `manual_review:REPEAT_ORDER_PROMPT` (never 继续下单; the
+///   first order is never adopted), on the sheet, on 确认订单 and on a sheet whose 确定
+///   orders; a 免密支付 / 先用后付 offer → `manual_review:PAYMENT_OFFER_SHOWN`; the
+///   hand-off to WeChat → `manual_review:PAYMENT_APP_OPENED`.
 ///
 /// Not here: `deep_link_fails` (811223344509). Our flows never leave a goods page on
 /// screen (a purchase ends on the order list, a collect on the sheet), so a dead link
@@ -250,18 +262,31 @@ pub fn purchase_demo(run_tag: &str, live: bool, failure_paths: bool) -> Vec<Batc
 /// proven by `client/tests/goods_identity.rs` and the job tests.
 pub fn variant_demo(run_tag: &str, live: bool) -> Vec<BatchTask> {
     let mode = if live { "live" } else { "dry_run" };
-    let t = |name: &str, goods: &str, options: Value, max: i64, expect: &str| BatchTask {
-        id: Some(format!("{run_tag}-variant-{name}-{goods}")),
-        task_type: "purchase".into(),
-        execution_mode: Some(mode.into()),
-        payload: json!({
-            "goods_id": goods,
-            "goods_url": format!("https://mobile.yangkeduo.com/goods.html?goods_id={goods}"),
-            "options": options, "quantity": 1, "max_price_cent": max,
-        }),
-        expect: expect.into(),
+    let tq = |name: &str, goods: &str, options: Value, quantity: u32, max: i64, expect: &str| {
+        BatchTask {
+            id: Some(format!("{run_tag}-variant-{name}-{goods}")),
+            task_type: "purchase".into(),
+            execution_mode: Some(mode.into()),
+            payload: json!({
+                "goods_id": goods,
+                "goods_url": format!("https://mobile.yangkeduo.com/goods.html?goods_id={goods}"),
+                "options": options, "quantity": quantity, "max_price_cent": max,
+            }),
+            expect: expect.into(),
+        }
+    };
+    let t = |name: &str, goods: &str, options: Value, max: i64, expect: &str| {
+        tq(name, goods, options, 1, max, expect)
     };
     let refused = "manual_review:PAYMENT_METHOD_NOT_ALLOWED";
+    // What a live submit meets after the tap; a dry run never gets there.
+    let after_submit = |code: &str| {
+        if live {
+            format!("manual_review:{code}")
+        } else {
+            "succeeded".to_string()
+        }
+    };
     vec![
         t(
             "icon",
@@ -325,6 +350,129 @@ pub fn variant_demo(run_tag: &str, live: bool) -> Vec<BatchTask> {
             json!({"color": "白色", "size": "M"}),
             10000,
             "succeeded",
+        ),
+        // Issue 25: the checkout's order button, whatever it reads.
+        t(
+            "checkout-confirm",
+            "811223344511",
+            json!({"color": "粉色", "size": "M"}),
+            10000,
+            "succeeded",
+        ),
+        t(
+            "confirm-no-total",
+            "811223344512",
+            json!({"color": "浅灰"}),
+            10000,
+            "failed:ORDER_TOTAL_NOT_SHOWN",
+        ),
+        t(
+            "pay-now",
+            "811223344513",
+            json!({"color": "白色"}),
+            10000,
+            refused,
+        ),
+        tq(
+            "confirm-stepper",
+            "811223344514",
+            json!({"color": "米黄", "size": "110cm"}),
+            2,
+            20000,
+            "succeeded",
+        ),
+        tq(
+            "confirm-reset",
+            "811223344515",
+            json!({"color": "奶白"}),
+            2,
+            20000,
+            "failed:QUANTITY_NOT_SETTABLE",
+        ),
+        t(
+            "promo",
+            "811223344516",
+            json!({"color": "燕麦色"}),
+            10000,
+            "succeeded",
+        ),
+        t(
+            "daizhifu",
+            "811223344517",
+            json!({"color": "咖啡色"}),
+            10000,
+            "succeeded",
+        ),
+        t(
+            "dengdai",
+            "811223344518",
+            json!({"style": "夹式"}),
+            10000,
+            "succeeded",
+        ),
+        // The same goods twice: PDD asks before a second unpaid order of it.
+        t(
+            "repeat-first",
+            "811223344519",
+            json!({"spec": "50只装"}),
+            10000,
+            "succeeded",
+        ),
+        t(
+            "repeat-second",
+            "811223344519",
+            json!({"spec": "50只装"}),
+            10000,
+            &after_submit("REPEAT_ORDER_PROMPT"),
+        ),
+        t(
+            "repeat-confirm-first",
+            "811223344523",
+            json!({"color": "粉色"}),
+            10000,
+            "succeeded",
+        ),
+        t(
+            "repeat-confirm-second",
+            "811223344523",
+            json!({"color": "粉色"}),
+            10000,
+            &after_submit("REPEAT_ORDER_PROMPT"),
+        ),
+        t(
+            "repeat-checkout-first",
+            "811223344524",
+            json!({"color": "白色"}),
+            10000,
+            "succeeded",
+        ),
+        t(
+            "repeat-checkout-second",
+            "811223344524",
+            json!({"color": "白色"}),
+            10000,
+            &after_submit("REPEAT_ORDER_PROMPT"),
+        ),
+        t(
+            "offer-password-free",
+            "811223344520",
+            json!({"color": "奶茶色"}),
+            10000,
+            &after_submit("PAYMENT_OFFER_SHOWN"),
+        ),
+        t(
+            "offer-pay-later",
+            "811223344521",
+            json!({"color": "卡其"}),
+            10000,
+            &after_submit("PAYMENT_OFFER_SHOWN"),
+        ),
+        t(
+            "wechat-handoff",
+            "811223344522",
+            json!({"color": "小熊款"}),
+            10000,
+            &after_submit("PAYMENT_APP_OPENED"),
         ),
     ]
 }
