@@ -26,6 +26,9 @@ pub struct World {
     token: String,
     /// The client processes' lock directory when not the machine-wide default.
     locks: Option<PathBuf>,
+    /// The phone's address fingerprint every client run gets (`CMAUTOBUY_EXPECTED_ADDRESS`):
+    /// the simulated phone's address, or a replay's recorded one.
+    fingerprint: Option<String>,
     /// A private real adb server the client reaches the phone through (the `u2`
     /// backend needs one: direct TCP has no `tcp:PORT` streams); `None`: direct TCP.
     pub adb: Option<AdbServer>,
@@ -151,6 +154,12 @@ impl WorldBuilder {
         if let Some(sys) = self.system {
             cfg.system = sys;
         }
+        // A replay shows the address it was recorded with (masked by the export): that
+        // is its fingerprint, as `rehearse --replay` takes it.
+        let fingerprint = match &self.replay {
+            Some(s) => cmautobuy_client::rehearse::replay::recorded_address(s),
+            None => Some(SIM_ADDRESS_FINGERPRINT.to_string()),
+        };
         cfg.replay = self.replay;
         let phone = SimPhone::bind("127.0.0.1:0".parse().unwrap(), cfg).unwrap();
         let (locks, tmp) = if self.private_locks {
@@ -173,6 +182,7 @@ impl WorldBuilder {
             locks,
             adb,
             both_backends: self.both_backends,
+            fingerprint,
             _tmp: tmp,
         }
     }
@@ -304,7 +314,11 @@ impl World {
             // The simulated phone's delivery address as its fingerprint, as a configured
             // phone has (issue 25: no live order without one); a test of the fingerprint
             // sets it again, or removes it, on the command.
-            .env("CMAUTOBUY_EXPECTED_ADDRESS", SIM_ADDRESS_FINGERPRINT);
+            ;
+        match &self.fingerprint {
+            Some(f) => c.env("CMAUTOBUY_EXPECTED_ADDRESS", f),
+            None => c.env_remove("CMAUTOBUY_EXPECTED_ADDRESS"),
+        };
         if let Some(locks) = &self.locks {
             c.env("CMAUTOBUY_LOCK_DIR", locks);
         }
