@@ -751,9 +751,11 @@ impl App {
             );
         }
         let order_sn = self.ledger.next_order_sn(self.cfg.seed, now);
-        // 免密支付, or a 立即支付 order button: the button itself pays.
+        // 免密支付, or a 立即支付 order button: the button itself pays; an account that
+        // pays by itself (`pays_silently`) too, though nothing on the checkout says so.
         let pays =
             g.payment_method == PaymentMethod::PasswordFree || g.checkout_button.pays_at_once();
+        let silently = g.pays_silently;
         let order = Order {
             order_sn: order_sn.clone(),
             goods_id: g.goods_id.clone(),
@@ -761,7 +763,7 @@ impl App {
             quantity: s.qty,
             total_cent: g.total_cent(&s.sel, s.qty),
             created_at: now.to_rfc3339_opts(chrono::SecondsFormat::Secs, false),
-            status: if pays {
+            status: if pays || silently {
                 crate::variants::STATUS_PAID.into()
             } else {
                 g.payment_method.placed_status().into()
@@ -776,7 +778,7 @@ impl App {
             self.last_toast = Some(format!("网络错误，请重试 ({e})"));
             return Outcome::default();
         }
-        if g.payment_method == PaymentMethod::Wechat && !pays {
+        if g.payment_method == PaymentMethod::Wechat && !pays && !silently {
             self.stack.push(Page::Payment {
                 order_sn: order_sn.clone(),
             });

@@ -140,6 +140,13 @@ pub struct Goods {
     /// returns to PDD's cashier).
     #[serde(default)]
     pub payment_handoff: PaymentHandoff,
+    /// The account pays this goods' 微信支付 orders by itself — an auto-deduct the
+    /// checkout does not show (it reads 使用#微信支付 and 提交订单 like any other): the order
+    /// button places the order and it is paid at once (status `paid`; no pay button was
+    /// tapped, `payment_attempted` stays false), then 支付成功. What the client can only
+    /// find out afterwards, under 全部 (issue 25: a critical alert, live stopped).
+    #[serde(default)]
+    pub pays_silently: bool,
     /// How the profile page draws its 待付款 entry once this goods was opened or ordered:
     /// `label` (default) or `canvas` (no accessible entry; only the deep link reaches the list).
     #[serde(default)]
@@ -349,6 +356,16 @@ impl Goods {
         {
             return Err(format!(
                 "{id}: payment_handoff hands a 微信支付 order to WeChat (payment_method wechat, no pay_now, no payment_offer)"
+            ));
+        }
+        if self.pays_silently
+            && (self.payment_method != PaymentMethod::Wechat
+                || self.checkout_button == CheckoutButton::PayNow
+                || self.payment_offer != PaymentOffer::None
+                || self.payment_handoff != PaymentHandoff::None)
+        {
+            return Err(format!(
+                "{id}: pays_silently pays a 微信支付 order without its cashier (payment_method wechat, no pay_now, no payment_offer, no payment_handoff)"
             ));
         }
         if self.checkout_button == CheckoutButton::PayNow

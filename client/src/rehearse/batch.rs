@@ -252,7 +252,9 @@ pub fn purchase_demo(run_tag: &str, live: bool, failure_paths: bool) -> Vec<Batc
 ///   `succeeded`, the second `manual_review:REPEAT_ORDER_PROMPT` (never 继续下单; the
 ///   first order is never adopted), on the sheet, on 确认订单 and on a sheet whose 确定
 ///   orders; a 免密支付 / 先用后付 offer → `manual_review:PAYMENT_OFFER_SHOWN`; the
-///   hand-off to WeChat → `manual_review:PAYMENT_APP_OPENED`.
+///   hand-off to WeChat → `manual_review:PAYMENT_APP_OPENED`; an account that pays by
+///   itself, last (its critical alert stops live on the phone) → the order found paid
+///   under 全部, `manual_review:ORDER_NOT_UNPAID`.
 ///
 /// Not here: `deep_link_fails` (811223344509). Our flows never leave a goods page on
 /// screen (a purchase ends on the order list, a collect on the sheet), so a dead link
@@ -473,6 +475,16 @@ pub fn variant_demo(run_tag: &str, live: bool) -> Vec<BatchTask> {
             json!({"color": "小熊款"}),
             10000,
             &after_submit("PAYMENT_APP_OPENED"),
+        ),
+        // Last: an account that pays by itself. The order is found paid under 全部 — the
+        // critical `order_not_unpaid` alert stops live on the phone, so nothing live may
+        // follow it in the batch.
+        t(
+            "pays-silently",
+            "811223344525",
+            json!({"color": "磨砂黑"}),
+            10000,
+            &after_submit("ORDER_NOT_UNPAID"),
         ),
     ]
 }

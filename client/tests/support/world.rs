@@ -387,6 +387,23 @@ pub fn status_json(data: &Path) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
 }
 
+/// `cmautobuy-client ARGS…` on `data` (no config file); it must exit 0. Its stdout.
+pub fn cli_ok(data: &Path, args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_cmautobuy-client"))
+        .arg("--data-dir")
+        .arg(data)
+        .args(args)
+        .env_remove("CMAUTOBUY_CONFIG")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// Waits (polling every 100 ms) for `child` to exit within `limit`; fails the test with
 /// `why()` (e.g. the client's log) when it does not.
 pub fn wait_exit(child: &mut Child, limit: Duration, why: impl Fn() -> String) -> ExitStatus {

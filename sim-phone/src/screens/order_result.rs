@@ -10,9 +10,17 @@ use super::view::View;
 
 pub(crate) fn order_result(v: &View<'_>, sn: &str) -> Vec<Node> {
     let order = v.order_by_sn(sn);
+    // An account that pays by itself shows what a 立即支付 order shows: 支付成功, 实付¥T.
     let (method, button) = order
         .and_then(|o| v.goods(&o.goods_id))
-        .map(|g| (g.payment_method, g.checkout_button))
+        .map(|g| {
+            let b = if g.pays_silently {
+                crate::variants::CheckoutButton::PayNow
+            } else {
+                g.checkout_button
+            };
+            (g.payment_method, b)
+        })
         .unwrap_or_default();
     let total = format_yuan(order.map(|o| o.total_cent).unwrap_or(0));
     vec![
