@@ -26,8 +26,13 @@
 //!
 //! The random-SIGKILL scenarios run on ordinary goods, on goods that go through the
 //! full-page 确认订单 (`confirm_page`, 811223344506: the kill can land between the sheet's
-//! 确定 and 提交订单) and on goods whose total settles late (`total_lag_dumps`,
-//! 811223344505: the kill can land while the total settles).
+//! 确定 and 提交订单), on goods whose total settles late (`total_lag_dumps`,
+//! 811223344505: the kill can land while the total settles) and on goods whose sheet
+//! orders with 确定 (`checkout_button: confirm`, 811223344511, issue 25: the kill can
+//! land during the census, between the mark and the 确定 tap, or right after it). The
+//! named-failpoint scenarios "checkout-confirm+…" kill that purchase right after its mark
+//! (no order: `manual_review`) and right after the 确定 tap that created the order (the
+//! recovery finds it, absent from the census stored with the mark: `succeeded`).
 //!
 //! The scenarios "identical-order-of-another-task.*" (issue 11, A.6) seed two live tasks
 //! with the same goods, options and quantity; the second one is killed right after its
@@ -189,6 +194,9 @@ impl Scenario {
     }
 }
 
+/// The simulated phone's default delivery address as an `expected_address` fingerprint.
+const SIM_ADDRESS_FINGERPRINT: &str = "张三|广东省深圳市南山区科技园路1号";
+
 fn scenarios() -> Vec<Scenario> {
     let hoodie = |id: &str| {
         task(
@@ -249,6 +257,31 @@ fn scenarios() -> Vec<Scenario> {
             Scenario::new(
                 format!("confirm-page+{p}"),
                 vec![bottle("cg-1", "樱花粉", "500ml", 2, 8000)],
+                vec![Kill::Failpoint(p)],
+            )
+            .ends(status, orders),
+        );
+    }
+    // A sheet whose 确定 places the order (issue 25): killed between the mark and that
+    // tap, nothing is ordered and the recovery says so; killed right after the 确定 tap
+    // that created the order, the recovery reconciles it — one order, found.
+    let checkout = |id: &str| {
+        task(
+            id,
+            "811223344511",
+            json!({"color": "粉色", "size": "M"}),
+            1,
+            10000,
+        )
+    };
+    for (p, status, orders) in [
+        ("purchase.after_mark", "manual_review", 0),
+        ("purchase.after_submit_tap", "succeeded", 1),
+    ] {
+        out.push(
+            Scenario::new(
+                format!("checkout-confirm+{p}"),
+                vec![checkout("cg-1")],
                 vec![Kill::Failpoint(p)],
             )
             .ends(status, orders),
@@ -329,6 +362,22 @@ fn scenarios() -> Vec<Scenario> {
             vec![Kill::Random(50, 1200); 4],
         ));
     }
+    // A sheet whose 确定 places the order (issue 25): a kill anywhere, the census, the
+    // mark and the 确定 tap included.
+    out.push(Scenario::new(
+        "sigkill-checkout-confirm",
+        vec![
+            checkout("cg-a"),
+            task(
+                "cg-b",
+                "811223344511",
+                json!({"color": "灰色", "size": "L"}),
+                2,
+                20000,
+            ),
+        ],
+        vec![Kill::Random(50, 1200); 4],
+    ));
     for (point, statuses, orders) in [
         (
             "purchase.after_mark@2",
@@ -1066,6 +1115,8 @@ fn client_cmd(
         // Pacing's gap between tasks (3 s by default) only slows the matrix down: the
         // scenarios are about what survives a kill, not about how fast tasks follow.
         .env("CMAUTOBUY_MIN_TASK_GAP_SECS", "0")
+        // The simulated phone's delivery address: no live order without a fingerprint.
+        .env("CMAUTOBUY_EXPECTED_ADDRESS", SIM_ADDRESS_FINGERPRINT)
         .env("CMAUTOBUY_DEVICE_BACKEND", b.backend.name())
         .env_remove("CMAUTOBUY_U2_JAR")
         .env_remove("ANDROID_ADB_SERVER_PORT")

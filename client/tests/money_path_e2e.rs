@@ -33,8 +33,14 @@ use support::world::{goods_url, live_purchase, World};
 
 fn world(token: &str) -> World {
     let catalog = Catalog::load(&Catalog::bundled_dir()).unwrap();
-    assert!(catalog.goods("811223344525").is_some(), "the variants catalog");
-    World::builder(token).catalog(catalog).private_locks().start()
+    assert!(
+        catalog.goods("811223344525").is_some(),
+        "the variants catalog"
+    );
+    World::builder(token)
+        .catalog(catalog)
+        .private_locks()
+        .start()
 }
 
 /// `run --allow-live --exit-when-idle` on `data`; it must exit `code` (5: claiming
@@ -116,7 +122,11 @@ fn checkouts_that_cannot_be_proven_are_refused_before_any_order() {
     let data = tempfile::tempdir().unwrap();
     // 确定 that would order, no total shown; 确认订单 at quantity 1 with no stepper for a
     // task of 2.
-    w.create(purchase("m-no-total", "811223344512", json!({"color": "浅灰"})));
+    w.create(purchase(
+        "m-no-total",
+        "811223344512",
+        json!({"color": "浅灰"}),
+    ));
     w.create(live_purchase(
         "m-reset",
         "811223344515",
@@ -131,7 +141,11 @@ fn checkouts_that_cannot_be_proven_are_refused_before_any_order() {
     let (o, body) = failure(&w, "m-reset");
     assert_eq!(o, "failed:QUANTITY_NOT_SETTABLE", "{body}");
     // A 立即支付 footer: refused with its own text (the account pause follows: exit 5).
-    w.create(purchase("m-pay-now", "811223344513", json!({"color": "白色"})));
+    w.create(purchase(
+        "m-pay-now",
+        "811223344513",
+        json!({"color": "白色"}),
+    ));
     let orders = run(&w, data.path(), 5);
     assert!(orders.is_empty(), "{orders:?}");
     let (o, body) = failure(&w, "m-pay-now");
@@ -139,8 +153,14 @@ fn checkouts_that_cannot_be_proven_are_refused_before_any_order() {
     let op = &body["diagnostics"]["operator"];
     assert_eq!(body["diagnostics"]["refusal"], "pays_in_same_tap", "{body}");
     let next = op["next_zh"].as_str().unwrap_or_default();
-    assert!(!next.contains("改为微信支付") && next.contains("换付款方式不能解决"), "{op}");
-    assert!(op["zh"].as_str().unwrap_or_default().contains("立即支付"), "{op}");
+    assert!(
+        !next.contains("改为微信支付") && next.contains("换付款方式不能解决"),
+        "{op}"
+    );
+    assert!(
+        op["zh"].as_str().unwrap_or_default().contains("立即支付"),
+        "{op}"
+    );
     w.stop();
 }
 
@@ -155,7 +175,11 @@ fn confirm_orders_stepper_sets_the_quantity_and_a_promo_over_submit_is_closed_fi
         2,
         100_000,
     ));
-    w.create(purchase("m-promo", "811223344516", json!({"color": "燕麦色"})));
+    w.create(purchase(
+        "m-promo",
+        "811223344516",
+        json!({"color": "燕麦色"}),
+    ));
     let orders = run(&w, data.path(), 0);
     assert_eq!(orders.len(), 2, "{orders:?}");
     let (p, order) = purchased(&w, "m-stepper");
@@ -172,8 +196,16 @@ fn confirm_orders_stepper_sets_the_quantity_and_a_promo_over_submit_is_closed_fi
 fn every_unpaid_wording_is_reconciled_as_unpaid() {
     let w = world("tok-m4");
     let data = tempfile::tempdir().unwrap();
-    w.create(purchase("m-daizhifu", "811223344517", json!({"color": "咖啡色"})));
-    w.create(purchase("m-dengdai", "811223344518", json!({"style": "夹式"})));
+    w.create(purchase(
+        "m-daizhifu",
+        "811223344517",
+        json!({"color": "咖啡色"}),
+    ));
+    w.create(purchase(
+        "m-dengdai",
+        "811223344518",
+        json!({"style": "夹式"}),
+    ));
     let orders = run(&w, data.path(), 0);
     assert_eq!(orders.len(), 2, "{orders:?}");
     purchased(&w, "m-daizhifu");
@@ -196,7 +228,10 @@ fn the_repeat_order_dialog_is_never_tapped_through_and_the_first_order_never_rep
     assert_eq!(o, "manual_review:REPEAT_ORDER_PROMPT", "{body}");
     // The order that existed before its tap is never this task's.
     assert!(body["diagnostics"]["order_sn"].is_null(), "{body}");
-    let candidates = body["diagnostics"]["candidates"].as_array().cloned().unwrap_or_default();
+    let candidates = body["diagnostics"]["candidates"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     assert!(
         candidates
             .iter()
@@ -212,9 +247,21 @@ fn the_repeat_order_dialog_is_never_tapped_through_and_the_first_order_never_rep
 fn payment_offers_and_a_payment_app_are_never_tapped_through() {
     let w = world("tok-m6");
     let data = tempfile::tempdir().unwrap();
-    w.create(purchase("m-offer-pw", "811223344520", json!({"color": "奶茶色"})));
-    w.create(purchase("m-offer-later", "811223344521", json!({"color": "卡其"})));
-    w.create(purchase("m-wechat", "811223344522", json!({"color": "小熊款"})));
+    w.create(purchase(
+        "m-offer-pw",
+        "811223344520",
+        json!({"color": "奶茶色"}),
+    ));
+    w.create(purchase(
+        "m-offer-later",
+        "811223344521",
+        json!({"color": "卡其"}),
+    ));
+    w.create(purchase(
+        "m-wechat",
+        "811223344522",
+        json!({"color": "小熊款"}),
+    ));
     let orders = run(&w, data.path(), 0);
     assert_eq!(orders.len(), 3, "{orders:?}");
     no_payment_attempt(&orders);
@@ -252,7 +299,11 @@ fn payment_offers_and_a_payment_app_are_never_tapped_through() {
 fn an_order_found_paid_stops_live_on_the_phone_until_acknowledged() {
     let w = world("tok-m7");
     let data = tempfile::tempdir().unwrap();
-    w.create(purchase("m-paid", "811223344525", json!({"color": "磨砂黑"})));
+    w.create(purchase(
+        "m-paid",
+        "811223344525",
+        json!({"color": "磨砂黑"}),
+    ));
     let orders = run(&w, data.path(), 0);
     assert_eq!(orders.len(), 1, "{orders:?}");
     assert_eq!(orders[0].status, "paid");
@@ -268,7 +319,11 @@ fn an_order_found_paid_stops_live_on_the_phone_until_acknowledged() {
         .unwrap_or_else(|| panic!("no order_not_unpaid alert: {st}"));
     // Live stops on the phone, claims go on: the next live task is not handed over, a
     // collect is.
-    w.create(purchase("m-after", "811223344511", json!({"color": "粉色", "size": "M"})));
+    w.create(purchase(
+        "m-after",
+        "811223344511",
+        json!({"color": "粉色", "size": "M"}),
+    ));
     w.create(json!({"id": "m-collect", "type": "collect",
                     "payload": {"goods_id": "602938475610", "goods_url": goods_url("602938475610")}}));
     let orders = run(&w, data.path(), 0);
