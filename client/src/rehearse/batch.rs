@@ -244,8 +244,9 @@ pub fn purchase_demo(run_tag: &str, live: bool, failure_paths: bool) -> Vec<Batc
 /// - issue 25's checkouts: a sheet whose 确定 places the order (its 合计 shown) →
 ///   `succeeded` (live: marked, then 确定 tapped once); the same without a total →
 ///   `failed:ORDER_TOTAL_NOT_SHOWN`; a 立即支付 footer → `PAYMENT_METHOD_NOT_ALLOWED`;
-///   确认订单 with a stepper (quantity 2) → `succeeded`, and one that opens at quantity 1
-///   with no stepper → `failed:QUANTITY_NOT_SETTABLE`; a promo drawn over 提交订单 →
+///   确认订单 with a stepper (quantity 2) → `succeeded`, one whose stepper opens at
+///   quantity 1 → set to 2 there, `succeeded`, and one that opens at quantity 1 with no
+///   stepper → `failed:QUANTITY_NOT_SETTABLE`; a promo drawn over 提交订单 →
 ///   `succeeded` (closed first); 待支付 / 等待付款 orders → `succeeded`;
 /// - issue 25's post-submit screens, live only (a dry run never submits: `succeeded`):
 ///   the same goods bought twice where PDD asks 相同商品订单待支付 → the first
@@ -379,6 +380,14 @@ pub fn variant_demo(run_tag: &str, live: bool) -> Vec<BatchTask> {
             "confirm-stepper",
             "811223344514",
             json!({"color": "米黄", "size": "110cm"}),
+            2,
+            20000,
+            "succeeded",
+        ),
+        tq(
+            "confirm-stepper-reset",
+            "811223344526",
+            json!({"color": "燕麦色"}),
             2,
             20000,
             "succeeded",
