@@ -46,12 +46,46 @@ pub struct Confirmation {
     /// snapshots of older clients (and dry runs): nothing can be proven new.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub census: Option<BTreeSet<String>>,
+    /// The cards at the top of the unpaid list as the census saw them (its first view,
+    /// top to bottom). After the submit, a list that shows them again below the new
+    /// order is read no further: the list is newest first, so every order placed after
+    /// the census is above them. `None` in older snapshots: the whole list is read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub census_top: Option<Vec<ListCard>>,
     /// Set when an order may have been placed by a tap that should only have opened
     /// 确认订单: what showed instead. The total was never confirmed (`total` is not
     /// matched) and the outcome is `manual_review ORDER_PLACED_UNCONFIRMED`, never a
     /// success.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unconfirmed: Option<String>,
+}
+
+/// An order card of a list as it reads (not its position): what the census records of
+/// the list's top and what the walk after the submit compares with it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ListCard {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shop: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quantity: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_cent: Option<i64>,
+}
+
+impl ListCard {
+    pub fn of(e: &crate::screen::pages::OrderEntry) -> Self {
+        ListCard {
+            shop: e.shop.clone(),
+            title: e.title.clone(),
+            spec: e.spec_text.clone(),
+            quantity: e.quantity,
+            total_cent: e.total.map(|t| t.get()),
+        }
+    }
 }
 
 impl Confirmation {

@@ -61,7 +61,7 @@ use cmautobuy_contract::{ExecutionMode, FailureCode, FlowStep, OptionMap};
 use serde_json::{json, Value};
 
 use super::action::{AbortReason, Action, Flow, FlowOutcome, Observation, Observed, TapKind};
-use super::confirmation::Confirmation;
+use super::confirmation::{Confirmation, ListCard};
 use super::failure::FlowFailure;
 use super::observe::{Dispatch, Policy, Routed};
 use super::sheet::{reveal_swipe, Reveal};
@@ -374,6 +374,8 @@ pub struct ReconcileFlow {
     after: AfterSubmit,
     /// The census, once taken (census mode).
     census_done: Option<BTreeSet<String>>,
+    /// The cards of the list's first view at its top (census mode).
+    census_top: Option<Vec<ListCard>>,
 }
 
 fn manual(code: FailureCode, step: FlowStep, m: impl Into<String>) -> FlowFailure {
@@ -495,6 +497,7 @@ impl ReconcileFlow {
             detail: None,
             after: AfterSubmit::default(),
             census_done: None,
+            census_top: None,
         }
     }
 
@@ -516,9 +519,42 @@ impl ReconcileFlow {
         self.started
     }
 
-    /// The census, once a census flow has counted (its order numbers).
-    pub fn census_result(&mut self) -> Option<BTreeSet<String>> {
-        self.census_done.take()
+    /// The census, once a census flow has counted: its order numbers, and the cards of
+    /// the list's top as it saw them ([`Confirmation::census_top`]).
+    pub fn census_result(&mut self) -> Option<(BTreeSet<String>, Vec<ListCard>)> {
+        let done = self.census_done.take()?;
+        Some((done, self.census_top.clone().unwrap_or_default()))
+    }
+
+    /// After the submit, with an order already found new: the view shows the cards the
+    /// census saw at the list's top (the first two, or the one), in its order. The list
+    /// is newest first, so every order placed since the census is above them: the rest
+    /// of the list held nothing new when the census read it and is not walked again.
+    /// Fitting cards in view were opened all the same (their numbers tell old from
+    /// new); a list whose top changed otherwise (an order cancelled, a card that reads
+    /// differently) does not match, and the whole list is read.
+    fn census_region_in_view(&self, l: &OrderList) -> bool {
+        if self.mode == Mode::Census
+            || self.walk != Walk::Unpaid
+            || self.unreadable > 0
+            || self.candidates().is_empty()
+        {
+            return false;
+        }
+        let Some(top) = self.conf.census_top.as_deref() else {
+            return false;
+        };
+        let k = top.len().min(2);
+        if k == 0 {
+            return false;
+        }
+        let seen: Vec<ListCard> = l
+            .entries
+            .iter()
+            .filter(|e| e.fully_visible)
+            .map(ListCard::of)
+            .collect();
+        seen.windows(k).any(|w| w == &top[..k])
     }
 
     /// The post-submit screens seen so far.
@@ -561,10 +597,13 @@ impl ReconcileFlow {
             "clock_skew_ms",
             u64::try_from(self.ctx.clock_skew.as_millis()).unwrap_or(u64::MAX),
         )
-        .with(
-            "confirmation",
-            serde_json::to_value(&self.conf).unwrap_or(Value::Null),
-        )
+        .with("confirmation", {
+            // Other orders' cards stay on the phone's side (the census's order numbers
+            // travel: they name what was not adopted).
+            let mut c = self.conf.clone();
+            c.census_top = None;
+            serde_json::to_value(&c).unwrap_or(Value::Null)
+        })
     }
 
     fn observe_now(&mut self, step: FlowStep) -> Action {
@@ -683,6 +722,15 @@ impl ReconcileFlow {
             }
             self.top_seen = true;
         }
+        if self.mode == Mode::Census && self.census_top.is_none() {
+            self.census_top = Some(
+                l.entries
+                    .iter()
+                    .filter(|e| e.fully_visible)
+                    .map(ListCard::of)
+                    .collect(),
+            );
+        }
         let fitting: Vec<Point> = l
             .entries
             .iter()
@@ -715,6 +763,9 @@ impl ReconcileFlow {
                 step: self.step(),
                 kind: TapKind::ChangesScreen,
             };
+        }
+        if self.census_region_in_view(&l) {
+            return self.walk_done();
         }
         // This view is done: scroll while the list shows something new.
         let view: Vec<_> = l

@@ -107,14 +107,38 @@ pub fn load(
         None => {
             let mut b = demo_batch(catalog, run_tag, failure_paths);
             if purchases || live {
-                b.extend(purchase_demo(run_tag, live, failure_paths));
+                let mut p = purchase_demo(run_tag, live, failure_paths);
                 if failure_paths {
-                    b.extend(variant_demo(run_tag, live));
+                    p.extend(variant_demo(run_tag, live));
                 }
+                b.extend(titled(p, &sim_catalog()?));
             }
             b
         }
     })
+}
+
+/// `tasks` with the `expected_title` the contract's task object carries (§4), from the
+/// simulated phone's catalog, where a task names none: what the Admin sends, and what
+/// a live purchase's census matches cards on (without it, every unpaid card whose
+/// options fit is opened for its order number).
+pub fn titled(mut tasks: Vec<BatchTask>, catalog: &Catalog) -> Vec<BatchTask> {
+    for t in &mut tasks {
+        let Some(p) = t.payload.as_object_mut() else {
+            continue;
+        };
+        if p.contains_key("expected_title") {
+            continue;
+        }
+        let id = p
+            .get("goods_id")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if let Some(g) = catalog.goods.iter().find(|g| g.goods_id == id) {
+            p.insert("expected_title".into(), Value::String(g.title.clone()));
+        }
+    }
+    tasks
 }
 
 /// The demo batch: one collect task per catalog goods that can be collected, all
@@ -533,6 +557,27 @@ mod tests {
             assert!(failures.contains(&code), "{code} missing from {failures:?}");
         }
         assert_eq!(full.len(), plain.len() + failures.len());
+    }
+
+    /// The demo's purchases carry the title the contract's task object does (§4), from
+    /// the phone's catalog: a live purchase's census opens only the unpaid cards of that
+    /// goods. A title the task names is kept; a batch file's tasks are the user's.
+    #[test]
+    fn demo_purchases_carry_the_goods_title_like_the_admins_tasks() {
+        let catalog = embedded_catalog().expect("catalog");
+        let b = load(None, &catalog, "t", false, true, true).expect("batch");
+        let sim = sim_catalog().expect("sim catalog");
+        let purchases: Vec<&BatchTask> = b.iter().filter(|t| t.task_type == "purchase").collect();
+        assert!(purchases.len() > 20);
+        for t in purchases {
+            let id = t.payload["goods_id"].as_str().expect("goods id");
+            let g = sim.goods.iter().find(|g| g.goods_id == id).expect("goods");
+            assert_eq!(t.payload["expected_title"].as_str(), Some(g.title.as_str()), "{id}");
+        }
+        let mut named = purchase_demo("t", true, false);
+        named[0].payload["expected_title"] = "别的标题".into();
+        let kept = titled(named, &sim);
+        assert_eq!(kept[0].payload["expected_title"], "别的标题");
     }
 
     /// Every variant task names a variant goods and options that goods offers, and the

@@ -373,6 +373,7 @@ impl PurchaseFlow {
             delivery_address: self.address_read.clone(),
             spec_text,
             census: self.census_taken.clone(),
+            census_top: self.census_top.clone(),
             unconfirmed: None,
         };
         self.confirmation = Some(conf.clone());

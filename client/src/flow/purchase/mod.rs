@@ -97,7 +97,7 @@ use chrono::{DateTime, Utc};
 use cmautobuy_contract::{FailureCode, FlowStep, OptionMap, SpecResolutionRequest};
 
 use super::action::{AbortReason, Action, Effect, Flow, FlowOutcome, Observation, Observed};
-use super::confirmation::Confirmation;
+use super::confirmation::{Confirmation, ListCard};
 use super::failure::FlowFailure;
 use super::identity::{IdentityCheck, Verdict};
 use super::observe::{Dispatch, Pending, Policy, Routed};
@@ -190,6 +190,8 @@ pub struct PurchaseFlow {
     census: Option<ReconcileFlow>,
     /// The order numbers the census counted.
     census_taken: Option<BTreeSet<String>>,
+    /// The cards at the top of the unpaid list when the census counted.
+    census_top: Option<Vec<ListCard>>,
     /// What showed after the spec sheet's 确定 instead of 确认订单 (late mark).
     unconfirmed: Option<String>,
     /// What the previous quiet dump showed ready to confirm: selection, quantity, total.
@@ -268,6 +270,7 @@ impl PurchaseFlow {
             quiet_dumps: 0,
             census: None,
             census_taken: None,
+            census_top: None,
             unconfirmed: None,
             settling: None,
             prev_settle: None,
@@ -354,6 +357,7 @@ impl PurchaseFlow {
             delivery_address: None,
             spec_text: None,
             census: None,
+            census_top: None,
             unconfirmed: None,
         }
     }
@@ -366,8 +370,9 @@ impl PurchaseFlow {
             return self.open_goods();
         };
         let a = c.observe(now, obs);
-        if let Some(taken) = c.census_result() {
+        if let Some((taken, top)) = c.census_result() {
             self.census_taken = Some(taken);
+            self.census_top = Some(top);
             self.census = None;
             return self.open_goods();
         }
@@ -424,6 +429,7 @@ impl PurchaseFlow {
             delivery_address: self.address_read.clone(),
             spec_text: None,
             census: self.census_taken.clone(),
+            census_top: self.census_top.clone(),
             unconfirmed: Some(what),
         };
         self.confirmation = Some(conf.clone());
