@@ -101,7 +101,7 @@ fn run(admin: &Admin, dir: &std::path::Path, live: bool) -> Summary {
         tasks: Some(batch),
         json: true,
         live,
-        timeout: Duration::from_secs(300),
+        timeout: Some(Duration::from_secs(300)),
         ..options()
     };
     rehearse_on_backend(o)
@@ -257,7 +257,7 @@ fn spec_resolution_outcomes_from_the_mock() {
         tasks: Some(file),
         json: true,
         live: true,
-        timeout: Duration::from_secs(300),
+        timeout: Some(Duration::from_secs(300)),
         ..options()
     };
     let s = rehearse_on_backend(o);

@@ -38,9 +38,10 @@ pub struct RehearseArgs {
     /// for the simulated phone and stops it at the end; no `adb` is exit 2.
     #[arg(long, value_name = "HOST:PORT")]
     adb_server: Option<String>,
-    /// Give up after this many seconds.
-    #[arg(long, value_name = "SECS", default_value_t = 600)]
-    timeout: u64,
+    /// Give up after this many seconds (default: 600, or 60 per task of the batch under
+    /// --profile realistic, whichever is longer).
+    #[arg(long, value_name = "SECS")]
+    timeout: Option<u64>,
     /// Print the summary as one JSON object.
     #[arg(long)]
     json: bool,
@@ -156,7 +157,7 @@ pub fn run(g: &Globals, a: RehearseArgs) -> Result<(), Failure> {
         tasks: a.tasks,
         profile,
         data_dir: g.data_dir.clone(),
-        timeout: std::time::Duration::from_secs(a.timeout.max(1)),
+        timeout: a.timeout.map(|t| std::time::Duration::from_secs(t.max(1))),
         json: a.json,
         purchases: !a.no_purchases,
         live: a.live,

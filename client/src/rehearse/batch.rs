@@ -572,7 +572,11 @@ mod tests {
         for t in purchases {
             let id = t.payload["goods_id"].as_str().expect("goods id");
             let g = sim.goods.iter().find(|g| g.goods_id == id).expect("goods");
-            assert_eq!(t.payload["expected_title"].as_str(), Some(g.title.as_str()), "{id}");
+            assert_eq!(
+                t.payload["expected_title"].as_str(),
+                Some(g.title.as_str()),
+                "{id}"
+            );
         }
         let mut named = purchase_demo("t", true, false);
         named[0].payload["expected_title"] = "别的标题".into();

@@ -100,8 +100,10 @@ pub struct RehearseOptions {
     /// Where the client's store and artifacts go (default: a temporary directory,
     /// kept when something did not end as expected).
     pub data_dir: Option<PathBuf>,
-    /// Give up when the batch is not done by then.
-    pub timeout: Duration,
+    /// Give up when the batch is not done by then. `None`: 10 minutes, or 60 s per task
+    /// of the batch under the realistic profile (a live purchase there takes 20–35 s of
+    /// device time), whichever is longer.
+    pub timeout: Option<Duration>,
     /// Print a line per finished task (to stderr when `json`).
     pub json: bool,
     /// Simulated phone only: popups on this percentage of page views.
@@ -153,7 +155,7 @@ impl Default for RehearseOptions {
             profile: LatencyProfile::Zero,
             seed: 7,
             data_dir: None,
-            timeout: Duration::from_secs(600),
+            timeout: None,
             json: false,
             popups_percent: 0,
             dump_faults: Vec::new(),
@@ -169,6 +171,17 @@ impl Default for RehearseOptions {
             u2_jar: None,
             animated_pages: false,
         }
+    }
+}
+
+/// The batch's deadline when none is given: 10 minutes, or 60 s per task under the
+/// realistic profile, whichever is longer.
+fn default_timeout(profile: LatencyProfile, tasks: usize) -> Duration {
+    let floor = Duration::from_secs(600);
+    match profile {
+        LatencyProfile::Zero => floor,
+        LatencyProfile::Realistic => floor
+            .max(Duration::from_secs(60).saturating_mul(u32::try_from(tasks).unwrap_or(u32::MAX))),
     }
 }
 
@@ -236,6 +249,9 @@ pub fn rehearse_with(
     if opts.live && opts.device.is_some() {
         bail!("rehearse --live runs live purchases against the simulated phone only");
     }
+    let timeout = opts
+        .timeout
+        .unwrap_or_else(|| default_timeout(opts.profile, batch.len()));
     if batch.is_empty() {
         bail!("the batch is empty");
     }
@@ -454,12 +470,15 @@ pub fn rehearse_with(
                 }
             }
         })?;
-        anyhow::Ok(tokio::time::timeout(opts.timeout, client.wait()).await)
+        anyhow::Ok(tokio::time::timeout(timeout, client.wait()).await)
     })?;
     let exit = match exit {
         Ok(Ok(e)) => e,
         Ok(Err(e)) => bail!("the client stopped: {e}"),
-        Err(_) => bail!("the batch was not done within {:?}", opts.timeout),
+        Err(_) => bail!(
+            "the batch was not done within {} s (--timeout SECS gives it longer)",
+            timeout.as_secs()
+        ),
     };
     if let RunExit::Blocked(reason) = &exit {
         eprintln!("claiming stopped: {reason}");
@@ -606,4 +625,27 @@ fn progress(
             println!("{line}");
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The realistic failure-path batch (47 tasks, about 18 minutes) is not cut off by the
+    /// default deadline; the zero profile keeps 10 minutes.
+    #[test]
+    fn the_default_deadline_grows_with_a_realistic_batch() {
+        assert_eq!(
+            default_timeout(LatencyProfile::Zero, 47),
+            Duration::from_secs(600)
+        );
+        assert_eq!(
+            default_timeout(LatencyProfile::Realistic, 5),
+            Duration::from_secs(600)
+        );
+        assert_eq!(
+            default_timeout(LatencyProfile::Realistic, 47),
+            Duration::from_secs(47 * 60)
+        );
+    }
 }
