@@ -227,20 +227,38 @@ fn a_truncated_answer_to_the_submit_tap_is_never_repeated_and_the_order_is_recon
     );
 }
 
-#[test]
-fn a_hung_call_hits_its_deadline_typed_and_the_task_goes_on() {
+/// A hung server call: the deadline ends it with a typed, logged error and the task
+/// goes on to one order. Scheduled on a given call of a given method (a "next call" knob
+/// raced the running client: in CI it landed on a dump, whose deadline error was not
+/// logged at all).
+fn a_hung_call_on(method: &str, nth: u64, id: &str) {
     let w = world();
-    let (_data, mut child) = purchase_under_way(&w, "u2-hang");
-    w.phone.u2_hang_next_call();
+    w.phone
+        .u2_fault_on_call(Some(method), nth, cmautobuy_sim_phone::u2::CallFault::Hang);
+    w.create(purchase(id));
+    let data = tempfile::tempdir().unwrap();
+    let mut child = spawn(&w, data.path());
     let log = finish(&mut child);
-    let (status, reports) = outcome(&w, "u2-hang");
+    let (status, reports) = outcome(&w, id);
     assert_eq!(reports, 1, "{log}");
     assert!(w.phone.orders().len() <= 1, "one order at most");
     assert_eq!(status, "succeeded", "{log}");
     assert!(
-        log.contains("did not finish within"),
-        "the deadline, typed: {log}"
+        log.contains("did not finish within") && log.contains("device call failed"),
+        "the deadline, typed and logged: {log}"
     );
+}
+
+#[test]
+fn a_hung_call_hits_its_deadline_typed_and_the_task_goes_on() {
+    // The first click of the purchase (the goods page's buy button): before the mark.
+    a_hung_call_on("click", 1, "u2-hang");
+}
+
+#[test]
+fn a_hung_dump_hits_its_deadline_logged_and_the_task_goes_on() {
+    // The account check's dump is the first; the third is inside the purchase.
+    a_hung_call_on("dumpWindowHierarchy", 3, "u2-hang-dump");
 }
 
 /// The phone drops off the network right after the submit tap (a Wi-Fi link lost): the

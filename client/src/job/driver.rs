@@ -294,14 +294,13 @@ where
                         }
                     }
                     Err(e) => {
+                        // A dump the device did not answer (a deadline, the phone gone):
+                        // logged as every other device call's failure, so a hung dump's
+                        // 20 s show in the log as what they were.
                         stats.dump_failures += 1;
                         stats.device_errors += 1;
                         record_dump_failed(artifacts.as_deref_mut(), step, e.code());
-                        detail = format!("device error: {e}");
-                        Observation::DeviceError {
-                            message: e.to_string(),
-                            retryable: e.is_retryable(),
-                        }
+                        device_error(e, &mut detail)
                     }
                 }
             }
