@@ -300,7 +300,12 @@ where
                         stats.dump_failures += 1;
                         stats.device_errors += 1;
                         record_dump_failed(artifacts.as_deref_mut(), step, e.code());
-                        device_error(e, &mut detail)
+                        detail = format!("device error: {e}");
+                        tracing::warn!(error = %e, retryable = e.is_retryable(), "device call failed");
+                        Observation::DeviceError {
+                            message: e.to_string(),
+                            retryable: e.is_retryable(),
+                        }
                     }
                 }
             }
