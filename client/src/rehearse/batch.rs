@@ -286,7 +286,7 @@ pub fn purchase_demo(run_tag: &str, live: bool, failure_paths: bool) -> Vec<Batc
 /// leaves a page that is not a goods page: `retry_wait:PAGE_NOT_RECOGNIZED`, which the
 /// mock hands straight back — a loop issue 12 (claim only when the phone can work) is
 /// about. Its safety (never the goods left on screen, `GOODS_MISMATCH`, no order) is
-/// proven by `client/tests/goods_identity.rs` and the job tests.
+/// proven by `client/tests/it/goods_identity.rs` and the job tests.
 pub fn variant_demo(run_tag: &str, live: bool) -> Vec<BatchTask> {
     let mode = if live { "live" } else { "dry_run" };
     let tq = |name: &str, goods: &str, options: Value, quantity: u32, max: i64, expect: &str| {
