@@ -11,7 +11,7 @@
 //! - [`SystemClock`] is wall time (`Utc::now`), for jobs on real phones.
 //! - [`VirtualClock`] is a manual clock for tests: waiting advances it, nothing sleeps.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -73,32 +73,59 @@ impl Clock for SystemClock {
     }
 }
 
-/// A manual clock for tests: every wait advances it, nothing sleeps.
+/// A manual clock for tests: every wait advances it and is recorded, nothing sleeps.
+/// Clones share one time line (the test keeps one, the code under test another).
+/// An async wait yields once, so the other tasks of the runtime get their turn.
+#[derive(Clone, Debug)]
+pub struct VirtualClock(Arc<Mutex<VirtualTime>>);
+
 #[derive(Debug)]
-pub struct VirtualClock(Mutex<DateTime<Utc>>);
+struct VirtualTime {
+    now: DateTime<Utc>,
+    waits: Vec<Duration>,
+}
 
 impl VirtualClock {
     pub fn new(start: DateTime<Utc>) -> Self {
-        VirtualClock(Mutex::new(start))
+        VirtualClock(Arc::new(Mutex::new(VirtualTime {
+            now: start,
+            waits: Vec::new(),
+        })))
     }
 
-    fn advance(&self, d: Duration) {
-        let mut t = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        *t += chrono::Duration::from_std(d).unwrap_or(chrono::Duration::zero());
+    fn time(&self) -> std::sync::MutexGuard<'_, VirtualTime> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Moves the time forward without a wait being recorded (time passing elsewhere).
+    pub fn advance(&self, d: Duration) {
+        let mut t = self.time();
+        t.now += chrono::Duration::from_std(d).unwrap_or(chrono::Duration::zero());
+    }
+
+    /// Every wait asked of this clock so far, in order.
+    pub fn waits(&self) -> Vec<Duration> {
+        self.time().waits.clone()
+    }
+
+    fn wait(&self, d: Duration) {
+        let mut t = self.time();
+        t.now += chrono::Duration::from_std(d).unwrap_or(chrono::Duration::zero());
+        t.waits.push(d);
     }
 }
 
 impl Clock for VirtualClock {
     fn now(&self) -> DateTime<Utc> {
-        *self.0.lock().unwrap_or_else(|p| p.into_inner())
+        self.time().now
     }
 
     fn sleep(&self, d: Duration) -> impl std::future::Future<Output = ()> + Send {
-        self.advance(d);
-        std::future::ready(())
+        self.wait(d);
+        tokio::task::yield_now()
     }
 
     fn wait_blocking(&self, d: Duration) {
-        self.advance(d);
+        self.wait(d);
     }
 }

@@ -42,7 +42,10 @@
 //!   crates' tests compare against.
 //! - [`ledger`] — every order created, persisted atomically to the state file.
 //! - [`identity`] — the product names the banner and `getprop` report; [`error`].
-//! - [`testing`] — a private adb server for tests (not used by the phone).
+//! - [`adb_server`] — a private real adb server with the phone behind it (rehearse on
+//!   `u2`, the crash matrix, the tests).
+//! - [`testing`] — test support: `adb`, free ports, deadlines, the u2 jar, the private
+//!   adb server with its errors as test failures (not used by the phone).
 //!
 //! ## Entry points
 //! [`SimPhone::start`] runs a phone on a bound loopback listener, in its own thread with
@@ -56,6 +59,7 @@
 
 pub mod account;
 pub mod adb;
+pub mod adb_server;
 pub mod app;
 pub mod catalog;
 pub mod cmd;

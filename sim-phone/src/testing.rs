@@ -1,16 +1,17 @@
-//! A private adb server for tests: Debian's real `adb` on its own free loopback port and
-//! its own home directory, so a user's server on 5037 is never touched. Shared by the
-//! sim-phone, client and end-to-end tests; std only.
+//! Test support shared by the sim-phone, client and end-to-end tests: the real `adb`
+//! binary, free ports, commands under a deadline, the u2 jar, and the private adb server
+//! of [`crate::adb_server`] with its errors turned into test failures.
 //!
 //! A missing `adb` binary is a test failure, never a silent skip. Every adb run has a
 //! deadline (adb has no timeouts of its own).
 
 use std::io::Read;
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::SocketAddrV4;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
+
+use crate::adb_server::PrivateAdbServer;
 
 /// The real `adb` binary on `PATH`. Panics (with how to install it) when it is missing.
 pub fn adb_bin() -> PathBuf {
@@ -111,117 +112,40 @@ pub fn u2_jar(test: &str) -> Option<Vec<u8>> {
     }
 }
 
-/// A fresh, empty directory under the system temp dir (removed by [`AdbServer`]'s drop).
-fn unique_home() -> PathBuf {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    loop {
-        let nanos = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0);
-        let dir = std::env::temp_dir().join(format!(
-            "cmautobuy-adb-home-{}-{}-{nanos}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        match std::fs::create_dir(&dir) {
-            Ok(()) => return dir,
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => panic!("create adb home {}: {e}", dir.display()),
-        }
-    }
-}
-
-/// A private adb server on its own port and home: `start-server` on [`AdbServer::start`],
-/// `kill-server` (and the home removed) on drop.
-pub struct AdbServer {
-    port: u16,
-    home: PathBuf,
-    /// The watchdog ([`AdbServer::watch_this_process`]); killed on drop, so that it never
-    /// acts on a port a later server may have taken.
-    watchdog: Option<std::process::Child>,
-}
+/// The private adb server of [`crate::adb_server`] for tests: every error is a test
+/// failure (a missing `adb` names what to install), nothing is skipped.
+pub struct AdbServer(PrivateAdbServer);
 
 impl AdbServer {
-    /// Start the server; panics when `adb start-server` fails on 5 ports in a row.
-    /// Another port after a failure. Seen once in CI: "protocol fault (status 30 30 30
-    /// 63?!)" — `start-server` first connects to the port to see whether a server runs,
-    /// and a connect to an unused port of the ephemeral range (where [`free_port`]'s
-    /// ports come from) can, rarely, connect to itself (TCP simultaneous open): adb then
-    /// reads back its own `000chost:version`. Another listener taking the port before
-    /// adb binds it would fail the same way.
+    /// Start the server (its own free port and home); panics when it cannot.
     pub fn start() -> AdbServer {
-        let mut s = AdbServer {
-            port: free_port(),
-            home: unique_home(),
-            watchdog: None,
-        };
-        let mut failures = Vec::new();
-        loop {
-            let o = s.adb(&["start-server"]);
-            if o.status.success() {
-                break;
-            }
-            failures.push(format!("port {}: {o:?}", s.port));
-            assert!(failures.len() < 5, "adb start-server: {failures:#?}");
-            s.port = free_port();
+        match PrivateAdbServer::start(&adb_bin()) {
+            Ok(s) => AdbServer(s),
+            Err(e) => panic!("the private adb server did not start [{}]: {e}", e.code()),
         }
-        s.watchdog = s.watch_this_process();
-        s
-    }
-
-    /// A watchdog that stops the server (and removes its home) once this process is
-    /// gone, for servers whose owner is never dropped: a world kept in a `static` (Rust
-    /// does not drop statics at exit), a test process killed. Without it each such run
-    /// left an adb server behind. Best effort: no `sh`, no watchdog. A dropped server
-    /// kills its watchdog first (it must never act on a port a later server took).
-    fn watch_this_process(&self) -> Option<std::process::Child> {
-        let script = format!(
-            "while kill -0 {pid} 2>/dev/null; do sleep 1; done; \
-             {adb} -P {port} kill-server >/dev/null 2>&1; rm -rf {home}",
-            pid = std::process::id(),
-            adb = sh_quote(&adb_bin().display().to_string()),
-            port = self.port,
-            home = sh_quote(&self.home.display().to_string()),
-        );
-        Command::new("sh")
-            .arg("-c")
-            .arg(script)
-            .env("HOME", &self.home)
-            .env("ANDROID_ADB_SERVER_PORT", self.port.to_string())
-            .env("ANDROID_USER_HOME", self.home.join(".android"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .ok()
     }
 
     /// The server's port.
     pub fn port(&self) -> u16 {
-        self.port
+        self.0.port()
     }
 
     /// The server's private home directory.
     pub fn home(&self) -> &Path {
-        &self.home
+        self.0.home()
     }
 
     /// The server's address (`127.0.0.1:PORT`).
     pub fn addr(&self) -> SocketAddrV4 {
-        SocketAddrV4::new(Ipv4Addr::LOCALHOST, self.port)
+        self.0.addr()
     }
 
     /// Run `adb ARGS` against this server (30 s deadline).
     pub fn adb(&self, args: &[&str]) -> Output {
-        let mut c = Command::new(adb_bin());
-        c.arg("-P")
-            .arg(self.port.to_string())
-            .args(args)
-            .env("HOME", &self.home)
-            .env("ANDROID_ADB_SERVER_PORT", self.port.to_string())
-            .env("ANDROID_USER_HOME", self.home.join(".android"));
-        run_with_deadline(c, Duration::from_secs(30))
+        match self.0.output(args, Duration::from_secs(30)) {
+            Ok(o) => o,
+            Err(e) => panic!("adb {args:?} [{}]: {e}", e.code()),
+        }
     }
 
     /// `adb -s SERIAL shell ARGS`.
@@ -231,41 +155,36 @@ impl AdbServer {
         self.adb(&a)
     }
 
-    /// `adb connect` and poll `adb devices` until the phone is listed as `device`
-    /// (a freshly connected device can show `offline` for a moment); panics after 30 s.
+    /// `adb connect` until the phone is listed as `device`; panics after the harness's
+    /// connect deadline.
     pub fn connect(&self, serial: &str) {
-        let end = Instant::now() + Duration::from_secs(30);
-        loop {
-            let _ = self.adb(&["connect", serial]);
-            let d = self.adb(&["devices"]);
-            let listing = String::from_utf8_lossy(&d.stdout).to_string();
-            if listing
-                .lines()
-                .any(|l| l.split_whitespace().collect::<Vec<_>>() == [serial, "device"])
-            {
-                return;
-            }
-            assert!(
-                Instant::now() < end,
-                "phone never became `device`: {listing}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
+        if let Err(e) = self.0.connect(serial) {
+            panic!("adb connect {serial} [{}]: {e}", e.code());
         }
     }
 }
 
-/// `text` as one single-quoted `sh` word.
-fn sh_quote(text: &str) -> String {
-    format!("'{}'", text.replace('\'', "'\\''"))
+/// Polls `f` every 20 ms until it holds; fails the test with `what` after `limit`. The
+/// one bounded wait of the tests (never a blind sleep).
+pub fn wait_until(what: &str, limit: Duration, f: impl FnMut() -> bool) {
+    wait_until_or(what, limit, String::new, f)
 }
 
-impl Drop for AdbServer {
-    fn drop(&mut self) {
-        if let Some(mut w) = self.watchdog.take() {
-            let _ = w.kill();
-            let _ = w.wait();
-        }
-        let _ = self.adb(&["kill-server"]);
-        let _ = std::fs::remove_dir_all(&self.home);
+/// [`wait_until`], failing with `why()` too (e.g. the client's log, so a failure in CI
+/// says what the client did).
+pub fn wait_until_or(
+    what: &str,
+    limit: Duration,
+    why: impl Fn() -> String,
+    mut f: impl FnMut() -> bool,
+) {
+    let start = Instant::now();
+    while !f() {
+        assert!(
+            start.elapsed() < limit,
+            "no {what} within {limit:?}: {}",
+            why()
+        );
+        std::thread::sleep(Duration::from_millis(20));
     }
 }

@@ -187,8 +187,8 @@ pub fn run(g: &Globals, a: RehearseArgs) -> Result<(), Failure> {
     })
     .map_err(|e| {
         // No `adb` for the private adb server u2 needs: a configuration error.
-        let code = match e.downcast_ref::<rehearse::adb_server::AdbServerError>() {
-            Some(rehearse::adb_server::AdbServerError::NotFound(_)) => Code::Usage,
+        let code = match e.downcast_ref::<cmautobuy_sim_phone::adb_server::AdbServerError>() {
+            Some(cmautobuy_sim_phone::adb_server::AdbServerError::NotFound(_)) => Code::Usage,
             _ => Code::Unexpected,
         };
         in_rehearse(Failure::new(code, e))

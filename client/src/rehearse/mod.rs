@@ -26,7 +26,7 @@
 //! The `u2` backend (issue 15; `device_backend` / `CMAUTOBUY_DEVICE_BACKEND=u2`) needs
 //! an adb server (uiautomator2's server is reached over `tcp:PORT` streams, which direct
 //! TCP has not): with `u2` required, no `--device` and no `--adb-server`, the rehearsal
-//! brings its own ([`adb_server`]: the real `adb` on a free loopback port with its own
+//! brings its own ([`cmautobuy_sim_phone::adb_server`]: the real `adb` on a free loopback port with its own
 //! home, the simulated phone `adb connect`ed, the server killed when the rehearsal ends)
 //! — no `adb` is an error naming what to install, never a silent fallback to direct TCP.
 //! Under `auto` nothing changes: direct TCP and `uiautomator dump`.
@@ -37,7 +37,6 @@
 //! `rehearse` feature (on by default): it is what links the bundled mock Admin and the
 //! simulated phone into the client.
 
-pub mod adb_server;
 pub mod admin;
 pub mod batch;
 pub mod console;
@@ -135,7 +134,7 @@ pub struct RehearseOptions {
     /// The device backend (issue 15; env `CMAUTOBUY_DEVICE_BACKEND`): `auto` uses
     /// uiautomator2's server when its jar is found and the phone is reached through an
     /// adb server (`--adb-server`), else `uiautomator dump`. `u2` on the simulated phone
-    /// with [`SimRoute::Direct`] brings a private adb server ([`adb_server`]) and routes
+    /// with [`SimRoute::Direct`] brings a private adb server ([`cmautobuy_sim_phone::adb_server`]) and routes
     /// the phone through it.
     pub device_backend: crate::config::DeviceBackend,
     /// `u2_jar` (env `CMAUTOBUY_U2_JAR`).
@@ -218,10 +217,12 @@ pub fn rehearse_with(
     // u2 required on our own simulated phone, no adb server given: bring a private one
     // (found before anything starts; started once the phone listens).
     let own_adb_bin = match (&opts.device, &opts.sim_route, opts.device_backend) {
-        (None, SimRoute::Direct, crate::config::DeviceBackend::U2) => Some(adb_server::find_adb(
-            std::env::var_os("ADB"),
-            std::env::var_os("PATH"),
-        )?),
+        (None, SimRoute::Direct, crate::config::DeviceBackend::U2) => {
+            Some(cmautobuy_sim_phone::adb_server::find_adb(
+                std::env::var_os("ADB"),
+                std::env::var_os("PATH"),
+            )?)
+        }
         _ => None,
     };
     let temp = tempfile::Builder::new()
@@ -277,7 +278,7 @@ pub fn rehearse_with(
     let mut sim: Option<Arc<SimPhoneHandle>> = None;
     // The private adb server (u2 on the simulated phone): killed on drop — declared
     // after `sim`, so also before it on every error path.
-    let mut own_adb: Option<adb_server::PrivateAdbServer> = None;
+    let mut own_adb: Option<cmautobuy_sim_phone::adb_server::PrivateAdbServer> = None;
     let mut sim_route = opts.sim_route.clone();
     // The address fingerprint: the simulated phone's own address (its street and
     // receiver), so every purchase checks it as a configured phone would.
@@ -309,7 +310,7 @@ pub fn rehearse_with(
             let phone = SimPhone::bind(SocketAddr::from(([127, 0, 0, 1], 0)), cfg)
                 .map_err(|e| anyhow!("cannot start the simulated phone: {e}"))?;
             if let Some(adb) = &own_adb_bin {
-                let mut server = adb_server::PrivateAdbServer::start(adb)?;
+                let server = cmautobuy_sim_phone::adb_server::PrivateAdbServer::start(adb)?;
                 server.connect(&phone.serial())?;
                 eprintln!(
                     "adb: a private adb server on {} for the simulated phone (the u2 backend \

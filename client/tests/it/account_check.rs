@@ -1,5 +1,5 @@
 //! Issue 12 item 5: when the account check runs and what it does to the declared mode.
-//! Policy tests on the virtual clock ([`TestClock`]) against the in-process mock Admin,
+//! Policy tests on the virtual clock ([`VirtualClock`]) against the in-process mock Admin,
 //! with a scripted live-ready phone whose 个人中心 shows what the test says:
 //!
 //! - one check before the first claim of a run, none again within a day; the first

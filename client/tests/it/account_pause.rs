@@ -1,5 +1,5 @@
 //! Issue 12, item 2: account trouble pauses the worker until an operator acknowledges.
-//! Policy tests on the virtual clock ([`TestClock`]) against the in-process mock Admin:
+//! Policy tests on the virtual clock ([`VirtualClock`]) against the in-process mock Admin:
 //! a login page, a risk page, a refused payment method or K unrecognised pages in a row
 //! raise an `account_paused` alert; no claim happens until `ack`; the pause survives a
 //! restart (it is the unacknowledged alert in the store).

@@ -460,8 +460,8 @@ fn check_retry_after_seen(kind: Kind, delays: &[Duration]) {
 
 /// Delivers the outbox to the end with a virtual clock; returns the delays waited.
 async fn deliver<G: AdminGateway>(
-    relay: &Relay<G, TestClock>,
-    clock: &TestClock,
+    relay: &Relay<G, VirtualClock>,
+    clock: &VirtualClock,
     kind: Kind,
 ) -> Vec<Duration> {
     let mut delays = Vec::new();
@@ -492,7 +492,7 @@ async fn submission_case<G: AdminGateway>(
     script: Script,
     kind: Kind,
 ) {
-    let clock = TestClock::new();
+    let clock = test_clock();
     let exec = ScriptedExecutor::new(script);
     let runner = Runner::new(
         store.clone(),
@@ -540,7 +540,7 @@ async fn submission_case<G: AdminGateway>(
 
 /// claim × every fault kind: the client ends with the task done and one stored result.
 async fn claim_case<G: AdminGateway>(g: Arc<G>, a: &Admin, store: &Store, kind: Kind) {
-    let clock = TestClock::new();
+    let clock = test_clock();
     let runner = Runner::new(
         store.clone(),
         g.clone(),
@@ -606,7 +606,7 @@ async fn claim_case<G: AdminGateway>(g: Arc<G>, a: &Admin, store: &Store, kind: 
 
 /// spec resolution × every fault kind: one record per key, an answer in the end.
 async fn spec_case<G: AdminGateway>(g: Arc<G>, a: &Admin, store: &Store, kind: Kind) {
-    let clock = TestClock::new();
+    let clock = test_clock();
     let settings = store.settings().unwrap();
     let exec = ScriptedExecutor::new(Script::Result).ready_for_purchase(false);
     let profile = client_profile(
@@ -631,7 +631,7 @@ async fn spec_case<G: AdminGateway>(g: Arc<G>, a: &Admin, store: &Store, kind: K
     };
     let resp = spec::resolve(&resolver, &run, &id, &req).await.unwrap();
     assert_eq!(resp.candidate_snapshot_hash, req.candidate_snapshot_hash);
-    let sleeps = clock.sleeps();
+    let sleeps = clock.waits();
     assert!(!sleeps.is_empty(), "{kind:?}: at least one retry");
     for (i, d) in sleeps.iter().enumerate() {
         check_delay(kind, i as u32 + 1, *d);
@@ -700,7 +700,7 @@ async fn permanent_rejections_park_without_retry() {
         let dir = tempfile::tempdir().unwrap();
         let store = store(dir.path(), &a.url, None);
         let g = inproc_gw(&a, &store, Duration::from_secs(5));
-        let clock = TestClock::new();
+        let clock = test_clock();
         let runner = Runner::new(
             store.clone(),
             g.clone(),
@@ -767,7 +767,7 @@ async fn a_claimed_task_that_cannot_be_saved_stops_claiming_and_keeps_its_id_vis
         store.clone(),
         g,
         Arc::new(exec.clone()),
-        TestClock::new(),
+        test_clock(),
         RunConfig::default(),
         Arc::new(tokio::sync::Notify::new()),
     );
@@ -817,7 +817,7 @@ async fn a_task_id_that_cannot_be_carried_in_a_key_is_not_run_and_stops_claiming
             store.clone(),
             http_gw(&a, &store, Duration::from_secs(5)),
             Arc::new(exec.clone()),
-            TestClock::new(),
+            test_clock(),
             RunConfig::default(),
             Arc::new(tokio::sync::Notify::new()),
         );
@@ -885,7 +885,7 @@ async fn registration_saves_locally_first_and_a_remote_failure_is_visible() {
     )
     .unwrap();
     let profile = client_profile(&saved, Default::default());
-    let status = registration::spawn(store.clone(), g.clone(), TestClock::new(), profile.clone())
+    let status = registration::spawn(store.clone(), g.clone(), test_clock(), profile.clone())
         .await
         .unwrap();
     assert_eq!(status.state, "failed");
@@ -898,7 +898,7 @@ async fn registration_saves_locally_first_and_a_remote_failure_is_visible() {
     );
     assert_eq!(after.client_id, saved.client_id);
     assert_eq!(after.registration.unwrap().state, "failed");
-    let ok = registration::register(&store, g.as_ref(), &TestClock::new(), &profile).await;
+    let ok = registration::register(&store, g.as_ref(), &test_clock(), &profile).await;
     assert_eq!(ok.state, "ok");
     assert_eq!(store.settings().unwrap().registration.unwrap().state, "ok");
 }
@@ -919,26 +919,14 @@ fn client(data_dir: &std::path::Path, args: &[&str]) -> Command {
     c
 }
 
-async fn wait_until<F: FnMut() -> bool>(what: &str, timeout: Duration, mut f: F) {
-    let start = Instant::now();
-    while !f() {
-        assert!(start.elapsed() < timeout, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+/// The one bounded poll, on a blocking section of this multi-threaded runtime (the
+/// mock Admin's tasks go on on the other worker).
+async fn wait_until<F: FnMut() -> bool>(what: &str, timeout: Duration, f: F) {
+    tokio::task::block_in_place(|| cmautobuy_sim_phone::testing::wait_until(what, timeout, f))
 }
 
 fn wait_exit(child: &mut std::process::Child, timeout: Duration) -> std::process::ExitStatus {
-    let start = Instant::now();
-    loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            return s;
-        }
-        if start.elapsed() > timeout {
-            let _ = child.kill();
-            panic!("client did not exit within {timeout:?}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    crate::support::world::wait_exit(child, timeout, String::new)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1333,7 +1321,7 @@ async fn the_run_loops_drain_everything_and_exit_when_idle_on_a_virtual_clock() 
         },
     })
     .unwrap();
-    let clock = TestClock::new();
+    let clock = test_clock();
     let relay = Relay::new(
         store.clone(),
         g.clone(),
@@ -1388,7 +1376,7 @@ async fn an_interrupted_run_is_resumed_with_its_previous_run_visible() {
     let dir = tempfile::tempdir().unwrap();
     let store = store(dir.path(), &a.url, None);
     let g = inproc_gw(&a, &store, Duration::from_secs(5));
-    let clock = TestClock::new();
+    let clock = test_clock();
     // A claim that was saved and started, then the process died (no outcome yet).
     let id = create(&a.op, collect_body("737116531267")).await;
     let profile = client_profile(&store.settings().unwrap(), Default::default());
@@ -1519,7 +1507,7 @@ async fn trace_of_a_faulty_run() {
     a.op.set_fault(plan(FaultTarget::Failure, Kind::Garbage))
         .unwrap();
     let g = http_gw(&a, &store, Duration::from_secs(5));
-    let clock = TestClock::new();
+    let clock = test_clock();
     let profile = client_profile(&store.settings().unwrap(), Default::default());
     registration::register(&store, g.as_ref(), &clock, &profile).await;
     for script in [Script::Result, Script::Failure] {

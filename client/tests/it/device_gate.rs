@@ -1,5 +1,5 @@
 //! Issue 12, item 1: the claim loop claims only when the phone can work. Policy tests on
-//! the virtual clock ([`TestClock`]) against the in-process mock Admin: a phone that
+//! the virtual clock ([`VirtualClock`]) against the in-process mock Admin: a phone that
 //! fails its check gets no claim, the probes back off 1 s → 60 s, the worker resumes by
 //! itself; a `retry_wait` after a device failure pauses; consecutive `retry_wait`s of any
 //! code space the claims.
@@ -25,7 +25,7 @@ struct Phone {
     checks: Arc<AtomicUsize>,
     code: Option<&'static str>,
     jobs: Arc<Mutex<Vec<DateTime<Utc>>>>,
-    clock: TestClock,
+    clock: VirtualClock,
 }
 
 impl Executor for Phone {
@@ -94,7 +94,7 @@ async fn an_offline_phone_gets_no_claim_probes_back_off_and_claims_resume() {
     assert_eq!(w.phone.checks.load(Ordering::SeqCst), 10);
     // 1 s doubling to the 60 s cap.
     assert_eq!(
-        secs(&w.clock.sleeps()),
+        secs(&w.clock.waits()),
         vec![1, 2, 4, 8, 16, 32, 60, 60, 60, 60]
     );
     let pause = w

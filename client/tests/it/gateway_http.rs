@@ -440,7 +440,7 @@ fn runner(
     exec: ScriptedExecutor,
     device: Option<&str>,
 ) -> (
-    Runner<HttpAdminGateway, ScriptedExecutor, TestClock>,
+    Runner<HttpAdminGateway, ScriptedExecutor, VirtualClock>,
     cmautobuy_client::store::Store,
 ) {
     let store = store(dir, &s.uri(), device);
@@ -451,7 +451,7 @@ fn runner(
         store.clone(),
         g,
         Arc::new(exec),
-        TestClock::new(),
+        test_clock(),
         RunConfig::default(),
         Arc::new(tokio::sync::Notify::new()),
     );
@@ -646,7 +646,7 @@ async fn the_relay_parks_permanent_errors_and_never_loops_on_4xx() {
             r.claim_once().await.unwrap(),
             ClaimStep::Processed { .. }
         ));
-        let clock = TestClock::new();
+        let clock = test_clock();
         let g = Arc::new(HttpAdminGateway::new(&s.uri(), settings()).unwrap());
         let relay = Relay::new(store.clone(), g, clock.clone(), RetryPolicy::default());
         assert!(

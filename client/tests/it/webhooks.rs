@@ -1,4 +1,4 @@
-//! Issue 12 item 7, the notifier in process on the virtual clock ([`TestClock`]) against
+//! Issue 12 item 7, the notifier in process on the virtual clock ([`VirtualClock`]) against
 //! a real webhook receiver on loopback HTTP: deduplication within the window, a 500
 //! retried with backoff then delivered, giving up after N tries, a parked outbox item,
 //! a device pause longer than N minutes, the daily summary once a day, a `kinds` filter.
@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::support::receiver::Receiver;
-use crate::support::{store, TestClock, TOKEN};
+use crate::support::{store, test_clock, VirtualClock, TOKEN};
 use cmautobuy_client::clock::Clock;
 use cmautobuy_client::notify::{Format, Notifier, NotifyConfig, SummaryAt, Webhook, WebhookConfig};
 use cmautobuy_client::secret::Secret;
@@ -43,7 +43,7 @@ fn quiet(webhooks: Vec<Webhook>) -> NotifyConfig {
 struct Setup {
     _dir: tempfile::TempDir,
     store: Store,
-    clock: TestClock,
+    clock: VirtualClock,
     rx: Receiver,
 }
 
@@ -53,7 +53,7 @@ async fn setup() -> Setup {
     Setup {
         _dir: dir,
         store,
-        clock: TestClock::new(),
+        clock: test_clock(),
         rx: Receiver::start().await,
     }
 }
@@ -167,7 +167,7 @@ async fn a_500_is_retried_after_a_backoff_then_delivered_and_n_failures_give_up(
 }
 
 /// A task with a run and its outcome in the outbox, at the clock's time.
-fn outcome(store: &Store, clock: &TestClock, id: &str, status: &str, code: &str) -> i64 {
+fn outcome(store: &Store, clock: &VirtualClock, id: &str, status: &str, code: &str) -> i64 {
     let task: cmautobuy_contract::Task = serde_json::from_value(json!({
         "id": id, "type": "collect", "version": 1,
         "payload": {"goods_id": "602938475610",

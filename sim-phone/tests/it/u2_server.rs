@@ -41,13 +41,9 @@ fn start(cfg: SimConfig) -> SimPhoneHandle {
     SimPhone::bind("127.0.0.1:0".parse().expect("addr"), cfg).expect("phone starts")
 }
 
-/// Poll `f` every 20 ms until it holds; panics after `secs`.
-fn wait_until(what: &str, secs: u64, mut f: impl FnMut() -> bool) {
-    let end = Instant::now() + Duration::from_secs(secs);
-    while !f() {
-        assert!(Instant::now() < end, "timed out waiting until {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+/// Polls `f` until it holds; fails after `secs`.
+fn wait_until(what: &str, secs: u64, f: impl FnMut() -> bool) {
+    cmautobuy_sim_phone::testing::wait_until(what, Duration::from_secs(secs), f)
 }
 
 fn send_smart(s: &mut TcpStream, req: &str) -> Result<(), String> {

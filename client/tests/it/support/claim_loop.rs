@@ -17,19 +17,19 @@ use cmautobuy_client::secret::Secret;
 use cmautobuy_client::store::Store;
 use cmautobuy_mock_admin::{Endpoint, MockAdmin, MockAdminConfig, Operator};
 
-use super::{store, TestClock, TOKEN};
+use super::{store, test_clock, VirtualClock, TOKEN};
 
-pub type LoopRunner<P> = Runner<MockAdminGateway, P, TestClock>;
+pub type LoopRunner<P> = Runner<MockAdminGateway, P, VirtualClock>;
 
 pub struct LoopWorld<P: Executor + Clone> {
     pub mock: MockAdmin,
     pub op: Operator,
     pub store: Store,
-    pub clock: TestClock,
+    pub clock: VirtualClock,
     pub phone: P,
     pub gw: Arc<MockAdminGateway>,
     pub runner: LoopRunner<P>,
-    pub relay: Relay<MockAdminGateway, TestClock>,
+    pub relay: Relay<MockAdminGateway, VirtualClock>,
     pub dir: tempfile::TempDir,
 }
 
@@ -38,7 +38,7 @@ pub struct LoopWorld<P: Executor + Clone> {
 pub async fn loop_world<P: Executor + Clone>(
     device: &str,
     tasks: usize,
-    phone: impl FnOnce(&TestClock) -> P,
+    phone: impl FnOnce(&VirtualClock) -> P,
 ) -> LoopWorld<P> {
     let dir = tempfile::tempdir().unwrap();
     let mock = MockAdmin::open(MockAdminConfig::in_memory()).unwrap();
@@ -55,7 +55,7 @@ pub async fn loop_world<P: Executor + Clone>(
             .await
             .unwrap();
     }
-    let clock = TestClock::new();
+    let clock = test_clock();
     let phone = phone(&clock);
     let relay = Relay::new(
         store.clone(),
@@ -81,7 +81,7 @@ fn new_runner<P: Executor + Clone>(
     store: &Store,
     gw: &Arc<MockAdminGateway>,
     phone: &P,
-    clock: &TestClock,
+    clock: &VirtualClock,
 ) -> LoopRunner<P> {
     runner_with(store, gw, phone, clock, RunConfig::default())
 }
@@ -90,7 +90,7 @@ fn runner_with<P: Executor + Clone>(
     store: &Store,
     gw: &Arc<MockAdminGateway>,
     phone: &P,
-    clock: &TestClock,
+    clock: &VirtualClock,
     cfg: RunConfig,
 ) -> LoopRunner<P> {
     Runner::new(

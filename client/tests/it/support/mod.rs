@@ -7,53 +7,19 @@ pub mod receiver;
 pub mod replay;
 pub mod world;
 
-use chrono::{DateTime, TimeZone, Utc};
+use chrono::{TimeZone, Utc};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use cmautobuy_client::clock::Clock;
 use cmautobuy_client::executor::{failure, Executor, Job, Outcome, Readiness, StubExecutor};
 use cmautobuy_client::secret::Secret;
 use cmautobuy_client::store::{SettingsPatch, Store};
 use cmautobuy_contract::FailureStatus;
 
-/// A virtual clock: `sleep` returns at once and moves `now` forward; every requested
-/// wait is recorded so tests can check delays against the policy.
-#[derive(Clone)]
-pub struct TestClock {
-    inner: Arc<Mutex<(DateTime<Utc>, Vec<Duration>)>>,
-}
+pub use cmautobuy_client::clock::VirtualClock;
 
-impl TestClock {
-    pub fn new() -> Self {
-        TestClock {
-            inner: Arc::new(Mutex::new((
-                Utc.with_ymd_and_hms(2026, 8, 6, 8, 0, 0).unwrap(),
-                Vec::new(),
-            ))),
-        }
-    }
-    pub fn advance(&self, d: Duration) {
-        let mut g = self.inner.lock().unwrap();
-        g.0 += chrono::Duration::from_std(d).unwrap();
-    }
-    pub fn sleeps(&self) -> Vec<Duration> {
-        self.inner.lock().unwrap().1.clone()
-    }
-}
-
-impl Clock for TestClock {
-    fn now(&self) -> DateTime<Utc> {
-        self.inner.lock().unwrap().0
-    }
-    fn sleep(&self, d: Duration) -> impl std::future::Future<Output = ()> + Send {
-        {
-            let mut g = self.inner.lock().unwrap();
-            g.0 += chrono::Duration::from_std(d).unwrap();
-            g.1.push(d);
-        }
-        tokio::task::yield_now()
-    }
+/// The tests' virtual clock, at the same start every time (2026-08-06 08:00 UTC).
+pub fn test_clock() -> VirtualClock {
+    VirtualClock::new(Utc.with_ymd_and_hms(2026, 8, 6, 8, 0, 0).unwrap())
 }
 
 /// What the scripted executor answers.

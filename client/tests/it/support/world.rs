@@ -421,8 +421,8 @@ pub fn wait_exit(child: &mut Child, limit: Duration, why: impl Fn() -> String) -
     }
 }
 
-/// Polls `f` every 50 ms until it holds; fails the test with `what` after `limit`, or
-/// at once when `child` exits first.
+/// Waits (the one bounded poll, `cmautobuy_sim_phone::testing::wait_until_or`) until `f`
+/// holds; fails the test with `what` after `limit`, or at once when `child` exits first.
 pub fn wait_until(what: &str, limit: Duration, child: &mut Child, f: impl FnMut() -> bool) {
     wait_until_or(what, limit, child, String::new, f)
 }
@@ -436,21 +436,15 @@ pub fn wait_until_or(
     why: impl Fn() -> String,
     mut f: impl FnMut() -> bool,
 ) {
-    let start = Instant::now();
-    while !f() {
+    cmautobuy_sim_phone::testing::wait_until_or(what, limit, &why, || {
         if let Ok(Some(s)) = child.try_wait() {
             panic!(
                 "the client exited ({s}) while waiting for {what}: {}",
                 why()
             );
         }
-        assert!(
-            start.elapsed() < limit,
-            "no {what} within {limit:?}: {}",
-            why()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+        f()
+    })
 }
 
 /// The goods page link of `goods`.

@@ -1,15 +1,17 @@
-//! A private adb server for a rehearsal on the `u2` backend (issue 15).
+//! A private adb server: Debian's (or any) real `adb` on its own free loopback port and
+//! its own home directory, a child of this process — the one harness that brings the
+//! simulated phone behind a real adb server, for `rehearse` on the `u2` backend, the
+//! crash matrix and the tests of every crate (the tests use it through
+//! [`crate::testing::AdbServer`], which only turns its errors into test failures).
 //!
 //! uiautomator2's server is reached over `tcp:PORT` streams, which only an adb server
-//! opens (a direct TCP device, `tcp:HOST:PORT`, cannot). When the backend is `u2`
-//! (required) and the rehearsal runs its own simulated phone without `--adb-server`, it
-//! brings its own server: the real `adb` (`$ADB`, else `adb` on `PATH`) as
-//! `adb -P PORT nodaemon server`, a child of this process on a free loopback port, with
-//! its own home directory (its own `adbkey`, no `ADB_VENDOR_KEYS`), USB, emulator-port
-//! and mDNS discovery off — so a user's server on 5037 and the phones plugged into this
-//! computer are never touched. The phone is `adb connect`ed; [`PrivateAdbServer`]'s drop
-//! (also on every error path) runs `adb -P PORT kill-server`, waits for the child to
-//! end and kills it when it does not, then removes the home directory.
+//! opens (a direct TCP device cannot). The server runs as `adb -P PORT nodaemon server`
+//! with its own home (its own `adbkey`, no `ADB_VENDOR_KEYS`), USB, emulator-port and
+//! mDNS discovery off — so a user's server on 5037 and the phones plugged into this
+//! computer are never touched. [`PrivateAdbServer`]'s drop (also on every error path)
+//! runs `adb -P PORT kill-server`, waits for the child to end and kills it when it does
+//! not, then removes the home directory; a watchdog does the same when this process is
+//! killed without a destructor running.
 //!
 //! Every adb call has a deadline (adb has none of its own): the server's start, `adb
 //! connect`, the device listing, `kill-server` and the child's exit are each bounded.
@@ -18,15 +20,14 @@
 
 use std::ffi::OsString;
 use std::fs::File;
-use std::io::Read;
-use std::net::{Ipv4Addr, SocketAddrV4, TcpListener};
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, SocketAddrV4, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use thiserror::Error;
-
-use crate::device::adb::{list_devices, server_version};
 
 /// How long the server may take to answer `host:version` after it is spawned.
 pub const START_DEADLINE: Duration = Duration::from_secs(15);
@@ -114,7 +115,9 @@ pub struct PrivateAdbServer {
     adb: PathBuf,
     port: u16,
     home: tempfile::TempDir,
-    child: Option<Child>,
+    /// The server process (behind a lock: [`PrivateAdbServer::connect`] takes `&self`,
+    /// and a world shared by several test threads connects its phones through it).
+    child: Mutex<Option<Child>>,
     /// A server was spawned on `port` and not yet stopped.
     spawned: bool,
     /// The watchdog that stops the server when this process ends without [`stop`]
@@ -137,7 +140,7 @@ impl PrivateAdbServer {
             adb: adb.to_path_buf(),
             port: 0,
             home,
-            child: None,
+            child: Mutex::new(None),
             spawned: false,
             watchdog: None,
         };
@@ -164,18 +167,28 @@ impl PrivateAdbServer {
         SocketAddrV4::new(Ipv4Addr::LOCALHOST, self.port)
     }
 
+    /// The server's port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The server's private home directory (its `adbkey` is under `.android/`).
+    pub fn home(&self) -> &Path {
+        self.home.path()
+    }
+
     /// `adb connect SERIAL` (a `HOST:PORT` serial), repeated until the server lists the
     /// phone as `device` (a fresh connection shows `offline` for a moment), within
     /// [`CONNECT_DEADLINE`].
-    pub fn connect(&mut self, serial: &str) -> Result<(), AdbServerError> {
+    pub fn connect(&self, serial: &str) -> Result<(), AdbServerError> {
         let end = Instant::now() + CONNECT_DEADLINE;
         loop {
             self.check_alive()?;
             let out = self.run(&["connect", serial], COMMAND_DEADLINE)?;
-            let seen = match list_devices(self.addr(), PROBE_DEADLINE) {
-                Ok(list) => match list.iter().find(|d| d.serial == serial) {
-                    Some(d) if d.state == "device" => return Ok(()),
-                    Some(d) => format!("listed as {}", d.state),
+            let seen = match self.run(&["devices"], COMMAND_DEADLINE) {
+                Ok(listing) => match device_state(&listing, serial) {
+                    Some("device") => return Ok(()),
+                    Some(state) => format!("listed as {state}"),
                     None => format!("not listed ({})", out.trim()),
                 },
                 Err(e) => e.to_string(),
@@ -209,7 +222,7 @@ impl PrivateAdbServer {
         if let Err(e) = self.run(&["kill-server"], COMMAND_DEADLINE) {
             tracing::warn!(port = self.port, error = %e, "adb kill-server");
         }
-        let Some(mut child) = self.child.take() else {
+        let Some(mut child) = self.child_slot().take() else {
             return;
         };
         if !wait_exit(&mut child, EXIT_DEADLINE) {
@@ -230,7 +243,7 @@ impl PrivateAdbServer {
         let script = format!(
             "while kill -0 {pid} 2>/dev/null; do sleep 1; done; exec {adb} -P {port} kill-server",
             pid = std::process::id(),
-            adb = crate::device::quote::quote(&self.adb.display().to_string()),
+            adb = sh_quote(&self.adb.display().to_string()),
             port = self.port,
         );
         // `command()` is `adb -P PORT` with the private environment: keep the
@@ -274,7 +287,7 @@ impl PrivateAdbServer {
             .stderr(log2)
             .spawn()
             .map_err(|e| io(&format!("cannot run {}", self.adb.display()), e))?;
-        self.child = Some(child);
+        *self.child_slot() = Some(child);
         self.spawned = true;
         let end = Instant::now() + START_DEADLINE;
         loop {
@@ -284,7 +297,7 @@ impl PrivateAdbServer {
                     log_tail(&log_path)
                 )));
             }
-            if server_version(self.addr(), PROBE_DEADLINE).is_ok() {
+            if answers_version(self.addr(), PROBE_DEADLINE) {
                 return Ok(());
             }
             if Instant::now() >= end {
@@ -299,14 +312,15 @@ impl PrivateAdbServer {
     }
 
     /// The server process is still running.
-    fn check_alive(&mut self) -> Result<(), AdbServerError> {
-        let Some(child) = self.child.as_mut() else {
+    fn check_alive(&self) -> Result<(), AdbServerError> {
+        let mut slot = self.child_slot();
+        let Some(child) = slot.as_mut() else {
             return Err(AdbServerError::StartFailed("not running".into()));
         };
         match child.try_wait() {
             Ok(None) => Ok(()),
             Ok(Some(status)) => {
-                self.child = None;
+                *slot = None;
                 Err(AdbServerError::StartFailed(format!(
                     "the adb server on port {} ended ({status})",
                     self.port
@@ -336,9 +350,13 @@ impl PrivateAdbServer {
         c
     }
 
-    /// `adb -P PORT ARGS…` to completion within `deadline` (killed past it); its stdout
-    /// and stderr together.
-    fn run(&self, args: &[&str], deadline: Duration) -> Result<String, AdbServerError> {
+    fn child_slot(&self) -> MutexGuard<'_, Option<Child>> {
+        self.child.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// `adb -P PORT ARGS…` with the server's private environment, to completion within
+    /// `deadline` (killed past it): its status, stdout and stderr.
+    pub fn output(&self, args: &[&str], deadline: Duration) -> Result<Output, AdbServerError> {
         let what = format!("adb -P {} {}", self.port, args.join(" "));
         let mut child = self
             .command()
@@ -348,10 +366,8 @@ impl PrivateAdbServer {
             .stderr(Stdio::piped())
             .spawn()
             .map_err(|e| io(&format!("cannot run {what}"), e))?;
-        let readers = [
-            child.stdout.take().map(read_all),
-            child.stderr.take().map(read_all),
-        ];
+        let stdout = child.stdout.take().map(read_all);
+        let stderr = child.stderr.take().map(read_all);
         if !wait_exit(&mut child, deadline) {
             let _ = child.kill();
             let _ = child.wait();
@@ -360,10 +376,24 @@ impl PrivateAdbServer {
                 deadline,
             });
         }
-        let mut text = String::new();
-        for r in readers.into_iter().flatten() {
-            text.push_str(&r.join().unwrap_or_default());
-        }
+        let status = child
+            .wait()
+            .map_err(|e| io(&format!("cannot wait for {what}"), e))?;
+        let join = |r: Option<std::thread::JoinHandle<Vec<u8>>>| {
+            r.and_then(|r| r.join().ok()).unwrap_or_default()
+        };
+        Ok(Output {
+            status,
+            stdout: join(stdout),
+            stderr: join(stderr),
+        })
+    }
+
+    /// [`PrivateAdbServer::output`]'s stdout and stderr together, as text.
+    fn run(&self, args: &[&str], deadline: Duration) -> Result<String, AdbServerError> {
+        let out = self.output(args, deadline)?;
+        let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+        text.push_str(&String::from_utf8_lossy(&out.stderr));
         Ok(text)
     }
 }
@@ -387,12 +417,42 @@ fn wait_exit(child: &mut Child, deadline: Duration) -> bool {
 }
 
 /// Reads a child's pipe to its end on a thread (so a full pipe never blocks the child).
-fn read_all(mut r: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
+fn read_all(mut r: impl Read + Send + 'static) -> std::thread::JoinHandle<Vec<u8>> {
     std::thread::spawn(move || {
         let mut v = Vec::new();
         let _ = r.read_to_end(&mut v);
-        String::from_utf8_lossy(&v).into_owned()
+        v
     })
+}
+
+/// The state `adb devices` lists `serial` in (`device`, `offline`, `unauthorized`, …).
+fn device_state<'a>(listing: &'a str, serial: &str) -> Option<&'a str> {
+    listing.lines().find_map(|l| {
+        let mut words = l.split_whitespace();
+        (words.next() == Some(serial))
+            .then(|| words.next())
+            .flatten()
+    })
+}
+
+/// Whether an adb server answers `host:version` on `addr` within `deadline` (the smart
+/// socket protocol: a 4-hex-digit length, the service; `OKAY` and the version back).
+fn answers_version(addr: SocketAddrV4, deadline: Duration) -> bool {
+    let Ok(mut s) = TcpStream::connect_timeout(&addr.into(), deadline) else {
+        return false;
+    };
+    if s.set_read_timeout(Some(deadline)).is_err() || s.set_write_timeout(Some(deadline)).is_err() {
+        return false;
+    }
+    let mut status = [0u8; 4];
+    s.write_all(b"000chost:version").is_ok()
+        && s.read_exact(&mut status).is_ok()
+        && &status == b"OKAY"
+}
+
+/// `text` as one single-quoted `sh` word.
+fn sh_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
 }
 
 /// The last lines of the server's log, for an error message.
