@@ -804,6 +804,14 @@ pub fn load(flags: Overrides, env: &dyn Fn(&str) -> Option<String>) -> Result<Co
         })?,
     };
     let console_password = c.console_password.clone().filter(|p| !p.is_empty());
+    if let Some(p) = &console_password {
+        crate::console::listen::check_password_length(p.expose()).map_err(|e| {
+            ConfigError::Value {
+                name: "console_password".into(),
+                message: e.to_string(),
+            }
+        })?;
+    }
     if let Err(message) = console.check_password(console_password.is_some()) {
         return Err(ConfigError::Value {
             name: "console_addr".into(),

@@ -90,6 +90,9 @@ pub fn run(g: &Globals, a: RunArgs) -> Result<(), Failure> {
         cfg.console = ConsoleAddr::Off;
     }
     if let Some(p) = a.console_password.filter(|p| !p.is_empty()) {
+        cmautobuy_client::console::listen::check_password_length(&p).map_err(|e| {
+            Failure::usage(anyhow::anyhow!("--console-password {e}")).in_command("run")
+        })?;
         cfg.console_password = Some(cmautobuy_client::secret::Secret::new(p));
     }
     cfg.console
@@ -120,7 +123,7 @@ pub fn run(g: &Globals, a: RunArgs) -> Result<(), Failure> {
         } else {
             phone(&cfg, &policy, None)?
         };
-        let store = setup::open_and_save(&cfg)?;
+        let store = open_checked(&cfg)?;
         let gateway = Arc::new(setup::gateway(&cfg, &store)?);
         let progress = ProgressHandle::new();
         vec![Worker {
@@ -330,6 +333,20 @@ fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
         .unwrap_or_else(|| "(no message)".into())
 }
 
+/// The phone's store, checked whole (`PRAGMA quick_check`, [`Store::quick_check`]) before
+/// anything is saved to it or claimed: a damaged page is refused now — exit 3, pointing
+/// at `backups/` — as `status` refuses it, not found after a task was claimed and left
+/// without its report.
+fn open_checked(cfg: &Config) -> Result<Store, Failure> {
+    let started = std::time::Instant::now();
+    setup::open_store(cfg)?.quick_check()?;
+    tracing::debug!(
+        ms = started.elapsed().as_millis() as u64,
+        "store integrity checked (quick_check)"
+    );
+    setup::open_and_save(cfg)
+}
+
 /// How a worker runs on the phone whose folder is `cfg.data_dir`.
 fn client_config(
     cfg: &Config,
@@ -376,7 +393,7 @@ fn several(
     let mut workers = Vec::new();
     for (serial, pc) in setup::phone_configs(cfg).map_err(|f| f.in_command("run"))? {
         let (phone, device_lock) = phone(&pc, policy, Some(&adb_key))?;
-        let store = setup::open_and_save(&pc)?;
+        let store = open_checked(&pc)?;
         let gateway = Arc::new(setup::gateway(&pc, &store)?);
         tracing::info!(
             phone = %serial,

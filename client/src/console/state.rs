@@ -44,6 +44,8 @@ pub struct ConsoleState {
     csrf: Arc<String>,
     password: Option<Arc<auth::PasswordHash>>,
     sessions: auth::Sessions,
+    /// Wrong passwords per client address and overall (login lockouts).
+    throttle: Arc<auth::LoginThrottle>,
     /// The adb server whose phones the settings page offers.
     pub adb_server: Option<SocketAddrV4>,
     /// Registers after the settings page saved (none: saved only).
@@ -70,6 +72,7 @@ impl ConsoleState {
             csrf: Arc::new(auth::random_token()),
             password: None,
             sessions: auth::Sessions::default(),
+            throttle: Arc::new(auth::LoginThrottle::default()),
             adb_server: None,
             registrar: None,
         }
@@ -124,6 +127,10 @@ impl ConsoleState {
     /// The password hash (login).
     pub(crate) fn password(&self) -> Option<Arc<auth::PasswordHash>> {
         self.password.clone()
+    }
+
+    pub(crate) fn throttle(&self) -> &auth::LoginThrottle {
+        &self.throttle
     }
 
     pub(crate) fn sessions(&self) -> &auth::Sessions {

@@ -269,6 +269,11 @@ pub fn rehearse_with(
         .build()
         .context("cannot start the async runtime")?;
 
+    // The client's store first: it is created only in a data directory holding nothing
+    // of an earlier client (`Store::open`), and the embedded Admin's database and the
+    // ADB key are about to land beside it.
+    let store = Store::open(&Store::path_in(&data_dir))?;
+
     // The Admin: the embedded mock unless --admin.
     let token = opts.token.clone().unwrap_or_else(|| "rehearse".into());
     let admin = Admin::start(&rt, opts.admin.as_deref(), token, &data_dir)?;
@@ -349,7 +354,6 @@ pub fn rehearse_with(
     let ids = admin.seed(&rt, batch, &run_tag)?;
 
     // The client: the same wiring as `run`.
-    let store = Store::open(&Store::path_in(&data_dir))?;
     registration::save_locally(
         &store,
         &SettingsPatch {

@@ -163,6 +163,109 @@ fn self_check(conn: &Connection) -> Result<()> {
     }
 }
 
+/// The store's file name in a data directory ([`Store::path_in`]).
+pub const STORE_FILE: &str = "client.sqlite3";
+
+/// How long opening waits for a new store another process is creating before it calls
+/// a missing store beside an earlier client's files [`StoreError::Missing`].
+pub const NEW_STORE_WAIT: Duration = Duration::from_secs(2);
+
+/// Whether `path` has no database in it: absent, or 0 bytes.
+fn no_database(path: &Path) -> Result<Option<bool>> {
+    match std::fs::metadata(path) {
+        Ok(m) if m.len() == 0 => Ok(Some(true)),
+        Ok(_) => Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Some(false)),
+        Err(source) => Err(StoreError::Io {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// Refuses to create a data directory's store over an earlier client's leftovers (see
+/// [`Store::open`]). Only a file named [`STORE_FILE`] is a data directory's store; other
+/// names (tests, tools) are opened as given.
+fn check_not_replaced(path: &Path) -> Result<()> {
+    if path.file_name().and_then(|n| n.to_str()) != Some(STORE_FILE) {
+        return Ok(());
+    }
+    let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) else {
+        return Ok(());
+    };
+    if no_database(path)?.is_none() || crate::private::created_here(path) {
+        return Ok(());
+    }
+    if earlier_client(dir).is_empty() {
+        return Ok(());
+    }
+    // Another process may be creating this very store (a `status` beside the first
+    // `run`): its file gets its first page in a moment.
+    let deadline = std::time::Instant::now() + NEW_STORE_WAIT;
+    let empty = loop {
+        match no_database(path)? {
+            None => return Ok(()),
+            Some(empty) if std::time::Instant::now() >= deadline => break empty,
+            Some(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    };
+    Err(StoreError::Missing {
+        path: path.to_path_buf(),
+        dir: dir.to_path_buf(),
+        empty,
+        evidence: earlier_client(dir),
+    })
+}
+
+/// What in the data directory `dir` shows an earlier client: every entry but the store
+/// file itself, its rollback journal (SQLite's own, while it writes the first page),
+/// `config.toml` (the operator's, written before the first start) and what this process
+/// created; a folder counts when it holds a file.
+fn earlier_client(dir: &Path) -> Vec<String> {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = rd
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let p = e.path();
+            if name == STORE_FILE
+                || name == format!("{STORE_FILE}-journal")
+                || name == "config.toml"
+                || crate::private::created_here(&p)
+            {
+                return None;
+            }
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                holds_files(&p, 3).then(|| format!("{name}/"))
+            } else {
+                Some(name)
+            }
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Whether `dir` (down to `depth` more levels) holds a file this process did not create.
+fn holds_files(dir: &Path, depth: u32) -> bool {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    rd.flatten().any(|e| {
+        let p = e.path();
+        if crate::private::created_here(&p) {
+            return false;
+        }
+        match e.file_type() {
+            Ok(t) if t.is_dir() => depth > 0 && holds_files(&p, depth - 1),
+            Ok(_) => true,
+            Err(_) => false,
+        }
+    })
+}
+
 /// The settings key of the client id, which opening creates (see `settings.rs` for the
 /// other keys).
 pub(super) const SETTING_CLIENT_ID: &str = "client_id";
@@ -206,7 +309,16 @@ impl Store {
     /// before SQLite opens it (its `-wal`/`-shm` files take the database file's mode);
     /// too-open modes on an existing directory, store, config file or key are tightened
     /// with a warning ([`crate::private::secure_data_dir`]).
+    ///
+    /// No silent new identity (issue 26): a `client.sqlite3` that is missing or empty is
+    /// created only in a data directory with nothing an earlier client left — anything
+    /// but `config.toml` and what this process itself just made (its lock file, log
+    /// folder, ADB key: [`crate::private::created_here`]). Beside backups, logs, a lock
+    /// file, artifacts, a WAL… it is [`StoreError::Missing`], pointing at `backups/`.
+    /// Another process creating the same new store at that moment is waited for (its
+    /// file gains its first page within milliseconds), at most [`NEW_STORE_WAIT`].
     pub fn open(path: &Path) -> Result<Store> {
+        check_not_replaced(path)?;
         if let Some(dir) = path.parent() {
             if !dir.as_os_str().is_empty() {
                 crate::private::create_dir(dir).map_err(|source| StoreError::Io {
@@ -241,7 +353,29 @@ impl Store {
 
     /// The store's file name inside a data directory.
     pub fn path_in(data_dir: &Path) -> PathBuf {
-        data_dir.join("client.sqlite3")
+        data_dir.join(STORE_FILE)
+    }
+
+    /// SQLite's `PRAGMA quick_check` over the whole file (every page, every index's
+    /// shape; ≈ the cost of reading the file once): `run` calls it before its first
+    /// claim, so a damaged page is found before a task is taken rather than after.
+    /// [`StoreError::Damaged`] names what SQLite found and how to restore.
+    pub fn quick_check(&self) -> Result<()> {
+        let conn = self.lock();
+        let rows: std::result::Result<Vec<String>, rusqlite::Error> =
+            conn.prepare("PRAGMA quick_check(20)").and_then(|mut st| {
+                st.query_map([], |r| r.get::<_, String>(0))?
+                    .collect::<std::result::Result<Vec<_>, _>>()
+            });
+        let detail = match rows {
+            Ok(rows) if rows.len() == 1 && rows[0] == "ok" => return Ok(()),
+            Ok(rows) => rows.join("; "),
+            Err(e) => e.to_string(),
+        };
+        Err(StoreError::Damaged {
+            path: self.path.clone(),
+            detail,
+        })
     }
 
     fn init(mut conn: Connection, path: PathBuf) -> Result<Store> {
