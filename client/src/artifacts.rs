@@ -986,6 +986,30 @@ mod tests {
         assert_eq!(m[2].seq(), Some(3));
     }
 
+    /// Artifacts are private like the rest of the data directory: folders `0700`, files
+    /// `0600` whatever the umask; a root left too open is tightened.
+    #[cfg(unix)]
+    #[test]
+    fn artifact_folders_and_files_are_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("artifacts");
+        std::fs::create_dir(&root).unwrap();
+        std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut a = AttemptArtifacts::create(&root, "cg1", "att-1").unwrap();
+        a.save("open_goods", "xml", b"<hierarchy/>", Utc::now())
+            .unwrap();
+        a.write_device(Some("7.0.0"));
+        assert_eq!(mode(&root), 0o700);
+        assert_eq!(mode(&root.join("cg1")), 0o700);
+        assert_eq!(mode(a.dir()), 0o700);
+        for e in std::fs::read_dir(a.dir()).unwrap() {
+            let p = e.unwrap().path();
+            assert_eq!(mode(&p), 0o600, "{}", p.display());
+        }
+    }
+
     #[test]
     fn saves_numbered_files_and_a_manifest() {
         let root = tempfile::tempdir().unwrap();

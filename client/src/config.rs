@@ -1629,6 +1629,29 @@ kinds = ["alert", "daily_summary"]
         assert_eq!(c.console, ConsoleAddr::Default);
     }
 
+    /// A console password shorter than 10 characters is refused with its code, from the
+    /// file or the environment alike; 10 is enough.
+    #[test]
+    fn a_short_console_password_is_refused() {
+        for pw in ["short", "123456789", "九个字的控制台密码"] {
+            let err = load(
+                Overrides::default(),
+                &env_of(&[("HOME", "/h"), ("CMAUTOBUY_CONSOLE_PASSWORD", pw)]),
+            )
+            .unwrap_err();
+            let text = err.to_string();
+            assert!(text.contains("CONSOLE_PASSWORD_TOO_SHORT"), "{pw}: {text}");
+            assert!(text.contains("console_password"), "{text}");
+            assert!(!text.contains(pw), "the password is not quoted: {text}");
+        }
+        let c = load(
+            Overrides::default(),
+            &env_of(&[("HOME", "/h"), ("CMAUTOBUY_CONSOLE_PASSWORD", "0123456789")]),
+        )
+        .unwrap();
+        assert!(c.console_password.is_some());
+    }
+
     #[test]
     fn pacing_keys_default_and_override() {
         let c = load(Overrides::default(), &env_of(&[("HOME", "/h")])).unwrap();

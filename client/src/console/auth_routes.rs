@@ -95,7 +95,7 @@ async fn login(
         return Redirect::to("/").into_response();
     };
     let shown_ip = ip.map_or_else(|| "-".to_string(), |i| i.to_string());
-    if let Err(wait) = state.throttle().check(ip, std::time::Instant::now()) {
+    if let Err(wait) = state.throttle().check(ip, state.login_now()) {
         tracing::info!(client = %shown_ip, wait_s = wait.as_secs_f64(), "console: a login during a lockout refused (not checked)");
         return locked_out(&state, wait);
     }
@@ -104,7 +104,7 @@ async fn login(
         .await
         .unwrap_or(false);
     if !ok {
-        match state.throttle().failed(ip, std::time::Instant::now()) {
+        match state.throttle().failed(ip, state.login_now()) {
             Some(lock) => {
                 tracing::warn!(client = %shown_ip, lockout_s = lock.as_secs(), "console: repeated wrong passwords; logins locked out");
                 return locked_out(&state, lock);

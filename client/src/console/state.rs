@@ -46,6 +46,8 @@ pub struct ConsoleState {
     sessions: auth::Sessions,
     /// Wrong passwords per client address and overall (login lockouts).
     throttle: Arc<auth::LoginThrottle>,
+    /// The throttle's clock (`Instant::now`; tests freeze it).
+    login_clock: Arc<dyn Fn() -> std::time::Instant + Send + Sync>,
     /// The adb server whose phones the settings page offers.
     pub adb_server: Option<SocketAddrV4>,
     /// Registers after the settings page saved (none: saved only).
@@ -73,6 +75,7 @@ impl ConsoleState {
             password: None,
             sessions: auth::Sessions::default(),
             throttle: Arc::new(auth::LoginThrottle::default()),
+            login_clock: Arc::new(std::time::Instant::now),
             adb_server: None,
             registrar: None,
         }
@@ -131,6 +134,21 @@ impl ConsoleState {
 
     pub(crate) fn throttle(&self) -> &auth::LoginThrottle {
         &self.throttle
+    }
+
+    /// Now, for the login throttle.
+    pub(crate) fn login_now(&self) -> std::time::Instant {
+        (self.login_clock)()
+    }
+
+    /// The login throttle on a clock of the test's.
+    #[cfg(test)]
+    pub(crate) fn with_login_clock(
+        mut self,
+        clock: Arc<dyn Fn() -> std::time::Instant + Send + Sync>,
+    ) -> Self {
+        self.login_clock = clock;
+        self
     }
 
     pub(crate) fn sessions(&self) -> &auth::Sessions {

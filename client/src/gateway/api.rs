@@ -907,6 +907,98 @@ mod tests {
         ));
     }
 
+    /// A transport answering one fixed status and body.
+    struct Answering(u16, String);
+
+    impl Transport for Answering {
+        async fn send(&self, _req: &PreparedRequest) -> Result<RawResponse, GatewayError> {
+            Ok(RawResponse {
+                status: self.0,
+                retry_after: None,
+                date: None,
+                body: Bytes::from(self.1.clone()),
+            })
+        }
+    }
+
+    /// An Admin (or proxy) that echoes the request's headers hands the token back: no
+    /// error text, excerpt or stored answer carries it, in any form it came in.
+    #[tokio::test]
+    async fn an_echo_of_the_token_is_scrubbed_before_the_answer_is_read() {
+        let token = "echo-tok/unit+0123456789";
+        let _registered = Secret::new(token);
+        let encoded = "echo-tok%2Funit%2B0123456789";
+        let profile: ClientProfile = serde_json::from_value(serde_json::json!({
+            "supported_types": ["collect"],
+            "capabilities": {"purchase_mode": "dry_run", "schema_versions": [1]}
+        }))
+        .unwrap();
+        let leaks = |what: &str, text: &str| {
+            assert!(
+                !text.contains(token) && !text.contains(encoded),
+                "{what}: {text}"
+            );
+            assert!(text.contains(crate::secret::REDACTED), "{what}: {text}");
+        };
+        // §3 envelope: message and details echo the headers.
+        let envelope = serde_json::json!({"error": {
+            "code": "UNAUTHORIZED",
+            "message": format!("bad header Authorization: Bearer {token}"),
+            "retryable": false,
+            "request_id": format!("rid {encoded}"),
+            "details": {"headers": {"authorization": format!("Bearer {token}")}},
+        }})
+        .to_string();
+        let g = Gateway::with_transport(Answering(401, envelope), "CLIENT-1");
+        let e = g.register_client(&profile).await.unwrap_err();
+        leaks("rejection", &format!("{e} {e:?}"));
+        // A 200 the client cannot read: serde quotes the value it choked on.
+        let body = format!(r#"{{"task": "Authorization: Bearer {token}"}}"#);
+        let g = Gateway::with_transport(Answering(200, body), "CLIENT-1");
+        let e = g.claim_next(&profile).await.unwrap_err();
+        assert!(e.unreadable_success());
+        leaks("unreadable 200", &format!("{e} {e:?}"));
+        // Not JSON at all: the excerpt.
+        let g = Gateway::with_transport(
+            Answering(502, format!("<html>proxy: Bearer {token}</html>")),
+            "CLIENT-1",
+        );
+        let e = g.claim_next(&profile).await.unwrap_err();
+        leaks("excerpt", &format!("{e} {e:?}"));
+        // An acknowledgement kept in the outbox as received.
+        let ack = format!(
+            r#"{{"accepted":true,"result_id":"r1","accepted_at":"2026-08-06T08:03:01Z","echo":"{encoded}"}}"#
+        );
+        let g = Gateway::with_transport(Answering(200, ack), "CLIENT-1");
+        let a = g.submit_result("cg1", "k", b"{}").await.unwrap();
+        assert_eq!(a.result_id.as_deref(), Some("r1"));
+        leaks("stored answer", &String::from_utf8_lossy(&a.raw));
+    }
+
+    #[test]
+    fn a_cut_success_is_an_unreadable_success_and_retryable() {
+        let cut = |status| GatewayError::Cut {
+            op: Op::Claim,
+            status,
+            message: "connection reset".into(),
+            partial: r#"{"task":{"id":"cg7""#.into(),
+        };
+        assert!(cut(200).unreadable_success());
+        assert!(cut(200).is_retryable());
+        assert_eq!(cut(200).status(), Some(200));
+        // A cut error answer follows its status.
+        assert!(!cut(503).unreadable_success());
+        assert!(cut(503).is_retryable());
+        assert!(!cut(403).is_retryable());
+        // No answer byte at all is not a committed claim.
+        let t = GatewayError::Transport {
+            op: Op::Claim,
+            message: "connection closed before a response was received".into(),
+        };
+        assert!(!t.unreadable_success());
+        assert!(t.is_retryable());
+    }
+
     #[test]
     fn rejections_are_typed() {
         let e = expect_ok(

@@ -522,6 +522,155 @@ mod tests {
         );
     }
 
+    /// A data directory an earlier client used, without its store: the store is
+    /// refused, never created afresh with a new identity — beside backups, logs, a lock
+    /// file, artifacts or a WAL, missing or 0 bytes; the message points at `backups/`.
+    #[test]
+    fn a_missing_or_empty_store_beside_an_earlier_clients_files_is_refused() {
+        type Setup = fn(&Path);
+        let cases: [(&str, Setup, bool, &str); 6] = [
+            (
+                "backups",
+                |d| {
+                    std::fs::create_dir(d.join("backups")).unwrap();
+                    std::fs::write(
+                        d.join("backups/client-20260101T000000Z-v9-daily.sqlite3"),
+                        b"x",
+                    )
+                    .unwrap();
+                },
+                false,
+                "backups/",
+            ),
+            (
+                "logs",
+                |d| {
+                    std::fs::create_dir(d.join("logs")).unwrap();
+                    std::fs::write(d.join("logs/cmautobuy-client.log"), b"line\n").unwrap();
+                    std::fs::write(Store::path_in(d), b"").unwrap();
+                },
+                true,
+                "logs/",
+            ),
+            (
+                "lock",
+                |d| std::fs::write(d.join("client.lock"), b"").unwrap(),
+                false,
+                "client.lock",
+            ),
+            (
+                "artifacts",
+                |d| {
+                    std::fs::create_dir_all(d.join("artifacts/cg1/a1")).unwrap();
+                    std::fs::write(d.join("artifacts/cg1/a1/manifest.json"), b"[]").unwrap();
+                },
+                false,
+                "artifacts/",
+            ),
+            (
+                "wal",
+                |d| std::fs::write(d.join("client.sqlite3-wal"), b"wal").unwrap(),
+                false,
+                "client.sqlite3-wal",
+            ),
+            (
+                "zero-length store and a lock",
+                |d| {
+                    std::fs::write(Store::path_in(d), b"").unwrap();
+                    std::fs::write(d.join("client.lock"), b"4242\nrun\n").unwrap();
+                },
+                true,
+                "client.lock",
+            ),
+        ];
+        for (what, setup, empty_file, named) in cases {
+            let dir = tempfile::tempdir().unwrap();
+            setup(dir.path());
+            let path = Store::path_in(dir.path());
+            let err = Store::open(&path).unwrap_err();
+            match &err {
+                StoreError::Missing {
+                    empty, evidence, ..
+                } => {
+                    assert_eq!(*empty, empty_file, "{what}");
+                    assert!(evidence.iter().any(|e| e == named), "{what}: {evidence:?}");
+                }
+                other => panic!("{what}: {other}"),
+            }
+            assert_eq!(err.code(), "STORE_MISSING");
+            let text = err.to_string();
+            assert!(text.starts_with("[STORE_MISSING]"), "{text}");
+            assert!(text.contains("backups"), "{what}: {text}");
+            // Nothing was created in its place.
+            assert_eq!(
+                std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0),
+                0,
+                "{what}"
+            );
+        }
+    }
+
+    /// What does not stop a new store: an empty directory, the operator's
+    /// `config.toml`, empty folders, what this process made itself (its lock file, its
+    /// log folder), and any store file not named `client.sqlite3`.
+    #[test]
+    fn a_fresh_data_directory_gets_its_identity() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("config.toml"), "name = \"x\"\n").unwrap();
+        std::fs::create_dir(dir.path().join("backups")).unwrap();
+        let _lock = crate::lock::lock_data_dir(dir.path(), "test").unwrap();
+        let logs = dir.path().join("logs");
+        let _log = crate::logfile::RotatingFile::open(&logs, 1024, 1).unwrap();
+        std::fs::write(logs.join(crate::logfile::LOG_FILE), b"a line\n").unwrap();
+        let s = Store::open(&Store::path_in(dir.path())).unwrap();
+        assert!(s.client_id().unwrap().starts_with("CLIENT-"));
+        // Another file name beside anything: opened as given.
+        let other = tempfile::tempdir().unwrap();
+        std::fs::write(other.path().join("mock-admin.sqlite"), b"x").unwrap();
+        Store::open(&other.path().join("store.db")).unwrap();
+    }
+
+    /// `PRAGMA quick_check` finds a damaged page of the outbox (the store still opens:
+    /// its schema is intact); the error names what SQLite found and points at backups.
+    #[test]
+    fn quick_check_finds_a_damaged_outbox_page() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = Store::path_in(dir.path());
+        let s = Store::open(&path).unwrap();
+        s.quick_check().unwrap();
+        drop(s);
+        damage_table_root(&path, "outbox");
+        let s = Store::open(&path).unwrap();
+        let err = s.quick_check().unwrap_err();
+        assert!(matches!(err, StoreError::Damaged { .. }), "{err}");
+        assert_eq!(err.code(), "STORE_DAMAGED");
+        let text = err.to_string();
+        assert!(text.contains("backups"), "{text}");
+    }
+
+    /// Overwrites the root page of `table` with garbage (WAL checkpointed first, so
+    /// the page is in the main file). For the damaged-store tests.
+    pub(crate) fn damage_table_root(path: &Path, table: &str) {
+        let c = Connection::open(path).unwrap();
+        c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+            .unwrap();
+        let page_size: i64 = c.query_row("PRAGMA page_size", [], |r| r.get(0)).unwrap();
+        let root: i64 = c
+            .query_row(
+                "SELECT rootpage FROM sqlite_master WHERE type = 'table' AND name = ?1",
+                [table],
+                |r| r.get(0),
+            )
+            .unwrap();
+        drop(c);
+        use std::io::{Seek, SeekFrom, Write};
+        let mut f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+        f.seek(SeekFrom::Start(((root - 1) * page_size) as u64))
+            .unwrap();
+        f.write_all(&vec![0x5a; page_size as usize]).unwrap();
+        f.sync_all().unwrap();
+    }
+
     #[test]
     fn a_missing_table_refuses_to_start() {
         let dir = tempfile::tempdir().unwrap();
