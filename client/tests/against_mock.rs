@@ -557,9 +557,16 @@ async fn claim_case<G: AdminGateway>(g: Arc<G>, a: &Admin, store: &Store, kind: 
     a.op.set_fault(plan(FaultTarget::Claim, kind)).unwrap();
     let first = runner.claim_once().await.unwrap();
     match (kind, &first) {
-        (Kind::Garbage, ClaimStep::Blocked(m)) => {
-            // The Admin committed a claim we cannot read: stop, tell the operator.
-            assert!(m.contains("unreadable"), "{m}");
+        // The Admin committed a claim we cannot read — unreadable, or cut off after its
+        // 200 and headers: stop, tell the operator (§5.2), never claim past it.
+        (Kind::Garbage | Kind::Truncated, ClaimStep::Blocked(m)) => {
+            assert!(m.contains("could not be read"), "{m}");
+            assert!(m.contains("protocol_error"), "{m}");
+            assert!(m.contains(&client_id), "names the client id: {m}");
+            if kind == Kind::Truncated {
+                // What arrived of the answer names the task.
+                assert!(m.contains(&id), "{m}");
+            }
             assert!(matches!(
                 runner.claim_once().await.unwrap(),
                 ClaimStep::Blocked(_)

@@ -217,34 +217,39 @@ fn check_not_replaced(path: &Path) -> Result<()> {
     })
 }
 
-/// What in the data directory `dir` shows an earlier client: every entry but the store
-/// file itself, its rollback journal (SQLite's own, while it writes the first page),
-/// `config.toml` (the operator's, written before the first start) and what this process
-/// created; a folder counts when it holds a file.
+/// What a client leaves in its data directory besides its store: a folder counts when it
+/// holds a file, [`EARLIER_CLIENT_FILES`] count as they are.
+const EARLIER_CLIENT_DIRS: &[&str] = &["backups", "logs", "artifacts", "phones"];
+/// Files a client leaves: its lock file, its ADB key, the store's WAL and shared memory.
+const EARLIER_CLIENT_FILES: &[&str] = &[
+    // `crate::lock::DATA_DIR_LOCK_FILE`
+    "client.lock",
+    "adbkey",
+    "client.sqlite3-wal",
+    "client.sqlite3-shm",
+];
+
+/// What in the data directory `dir` shows an earlier client: what a client makes there
+/// ([`EARLIER_CLIENT_DIRS`] holding a file, [`EARLIER_CLIENT_FILES`]) and this process
+/// did not make itself. Anything else — the operator's `config.toml` or another config
+/// file, a file a shell redirect created for this very run's output — is no sign of a
+/// store that was there, and does not stop a first start.
 fn earlier_client(dir: &Path) -> Vec<String> {
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut out: Vec<String> = rd
-        .flatten()
-        .filter_map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let p = e.path();
-            if name == STORE_FILE
-                || name == format!("{STORE_FILE}-journal")
-                || name == "config.toml"
-                || crate::private::created_here(&p)
-            {
-                return None;
-            }
-            if e.file_type().is_ok_and(|t| t.is_dir()) {
-                holds_files(&p, 3).then(|| format!("{name}/"))
-            } else {
-                Some(name)
-            }
-        })
-        .collect();
-    out.sort();
+    let mut out: Vec<String> = Vec::new();
+    for name in EARLIER_CLIENT_DIRS {
+        let p = dir.join(name);
+        // A file in it counts unless this process made it (a log folder it just
+        // created holds only its own log file).
+        if p.is_dir() && holds_files(&p, 3) {
+            out.push(format!("{name}/"));
+        }
+    }
+    for name in EARLIER_CLIENT_FILES {
+        let p = dir.join(name);
+        if p.exists() && !crate::private::created_here(&p) {
+            out.push((*name).to_string());
+        }
+    }
     out
 }
 
@@ -310,11 +315,13 @@ impl Store {
     /// too-open modes on an existing directory, store, config file or key are tightened
     /// with a warning ([`crate::private::secure_data_dir`]).
     ///
-    /// No silent new identity (issue 26): a `client.sqlite3` that is missing or empty is
-    /// created only in a data directory with nothing an earlier client left — anything
-    /// but `config.toml` and what this process itself just made (its lock file, log
-    /// folder, ADB key: [`crate::private::created_here`]). Beside backups, logs, a lock
-    /// file, artifacts, a WAL… it is [`StoreError::Missing`], pointing at `backups/`.
+    /// No silent new identity: a `client.sqlite3` that is missing or empty is created
+    /// only in a data directory holding nothing an earlier client left — its `backups/`,
+    /// `logs/`, `artifacts/` or `phones/` with a file in them, its lock file, ADB key or
+    /// the store's WAL — other than what this process itself just made
+    /// ([`crate::private::created_here`]: its lock file, log folder, ADB key). Beside
+    /// those it is [`StoreError::Missing`], pointing at `backups/`. The operator's own
+    /// files (a config file, a redirect's output) do not count.
     /// Another process creating the same new store at that moment is waited for (its
     /// file gains its first page within milliseconds), at most [`NEW_STORE_WAIT`].
     pub fn open(path: &Path) -> Result<Store> {
@@ -610,13 +617,16 @@ mod tests {
         }
     }
 
-    /// What does not stop a new store: an empty directory, the operator's
-    /// `config.toml`, empty folders, what this process made itself (its lock file, its
-    /// log folder), and any store file not named `client.sqlite3`.
+    /// What does not stop a new store: an empty directory, the operator's own files
+    /// (`config.toml`, another config, a redirect's output), empty folders, what this
+    /// process made itself (its lock file, its log folder), and any store file not named
+    /// `client.sqlite3`.
     #[test]
     fn a_fresh_data_directory_gets_its_identity() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("config.toml"), "name = \"x\"\n").unwrap();
+        std::fs::write(dir.path().join("alerts.toml"), "[[webhook]]\n").unwrap();
+        std::fs::write(dir.path().join("run.out"), "INFO starting\n").unwrap();
         std::fs::create_dir(dir.path().join("backups")).unwrap();
         let _lock = crate::lock::lock_data_dir(dir.path(), "test").unwrap();
         let logs = dir.path().join("logs");
