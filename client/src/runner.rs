@@ -44,7 +44,14 @@
 //!   while an `account_changed` alert is open (claims continue; `ack` accepts the new
 //!   account);
 //! - transient claim errors back off like the outbox (1 s doubling to 5 min, full jitter,
-//!   `Retry-After` honoured); permanent ones (4xx) raise an alert and stop claiming.
+//!   `Retry-After` honoured; until when is recorded for `status`); permanent ones (4xx)
+//!   raise an alert and stop claiming;
+//! - a claim answered `200` that cannot be taken — unreadable, cut off after its headers,
+//!   over the size cap ([`GatewayError::unreadable_success`]) — is the §5.2 gap: the
+//!   Admin has assigned a task this client never saved. It raises the blocking protocol
+//!   alert (naming the client id and what arrived of the answer), never a retry that
+//!   would claim the next task past it. A claim that got no answer byte at all stays a
+//!   retried network error: it cannot be told from a request that never arrived.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -1518,7 +1525,8 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
         let declared = profile.capabilities.purchase_mode;
         let result = self.gateway.claim_next(&profile).await;
         let failures = &self.consecutive_failures;
-        if result.is_ok() {
+        // Any answer but a backoff ends the wait `status` shows.
+        if !matches!(&result, Err(e) if e.is_retryable() && !e.unreadable_success()) {
             self.note_claim_wait(None);
         }
         match result {
