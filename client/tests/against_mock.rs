@@ -574,6 +574,9 @@ async fn claim_case<G: AdminGateway>(g: Arc<G>, a: &Admin, store: &Store, kind: 
             a.op.reassign_task(&id, Some(&client_id)).await.unwrap();
             store.ack_alerts(None, clock.now()).unwrap();
         }
+        (Kind::Garbage | Kind::Truncated, other) => {
+            panic!("{kind:?}: a claim the Admin committed must stop claiming, not {other:?}")
+        }
         (_, ClaimStep::Backoff(d)) => {
             check_delay(kind, 1, *d);
             check_retry_after_seen(kind, &[*d]);
