@@ -214,6 +214,7 @@ fn check_not_replaced(path: &Path) -> Result<()> {
         dir: dir.to_path_buf(),
         empty,
         evidence: earlier_client(dir),
+        restore: super::backup::restore_hint(dir, path),
     })
 }
 
@@ -382,6 +383,10 @@ impl Store {
         Err(StoreError::Damaged {
             path: self.path.clone(),
             detail,
+            restore: super::backup::restore_hint(
+                self.path.parent().unwrap_or_else(|| Path::new(".")),
+                &self.path,
+            ),
         })
     }
 

@@ -26,7 +26,7 @@ pub enum StoreError {
     /// The store file is missing or empty in a data directory an earlier client used
     /// (backups, logs, a lock file, artifacts…): a new identity there would silently
     /// replace the old one — its client id, outbox, marks and live caps.
-    #[error("[{code}] 数据库缺失或为空，但数据目录中有旧客户端留下的文件，拒绝新建身份 / the store {path} is {state}, but {dir} holds what an earlier client left ({evidence}): refusing to start a new client identity over it (its client id, outbox and order marks would be lost). {restore} If this is a new installation, give an empty directory (--data-dir) instead.", code = Self::MISSING, path = .path.display(), state = if *.empty { "empty (0 bytes)" } else { "missing" }, dir = .dir.display(), evidence = .evidence.join(", "), restore = restore_text(.dir, .path))]
+    #[error("[{code}] 数据库缺失或为空，但数据目录中有旧客户端留下的文件，拒绝新建身份 / the store {path} is {state}, but {dir} holds what an earlier client left ({evidence}): refusing to start a new client identity over it (its client id, outbox and order marks would be lost). {restore} If this is a new installation, give an empty directory (--data-dir) instead.", code = Self::MISSING, path = .path.display(), state = if *.empty { "empty (0 bytes)" } else { "missing" }, dir = .dir.display(), evidence = .evidence.join(", "), restore = .restore)]
     Missing {
         path: PathBuf,
         dir: PathBuf,
@@ -34,29 +34,17 @@ pub enum StoreError {
         empty: bool,
         /// What is there: `backups/`, `logs/`, `client.lock`, …
         evidence: Vec<String>,
+        /// How to restore it from `backups/` (`backup::restore_hint`).
+        restore: String,
     },
     /// SQLite's own check (`PRAGMA quick_check`) found the file damaged.
-    #[error("[{code}] 数据库已损坏 / the store {path} is damaged ({detail}). {restore}", code = Self::DAMAGED, path = .path.display(), restore = restore_text(.path.parent().unwrap_or(std::path::Path::new(".")), .path))]
-    Damaged { path: PathBuf, detail: String },
-}
-
-/// How to restore a store from its backups (the guide's §7.3), for the messages of a
-/// missing or damaged store.
-pub(super) fn restore_text(dir: &std::path::Path, store: &std::path::Path) -> String {
-    let backups = dir.join(super::backup::BACKUP_DIR);
-    let newest = super::backup::list(&backups)
-        .pop()
-        .map(|(_, p)| format!(" (newest: {})", p.display()))
-        .unwrap_or_default();
-    format!(
-        "To restore: stop every cmautobuy-client process, copy the newest backup from {}{newest} to {}, delete {name}-wal and {name}-shm beside it, and start again (guide §7.3).",
-        backups.display(),
-        store.display(),
-        name = store
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default(),
-    )
+    #[error("[{code}] 数据库已损坏 / the store {path} is damaged ({detail}). {restore}", code = Self::DAMAGED, path = .path.display())]
+    Damaged {
+        path: PathBuf,
+        detail: String,
+        /// How to restore it from `backups/` (`backup::restore_hint`).
+        restore: String,
+    },
 }
 
 /// The pointer to `backups/` added to SQLite's own "malformed" / "not a database"
