@@ -45,6 +45,15 @@ pub fn register(value: &str) {
     if value.chars().count() < MIN_SCRUB_LEN {
         return;
     }
+    // Known already (the store hands out the same token at every read): nothing to do.
+    if PATTERNS
+        .read()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .any(|p| p == value)
+    {
+        return;
+    }
     let mut new = forms(value);
     if let Ok(url) = reqwest::Url::parse(value) {
         if url.has_host() {

@@ -73,7 +73,10 @@ impl Failure {
     /// happens, the command exits with the first one's code).
     pub fn print_with(self, prefix: &str) -> Self {
         if let Some(e) = &self.error {
-            eprintln!("{prefix}{e:#}");
+            eprintln!(
+                "{prefix}{}",
+                cmautobuy_client::secret::scrub(&format!("{e:#}"))
+            );
         }
         Failure::silent(self.code)
     }
@@ -118,9 +121,12 @@ pub fn exit_code(outcome: Result<(), Failure>) -> ExitCode {
         Err(f) => f,
     };
     if let Some(e) = &f.error {
+        // Scrubbed like every log line: the message may quote what an Admin sent.
+        let text = format!("{e:#}");
+        let text = cmautobuy_client::secret::scrub(&text);
         match f.command {
-            Some(c) => eprintln!("cmautobuy-client {c}: {e:#}"),
-            None => eprintln!("cmautobuy-client: {e:#}"),
+            Some(c) => eprintln!("cmautobuy-client {c}: {text}"),
+            None => eprintln!("cmautobuy-client: {text}"),
         }
     }
     ExitCode::from(f.code as u8)
