@@ -157,3 +157,22 @@ fn run_checks_the_store_before_its_first_claim() {
     assert!(t["claims"].as_array().unwrap().is_empty(), "{t}");
     w.stop();
 }
+
+/// A first `run` refused after it took the data directory's lock (here: a `u2` backend
+/// on a direct-TCP phone, exit 2) leaves its store beside the lock file and its log, so
+/// the next command is not refused as if a store had been lost.
+#[test]
+fn a_first_run_refused_at_its_phone_leaves_a_usable_data_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let (code, _, err) = output(
+        client(&data)
+            .args(["run", "--device", "tcp:127.0.0.1:9", "--exit-when-idle"])
+            .env("CMAUTOBUY_DEVICE_BACKEND", "u2"),
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("U2_UNAVAILABLE"), "{err}");
+    assert!(data.join("client.lock").exists());
+    let id = client_id(&data);
+    assert!(id.starts_with("CLIENT-"), "{id}");
+}

@@ -118,12 +118,15 @@ pub fn run(g: &Globals, a: RunArgs) -> Result<(), Failure> {
         tracing::warn!("{}", cmautobuy_client::runner::NO_ADDRESS_FINGERPRINT);
     }
     let workers = if cfg.devices.is_empty() || a.stub_executor {
+        // The store first (right after the data directory's lock): a first run that
+        // stops at its phone leaves a store, never a lock file without one.
+        check_store(&cfg)?;
         let (phone, device_lock) = if a.stub_executor {
             (Phone::Stub, None)
         } else {
             phone(&cfg, &policy, None)?
         };
-        let store = open_checked(&cfg)?;
+        let store = setup::open_and_save(&cfg)?;
         let gateway = Arc::new(setup::gateway(&cfg, &store)?);
         let progress = ProgressHandle::new();
         vec![Worker {
@@ -333,18 +336,18 @@ fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
         .unwrap_or_else(|| "(no message)".into())
 }
 
-/// The phone's store, checked whole (`PRAGMA quick_check`, [`Store::quick_check`]) before
-/// anything is saved to it or claimed: a damaged page is refused now — exit 3, pointing
-/// at `backups/` — as `status` refuses it, not found after a task was claimed and left
-/// without its report.
-fn open_checked(cfg: &Config) -> Result<Store, Failure> {
+/// Opens (creating on a fresh data directory) the phone's store and checks it whole
+/// (`PRAGMA quick_check`, [`Store::quick_check`]) before anything is saved to it or
+/// claimed: a damaged page is refused now — exit 3, pointing at `backups/` — as `status`
+/// refuses it, not found after a task was claimed and left without its report.
+fn check_store(cfg: &Config) -> Result<(), Failure> {
     let started = std::time::Instant::now();
     setup::open_store(cfg)?.quick_check()?;
     tracing::debug!(
         ms = started.elapsed().as_millis() as u64,
         "store integrity checked (quick_check)"
     );
-    setup::open_and_save(cfg)
+    Ok(())
 }
 
 /// How a worker runs on the phone whose folder is `cfg.data_dir`.
@@ -392,8 +395,9 @@ fn several(
     let adb_key = cfg.data_dir.join("adbkey");
     let mut workers = Vec::new();
     for (serial, pc) in setup::phone_configs(cfg).map_err(|f| f.in_command("run"))? {
+        check_store(&pc)?;
         let (phone, device_lock) = phone(&pc, policy, Some(&adb_key))?;
-        let store = open_checked(&pc)?;
+        let store = setup::open_and_save(&pc)?;
         let gateway = Arc::new(setup::gateway(&pc, &store)?);
         tracing::info!(
             phone = %serial,

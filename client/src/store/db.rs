@@ -240,8 +240,10 @@ fn earlier_client(dir: &Path) -> Vec<String> {
     for name in EARLIER_CLIENT_DIRS {
         let p = dir.join(name);
         // A file in it counts unless this process made it (a log folder it just
-        // created holds only its own log file).
-        if p.is_dir() && holds_files(&p, 3) {
+        // created holds only its own log file). An empty log file does not: `run` opens
+        // its log before it can refuse a wrong flag, which writes nothing there.
+        let nonempty = *name == "logs";
+        if p.is_dir() && holds_files(&p, 3, nonempty) {
             out.push(format!("{name}/"));
         }
     }
@@ -254,8 +256,9 @@ fn earlier_client(dir: &Path) -> Vec<String> {
     out
 }
 
-/// Whether `dir` (down to `depth` more levels) holds a file this process did not create.
-fn holds_files(dir: &Path, depth: u32) -> bool {
+/// Whether `dir` (down to `depth` more levels) holds a file this process did not create
+/// (with `nonempty`, one with something in it).
+fn holds_files(dir: &Path, depth: u32, nonempty: bool) -> bool {
     let Ok(rd) = std::fs::read_dir(dir) else {
         return false;
     };
@@ -265,8 +268,8 @@ fn holds_files(dir: &Path, depth: u32) -> bool {
             return false;
         }
         match e.file_type() {
-            Ok(t) if t.is_dir() => depth > 0 && holds_files(&p, depth - 1),
-            Ok(_) => true,
+            Ok(t) if t.is_dir() => depth > 0 && holds_files(&p, depth - 1, nonempty),
+            Ok(_) => !nonempty || e.metadata().is_ok_and(|m| m.len() > 0),
             Err(_) => false,
         }
     })
@@ -318,8 +321,8 @@ impl Store {
     ///
     /// No silent new identity: a `client.sqlite3` that is missing or empty is created
     /// only in a data directory holding nothing an earlier client left — its `backups/`,
-    /// `logs/`, `artifacts/` or `phones/` with a file in them, its lock file, ADB key or
-    /// the store's WAL — other than what this process itself just made
+    /// `artifacts/` or `phones/` with a file in them, a log with lines in it, its lock
+    /// file, ADB key or the store's WAL — other than what this process itself just made
     /// ([`crate::private::created_here`]: its lock file, log folder, ADB key). Beside
     /// those it is [`StoreError::Missing`], pointing at `backups/`. The operator's own
     /// files (a config file, a redirect's output) do not count.
@@ -623,9 +626,9 @@ mod tests {
     }
 
     /// What does not stop a new store: an empty directory, the operator's own files
-    /// (`config.toml`, another config, a redirect's output), empty folders, what this
-    /// process made itself (its lock file, its log folder), and any store file not named
-    /// `client.sqlite3`.
+    /// (`config.toml`, another config, a redirect's output), empty folders, an empty log
+    /// file, what this process made itself (its lock file, its log folder), and any
+    /// store file not named `client.sqlite3`.
     #[test]
     fn a_fresh_data_directory_gets_its_identity() {
         let dir = tempfile::tempdir().unwrap();
@@ -639,6 +642,11 @@ mod tests {
         std::fs::write(logs.join(crate::logfile::LOG_FILE), b"a line\n").unwrap();
         let s = Store::open(&Store::path_in(dir.path())).unwrap();
         assert!(s.client_id().unwrap().starts_with("CLIENT-"));
+        // A first run refused for a wrong flag left an empty log: no sign of a store.
+        let refused = tempfile::tempdir().unwrap();
+        std::fs::create_dir(refused.path().join("logs")).unwrap();
+        std::fs::write(refused.path().join("logs/cmautobuy-client.log"), b"").unwrap();
+        Store::open(&Store::path_in(refused.path())).unwrap();
         // Another file name beside anything: opened as given.
         let other = tempfile::tempdir().unwrap();
         std::fs::write(other.path().join("mock-admin.sqlite"), b"x").unwrap();
