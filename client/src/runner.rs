@@ -1565,10 +1565,12 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
                     .policy
                     .delay(n, e.retry_after(), now, random_unit());
                 tracing::warn!(error = %e, ?delay, "claim failed; backing off");
+                let until = chrono::Duration::from_std(delay)
+                    .ok()
+                    .and_then(|d| now.checked_add_signed(d))
+                    .unwrap_or(now);
                 self.note_claim_wait(Some(&ClaimWait {
-                    until: cmautobuy_contract::time::format_utc(
-                        now + chrono::Duration::from_std(delay).unwrap_or(chrono::Duration::MAX),
-                    ),
+                    until: cmautobuy_contract::time::format_utc(until),
                     retry_after_secs: e.retry_after().map(|r| r.delay_from(now).as_secs()),
                     status: e.status(),
                     reason: e.to_string(),

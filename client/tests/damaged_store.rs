@@ -1,4 +1,4 @@
-//! Damaged and missing stores, through the real binary (issue 26).
+//! Damaged and missing stores, through the real binary.
 //!
 //! - A data directory an earlier client used (a backup, a log, its lock file) whose
 //!   `client.sqlite3` is gone or empty: `status` and `run` refuse (exit 3) naming

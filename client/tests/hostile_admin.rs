@@ -1,4 +1,4 @@
-//! A hostile or broken Admin, through the real binary (issue 26).
+//! A hostile or broken Admin, through the real binary.
 //!
 //! - An Admin (or a proxy) that echoes every request header in its §3 errors — message,
 //!   `details`, `request_id`, percent-encoded — and answers the claim with a `200` it
