@@ -323,10 +323,23 @@ impl AttemptArtifacts {
         let task = safe_component(task_id);
         let attempt = safe_component(attempt_id);
         let dir = root.join(&task).join(&attempt);
-        std::fs::create_dir_all(&dir).map_err(|source| ArtifactError::Io {
-            path: dir.clone(),
-            source,
-        })?;
+        // Private like the rest of the data directory (dumps and screenshots show the
+        // account, addresses and orders): folders `0700`, files `0600` on Unix; a root
+        // or attempt folder left too open by an older client is tightened.
+        for d in [root, dir.as_path()] {
+            match crate::private::create_dir(d) {
+                Ok(Some(t)) => {
+                    tracing::warn!(path = %t.path.display(), was = format!("{:o}", t.was), "too-open permissions tightened (artifacts)")
+                }
+                Ok(None) => {}
+                Err(source) => {
+                    return Err(ArtifactError::Io {
+                        path: d.to_path_buf(),
+                        source,
+                    })
+                }
+            }
+        }
         let elements = read_manifest_elements(&dir).unwrap_or_default();
         let entries = artifact_entries(&elements);
         // `seq` goes on after the recorded ones (an old manifest: after its entries).
@@ -531,7 +544,16 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ArtifactError> {
         source,
     };
     let tmp = path.with_extension("tmp");
-    let mut f = std::fs::File::create(&tmp).map_err(io)?;
+    // A leftover keeps its old mode: made afresh.
+    let _ = std::fs::remove_file(&tmp);
+    let mut o = std::fs::OpenOptions::new();
+    o.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        o.mode(crate::private::FILE_MODE);
+    }
+    let mut f = o.open(&tmp).map_err(io)?;
     f.write_all(bytes).map_err(io)?;
     f.sync_data().map_err(io)?;
     std::fs::rename(&tmp, path).map_err(io)
@@ -962,6 +984,30 @@ mod tests {
         a.flush();
         let m = read_manifest_elements(&dir).unwrap();
         assert_eq!(m[2].seq(), Some(3));
+    }
+
+    /// Artifacts are private like the rest of the data directory: folders `0700`, files
+    /// `0600` whatever the umask; a root left too open is tightened.
+    #[cfg(unix)]
+    #[test]
+    fn artifact_folders_and_files_are_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("artifacts");
+        std::fs::create_dir(&root).unwrap();
+        std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut a = AttemptArtifacts::create(&root, "cg1", "att-1").unwrap();
+        a.save("open_goods", "xml", b"<hierarchy/>", Utc::now())
+            .unwrap();
+        a.write_device(Some("7.0.0"));
+        assert_eq!(mode(&root), 0o700);
+        assert_eq!(mode(&root.join("cg1")), 0o700);
+        assert_eq!(mode(a.dir()), 0o700);
+        for e in std::fs::read_dir(a.dir()).unwrap() {
+            let p = e.unwrap().path();
+            assert_eq!(mode(&p), 0o600, "{}", p.display());
+        }
     }
 
     #[test]

@@ -804,6 +804,14 @@ pub fn load(flags: Overrides, env: &dyn Fn(&str) -> Option<String>) -> Result<Co
         })?,
     };
     let console_password = c.console_password.clone().filter(|p| !p.is_empty());
+    if let Some(p) = &console_password {
+        crate::console::listen::check_password_length(p.expose()).map_err(|e| {
+            ConfigError::Value {
+                name: "console_password".into(),
+                message: e.to_string(),
+            }
+        })?;
+    }
     if let Err(message) = console.check_password(console_password.is_some()) {
         return Err(ConfigError::Value {
             name: "console_addr".into(),
@@ -1619,6 +1627,29 @@ kinds = ["alert", "daily_summary"]
         let c = load(Overrides::default(), &env_of(&[("HOME", "/h")])).unwrap();
         assert!(c.notify.webhooks.is_empty());
         assert_eq!(c.console, ConsoleAddr::Default);
+    }
+
+    /// A console password shorter than 10 characters is refused with its code, from the
+    /// file or the environment alike; 10 is enough.
+    #[test]
+    fn a_short_console_password_is_refused() {
+        for pw in ["short", "123456789", "九个字的控制台密码"] {
+            let err = load(
+                Overrides::default(),
+                &env_of(&[("HOME", "/h"), ("CMAUTOBUY_CONSOLE_PASSWORD", pw)]),
+            )
+            .unwrap_err();
+            let text = err.to_string();
+            assert!(text.contains("CONSOLE_PASSWORD_TOO_SHORT"), "{pw}: {text}");
+            assert!(text.contains("console_password"), "{text}");
+            assert!(!text.contains(pw), "the password is not quoted: {text}");
+        }
+        let c = load(
+            Overrides::default(),
+            &env_of(&[("HOME", "/h"), ("CMAUTOBUY_CONSOLE_PASSWORD", "0123456789")]),
+        )
+        .unwrap();
+        assert!(c.console_password.is_some());
     }
 
     #[test]

@@ -134,7 +134,13 @@ pub fn lock_data_dir(data_dir: &Path, holder: &str) -> Result<ProcessLock, LockE
     if let Some(t) = tightened {
         tracing::warn!(path = %t.path.display(), was = format!("{:o}", t.was), "too-open permissions tightened (secrets at rest)");
     }
-    acquire(&path, what, holder, None, false)
+    let existed = path.exists();
+    let lock = acquire(&path, what, holder, None, false)?;
+    if !existed {
+        // This process's own lock file is no sign of an earlier client (`store::db`).
+        crate::private::note_created(&path);
+    }
+    Ok(lock)
 }
 
 /// Locks the phone `serial` (as the user gave it; `addr` is what it resolved to) in the

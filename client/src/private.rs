@@ -22,11 +22,46 @@ pub struct Tightened {
     pub was: u32,
 }
 
+/// What this process created itself ([`note_created`]), so that opening a store can
+/// tell a data directory it set up a moment ago (its lock file, its log folder, its ADB
+/// key) from one an earlier client left (`store::db`: no new identity beside an earlier
+/// client's files).
+static CREATED: std::sync::Mutex<Option<std::collections::HashSet<PathBuf>>> =
+    std::sync::Mutex::new(None);
+
+/// At most this many paths are remembered: what matters is what a process makes before
+/// it opens its stores, at start; a long run's artifact folders need no record.
+const CREATED_MAX: usize = 4096;
+
+/// Records that this process created `path` (a file or directory that did not exist).
+pub fn note_created(path: &Path) {
+    let mut c = CREATED.lock().unwrap_or_else(|p| p.into_inner());
+    let set = c.get_or_insert_with(Default::default);
+    if set.len() < CREATED_MAX {
+        set.insert(path.to_path_buf());
+    }
+}
+
+/// Whether this process created `path` ([`note_created`]; [`create_dir`] and
+/// [`create_file`] note what they create).
+pub fn created_here(path: &Path) -> bool {
+    CREATED
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .as_ref()
+        .is_some_and(|s| s.contains(path))
+}
+
 /// Creates `dir` (and its missing parents, all `0700`) when missing and tightens an
 /// existing one whose group or other bits are set. `Some(_)`: an existing directory was
 /// too open (the caller warns).
 pub fn create_dir(dir: &Path) -> io::Result<Option<Tightened>> {
     if !dir.is_dir() {
+        let missing: Vec<PathBuf> = dir
+            .ancestors()
+            .take_while(|a| !a.as_os_str().is_empty() && !a.exists())
+            .map(Path::to_path_buf)
+            .collect();
         let mut b = std::fs::DirBuilder::new();
         b.recursive(true);
         #[cfg(unix)]
@@ -35,6 +70,9 @@ pub fn create_dir(dir: &Path) -> io::Result<Option<Tightened>> {
             b.mode(DIR_MODE);
         }
         b.create(dir)?;
+        for m in &missing {
+            note_created(m);
+        }
         // Whatever the umask.
         set_mode(dir, DIR_MODE)?;
         return Ok(None);
@@ -54,7 +92,10 @@ pub fn create_file(path: &Path) -> io::Result<Option<Tightened>> {
         o.mode(FILE_MODE);
     }
     match o.open(path) {
-        Ok(_) => Ok(None),
+        Ok(_) => {
+            note_created(path);
+            Ok(None)
+        }
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => tighten(path, FILE_MODE),
         Err(e) => Err(e),
     }

@@ -44,7 +44,14 @@
 //!   while an `account_changed` alert is open (claims continue; `ack` accepts the new
 //!   account);
 //! - transient claim errors back off like the outbox (1 s doubling to 5 min, full jitter,
-//!   `Retry-After` honoured); permanent ones (4xx) raise an alert and stop claiming.
+//!   `Retry-After` honoured; until when is recorded for `status`); permanent ones (4xx)
+//!   raise an alert and stop claiming;
+//! - a claim answered `200` that cannot be taken — unreadable, cut off after its headers,
+//!   over the size cap ([`GatewayError::unreadable_success`]) — is the §5.2 gap: the
+//!   Admin has assigned a task this client never saved. It raises the blocking protocol
+//!   alert (naming the client id and what arrived of the answer), never a retry that
+//!   would claim the next task past it. A claim that got no answer byte at all stays a
+//!   retried network error: it cannot be told from a request that never arrived.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -64,7 +71,8 @@ use crate::gateway::{AdminGateway, GatewayError, PreparedRequest};
 use crate::pacing::{self, LiveCap, PacingConfig};
 use crate::retry::{poll_delay, random_unit, RetryPolicy};
 use crate::store::{
-    DevicePause, LiveCapNote, OutboxDraft, OutboxKind, Settings, Store, StoreError, TaskState,
+    ClaimWait, DevicePause, LiveCapNote, OutboxDraft, OutboxKind, Settings, Store, StoreError,
+    TaskState,
 };
 use crate::upkeep::{Upkeep, ALERT_LOW_DISK};
 
@@ -313,6 +321,8 @@ pub struct Runner<G, E, C> {
     /// The self-test refusal last recorded for `status` (`None`: nothing recorded by
     /// this run yet).
     self_test_noted: Mutex<Option<Option<String>>>,
+    /// Whether a claim backoff is recorded for `status` (to write changes only).
+    claim_wait_noted: Mutex<bool>,
 }
 
 #[derive(Default)]
@@ -356,6 +366,7 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
             version_hold: Mutex::new(None),
             account: Mutex::new(AccountState::default()),
             self_test_noted: Mutex::new(None),
+            claim_wait_noted: Mutex::new(false),
             cfg,
             upkeep: None,
         }
@@ -1458,6 +1469,22 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
         None
     }
 
+    /// Records (`Some`) or clears the claim backoff `status` shows: until when, and the
+    /// Admin's `Retry-After` when it sent one. Written on changes only.
+    fn note_claim_wait(&self, wait: Option<&ClaimWait>) {
+        let mut noted = self
+            .claim_wait_noted
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if wait.is_none() && !*noted {
+            return;
+        }
+        match self.store.set_claim_wait(wait) {
+            Ok(()) => *noted = wait.is_some(),
+            Err(e) => tracing::warn!(error = %e, "cannot record the claim backoff for status"),
+        }
+    }
+
     /// One claim cycle.
     pub async fn claim_once(&self) -> Result<ClaimStep, RunError> {
         if let Some(reason) = self.blocked_reason() {
@@ -1498,6 +1525,10 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
         let declared = profile.capabilities.purchase_mode;
         let result = self.gateway.claim_next(&profile).await;
         let failures = &self.consecutive_failures;
+        // Any answer but a backoff ends the wait `status` shows.
+        if !matches!(&result, Err(e) if e.is_retryable() && !e.unreadable_success()) {
+            self.note_claim_wait(None);
+        }
         match result {
             Ok(None) => {
                 failures.store(0, Ordering::Relaxed);
@@ -1510,20 +1541,40 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
                 failures.store(0, Ordering::Relaxed);
                 self.take(task, declared).await
             }
-            Err(e @ GatewayError::Malformed { status: 200, .. }) => {
-                // The Admin may have handed us a task we cannot read: same as §5.2.
+            Err(e) if e.unreadable_success() => {
+                // A 200 we cannot take — unreadable, cut off after its headers, over the
+                // size cap: the Admin has assigned a task this client never saved (§5,
+                // §5.2). Retrying would claim the next one and strand this one silently.
+                let partial = match &e {
+                    GatewayError::Cut { partial, .. } if !partial.is_empty() => {
+                        format!(" (what arrived / 已收到: {partial})")
+                    }
+                    _ => String::new(),
+                };
                 let msg = format!(
-                    "领取应答无法解析，Admin 可能已把任务派给本机 / unreadable claim answer, the Admin may have assigned a task to this client: {e}"
+                    "领取应答无法读取，Admin 可能已把任务派给本机：请在 Admin 查看派给本机（{client}）的已领取任务，处理后执行 ack / the claim answer could not be read, the Admin may have assigned a task to this client: look in the Admin for tasks claimed by {client}, then `cmautobuy-client ack`: {e}{partial}",
+                    client = self.store.client_id().unwrap_or_else(|_| "?".into()),
                 );
                 Ok(ClaimStep::Blocked(self.alert(ALERT_PROTOCOL, None, &msg)))
             }
             Err(e) if e.is_retryable() => {
                 let n = failures.fetch_add(1, Ordering::Relaxed).saturating_add(1);
-                let delay =
-                    self.cfg
-                        .policy
-                        .delay(n, e.retry_after(), self.clock.now(), random_unit());
+                let now = self.clock.now();
+                let delay = self
+                    .cfg
+                    .policy
+                    .delay(n, e.retry_after(), now, random_unit());
                 tracing::warn!(error = %e, ?delay, "claim failed; backing off");
+                let until = chrono::Duration::from_std(delay)
+                    .ok()
+                    .and_then(|d| now.checked_add_signed(d))
+                    .unwrap_or(now);
+                self.note_claim_wait(Some(&ClaimWait {
+                    until: cmautobuy_contract::time::format_utc(until),
+                    retry_after_secs: e.retry_after().map(|r| r.delay_from(now).as_secs()),
+                    status: e.status(),
+                    reason: e.to_string(),
+                }));
                 Ok(ClaimStep::Backoff(delay))
             }
             Err(e) => {
@@ -1749,6 +1800,7 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
         let _ = self.store.set_clock_skew(None);
         let _ = self.store.set_live_cap(None);
         let _ = self.store.set_pdd_version_hold(None);
+        let _ = self.store.set_claim_wait(None);
         self.upkeep(None).await;
         self.recover().await?;
         loop {

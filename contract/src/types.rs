@@ -104,6 +104,9 @@ pub struct DeviceInfo {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Capabilities {
     pub purchase_mode: ExecutionMode,
+    /// May be absent (an older client): the same as empty, "any version" — an Admin
+    /// narrows by it only when it names some (the mock: it must then contain 1).
+    #[serde(default)]
     pub schema_versions: Vec<i64>,
     #[serde(flatten)]
     pub extra: Extra,

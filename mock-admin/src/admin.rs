@@ -37,7 +37,12 @@ impl MockAdmin {
         listener: tokio::net::TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
-        server::serve(self.router(), listener, shutdown).await
+        let read_timeout = self.read_timeout();
+        server::serve(self.router(), listener, shutdown, read_timeout).await
+    }
+
+    fn read_timeout(&self) -> Duration {
+        Duration::from_millis(self.inner.cfg.request_read_timeout_ms.max(1))
     }
 
     /// Serves like [`MockAdmin::serve`], every answer's `Date` header `offset_secs` off
@@ -58,7 +63,7 @@ impl MockAdmin {
                 r
             },
         ));
-        server::serve(router, listener, shutdown).await
+        server::serve(router, listener, shutdown, self.read_timeout()).await
     }
 
     /// Typed in-process operator access.

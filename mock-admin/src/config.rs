@@ -1,5 +1,8 @@
 //! [`MockAdminConfig`]: how to open the mock (database, token, busy timeout).
 
+/// [`MockAdminConfig::request_read_timeout_ms`] by default: 30 s.
+pub const DEFAULT_REQUEST_READ_TIMEOUT_MS: u64 = 30_000;
+
 /// How to open the mock.
 #[derive(Clone)]
 pub struct MockAdminConfig {
@@ -9,6 +12,11 @@ pub struct MockAdminConfig {
     pub require_token: Option<String>,
     /// How long a request waits for a lock held by another process before answering 503.
     pub busy_timeout_ms: u64,
+    /// How long a client may take to send a whole request — its headers, then its body —
+    /// before the connection is cut (a half-sent request holds a connection task and,
+    /// without a bound, holds it forever). Over a socket only: in-process calls have no
+    /// connection.
+    pub request_read_timeout_ms: u64,
 }
 
 impl std::fmt::Debug for MockAdminConfig {
@@ -21,6 +29,7 @@ impl std::fmt::Debug for MockAdminConfig {
                 &self.require_token.as_ref().map(|_| "<redacted>"),
             )
             .field("busy_timeout_ms", &self.busy_timeout_ms)
+            .field("request_read_timeout_ms", &self.request_read_timeout_ms)
             .finish()
     }
 }
@@ -31,6 +40,7 @@ impl Default for MockAdminConfig {
             db_path: ":memory:".into(),
             require_token: None,
             busy_timeout_ms: 5_000,
+            request_read_timeout_ms: DEFAULT_REQUEST_READ_TIMEOUT_MS,
         }
     }
 }

@@ -29,6 +29,10 @@ struct Args {
     /// How long to wait for a database lock held by another process (ms).
     #[arg(long, default_value_t = 5000)]
     busy_timeout_ms: u64,
+    /// How long a client may take to send a whole request (headers and body) before its
+    /// connection is cut (s): a half-sent request is answered 408 and closed.
+    #[arg(long, default_value_t = 30.0)]
+    request_timeout_secs: f64,
 }
 
 #[tokio::main]
@@ -49,11 +53,20 @@ async fn main() -> std::process::ExitCode {
     }
 }
 
+/// `--request-timeout-secs` as milliseconds: a positive, finite number of seconds.
+fn secs_to_ms(secs: f64) -> anyhow::Result<u64> {
+    if !secs.is_finite() || secs <= 0.0 || secs > 86_400.0 {
+        anyhow::bail!("--request-timeout-secs must be a number of seconds above 0 (at most 86400), not {secs}");
+    }
+    Ok((secs * 1000.0).ceil() as u64)
+}
+
 async fn run(args: Args) -> anyhow::Result<()> {
     let admin = MockAdmin::open(MockAdminConfig {
         db_path: args.db.clone(),
         require_token: args.require_token.clone(),
         busy_timeout_ms: args.busy_timeout_ms,
+        request_read_timeout_ms: secs_to_ms(args.request_timeout_secs)?,
     })?;
     if let Some(seed) = &args.seed {
         let text = std::fs::read_to_string(seed)

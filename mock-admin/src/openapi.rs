@@ -62,8 +62,9 @@ pub struct DeviceInfoDoc {
 #[schema(as = Capabilities)]
 pub struct CapabilitiesDoc {
     pub purchase_mode: ExecutionModeDoc,
-    /// Positive integers.
+    /// Positive integers; optional (absent = empty: no narrowing).
     #[schema(inline)]
+    #[serde(default)]
     pub schema_versions: Vec<SchemaVersion>,
 }
 

@@ -254,6 +254,26 @@ async fn s5_capabilities_only_narrow_what_is_claimable() {
     assert_eq!(h.claim_id("CLIENT-2", &all_dry()).await, purchase);
 }
 
+/// The §5 request example's capabilities may come without `schema_versions` (an older
+/// client): absent is empty, no narrowing — the task is claimed, and registration takes
+/// the same profile.
+#[tokio::test]
+async fn s5_a_claim_without_schema_versions_is_served() {
+    let h = Harness::start().await;
+    let id = h.create(collect_task()).await;
+    let p = json!({
+        "client": {"name": "办公室-01"},
+        "supported_types": ["collect", "purchase"],
+        "capabilities": {"purchase_mode": "dry_run"}
+    });
+    assert_eq!(h.claim_id("CLIENT-1", &p).await, id);
+    assert_eq!(h.register("CLIENT-1", &p).await.status(), 200);
+    // Still refused when present and wrong.
+    let mut bad = p.clone();
+    bad["capabilities"]["schema_versions"] = json!([0]);
+    assert_eq!(h.claim("CLIENT-1", &bad).await.status(), 400);
+}
+
 #[tokio::test]
 async fn s5_response_contains_no_lease() {
     let h = Harness::start().await;
@@ -1735,6 +1755,14 @@ async fn openapi_json_describes_the_client_contract_with_required_headers() {
         assert_eq!(p["required"], true);
     }
     assert!(v["paths"]["/api/v1/client/tasks/claim"]["post"]["responses"]["204"].is_object());
+    // `capabilities.schema_versions` may be left out (§5's compatibility): not required.
+    let caps = &v["components"]["schemas"]["Capabilities"];
+    let required: Vec<&str> = caps["required"]
+        .as_array()
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    assert!(required.contains(&"purchase_mode"), "{caps}");
+    assert!(!required.contains(&"schema_versions"), "{caps}");
 }
 
 #[test]

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use cmautobuy_client::replay::bundle::{newest_attempt, write_bundle, BundleInput};
+use cmautobuy_client::store::Store;
 
 use super::args::Globals;
 use super::exit::{Code, Failure};
@@ -62,6 +63,25 @@ pub fn run(g: &Globals, a: DiagnoseBundleArgs) -> Result<(), Failure> {
     if let Some(p) = &cfg.console_password {
         secrets.push(p.expose().to_string());
     }
+    // The tokens saved in the stores (by `register`, `run --token`, the console's
+    // settings) — whatever Admin they were saved for — are secrets of the log too. Read
+    // without opening the stores for writing; one that cannot be read is said below.
+    let mut unread = Vec::new();
+    let mut store_paths = vec![Store::path_in(&cfg.data_dir)];
+    store_paths.extend(
+        cmautobuy_client::phones::folders(&cfg.data_dir)
+            .iter()
+            .map(|f| Store::path_in(f)),
+    );
+    for path in store_paths {
+        match Store::saved_token_at(&path) {
+            Ok(Some(t)) => secrets.push(t.expose().to_string()),
+            Ok(None) => {}
+            Err(e) => unread.push(format!("{}: {e}", path.display())),
+        }
+    }
+    // Webhook URLs (their keys) and signing secrets were registered as secrets when the
+    // configuration was read: the bundle's scrubber takes them out with these.
     let out = a.out.unwrap_or_else(|| {
         PathBuf::from(format!(
             "cmautobuy-diagnose-{}.tar.gz",
@@ -82,6 +102,9 @@ pub fn run(g: &Globals, a: DiagnoseBundleArgs) -> Result<(), Failure> {
     if let Some(note) = s.attempt_note {
         println!("(no replay export: {note})");
     }
-    println!("Token, console password and webhook URLs removed; names, phone numbers, addresses and order numbers masked; other apps' windows dropped.");
+    println!("Token (configured and saved in the store), console password and webhook URLs removed; names, phone numbers, addresses and order numbers masked; other apps' windows dropped.");
+    for u in &unread {
+        println!("WARNING: the store could not be read for its saved token ({u}): check log.txt for a token before sending the bundle");
+    }
     Ok(())
 }

@@ -468,6 +468,7 @@ fn admin_checks(cfg: &cmautobuy_client::config::Config, store: &Store) -> Vec<Ch
                 ));
             }
             GatewayError::Malformed { .. }
+            | GatewayError::Cut { .. }
             | GatewayError::TooLarge { .. }
             | GatewayError::Config(_) => out.push(Check::fail(
                 "admin",

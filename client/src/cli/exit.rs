@@ -6,9 +6,9 @@
 //! | 0 | success (`inspect`: the dump was classified, `unknown` included; `doctor`: ready; `rehearse`: every task ended as expected) |
 //! | 1 | unexpected error (`inspect`: the file cannot be read; `rehearse`: a task did not end as expected, or the rehearsal failed) |
 //! | 2 | usage or configuration error (`inspect`: the dump is unusable; `replay-export`: no manifest, recorded before replay support, no dump, or the output folder is not empty; `diagnose-bundle`: no such task or attempt; `rehearse` in a build without the `rehearse` feature; `rehearse` on the `u2` backend with no `adb` for its private adb server); `run` (and `rehearse --data-dir`/`--device`) refused at start because another process holds the data directory's or the phone's lock: one line names it and the holder's pid (see `cmautobuy_client::lock`) |
-//! | 3 | the local store cannot be opened (e.g. the schema self-check failed) or fails |
+//! | 3 | the local store cannot be opened (e.g. the schema self-check failed) or fails; it is missing or empty in a data directory an earlier client used (`STORE_MISSING`), or damaged (`STORE_DAMAGED`: `run` checks it before its first claim) — the message points at `backups/` |
 //! | 4 | the Admin could not be reached or refused (`register`) |
-//! | 5 | `run --exit-when-idle` stopped because claiming is blocked by an operator alert |
+//! | 5 | `run --exit-when-idle` stopped because claiming is blocked by an operator alert (a `protocol_error` included: a claim answered `200` that could not be read or was cut off — the Admin may have assigned a task) |
 //! | 6 | `doctor`: the device is not ready |
 //! | 130 | `run`: a second Ctrl-C / SIGTERM during the drain, taken at a safe point for money (a first signal drains and exits 0) |
 
@@ -73,7 +73,10 @@ impl Failure {
     /// happens, the command exits with the first one's code).
     pub fn print_with(self, prefix: &str) -> Self {
         if let Some(e) = &self.error {
-            eprintln!("{prefix}{e:#}");
+            eprintln!(
+                "{prefix}{}",
+                cmautobuy_client::secret::scrub(&format!("{e:#}"))
+            );
         }
         Failure::silent(self.code)
     }
@@ -118,9 +121,12 @@ pub fn exit_code(outcome: Result<(), Failure>) -> ExitCode {
         Err(f) => f,
     };
     if let Some(e) = &f.error {
+        // Scrubbed like every log line: the message may quote what an Admin sent.
+        let text = format!("{e:#}");
+        let text = cmautobuy_client::secret::scrub(&text);
         match f.command {
-            Some(c) => eprintln!("cmautobuy-client {c}: {e:#}"),
-            None => eprintln!("cmautobuy-client: {e:#}"),
+            Some(c) => eprintln!("cmautobuy-client {c}: {text}"),
+            None => eprintln!("cmautobuy-client: {text}"),
         }
     }
     ExitCode::from(f.code as u8)

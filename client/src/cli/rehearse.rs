@@ -130,6 +130,10 @@ pub fn run(g: &Globals, a: RehearseArgs) -> Result<(), Failure> {
         .or_else(|| std::env::var("CMAUTOBUY_CONSOLE_PASSWORD").ok())
         .filter(|p| !p.is_empty())
         .map(cmautobuy_client::secret::Secret::new);
+    if let Some(p) = &console_password {
+        cmautobuy_client::console::listen::check_password_length(p.expose())
+            .map_err(|e| in_rehearse(Failure::usage(anyhow::anyhow!("--console-password {e}"))))?;
+    }
     console
         .check_password(console_password.is_some())
         .map_err(|e| in_rehearse(Failure::usage(anyhow::anyhow!("--console {e}"))))?;

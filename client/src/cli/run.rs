@@ -90,6 +90,9 @@ pub fn run(g: &Globals, a: RunArgs) -> Result<(), Failure> {
         cfg.console = ConsoleAddr::Off;
     }
     if let Some(p) = a.console_password.filter(|p| !p.is_empty()) {
+        cmautobuy_client::console::listen::check_password_length(&p).map_err(|e| {
+            Failure::usage(anyhow::anyhow!("--console-password {e}")).in_command("run")
+        })?;
         cfg.console_password = Some(cmautobuy_client::secret::Secret::new(p));
     }
     cfg.console
@@ -115,6 +118,9 @@ pub fn run(g: &Globals, a: RunArgs) -> Result<(), Failure> {
         tracing::warn!("{}", cmautobuy_client::runner::NO_ADDRESS_FINGERPRINT);
     }
     let workers = if cfg.devices.is_empty() || a.stub_executor {
+        // The store first (right after the data directory's lock): a first run that
+        // stops at its phone leaves a store, never a lock file without one.
+        check_store(&cfg)?;
         let (phone, device_lock) = if a.stub_executor {
             (Phone::Stub, None)
         } else {
@@ -330,6 +336,20 @@ fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
         .unwrap_or_else(|| "(no message)".into())
 }
 
+/// Opens (creating on a fresh data directory) the phone's store and checks it whole
+/// (`PRAGMA quick_check`, [`Store::quick_check`]) before anything is saved to it or
+/// claimed: a damaged page is refused now — exit 3, pointing at `backups/` — as `status`
+/// refuses it, not found after a task was claimed and left without its report.
+fn check_store(cfg: &Config) -> Result<(), Failure> {
+    let started = std::time::Instant::now();
+    setup::open_store(cfg)?.quick_check()?;
+    tracing::debug!(
+        ms = started.elapsed().as_millis() as u64,
+        "store integrity checked (quick_check)"
+    );
+    Ok(())
+}
+
 /// How a worker runs on the phone whose folder is `cfg.data_dir`.
 fn client_config(
     cfg: &Config,
@@ -375,6 +395,7 @@ fn several(
     let adb_key = cfg.data_dir.join("adbkey");
     let mut workers = Vec::new();
     for (serial, pc) in setup::phone_configs(cfg).map_err(|f| f.in_command("run"))? {
+        check_store(&pc)?;
         let (phone, device_lock) = phone(&pc, policy, Some(&adb_key))?;
         let store = setup::open_and_save(&pc)?;
         let gateway = Arc::new(setup::gateway(&pc, &store)?);

@@ -76,17 +76,30 @@ fn init_tracing_with(default: &str, format: LogFormat, files: Option<LogFiles>) 
     type Boxed = Box<dyn Layer<Base> + Send + Sync>;
     let layer = |ansi: bool| tracing_subscriber::fmt::layer().with_ansi(ansi);
     let mut layers: Vec<Boxed> = Vec::with_capacity(2);
+    // Every line passes the secret scrubber on its way out, stderr and files alike: the
+    // last line of defence for text from outside (an Admin's echo) that reaches a log
+    // field by a path the gateway did not clean.
+    use cmautobuy_client::secret::Scrubbed;
     match format {
         LogFormat::Text => {
-            layers.push(layer(stderr_colours()).with_writer(std::io::stderr).boxed());
+            layers.push(
+                layer(stderr_colours())
+                    .with_writer(Scrubbed(std::io::stderr))
+                    .boxed(),
+            );
             if let Some(w) = files {
-                layers.push(layer(false).with_writer(w).boxed());
+                layers.push(layer(false).with_writer(Scrubbed(w)).boxed());
             }
         }
         LogFormat::Json => {
-            layers.push(layer(false).json().with_writer(std::io::stderr).boxed());
+            layers.push(
+                layer(false)
+                    .json()
+                    .with_writer(Scrubbed(std::io::stderr))
+                    .boxed(),
+            );
             if let Some(w) = files {
-                layers.push(layer(false).json().with_writer(w).boxed());
+                layers.push(layer(false).json().with_writer(Scrubbed(w)).boxed());
             }
         }
     }

@@ -3,6 +3,7 @@
 //! undelivered outbox items (`--json`: one object).
 
 use clap::Args;
+use cmautobuy_client::secret::scrub;
 
 use super::args::Globals;
 use super::exit::Failure;
@@ -23,7 +24,7 @@ pub fn run(g: &Globals, a: StatusArgs) -> Result<(), Failure> {
     let stores = setup::phone_stores(&cfg, a.device.as_deref())?;
     if let [store] = stores.as_slice() {
         if let Some(v) = report(&cfg, store, a.json)? {
-            println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+            print_json(&v);
         }
         return Ok(());
     }
@@ -39,10 +40,43 @@ pub fn run(g: &Globals, a: StatusArgs) -> Result<(), Failure> {
         all.extend(report(&cfg, store, a.json)?);
     }
     if a.json {
-        let v = serde_json::json!({ "phones": all });
-        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        print_json(&serde_json::json!({ "phones": all }));
     }
     Ok(())
+}
+
+/// The JSON report, scrubbed of every known secret ([`scrub`]): stored text from outside
+/// (an Admin's error, written before its echo was cleaned) is printed only so.
+fn print_json(v: &serde_json::Value) {
+    println!(
+        "{}",
+        scrub(&serde_json::to_string_pretty(v).unwrap_or_default())
+    );
+}
+
+/// When the claim loop waits for a transient claim error, above all the Admin's
+/// `Retry-After`: `领取等待至 … / claiming waits until …`, local time then UTC.
+fn claim_wait_line(w: &cmautobuy_client::store::ClaimWait) -> String {
+    let local = chrono::DateTime::parse_from_rfc3339(&w.until)
+        .map(|t| {
+            t.with_timezone(&chrono::Local)
+                .format("%H:%M:%S")
+                .to_string()
+        })
+        .unwrap_or_else(|_| w.until.clone());
+    let status = w.status.map(|s| format!("HTTP {s}, ")).unwrap_or_default();
+    match w.retry_after_secs {
+        Some(n) => format!(
+            "CLAIMING WAITS 领取等待至 {local}（{until}）：Admin 要求 {n} 秒后再试 / claiming waits until {local} ({until}): the Admin asked for Retry-After {n} s ({status}{reason})",
+            until = w.until,
+            reason = scrub(&w.reason),
+        ),
+        None => format!(
+            "claiming backs off 领取退避至 {local}（{until}）/ claiming backs off until {local} ({until}) after: {status}{reason}",
+            until = w.until,
+            reason = scrub(&w.reason),
+        ),
+    }
 }
 
 /// One store's status: printed as text, or returned as one JSON object with `json`.
@@ -55,6 +89,7 @@ fn report(
     let alerts = store.open_alerts()?;
     let pause = store.device_pause()?;
     let live_cap = store.live_cap()?;
+    let claim_wait = store.claim_wait()?;
     let clock_skew = store.clock_skew()?;
     let version_hold = store.pdd_version_hold()?;
     let versions = store.pdd_versions()?;
@@ -82,6 +117,7 @@ fn report(
             "awaiting_reconcile": awaiting,
             "expected_address": cfg.expected_address,
             "live_cap": live_cap,
+            "claim_wait": claim_wait,
             "clock_skew": clock_skew,
             "pdd_version_hold": version_hold,
             "pdd_versions": versions.iter().map(|v| serde_json::json!({
@@ -222,6 +258,9 @@ fn report(
             c.until, c.reason
         );
     }
+    if let Some(w) = &claim_wait {
+        println!("{}", claim_wait_line(w));
+    }
     for a in alerts
         .iter()
         .filter(|a| a.kind == cmautobuy_client::runner::ALERT_ACCOUNT)
@@ -250,7 +289,7 @@ fn report(
             r.at,
             r.error
                 .as_deref()
-                .map(|e| format!(": {e}"))
+                .map(|e| format!(": {}", scrub(e)))
                 .unwrap_or_default()
         ),
         None => println!("registration: never attempted"),
@@ -279,7 +318,7 @@ fn report(
                 a.id,
                 a.kind,
                 a.remote_task_id.as_deref().unwrap_or("-"),
-                a.message
+                scrub(&a.message)
             );
         }
     }

@@ -6,9 +6,19 @@
 //! salt ([`PasswordHash`]); the plain text is dropped once hashed. `/login` checks it (in
 //! constant time) and sets a random session id in an `HttpOnly; SameSite=Strict` cookie;
 //! `/logout` forgets it. Sessions live in memory: a restart logs everybody out.
+//!
+//! The password is at least [`super::listen::MIN_PASSWORD_CHARS`] characters
+//! ([`super::listen::check_password_length`], applied where it is configured), and guessing is throttled ([`LoginThrottle`]): after
+//! [`FREE_TRIES_PER_IP`] wrong passwords from one address, or [`FREE_TRIES_GLOBAL`] from
+//! all addresses together, every login is answered `429` with `Retry-After` — the right
+//! password too — for 1 s, doubling with each further wrong password up to
+//! [`MAX_LOCKOUT`]; a login refused this way is not checked and not counted. A right
+//! password after the lockout clears its address's count and the global one.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use axum::http::{header, HeaderMap};
 use rand::RngCore;
@@ -77,6 +87,109 @@ impl PasswordHash {
     }
 }
 
+/// Wrong passwords from one address before it is locked out.
+pub const FREE_TRIES_PER_IP: u32 = 5;
+/// Wrong passwords from all addresses together before every login is locked out.
+pub const FREE_TRIES_GLOBAL: u32 = 20;
+/// The first lockout; each further wrong password doubles it.
+pub const FIRST_LOCKOUT: Duration = Duration::from_secs(1);
+/// The longest lockout.
+pub const MAX_LOCKOUT: Duration = Duration::from_secs(15 * 60);
+/// A count whose last wrong password is older than this starts again from zero.
+const FORGET_AFTER: Duration = Duration::from_secs(3600);
+/// Addresses remembered at most (the global count still holds beyond).
+const MAX_ADDRESSES: usize = 4096;
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Bucket {
+    failures: u32,
+    last: Option<Instant>,
+    until: Option<Instant>,
+}
+
+impl Bucket {
+    fn locked_for(&self, now: Instant) -> Option<Duration> {
+        self.until
+            .and_then(|u| u.checked_duration_since(now))
+            .filter(|d| !d.is_zero())
+    }
+
+    /// Counts a wrong password; the lockout it starts, if any.
+    fn fail(&mut self, now: Instant, free: u32) -> Option<Duration> {
+        if self
+            .last
+            .is_some_and(|l| now.saturating_duration_since(l) > FORGET_AFTER)
+        {
+            *self = Bucket::default();
+        }
+        self.failures = self.failures.saturating_add(1);
+        self.last = Some(now);
+        if self.failures < free {
+            return None;
+        }
+        let doublings = (self.failures - free).min(20);
+        let lock = FIRST_LOCKOUT
+            .saturating_mul(1u32 << doublings)
+            .min(MAX_LOCKOUT);
+        self.until = Some(now + lock);
+        Some(lock)
+    }
+}
+
+/// Counts wrong console passwords per client address and overall (see the module
+/// documentation). Sans-IO: every call takes the time.
+#[derive(Debug, Default)]
+pub struct LoginThrottle {
+    inner: Mutex<ThrottleState>,
+}
+
+#[derive(Debug, Default)]
+struct ThrottleState {
+    per_ip: HashMap<Option<IpAddr>, Bucket>,
+    global: Bucket,
+}
+
+impl LoginThrottle {
+    /// `Err(wait)`: logins from `ip` are locked out for `wait` more.
+    pub fn check(&self, ip: Option<IpAddr>, now: Instant) -> Result<(), Duration> {
+        let st = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let own = st.per_ip.get(&ip).and_then(|b| b.locked_for(now));
+        match (own, st.global.locked_for(now)) {
+            (None, None) => Ok(()),
+            (a, b) => Err(a.unwrap_or_default().max(b.unwrap_or_default())),
+        }
+    }
+
+    /// Counts a wrong password from `ip`; the lockout it starts, if any.
+    pub fn failed(&self, ip: Option<IpAddr>, now: Instant) -> Option<Duration> {
+        let mut st = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        if st.per_ip.len() >= MAX_ADDRESSES && !st.per_ip.contains_key(&ip) {
+            st.per_ip.retain(|_, b| b.locked_for(now).is_some());
+            if st.per_ip.len() >= MAX_ADDRESSES {
+                st.per_ip.clear();
+            }
+        }
+        let own = st
+            .per_ip
+            .entry(ip)
+            .or_default()
+            .fail(now, FREE_TRIES_PER_IP);
+        let global = st.global.fail(now, FREE_TRIES_GLOBAL);
+        match (own, global) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or_default().max(b.unwrap_or_default())),
+        }
+    }
+
+    /// A right password from `ip` (outside a lockout): its count and the global one
+    /// start again.
+    pub fn succeeded(&self, ip: Option<IpAddr>) {
+        let mut st = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        st.per_ip.remove(&ip);
+        st.global = Bucket::default();
+    }
+}
+
 /// The open sessions (random ids).
 #[derive(Clone, Default)]
 pub struct Sessions(Arc<Mutex<HashSet<String>>>);
@@ -128,6 +241,55 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wrong_passwords_lock_an_address_out_for_longer_each_time() {
+        let t = LoginThrottle::default();
+        let a: Option<IpAddr> = Some("10.0.0.7".parse().unwrap());
+        let b: Option<IpAddr> = Some("10.0.0.8".parse().unwrap());
+        let t0 = Instant::now();
+        for _ in 1..FREE_TRIES_PER_IP {
+            assert!(t.check(a, t0).is_ok());
+            assert_eq!(t.failed(a, t0), None);
+        }
+        assert_eq!(t.failed(a, t0), Some(FIRST_LOCKOUT));
+        assert_eq!(t.check(a, t0), Err(FIRST_LOCKOUT));
+        // Another address is not locked by it.
+        assert!(t.check(b, t0).is_ok());
+        // After the lockout: one more wrong password doubles it.
+        let t1 = t0 + FIRST_LOCKOUT;
+        assert!(t.check(a, t1).is_ok());
+        assert_eq!(t.failed(a, t1), Some(FIRST_LOCKOUT * 2));
+        let t2 = t1 + FIRST_LOCKOUT * 2;
+        assert_eq!(t.failed(a, t2), Some(FIRST_LOCKOUT * 4));
+        // Bounded.
+        let mut now = t2;
+        for _ in 0..40 {
+            now += MAX_LOCKOUT;
+            t.failed(a, now);
+        }
+        assert_eq!(t.check(a, now), Err(MAX_LOCKOUT));
+        // A success after the lockout starts again.
+        let later = now + MAX_LOCKOUT;
+        assert!(t.check(a, later).is_ok());
+        t.succeeded(a);
+        assert_eq!(t.failed(a, later), None);
+    }
+
+    #[test]
+    fn many_addresses_together_lock_every_login_out() {
+        let t = LoginThrottle::default();
+        let t0 = Instant::now();
+        let mut started = None;
+        for i in 0..FREE_TRIES_GLOBAL {
+            let ip: Option<IpAddr> = Some(format!("10.0.1.{i}").parse().unwrap());
+            started = t.failed(ip, t0);
+        }
+        assert_eq!(started, Some(FIRST_LOCKOUT));
+        let fresh: Option<IpAddr> = Some("192.168.9.9".parse().unwrap());
+        assert_eq!(t.check(fresh, t0), Err(FIRST_LOCKOUT));
+        assert!(t.check(fresh, t0 + FIRST_LOCKOUT).is_ok());
+    }
 
     #[test]
     fn constant_time_comparison() {

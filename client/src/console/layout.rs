@@ -1,8 +1,8 @@
 //! The page shell every console page shares: `<nav>` (状态 Status, 设置 Settings,
 //! 历史 History — Chinese labels with the English beside), HTML escaping, the one
 //! stylesheet and the one script (served from here: no inline script or style, so the
-//! Content-Security-Policy allows `'self'` only), and the security headers on every
-//! answer.
+//! Content-Security-Policy allows `'self'` only), the security headers on every
+//! answer, and the secret scrubber over every text answer.
 //!
 //! Plain server-rendered HTML that works with JavaScript off (a reload shows the same);
 //! the script only follows `/events` (server-sent events) and swaps in the fragments the
@@ -120,6 +120,37 @@ pub async fn security_headers(req: Request, next: Next) -> Response {
         HeaderValue::from_static("nosniff"),
     );
     res
+}
+
+/// Every text answer (pages, `/events`, JSON, plain text, dumps) passes
+/// [`crate::secret::scrub_bytes`] chunk by chunk: the last line of defence for stored
+/// text from outside (an Admin's echo of the token in a registration error or an alert)
+/// that a page would otherwise serve. Each page is one chunk and each server-sent event
+/// one frame, so a secret is never split across two. Images pass untouched.
+pub async fn scrub_secrets(req: Request, next: Next) -> Response {
+    use futures::StreamExt;
+    let res = next.run(req).await;
+    let textual = res
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ct| {
+            let ct = ct.to_ascii_lowercase();
+            ct.starts_with("text/") || ct.contains("json") || ct.contains("xml")
+        });
+    if !textual {
+        return res;
+    }
+    let (mut parts, body) = res.into_parts();
+    // The length may change.
+    parts.headers.remove(header::CONTENT_LENGTH);
+    let stream = body.into_data_stream().map(|chunk| {
+        chunk.map(|b| match crate::secret::scrub_bytes(&b) {
+            std::borrow::Cow::Borrowed(_) => b,
+            std::borrow::Cow::Owned(v) => bytes::Bytes::from(v),
+        })
+    });
+    Response::from_parts(parts, axum::body::Body::from_stream(stream))
 }
 
 /// The one script: follow `/events` and swap in each fragment by its element id.

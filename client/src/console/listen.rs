@@ -60,6 +60,30 @@ impl ConsoleAddr {
     }
 }
 
+/// The shortest console password accepted.
+pub const MIN_PASSWORD_CHARS: usize = 10;
+
+/// A console password shorter than [`MIN_PASSWORD_CHARS`].
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("[{}] 控制台密码至少 {min} 个字符（现为 {chars} 个）/ the console password must be at least {min} characters long (it has {chars}): choose a longer one (console_password, CMAUTOBUY_CONSOLE_PASSWORD, --console-password)", Self::CODE, min = MIN_PASSWORD_CHARS)]
+pub struct PasswordTooShort {
+    pub chars: usize,
+}
+
+impl PasswordTooShort {
+    pub const CODE: &'static str = "CONSOLE_PASSWORD_TOO_SHORT";
+}
+
+/// Whether `password` is long enough for the console ([`MIN_PASSWORD_CHARS`]
+/// characters, not bytes).
+pub fn check_password_length(password: &str) -> Result<(), PasswordTooShort> {
+    let chars = password.chars().count();
+    if chars < MIN_PASSWORD_CHARS {
+        return Err(PasswordTooShort { chars });
+    }
+    Ok(())
+}
+
 /// Binds the console's listener; `None` (with a warning) when it cannot: a taken port
 /// never stops the client.
 pub fn bind(addr: ConsoleAddr) -> Option<std::net::TcpListener> {
@@ -89,6 +113,16 @@ pub fn bind(addr: ConsoleAddr) -> Option<std::net::TcpListener> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn short_passwords_are_refused_by_characters() {
+        assert!(check_password_length("123456789").is_err());
+        assert!(check_password_length("1234567890").is_ok());
+        // Characters, not bytes: nine Chinese characters are 27 bytes.
+        let e = check_password_length("控制台密码不够长啊").unwrap_err();
+        assert_eq!(e.chars, 9);
+        assert!(e.to_string().starts_with("[CONSOLE_PASSWORD_TOO_SHORT]"));
+    }
 
     #[test]
     fn addresses_and_the_password_rule() {

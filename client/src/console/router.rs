@@ -6,8 +6,8 @@ use axum::Router;
 use super::state::ConsoleState;
 use super::{actions, auth_routes, guard, history, layout, metrics, settings, status};
 
-/// The console: every page's routes, behind the guard (Host/Origin, CSRF, session) and
-/// the security headers.
+/// The console: every page's routes, behind the guard (Host/Origin, CSRF, session), the
+/// security headers and the secret scrubber ([`layout::scrub_secrets`]).
 pub fn router(state: ConsoleState) -> Router {
     Router::new()
         .merge(metrics::routes())
@@ -22,6 +22,7 @@ pub fn router(state: ConsoleState) -> Router {
             guard::guard,
         ))
         .layer(axum::middleware::from_fn(layout::security_headers))
+        .layer(axum::middleware::from_fn(layout::scrub_secrets))
         .with_state(state)
 }
 
@@ -31,7 +32,9 @@ pub async fn serve(
     state: ConsoleState,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) {
-    if let Err(e) = axum::serve(listener, router(state))
+    // With each connection's peer address: the login throttle counts per client.
+    let app = router(state).into_make_service_with_connect_info::<std::net::SocketAddr>();
+    if let Err(e) = axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
         .await
     {

@@ -349,6 +349,59 @@ async fn with_a_password_every_page_needs_a_session() {
     assert_eq!(send(&app, req).await.0, StatusCode::SEE_OTHER);
 }
 
+/// 100 wrong passwords in a burst, then the right one: from the fifth wrong one every
+/// login is answered 429 with `Retry-After` without its password being checked, the
+/// right one included; once the lockout has passed, the right one gets in.
+#[tokio::test]
+async fn wrong_passwords_lock_logins_out_and_the_right_one_waits_too() {
+    let f = fixture();
+    let t0 = std::time::Instant::now();
+    let offset = std::sync::Arc::new(std::sync::Mutex::new(std::time::Duration::ZERO));
+    let clock = {
+        let offset = offset.clone();
+        std::sync::Arc::new(move || t0 + *offset.lock().unwrap())
+    };
+    let st = state(&f)
+        .with_password(&Secret::new("hunter2-pw"))
+        .with_login_clock(clock);
+    let csrf = st.csrf().to_string();
+    let app = router(st);
+    let wrong = format!("csrf={csrf}&password=wrong-guess");
+    let right = format!("csrf={csrf}&password=hunter2-pw");
+    let mut statuses = Vec::new();
+    for _ in 0..100 {
+        statuses.push(send(&app, post("/login", &wrong)).await.0);
+    }
+    let free = crate::console::auth::FREE_TRIES_PER_IP as usize - 1;
+    assert!(
+        statuses[..free]
+            .iter()
+            .all(|s| *s == StatusCode::UNAUTHORIZED),
+        "{statuses:?}"
+    );
+    assert!(
+        statuses[free..]
+            .iter()
+            .all(|s| *s == StatusCode::TOO_MANY_REQUESTS),
+        "{statuses:?}"
+    );
+    let (status, h, body) = send(&app, post("/login", &right)).await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{body}");
+    assert!(h.get(header::SET_COOKIE).is_none());
+    let wait: u64 = h[header::RETRY_AFTER].to_str().unwrap().parse().unwrap();
+    assert!(wait >= 1, "{wait}");
+    assert!(body.contains("too many wrong passwords"), "{body}");
+    // After the lockout the right password gets in (and clears the count).
+    *offset.lock().unwrap() = std::time::Duration::from_secs(wait);
+    let (status, h, _) = send(&app, post("/login", &right)).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    assert!(h.get(header::SET_COOKIE).is_some());
+    assert_eq!(
+        send(&app, post("/login", &wrong)).await.0,
+        StatusCode::UNAUTHORIZED
+    );
+}
+
 #[tokio::test]
 async fn settings_save_locally_then_register_and_never_show_the_token() {
     let f = fixture();

@@ -44,6 +44,10 @@ pub struct ConsoleState {
     csrf: Arc<String>,
     password: Option<Arc<auth::PasswordHash>>,
     sessions: auth::Sessions,
+    /// Wrong passwords per client address and overall (login lockouts).
+    throttle: Arc<auth::LoginThrottle>,
+    /// The throttle's clock (`Instant::now`; tests freeze it).
+    login_clock: Arc<dyn Fn() -> std::time::Instant + Send + Sync>,
     /// The adb server whose phones the settings page offers.
     pub adb_server: Option<SocketAddrV4>,
     /// Registers after the settings page saved (none: saved only).
@@ -70,6 +74,8 @@ impl ConsoleState {
             csrf: Arc::new(auth::random_token()),
             password: None,
             sessions: auth::Sessions::default(),
+            throttle: Arc::new(auth::LoginThrottle::default()),
+            login_clock: Arc::new(std::time::Instant::now),
             adb_server: None,
             registrar: None,
         }
@@ -124,6 +130,25 @@ impl ConsoleState {
     /// The password hash (login).
     pub(crate) fn password(&self) -> Option<Arc<auth::PasswordHash>> {
         self.password.clone()
+    }
+
+    pub(crate) fn throttle(&self) -> &auth::LoginThrottle {
+        &self.throttle
+    }
+
+    /// Now, for the login throttle.
+    pub(crate) fn login_now(&self) -> std::time::Instant {
+        (self.login_clock)()
+    }
+
+    /// The login throttle on a clock of the test's.
+    #[cfg(test)]
+    pub(crate) fn with_login_clock(
+        mut self,
+        clock: Arc<dyn Fn() -> std::time::Instant + Send + Sync>,
+    ) -> Self {
+        self.login_clock = clock;
+        self
     }
 
     pub(crate) fn sessions(&self) -> &auth::Sessions {

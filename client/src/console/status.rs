@@ -67,6 +67,9 @@ pub struct Snapshot {
     /// claim loop recorded it.
     pub live_note: Option<String>,
     pub live_cap: Option<LiveCapNote>,
+    /// The claim loop's backoff after a transient claim error (the Admin's
+    /// `Retry-After` above all).
+    pub claim_wait: Option<crate::store::ClaimWait>,
     /// The newest tasks: (remote task id, type, local state, updated at).
     pub recent: Vec<(String, String, String, String)>,
 }
@@ -105,6 +108,7 @@ pub fn snapshot(w: &ConsoleWorker) -> Result<Snapshot, StoreError> {
         account_refusal: s.account_refusal()?,
         live_note: s.self_test_note()?,
         live_cap: s.live_cap()?,
+        claim_wait: s.claim_wait()?,
     })
 }
 
@@ -215,6 +219,17 @@ pub fn render_worker(
             "<li class=\"warn\">live 上限 <span class=\"en\">live capped until {}: {}</span></li>",
             escape(&c.until),
             escape(&c.reason)
+        ));
+    }
+    if let Some(w) = &s.claim_wait {
+        let why = match w.retry_after_secs {
+            Some(n) => format!("the Admin asked for Retry-After {n} s"),
+            None => format!("after: {}", w.reason),
+        };
+        h.push_str(&format!(
+            "<li class=\"warn\">领取等待至 {until} <span class=\"en\">claiming waits until {until}: {}</span></li>",
+            escape(&why),
+            until = escape(&w.until),
         ));
     }
     if let Some(st) = s.settings.as_ref() {

@@ -757,6 +757,8 @@ pub fn ensure_key(path: &Path) -> Result<(), DeviceError> {
     write_private(&tmp, pem.as_bytes()).map_err(|e| key_err(e.to_string()))?;
     // Rename: a crash mid-write never leaves a half key that would fail every connect.
     std::fs::rename(&tmp, path).map_err(|e| key_err(e.to_string()))?;
+    // Made by this process: no sign of an earlier client beside a new store.
+    crate::private::note_created(path);
     tracing::info!(path = %path.display(), "created an ADB key for direct connections");
     Ok(())
 }

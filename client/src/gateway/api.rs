@@ -92,6 +92,17 @@ pub enum GatewayError {
         status: u16,
         message: String,
     },
+    /// The answer began — status line and headers arrived — and was then cut (the
+    /// connection closed or the deadline passed before the body ended). The Admin has
+    /// handled the request: for a claim answered `200` it may have assigned a task.
+    #[error("{op}: the Admin's answer (HTTP {status}) was cut off: {message}")]
+    Cut {
+        op: Op,
+        status: u16,
+        message: String,
+        /// What arrived of the body (printable, at most 200 characters, scrubbed).
+        partial: String,
+    },
     #[error("{op}: the Admin's answer is larger than {limit} bytes")]
     TooLarge { op: Op, status: u16, limit: usize },
     #[error("{op}: the Admin answered accepted=false")]
@@ -112,7 +123,8 @@ fn describe_rejection(code: &Option<AdminErrorCode>, message: &Option<String>) -
 impl GatewayError {
     /// Whether resending the same request may succeed. Network trouble, timeouts and
     /// unreadable answers are retryable (every request is safe to repeat: keyed or
-    /// idempotent); an HTTP error status follows the one table of the contract crate,
+    /// idempotent), and so is a 2xx answer cut off ([`GatewayError::Cut`]; a cut error
+    /// answer follows its status); an HTTP error status follows the one table of the contract crate,
     /// `cmautobuy_contract::codes::STATUS_RULES` (retried: 408, 425, 429, 500, 502, 503,
     /// 504; everything else parked — the other 4xx, the other 5xx); oversized answers,
     /// `accepted: false` and configuration errors are not retryable (decisions §8). The
@@ -124,6 +136,10 @@ impl GatewayError {
             | GatewayError::Malformed { .. } => true,
             GatewayError::Rejected { status, .. } => {
                 cmautobuy_contract::codes::status_is_retryable(*status)
+            }
+            GatewayError::Cut { status, .. } => {
+                (200..300).contains(status)
+                    || cmautobuy_contract::codes::status_is_retryable(*status)
             }
             GatewayError::TooLarge { .. }
             | GatewayError::NotAccepted { .. }
@@ -144,6 +160,7 @@ impl GatewayError {
         match self {
             GatewayError::Rejected { status, .. }
             | GatewayError::Malformed { status, .. }
+            | GatewayError::Cut { status, .. }
             | GatewayError::TooLarge { status, .. } => Some(*status),
             _ => None,
         }
@@ -162,11 +179,85 @@ impl GatewayError {
             | GatewayError::Transport { op, .. }
             | GatewayError::Rejected { op, .. }
             | GatewayError::Malformed { op, .. }
+            | GatewayError::Cut { op, .. }
             | GatewayError::TooLarge { op, .. }
             | GatewayError::NotAccepted { op } => Some(*op),
             GatewayError::Config(_) => None,
         }
     }
+
+    /// Whether the Admin answered `200` and the client could not take the answer — it
+    /// was unreadable, cut off after its headers, or over the size cap. For a claim this
+    /// is the §5.2 gap: the Admin has assigned a task this client never saved. (A claim
+    /// that got no answer byte at all — refused, reset, no headers by the deadline — is
+    /// not this: it cannot be told from a request that never arrived, the Admin's
+    /// reassignment after a claim timeout covers it, and it stays an ordinary
+    /// retryable network error.)
+    pub fn unreadable_success(&self) -> bool {
+        matches!(
+            self,
+            GatewayError::Malformed { status: 200, .. }
+                | GatewayError::Cut { status: 200, .. }
+                | GatewayError::TooLarge { status: 200, .. }
+        )
+    }
+
+    /// The same error with every registered secret ([`crate::secret::scrub`]) out of its
+    /// texts: transport messages come from outside too.
+    pub fn scrubbed(self) -> GatewayError {
+        let s = |t: String| crate::secret::scrub(&t).into_owned();
+        match self {
+            GatewayError::Transport { op, message } => GatewayError::Transport {
+                op,
+                message: s(message),
+            },
+            GatewayError::Rejected {
+                op,
+                status,
+                code,
+                message,
+                request_id,
+                retry_after,
+            } => GatewayError::Rejected {
+                op,
+                status,
+                code,
+                message: message.map(s),
+                request_id: request_id.map(s),
+                retry_after,
+            },
+            GatewayError::Malformed {
+                op,
+                status,
+                message,
+            } => GatewayError::Malformed {
+                op,
+                status,
+                message: s(message),
+            },
+            GatewayError::Cut {
+                op,
+                status,
+                message,
+                partial,
+            } => GatewayError::Cut {
+                op,
+                status,
+                message: s(message),
+                partial: s(partial),
+            },
+            GatewayError::Config(m) => GatewayError::Config(s(m)),
+            e => e,
+        }
+    }
+}
+
+/// What arrived of a cut answer's body, for the operator: printable, at most 200
+/// characters, scrubbed (a partial claim answer often names the task).
+pub fn partial_excerpt(body: &[u8]) -> String {
+    let s = String::from_utf8_lossy(body);
+    let s: String = s.chars().filter(|c| !c.is_control()).take(200).collect();
+    crate::secret::scrub(&s).into_owned()
 }
 
 /// The Admin's acknowledgement of a result or failure (§6, §7).
@@ -417,8 +508,23 @@ impl<T: Transport> Gateway<T> {
     /// Sends one attempt and notes the Admin's clock from the answer's `Date` header
     /// (whole seconds: the middle of its second is compared with the host's clock at
     /// receipt).
+    ///
+    /// The one redaction point for what the Admin sends: every registered secret
+    /// ([`crate::secret::scrub`]) is taken out of the body before anything decodes it,
+    /// and out of the error texts — an Admin or proxy that echoes the request's headers
+    /// hands the token back, and §3 messages, `details`, unreadable-body excerpts, the
+    /// acknowledgement kept in the outbox and the registration outcome are all stored,
+    /// logged, served or posted from here.
     async fn send(&self, req: &PreparedRequest) -> Result<RawResponse, GatewayError> {
-        let raw = self.transport.send(req).await?;
+        let mut raw = self
+            .transport
+            .send(req)
+            .await
+            .map_err(GatewayError::scrubbed)?;
+        if let std::borrow::Cow::Owned(clean) = crate::secret::scrub_bytes(&raw.body) {
+            tracing::warn!(op = %req.op, status = raw.status, "the Admin's answer held a secret of this client (an echo of the request?); it was removed before the answer was read");
+            raw.body = Bytes::from(clean);
+        }
         let received = chrono::Utc::now();
         if let Some(date) = raw
             .date
@@ -799,6 +905,98 @@ mod tests {
             g.register_client(&profile).await,
             Err(GatewayError::Malformed { status: 204, .. })
         ));
+    }
+
+    /// A transport answering one fixed status and body.
+    struct Answering(u16, String);
+
+    impl Transport for Answering {
+        async fn send(&self, _req: &PreparedRequest) -> Result<RawResponse, GatewayError> {
+            Ok(RawResponse {
+                status: self.0,
+                retry_after: None,
+                date: None,
+                body: Bytes::from(self.1.clone()),
+            })
+        }
+    }
+
+    /// An Admin (or proxy) that echoes the request's headers hands the token back: no
+    /// error text, excerpt or stored answer carries it, in any form it came in.
+    #[tokio::test]
+    async fn an_echo_of_the_token_is_scrubbed_before_the_answer_is_read() {
+        let token = "echo-tok/unit+0123456789";
+        let _registered = Secret::new(token);
+        let encoded = "echo-tok%2Funit%2B0123456789";
+        let profile: ClientProfile = serde_json::from_value(serde_json::json!({
+            "supported_types": ["collect"],
+            "capabilities": {"purchase_mode": "dry_run", "schema_versions": [1]}
+        }))
+        .unwrap();
+        let leaks = |what: &str, text: &str| {
+            assert!(
+                !text.contains(token) && !text.contains(encoded),
+                "{what}: {text}"
+            );
+            assert!(text.contains(crate::secret::REDACTED), "{what}: {text}");
+        };
+        // §3 envelope: message and details echo the headers.
+        let envelope = serde_json::json!({"error": {
+            "code": "UNAUTHORIZED",
+            "message": format!("bad header Authorization: Bearer {token}"),
+            "retryable": false,
+            "request_id": format!("rid {encoded}"),
+            "details": {"headers": {"authorization": format!("Bearer {token}")}},
+        }})
+        .to_string();
+        let g = Gateway::with_transport(Answering(401, envelope), "CLIENT-1");
+        let e = g.register_client(&profile).await.unwrap_err();
+        leaks("rejection", &format!("{e} {e:?}"));
+        // A 200 the client cannot read: serde quotes the value it choked on.
+        let body = format!(r#"{{"task": "Authorization: Bearer {token}"}}"#);
+        let g = Gateway::with_transport(Answering(200, body), "CLIENT-1");
+        let e = g.claim_next(&profile).await.unwrap_err();
+        assert!(e.unreadable_success());
+        leaks("unreadable 200", &format!("{e} {e:?}"));
+        // Not JSON at all: the excerpt.
+        let g = Gateway::with_transport(
+            Answering(502, format!("<html>proxy: Bearer {token}</html>")),
+            "CLIENT-1",
+        );
+        let e = g.claim_next(&profile).await.unwrap_err();
+        leaks("excerpt", &format!("{e} {e:?}"));
+        // An acknowledgement kept in the outbox as received.
+        let ack = format!(
+            r#"{{"accepted":true,"result_id":"r1","accepted_at":"2026-08-06T08:03:01Z","echo":"{encoded}"}}"#
+        );
+        let g = Gateway::with_transport(Answering(200, ack), "CLIENT-1");
+        let a = g.submit_result("cg1", "k", b"{}").await.unwrap();
+        assert_eq!(a.result_id.as_deref(), Some("r1"));
+        leaks("stored answer", &String::from_utf8_lossy(&a.raw));
+    }
+
+    #[test]
+    fn a_cut_success_is_an_unreadable_success_and_retryable() {
+        let cut = |status| GatewayError::Cut {
+            op: Op::Claim,
+            status,
+            message: "connection reset".into(),
+            partial: r#"{"task":{"id":"cg7""#.into(),
+        };
+        assert!(cut(200).unreadable_success());
+        assert!(cut(200).is_retryable());
+        assert_eq!(cut(200).status(), Some(200));
+        // A cut error answer follows its status.
+        assert!(!cut(503).unreadable_success());
+        assert!(cut(503).is_retryable());
+        assert!(!cut(403).is_retryable());
+        // No answer byte at all is not a committed claim.
+        let t = GatewayError::Transport {
+            op: Op::Claim,
+            message: "connection closed before a response was received".into(),
+        };
+        assert!(!t.unreadable_success());
+        assert!(t.is_retryable());
     }
 
     #[test]

@@ -147,7 +147,20 @@ impl Transport for HttpTransport {
                     body.extend_from_slice(&chunk);
                 }
                 Ok(None) => break,
-                Err(e) => return Err(classify(op, &self.settings, e)),
+                // The status line and headers came: the Admin handled the request. A
+                // body that ends early (connection closed, deadline) is a cut answer,
+                // not a request that may never have arrived.
+                Err(e) => {
+                    return Err(GatewayError::Cut {
+                        op,
+                        status,
+                        message: match classify(op, &self.settings, e) {
+                            GatewayError::Transport { message, .. } => message,
+                            other => other.to_string(),
+                        },
+                        partial: super::api::partial_excerpt(&body),
+                    })
+                }
             }
         }
         tracing::debug!(

@@ -63,13 +63,22 @@ impl RouterTransport {
             .map_err(|e| GatewayError::Config(format!("cannot build the request: {e}")))
     }
 
-    async fn attempt(&self, req: &PreparedRequest) -> Result<RawResponse, GatewayError> {
+    /// One attempt under `deadline`: no answer by then is a timeout; an answer whose
+    /// body does not end by then is cut ([`GatewayError::Cut`]), as over HTTP.
+    async fn attempt(
+        &self,
+        req: &PreparedRequest,
+        deadline: tokio::time::Instant,
+    ) -> Result<RawResponse, GatewayError> {
         let op = req.op;
+        let timeout = self.settings.request_timeout;
         let request = self.request(req)?;
-        let resp = match self.router.clone().oneshot(request).await {
-            Ok(r) => r,
-            Err(never) => match never {},
-        };
+        let resp =
+            match tokio::time::timeout_at(deadline, self.router.clone().oneshot(request)).await {
+                Ok(Ok(r)) => r,
+                Ok(Err(never)) => match never {},
+                Err(_) => return Err(GatewayError::Timeout { op, timeout }),
+            };
         let dropped = resp
             .headers()
             .get(MOCK_FAULT_HEADER)
@@ -94,10 +103,24 @@ impl RouterTransport {
         let limit = self.settings.max_body_bytes;
         let mut stream = resp.into_body().into_data_stream();
         let mut body = BytesMut::new();
-        while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|e| GatewayError::Transport {
+        loop {
+            let next = match tokio::time::timeout_at(deadline, stream.next()).await {
+                Ok(next) => next,
+                Err(_) => {
+                    return Err(GatewayError::Cut {
+                        op,
+                        status,
+                        message: format!("the answer did not end within {timeout:?}"),
+                        partial: super::api::partial_excerpt(&body),
+                    })
+                }
+            };
+            let Some(chunk) = next else { break };
+            let chunk = chunk.map_err(|e| GatewayError::Cut {
                 op,
+                status,
                 message: format!("answer cut short: {e}"),
+                partial: super::api::partial_excerpt(&body),
             })?;
             if body.len() + chunk.len() > limit {
                 return Err(GatewayError::TooLarge { op, status, limit });
@@ -115,11 +138,7 @@ impl RouterTransport {
 
 impl Transport for RouterTransport {
     async fn send(&self, req: &PreparedRequest) -> Result<RawResponse, GatewayError> {
-        let op = req.op;
-        let timeout = self.settings.request_timeout;
-        match tokio::time::timeout(timeout, self.attempt(req)).await {
-            Ok(r) => r,
-            Err(_) => Err(GatewayError::Timeout { op, timeout }),
-        }
+        let deadline = tokio::time::Instant::now() + self.settings.request_timeout;
+        self.attempt(req, deadline).await
     }
 }

@@ -16,7 +16,9 @@
 //!
 //! **Invariant:** the token is held as a [`Secret`] and only the transports put it in an
 //! `Authorization` header (marked sensitive). Errors carry statuses, codes and the
-//! Admin's message, never request headers.
+//! Admin's message, never request headers; and what the Admin sends back — an echo of
+//! the headers included — is scrubbed of every known secret ([`crate::secret::scrub`])
+//! before anything decodes, stores or logs it (`Gateway::send`).
 
 pub mod api;
 pub mod http;

@@ -346,9 +346,20 @@ impl<C: Clock> Notifier<C> {
                 done.given_up += 1;
                 continue;
             };
-            let answer = match serde_json::from_str::<Message>(&d.payload) {
+            // The message's texts (alert messages, Admin errors) are scrubbed of every
+            // known secret before they are posted: the last line of defence for text
+            // from outside that was stored before the gateway cleaned it.
+            let payload = crate::secret::scrub(&d.payload);
+            let answer = match serde_json::from_str::<Message>(&payload) {
                 Ok(m) => self.send(w, &m).await,
                 Err(e) => Answer::GiveUp(format!("unreadable stored message: {e}")),
+            };
+            // The receiver's answer is text from outside too (an `errmsg` may echo the
+            // request, key included): scrubbed before it is stored or logged.
+            let answer = match answer {
+                Answer::Retry(e) => Answer::Retry(crate::secret::scrub(&e).into_owned()),
+                Answer::GiveUp(e) => Answer::GiveUp(crate::secret::scrub(&e).into_owned()),
+                a => a,
             };
             let now = self.clock.now();
             match answer {

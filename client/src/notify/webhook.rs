@@ -101,6 +101,8 @@ impl Webhook {
     pub fn from_config(c: &WebhookConfig) -> Result<Webhook, String> {
         let url = reqwest::Url::parse(c.url.expose().trim())
             .map_err(|e| format!("url is not a URL ({e})"))?;
+        // As sent (normalised by the URL parser): scrubbed in that form too.
+        crate::secret::register(url.as_str());
         if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
             return Err(format!(
                 "url {} must be http:// or https:// with a host",

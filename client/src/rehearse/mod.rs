@@ -235,6 +235,10 @@ pub fn rehearse_with(
         .unwrap_or_else(|| temp.path().to_path_buf());
     std::fs::create_dir_all(&data_dir)
         .with_context(|| format!("cannot create {}", data_dir.display()))?;
+    // The client's store first: it is created only in a data directory holding nothing
+    // of an earlier client (`Store::open`), and the embedded Admin's database and the
+    // ADB key land beside it; a rehearsal refused later (a bad batch) leaves a store.
+    let store = Store::open(&Store::path_in(&data_dir))?;
     let artifacts_dir = data_dir.join("artifacts");
     let catalog = embedded_catalog()?;
     let sim_goods = batch::sim_catalog_animated(opts.animated_pages)?;
@@ -350,7 +354,6 @@ pub fn rehearse_with(
     let ids = admin.seed(&rt, batch, &run_tag)?;
 
     // The client: the same wiring as `run`.
-    let store = Store::open(&Store::path_in(&data_dir))?;
     registration::save_locally(
         &store,
         &SettingsPatch {

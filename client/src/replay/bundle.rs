@@ -153,12 +153,15 @@ pub fn last_log_lines(dir: &Path, n: usize) -> Vec<String> {
     lines.split_off(skip)
 }
 
+/// `text` without `secrets` and without anything else this process knows as a secret
+/// ([`crate::secret::scrub`]: the token, console password and webhook keys loaded from
+/// the configuration, the tokens saved in the stores), in every form an echo gives them
+/// (percent-encoded, JSON-escaped, …).
 fn scrub_secrets(text: &str, secrets: &[String]) -> String {
-    let mut out = text.to_string();
-    for s in secrets.iter().filter(|s| s.len() >= 4) {
-        out = out.replace(s.as_str(), "***");
+    for s in secrets {
+        crate::secret::register(s);
     }
-    out
+    crate::secret::scrub(text).into_owned()
 }
 
 /// Writes the bundle to `out` (a `.tar.gz`, mode `0600` on Unix). The staging folder

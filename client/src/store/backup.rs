@@ -192,6 +192,25 @@ pub(super) fn backup_with(
     })
 }
 
+/// How to restore a store from its backups (the guide's §7.3), for the messages of a
+/// missing or damaged store.
+pub(super) fn restore_hint(dir: &Path, store: &Path) -> String {
+    let backups = dir.join(BACKUP_DIR);
+    let newest = list(&backups)
+        .pop()
+        .map(|(_, p)| format!(" (newest: {})", p.display()))
+        .unwrap_or_default();
+    format!(
+        "To restore: stop every cmautobuy-client process, copy the newest backup from {}{newest} to {}, delete {name}-wal and {name}-shm beside it, and start again (guide §7.3).",
+        backups.display(),
+        store.display(),
+        name = store
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+    )
+}
+
 /// `backups/` beside a store file.
 pub(super) fn backup_dir_of(store_path: &Path) -> PathBuf {
     store_path

@@ -163,6 +163,118 @@ fn self_check(conn: &Connection) -> Result<()> {
     }
 }
 
+/// The store's file name in a data directory ([`Store::path_in`]).
+pub const STORE_FILE: &str = "client.sqlite3";
+
+/// How long opening waits for a new store another process is creating before it calls
+/// a missing store beside an earlier client's files [`StoreError::Missing`].
+pub const NEW_STORE_WAIT: Duration = Duration::from_secs(2);
+
+/// Whether `path` has no database in it: absent, or 0 bytes.
+fn no_database(path: &Path) -> Result<Option<bool>> {
+    match std::fs::metadata(path) {
+        Ok(m) if m.len() == 0 => Ok(Some(true)),
+        Ok(_) => Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Some(false)),
+        Err(source) => Err(StoreError::Io {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// Refuses to create a data directory's store over an earlier client's leftovers (see
+/// [`Store::open`]). Only a file named [`STORE_FILE`] is a data directory's store; other
+/// names (tests, tools) are opened as given.
+fn check_not_replaced(path: &Path) -> Result<()> {
+    if path.file_name().and_then(|n| n.to_str()) != Some(STORE_FILE) {
+        return Ok(());
+    }
+    let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) else {
+        return Ok(());
+    };
+    if no_database(path)?.is_none() || crate::private::created_here(path) {
+        return Ok(());
+    }
+    if earlier_client(dir).is_empty() {
+        return Ok(());
+    }
+    // Another process may be creating this very store (a `status` beside the first
+    // `run`): its file gets its first page in a moment.
+    let deadline = std::time::Instant::now() + NEW_STORE_WAIT;
+    let empty = loop {
+        match no_database(path)? {
+            None => return Ok(()),
+            Some(empty) if std::time::Instant::now() >= deadline => break empty,
+            Some(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    };
+    Err(StoreError::Missing {
+        path: path.to_path_buf(),
+        dir: dir.to_path_buf(),
+        empty,
+        evidence: earlier_client(dir),
+        restore: super::backup::restore_hint(dir, path),
+    })
+}
+
+/// What a client leaves in its data directory besides its store: a folder counts when it
+/// holds a file, [`EARLIER_CLIENT_FILES`] count as they are.
+const EARLIER_CLIENT_DIRS: &[&str] = &["backups", "logs", "artifacts", "phones"];
+/// Files a client leaves: its lock file, its ADB key, the store's WAL and shared memory.
+const EARLIER_CLIENT_FILES: &[&str] = &[
+    // `crate::lock::DATA_DIR_LOCK_FILE`
+    "client.lock",
+    "adbkey",
+    "client.sqlite3-wal",
+    "client.sqlite3-shm",
+];
+
+/// What in the data directory `dir` shows an earlier client: what a client makes there
+/// ([`EARLIER_CLIENT_DIRS`] holding a file, [`EARLIER_CLIENT_FILES`]) and this process
+/// did not make itself. Anything else — the operator's `config.toml` or another config
+/// file, a file a shell redirect created for this very run's output — is no sign of a
+/// store that was there, and does not stop a first start.
+fn earlier_client(dir: &Path) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for name in EARLIER_CLIENT_DIRS {
+        let p = dir.join(name);
+        // A file in it counts unless this process made it (a log folder it just
+        // created holds only its own log file). An empty log file does not: `run` opens
+        // its log before it can refuse a wrong flag, which writes nothing there.
+        let nonempty = *name == "logs";
+        if p.is_dir() && holds_files(&p, 3, nonempty) {
+            out.push(format!("{name}/"));
+        }
+    }
+    for name in EARLIER_CLIENT_FILES {
+        let p = dir.join(name);
+        if p.exists() && !crate::private::created_here(&p) {
+            out.push((*name).to_string());
+        }
+    }
+    out
+}
+
+/// Whether `dir` (down to `depth` more levels) holds a file this process did not create
+/// (with `nonempty`, one with something in it).
+fn holds_files(dir: &Path, depth: u32, nonempty: bool) -> bool {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    rd.flatten().any(|e| {
+        let p = e.path();
+        if crate::private::created_here(&p) {
+            return false;
+        }
+        match e.file_type() {
+            Ok(t) if t.is_dir() => depth > 0 && holds_files(&p, depth - 1, nonempty),
+            Ok(_) => !nonempty || e.metadata().is_ok_and(|m| m.len() > 0),
+            Err(_) => false,
+        }
+    })
+}
+
 /// The settings key of the client id, which opening creates (see `settings.rs` for the
 /// other keys).
 pub(super) const SETTING_CLIENT_ID: &str = "client_id";
@@ -206,7 +318,18 @@ impl Store {
     /// before SQLite opens it (its `-wal`/`-shm` files take the database file's mode);
     /// too-open modes on an existing directory, store, config file or key are tightened
     /// with a warning ([`crate::private::secure_data_dir`]).
+    ///
+    /// No silent new identity: a `client.sqlite3` that is missing or empty is created
+    /// only in a data directory holding nothing an earlier client left — its `backups/`,
+    /// `artifacts/` or `phones/` with a file in them, a log with lines in it, its lock
+    /// file, ADB key or the store's WAL — other than what this process itself just made
+    /// ([`crate::private::created_here`]: its lock file, log folder, ADB key). Beside
+    /// those it is [`StoreError::Missing`], pointing at `backups/`. The operator's own
+    /// files (a config file, a redirect's output) do not count.
+    /// Another process creating the same new store at that moment is waited for (its
+    /// file gains its first page within milliseconds), at most [`NEW_STORE_WAIT`].
     pub fn open(path: &Path) -> Result<Store> {
+        check_not_replaced(path)?;
         if let Some(dir) = path.parent() {
             if !dir.as_os_str().is_empty() {
                 crate::private::create_dir(dir).map_err(|source| StoreError::Io {
@@ -241,7 +364,33 @@ impl Store {
 
     /// The store's file name inside a data directory.
     pub fn path_in(data_dir: &Path) -> PathBuf {
-        data_dir.join("client.sqlite3")
+        data_dir.join(STORE_FILE)
+    }
+
+    /// SQLite's `PRAGMA quick_check` over the whole file (every page, every index's
+    /// shape; ≈ the cost of reading the file once): `run` calls it before its first
+    /// claim, so a damaged page is found before a task is taken rather than after.
+    /// [`StoreError::Damaged`] names what SQLite found and how to restore.
+    pub fn quick_check(&self) -> Result<()> {
+        let conn = self.lock();
+        let rows: std::result::Result<Vec<String>, rusqlite::Error> =
+            conn.prepare("PRAGMA quick_check(20)").and_then(|mut st| {
+                st.query_map([], |r| r.get::<_, String>(0))?
+                    .collect::<std::result::Result<Vec<_>, _>>()
+            });
+        let detail = match rows {
+            Ok(rows) if rows.len() == 1 && rows[0] == "ok" => return Ok(()),
+            Ok(rows) => rows.join("; "),
+            Err(e) => e.to_string(),
+        };
+        Err(StoreError::Damaged {
+            path: self.path.clone(),
+            detail,
+            restore: super::backup::restore_hint(
+                self.path.parent().unwrap_or_else(|| Path::new(".")),
+                &self.path,
+            ),
+        })
     }
 
     fn init(mut conn: Connection, path: PathBuf) -> Result<Store> {
@@ -386,6 +535,163 @@ mod tests {
             "{} opens failed: {failures:?}",
             failures.len()
         );
+    }
+
+    /// A data directory an earlier client used, without its store: the store is
+    /// refused, never created afresh with a new identity — beside backups, logs, a lock
+    /// file, artifacts or a WAL, missing or 0 bytes; the message points at `backups/`.
+    #[test]
+    fn a_missing_or_empty_store_beside_an_earlier_clients_files_is_refused() {
+        type Setup = fn(&Path);
+        let cases: [(&str, Setup, bool, &str); 6] = [
+            (
+                "backups",
+                |d| {
+                    std::fs::create_dir(d.join("backups")).unwrap();
+                    std::fs::write(
+                        d.join("backups/client-20260101T000000Z-v9-daily.sqlite3"),
+                        b"x",
+                    )
+                    .unwrap();
+                },
+                false,
+                "backups/",
+            ),
+            (
+                "logs",
+                |d| {
+                    std::fs::create_dir(d.join("logs")).unwrap();
+                    std::fs::write(d.join("logs/cmautobuy-client.log"), b"line\n").unwrap();
+                    std::fs::write(Store::path_in(d), b"").unwrap();
+                },
+                true,
+                "logs/",
+            ),
+            (
+                "lock",
+                |d| std::fs::write(d.join("client.lock"), b"").unwrap(),
+                false,
+                "client.lock",
+            ),
+            (
+                "artifacts",
+                |d| {
+                    std::fs::create_dir_all(d.join("artifacts/cg1/a1")).unwrap();
+                    std::fs::write(d.join("artifacts/cg1/a1/manifest.json"), b"[]").unwrap();
+                },
+                false,
+                "artifacts/",
+            ),
+            (
+                "wal",
+                |d| std::fs::write(d.join("client.sqlite3-wal"), b"wal").unwrap(),
+                false,
+                "client.sqlite3-wal",
+            ),
+            (
+                "zero-length store and a lock",
+                |d| {
+                    std::fs::write(Store::path_in(d), b"").unwrap();
+                    std::fs::write(d.join("client.lock"), b"4242\nrun\n").unwrap();
+                },
+                true,
+                "client.lock",
+            ),
+        ];
+        for (what, setup, empty_file, named) in cases {
+            let dir = tempfile::tempdir().unwrap();
+            setup(dir.path());
+            let path = Store::path_in(dir.path());
+            let err = Store::open(&path).unwrap_err();
+            match &err {
+                StoreError::Missing {
+                    empty, evidence, ..
+                } => {
+                    assert_eq!(*empty, empty_file, "{what}");
+                    assert!(evidence.iter().any(|e| e == named), "{what}: {evidence:?}");
+                }
+                other => panic!("{what}: {other}"),
+            }
+            assert_eq!(err.code(), "STORE_MISSING");
+            let text = err.to_string();
+            assert!(text.starts_with("[STORE_MISSING]"), "{text}");
+            assert!(text.contains("backups"), "{what}: {text}");
+            // Nothing was created in its place.
+            assert_eq!(
+                std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0),
+                0,
+                "{what}"
+            );
+        }
+    }
+
+    /// What does not stop a new store: an empty directory, the operator's own files
+    /// (`config.toml`, another config, a redirect's output), empty folders, an empty log
+    /// file, what this process made itself (its lock file, its log folder), and any
+    /// store file not named `client.sqlite3`.
+    #[test]
+    fn a_fresh_data_directory_gets_its_identity() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("config.toml"), "name = \"x\"\n").unwrap();
+        std::fs::write(dir.path().join("alerts.toml"), "[[webhook]]\n").unwrap();
+        std::fs::write(dir.path().join("run.out"), "INFO starting\n").unwrap();
+        std::fs::create_dir(dir.path().join("backups")).unwrap();
+        let _lock = crate::lock::lock_data_dir(dir.path(), "test").unwrap();
+        let logs = dir.path().join("logs");
+        let _log = crate::logfile::RotatingFile::open(&logs, 1024, 1).unwrap();
+        std::fs::write(logs.join(crate::logfile::LOG_FILE), b"a line\n").unwrap();
+        let s = Store::open(&Store::path_in(dir.path())).unwrap();
+        assert!(s.client_id().unwrap().starts_with("CLIENT-"));
+        // A first run refused for a wrong flag left an empty log: no sign of a store.
+        let refused = tempfile::tempdir().unwrap();
+        std::fs::create_dir(refused.path().join("logs")).unwrap();
+        std::fs::write(refused.path().join("logs/cmautobuy-client.log"), b"").unwrap();
+        Store::open(&Store::path_in(refused.path())).unwrap();
+        // Another file name beside anything: opened as given.
+        let other = tempfile::tempdir().unwrap();
+        std::fs::write(other.path().join("mock-admin.sqlite"), b"x").unwrap();
+        Store::open(&other.path().join("store.db")).unwrap();
+    }
+
+    /// `PRAGMA quick_check` finds a damaged page of the outbox (the store still opens:
+    /// its schema is intact); the error names what SQLite found and points at backups.
+    #[test]
+    fn quick_check_finds_a_damaged_outbox_page() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = Store::path_in(dir.path());
+        let s = Store::open(&path).unwrap();
+        s.quick_check().unwrap();
+        drop(s);
+        damage_table_root(&path, "outbox");
+        let s = Store::open(&path).unwrap();
+        let err = s.quick_check().unwrap_err();
+        assert!(matches!(err, StoreError::Damaged { .. }), "{err}");
+        assert_eq!(err.code(), "STORE_DAMAGED");
+        let text = err.to_string();
+        assert!(text.contains("backups"), "{text}");
+    }
+
+    /// Overwrites the root page of `table` with garbage (WAL checkpointed first, so
+    /// the page is in the main file). For the damaged-store tests.
+    pub(crate) fn damage_table_root(path: &Path, table: &str) {
+        let c = Connection::open(path).unwrap();
+        c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+            .unwrap();
+        let page_size: i64 = c.query_row("PRAGMA page_size", [], |r| r.get(0)).unwrap();
+        let root: i64 = c
+            .query_row(
+                "SELECT rootpage FROM sqlite_master WHERE type = 'table' AND name = ?1",
+                [table],
+                |r| r.get(0),
+            )
+            .unwrap();
+        drop(c);
+        use std::io::{Seek, SeekFrom, Write};
+        let mut f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+        f.seek(SeekFrom::Start(((root - 1) * page_size) as u64))
+            .unwrap();
+        f.write_all(&vec![0x5a; page_size as usize]).unwrap();
+        f.sync_all().unwrap();
     }
 
     #[test]

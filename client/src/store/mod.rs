@@ -81,7 +81,7 @@ pub use purchase::MarkOutcome;
 pub use runs::{AwaitingReconcile, Run};
 pub use selftests::SelfTestRow;
 pub use settings::{
-    DevicePause, LiveCapNote, RegistrationStatus, Settings, SettingsPatch, TokenBinding,
+    ClaimWait, DevicePause, LiveCapNote, RegistrationStatus, Settings, SettingsPatch, TokenBinding,
 };
 pub use spec::SpecResolutionRecord;
 pub use summary::Summary;

@@ -54,6 +54,7 @@ fn binding(token: Option<&str>, admin_url: Option<&str>, saved_for: Option<&str>
 }
 
 const SETTING_LIVE_CAP: &str = "live_cap";
+const SETTING_CLAIM_WAIT: &str = "claim_wait";
 const SETTING_CLOCK_SKEW: &str = "clock_skew";
 const SETTING_PDD_VERSION_HOLD: &str = "pdd_version_hold";
 /// Why live is refused for the account check (issue 12 item 5), as last recorded.
@@ -66,6 +67,22 @@ const SETTING_ACCOUNT_REFUSAL: &str = "account_refusal";
 pub struct LiveCapNote {
     /// RFC 3339 UTC: live again from then on.
     pub until: String,
+    pub reason: String,
+}
+
+/// Why claiming waits (a transient claim error: network trouble, 429, 5xx), written by
+/// the running client when it backs off and removed at the next claim that gets an
+/// answer; `status` shows it — above all the Admin's `Retry-After`, which can hold
+/// claims for a long time (the policy caps it at an hour).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ClaimWait {
+    /// RFC 3339 UTC: the next claim is not sent before then.
+    pub until: String,
+    /// The Admin's `Retry-After`, in seconds from the answer, when it sent one.
+    pub retry_after_secs: Option<u64>,
+    /// The HTTP status of the answer, when there was one.
+    pub status: Option<u16>,
+    /// The claim's error (scrubbed like every gateway error).
     pub reason: String,
 }
 
@@ -141,7 +158,14 @@ impl Store {
         let saved_for = get_setting(&conn, SETTING_TOKEN_ADMIN_URL)?;
         let token = match binding(token.as_deref(), admin_url.as_deref(), saved_for.as_deref()) {
             TokenBinding::Bound => token.map(Secret::new),
-            TokenBinding::NoToken | TokenBinding::OtherAdmin { .. } => None,
+            TokenBinding::NoToken | TokenBinding::OtherAdmin { .. } => {
+                // Not handed out, but still a secret of this process: scrubbed wherever
+                // it would show.
+                if let Some(t) = &token {
+                    crate::secret::register(t);
+                }
+                None
+            }
         };
         Ok(Settings {
             client_id,
@@ -254,6 +278,48 @@ impl Store {
 }
 
 impl Store {
+    /// Records (`Some`) or clears (`None`) the claim backoff ([`ClaimWait`]).
+    pub fn set_claim_wait(&self, wait: Option<&ClaimWait>) -> Result<()> {
+        let conn = self.lock();
+        match wait {
+            Some(w) => {
+                let json = serde_json::to_string(w)
+                    .map_err(|e| StoreError::Corrupt(format!("claim wait: {e}")))?;
+                put_setting(&conn, SETTING_CLAIM_WAIT, &json, Utc::now())
+            }
+            None => {
+                conn.execute("DELETE FROM settings WHERE key = ?1", [SETTING_CLAIM_WAIT])?;
+                Ok(())
+            }
+        }
+    }
+
+    /// The claim backoff last recorded by a running client, if any.
+    pub fn claim_wait(&self) -> Result<Option<ClaimWait>> {
+        let conn = self.lock();
+        match get_setting(&conn, SETTING_CLAIM_WAIT)? {
+            Some(s) => serde_json::from_str(&s)
+                .map(Some)
+                .map_err(|e| StoreError::Corrupt(format!("claim wait: {e}"))),
+            None => Ok(None),
+        }
+    }
+
+    /// The token saved in the store at `path`, whatever Admin it was saved for, read
+    /// without creating, migrating or writing anything (`diagnose-bundle` scrubs it out of
+    /// what it packs). `Ok(None)`: no store there, or no token in it.
+    pub fn saved_token_at(path: &std::path::Path) -> Result<Option<Secret>> {
+        if !path.is_file() {
+            return Ok(None);
+        }
+        let conn = rusqlite::Connection::open_with_flags(
+            path,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        conn.busy_timeout(super::db::BUSY_TIMEOUT)?;
+        Ok(get_setting(&conn, SETTING_TOKEN)?.map(Secret::new))
+    }
+
     /// Records (`Some`) or clears (`None`) the live cap note.
     pub fn set_live_cap(&self, note: Option<&LiveCapNote>) -> Result<()> {
         let conn = self.lock();

@@ -555,15 +555,25 @@ async fn claim_case<G: AdminGateway>(g: Arc<G>, a: &Admin, store: &Store, kind: 
     a.op.set_fault(plan(FaultTarget::Claim, kind)).unwrap();
     let first = runner.claim_once().await.unwrap();
     match (kind, &first) {
-        (Kind::Garbage, ClaimStep::Blocked(m)) => {
-            // The Admin committed a claim we cannot read: stop, tell the operator.
-            assert!(m.contains("unreadable"), "{m}");
+        // The Admin committed a claim we cannot read — unreadable, or cut off after its
+        // 200 and headers: stop, tell the operator (§5.2), never claim past it.
+        (Kind::Garbage | Kind::Truncated, ClaimStep::Blocked(m)) => {
+            assert!(m.contains("could not be read"), "{m}");
+            assert!(m.contains("protocol_error"), "{m}");
+            assert!(m.contains(&client_id), "names the client id: {m}");
+            if kind == Kind::Truncated {
+                // What arrived of the answer names the task.
+                assert!(m.contains(&id), "{m}");
+            }
             assert!(matches!(
                 runner.claim_once().await.unwrap(),
                 ClaimStep::Blocked(_)
             ));
             a.op.reassign_task(&id, Some(&client_id)).await.unwrap();
             store.ack_alerts(None, clock.now()).unwrap();
+        }
+        (Kind::Garbage | Kind::Truncated, other) => {
+            panic!("{kind:?}: a claim the Admin committed must stop claiming, not {other:?}")
         }
         (_, ClaimStep::Backoff(d)) => {
             check_delay(kind, 1, *d);

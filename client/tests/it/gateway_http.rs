@@ -366,15 +366,25 @@ async fn huge_answers_are_refused_with_and_without_content_length() {
     assert!(matches!(e, GatewayError::TooLarge { .. }), "{e}");
 }
 
+/// The status line and headers came, then the connection closed mid-body: the Admin
+/// handled the request, so this is a cut answer (`Cut`, with what arrived), not a
+/// transport error. A keyed submission retries it; for a claim it is a `200` the client
+/// cannot take (`unreadable_success`: the claim loop's §5.2 alert).
 #[tokio::test]
-async fn a_body_cut_short_is_a_transport_error() {
+async fn a_body_cut_short_is_a_cut_answer() {
     let url = raw_server(|| {
-        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 200\r\n\r\n{\"accepted\":true,".to_vec()
+        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 200\r\n\r\n{\"task\":{\"id\":\"cg42\",".to_vec()
     })
     .await;
     let e = gw(&url).submit_result("t", "k", b"{}").await.unwrap_err();
-    assert!(matches!(e, GatewayError::Transport { .. }), "{e}");
+    assert!(
+        matches!(&e, GatewayError::Cut { status: 200, partial, .. } if partial.contains("cg42")),
+        "{e:?}"
+    );
     assert!(e.is_retryable());
+    let e = gw(&url).claim_next(&profile()).await.unwrap_err();
+    assert!(matches!(e, GatewayError::Cut { status: 200, .. }), "{e:?}");
+    assert!(e.unreadable_success());
 }
 
 /// A server that answers every connection with `answer()` and closes it.

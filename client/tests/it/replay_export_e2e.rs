@@ -238,3 +238,70 @@ fn an_export_holds_no_personal_data_or_notification_and_replays_to_the_same_outc
         assert!(names.iter().any(|x| x == n), "{n} not in {names:?}");
     }
 }
+
+/// The token `register` saved in the store — not in the config file, the environment or
+/// a flag — is a secret of the bundle too: a log line holding it (as written by an
+/// older client, or echoed by an Admin) leaves no trace of it in `log.txt`, plain or
+/// percent-encoded, and the bundle says the token was removed truthfully.
+#[test]
+fn a_bundle_scrubs_the_token_saved_in_the_store() {
+    const SAVED: &str = "saved/Tok+en-in-store-5521";
+    const SAVED_ENCODED: &str = "saved%2FTok%2Ben-in-store-5521";
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    // Saved locally, then refused by an Admin nobody runs (exit 4: the settings stay).
+    let o = client()
+        .arg("--data-dir")
+        .arg(&data)
+        .args([
+            "register",
+            "--admin",
+            "http://127.0.0.1:9",
+            "--token",
+            SAVED,
+        ])
+        .env_remove("CMAUTOBUY_TOKEN")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(4), "{o:?}");
+    std::fs::create_dir_all(data.join("logs")).unwrap();
+    std::fs::write(
+        data.join("logs/cmautobuy-client.log"),
+        format!(
+            "2026-01-01T00:00:00Z WARN claim failed error=HTTP 401: Authorization: Bearer {SAVED}\n\
+             2026-01-01T00:00:01Z WARN echo url=https://admin.example/?t={SAVED_ENCODED}\n"
+        ),
+    )
+    .unwrap();
+    let bundle = tmp.path().join("bundle.tar.gz");
+    let o = client()
+        .arg("--data-dir")
+        .arg(&data)
+        .args(["diagnose-bundle", "--out"])
+        .arg(&bundle)
+        .env_remove("CMAUTOBUY_TOKEN")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(
+        std::fs::File::open(&bundle).unwrap(),
+    ));
+    let mut log = None;
+    for e in archive.entries().unwrap() {
+        let mut e = e.unwrap();
+        let name = e.path().unwrap().to_string_lossy().into_owned();
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut e, &mut bytes).unwrap();
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        for s in [SAVED, SAVED_ENCODED] {
+            assert!(!text.contains(s), "{s} in the bundle's {name}:\n{text}");
+        }
+        if name == "diagnose/log.txt" {
+            log = Some(text);
+        }
+    }
+    let log = log.expect("log.txt in the bundle");
+    assert!(log.contains("Bearer ***"), "{log}");
+    assert!(stdout.contains("saved in the store"), "{stdout}");
+}

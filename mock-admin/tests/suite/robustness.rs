@@ -867,6 +867,62 @@ async fn in_process_connection_faults_are_marked_and_truncation_fails_the_body()
     );
 }
 
+/// A client that sends a request's headers and then stalls — mid-headers, or before the
+/// body it announced — is cut after the read timeout: the connection closes (a stalled
+/// body first gets `408 REQUEST_TIMEOUT` in the §3 envelope), and the server still serves
+/// others. Raw sockets: reqwest cannot send half a request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_half_sent_request_is_cut_after_the_read_timeout() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let h = Harness::start_with(MockAdminConfig {
+        request_read_timeout_ms: 300,
+        ..MockAdminConfig::in_memory()
+    })
+    .await;
+    let addr = h.base.trim_start_matches("http://").to_string();
+    // Reads until the server closes (bounded: the test fails rather than hangs).
+    async fn until_closed(s: &mut tokio::net::TcpStream) -> String {
+        let mut got = Vec::new();
+        let read = tokio::time::timeout(std::time::Duration::from_secs(20), async {
+            let mut buf = [0u8; 4096];
+            loop {
+                match s.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => got.extend_from_slice(&buf[..n]),
+                }
+            }
+        })
+        .await;
+        assert!(
+            read.is_ok(),
+            "the server kept a half-sent request open: {}",
+            String::from_utf8_lossy(&got)
+        );
+        String::from_utf8_lossy(&got).into_owned()
+    }
+    // Headers complete, the body announced and never finished.
+    let mut s = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    s.write_all(
+        b"POST /api/v1/client/tasks/claim HTTP/1.1\r\nHost: x\r\nX-Client-Id: CLIENT-1\r\n\
+          Content-Type: application/json\r\nContent-Length: 200\r\n\r\n{\"supported",
+    )
+    .await
+    .unwrap();
+    let answer = until_closed(&mut s).await;
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("REQUEST_TIMEOUT"), "{answer}");
+    // Headers never finished.
+    let mut s = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    s.write_all(b"POST /api/v1/client/tasks/claim HTTP/1.1\r\nHost: x\r\nX-Cli")
+        .await
+        .unwrap();
+    let answer = until_closed(&mut s).await;
+    assert!(!answer.contains("200 OK"), "{answer}");
+    // Nothing was claimed, and whole requests are still served.
+    assert_eq!(h.claim("CLIENT-1", &all_dry()).await.status(), 204);
+    h.stop().await;
+}
+
 #[tokio::test]
 async fn oversized_bodies_are_invalid_body_not_413() {
     // In-process: over a socket the server may close before the client has finished
