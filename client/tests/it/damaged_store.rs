@@ -8,14 +8,12 @@
 //!   before its first claim (exit 3, pointing at `backups/`): the Admin's task stays
 //!   unclaimed.
 
-mod support;
-
 use std::path::Path;
 use std::process::Command;
 
 use serde_json::{json, Value};
 
-use support::world::{goods_url, World};
+use crate::support::world::{goods_url, World};
 
 const BIN: &str = env!("CARGO_BIN_EXE_cmautobuy-client");
 

@@ -15,8 +15,6 @@
 //! - A `429` with `Retry-After` on the claim: `status` (text and JSON) says claiming
 //!   waits and until when.
 
-mod support;
-
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -27,8 +25,8 @@ use axum::http::{header, HeaderMap, StatusCode, Uri};
 use axum::response::IntoResponse;
 use serde_json::{json, Value};
 
+use crate::support::world::{goods_url, status_json, wait_exit, wait_until_or, World};
 use cmautobuy_mock_admin::{Fault, FaultPlan, FaultTarget, RetryAfter};
-use support::world::{goods_url, status_json, wait_exit, wait_until_or, World};
 
 const BIN: &str = env!("CARGO_BIN_EXE_cmautobuy-client");
 
