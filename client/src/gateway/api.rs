@@ -510,11 +510,15 @@ impl<T: Transport> Gateway<T> {
     /// receipt).
     ///
     /// The one redaction point for what the Admin sends: every registered secret
-    /// ([`crate::secret::scrub`]) is taken out of the body before anything decodes it,
-    /// and out of the error texts — an Admin or proxy that echoes the request's headers
-    /// hands the token back, and §3 messages, `details`, unreadable-body excerpts, the
-    /// acknowledgement kept in the outbox and the registration outcome are all stored,
-    /// logged, served or posted from here.
+    /// ([`crate::secret::scrub`]) is taken out of an error answer's body before anything
+    /// decodes it, and out of every error text — an Admin or proxy that echoes the
+    /// request's headers hands the token back, and §3 messages, `details`, unreadable-body
+    /// excerpts and the registration outcome are all stored, logged, served or posted
+    /// from here. A success answer is business data (a task's id and payload, an
+    /// acknowledgement's ids) and is decoded as it came: rewriting it would change what
+    /// the client executes and reports; only the copy of an acknowledgement kept in the
+    /// outbox is scrubbed ([`decode_accepted`]), and the log and console writers scrub
+    /// whatever they print.
     async fn send(&self, req: &PreparedRequest) -> Result<RawResponse, GatewayError> {
         let mut raw = self
             .transport
@@ -522,8 +526,12 @@ impl<T: Transport> Gateway<T> {
             .await
             .map_err(GatewayError::scrubbed)?;
         if let std::borrow::Cow::Owned(clean) = crate::secret::scrub_bytes(&raw.body) {
-            tracing::warn!(op = %req.op, status = raw.status, "the Admin's answer held a secret of this client (an echo of the request?); it was removed before the answer was read");
-            raw.body = Bytes::from(clean);
+            if (200..300).contains(&raw.status) {
+                tracing::warn!(op = %req.op, status = raw.status, "the Admin's success answer holds a secret of this client (an echo of the request?); it is read as it came, and scrubbed wherever it is shown");
+            } else {
+                tracing::warn!(op = %req.op, status = raw.status, "the Admin's error answer held a secret of this client (an echo of the request?); it was removed before the answer was read");
+                raw.body = Bytes::from(clean);
+            }
         }
         let received = chrono::Utc::now();
         if let Some(date) = raw
@@ -725,7 +733,8 @@ fn parse_json<T: DeserializeOwned>(op: Op, raw: &RawResponse) -> Result<T, Gatew
         message: if raw.body.is_empty() {
             "empty body".to_string()
         } else {
-            e.to_string()
+            // serde quotes the value it choked on: an echoed header would be in it.
+            crate::secret::scrub(&e.to_string()).into_owned()
         },
     })
 }
@@ -756,7 +765,11 @@ fn decode_accepted(op: Op, raw: RawResponse) -> Result<Accepted, GatewayError> {
         accepted_at: a.accepted_at,
         task_status: a.task_status,
         compat_without_result_id: compat,
-        raw: raw.body,
+        // Kept in the outbox and shown by the console: an echo goes no further.
+        raw: match crate::secret::scrub_bytes(&raw.body) {
+            std::borrow::Cow::Owned(clean) => Bytes::from(clean),
+            std::borrow::Cow::Borrowed(_) => raw.body,
+        },
     })
 }
 
@@ -973,6 +986,29 @@ mod tests {
         let a = g.submit_result("cg1", "k", b"{}").await.unwrap();
         assert_eq!(a.result_id.as_deref(), Some("r1"));
         leaks("stored answer", &String::from_utf8_lossy(&a.raw));
+    }
+
+    /// A success answer is business data: a task whose id or payload happens to hold a
+    /// secret's text (a short token "ps-swipe", the task "ps-swipe-1") is executed and
+    /// reported under its own id, never a scrubbed one ("***-1" is another task).
+    #[tokio::test]
+    async fn a_success_answer_is_decoded_as_it_came() {
+        let _registered = Secret::new("ps-swipe");
+        let profile: ClientProfile = serde_json::from_value(serde_json::json!({
+            "supported_types": ["collect"],
+            "capabilities": {"purchase_mode": "dry_run", "schema_versions": [1]}
+        }))
+        .unwrap();
+        let body = serde_json::json!({"task": {
+            "id": "ps-swipe-1", "type": "collect", "execution_mode": "dry_run",
+            "version": 1, "priority": 0,
+            "payload": {"goods_id": "602938475610",
+                "goods_url": "https://mobile.yangkeduo.com/goods.html?goods_id=602938475610"}
+        }})
+        .to_string();
+        let g = Gateway::with_transport(Answering(200, body), "CLIENT-1");
+        let task = g.claim_next(&profile).await.unwrap().expect("a task");
+        assert_eq!(task.id, "ps-swipe-1");
     }
 
     #[test]
