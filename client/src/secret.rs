@@ -122,15 +122,34 @@ fn forms(value: &str) -> Vec<String> {
     v
 }
 
+/// RFC 3986's unreserved characters stay; every other byte is escaped (what
+/// `encodeURIComponent`, Go's `url.PathEscape` and Python's `quote(safe="")` leave).
+const UNRESERVED: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+/// `s` percent-encoded (`percent-encoding`, upper-case hex), or with lower-case hex as
+/// some servers echo it.
 fn percent(s: &str, upper: bool) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(b as char);
-        } else if upper {
-            out.push_str(&format!("%{b:02X}"));
+    let encoded = percent_encoding::utf8_percent_encode(s, UNRESERVED).to_string();
+    if upper {
+        return encoded;
+    }
+    // Only the escapes' hex digits change case; the unreserved characters around them
+    // stay as they are.
+    let mut out = String::with_capacity(encoded.len());
+    let mut hex_left = 0;
+    for c in encoded.chars() {
+        if c == '%' {
+            hex_left = 2;
+            out.push(c);
+        } else if hex_left > 0 {
+            hex_left -= 1;
+            out.push(c.to_ascii_lowercase());
         } else {
-            out.push_str(&format!("%{b:02x}"));
+            out.push(c);
         }
     }
     out

@@ -2,8 +2,10 @@
 //! login form is `auth_routes`.
 //!
 //! The password (`--console-password`, config `console_password`,
-//! `CMAUTOBUY_CONSOLE_PASSWORD`) is kept only as a PBKDF2-HMAC-SHA256 hash with a random
-//! salt ([`PasswordHash`]); the plain text is dropped once hashed. `/login` checks it (in
+//! `CMAUTOBUY_CONSOLE_PASSWORD`, or set on the 设置 page) is kept only as a
+//! PBKDF2-HMAC-SHA256 hash with a random salt ([`PasswordHash`], RustCrypto's `pbkdf2`);
+//! the plain text is dropped once hashed, and a password set on the page is stored as
+//! that hash only (`Store::set_console_password_hash`). `/login` checks it (in
 //! constant time) and sets a random session id in an `HttpOnly; SameSite=Strict` cookie;
 //! `/logout` forgets it. Sessions live in memory: a restart logs everybody out.
 //!
@@ -23,16 +25,19 @@ use std::time::{Duration, Instant};
 use axum::http::{header, HeaderMap};
 use rand::RngCore;
 
-use crate::notify::hmac_sha256;
-
-/// PBKDF2 iterations (OWASP's 2023 floor for PBKDF2-HMAC-SHA256 is 600 000; a console
-/// login is rare, a start must stay quick on a small box). Unit tests use fewer: an
-/// unoptimised build takes ~11 s for 200 000 (the function itself is checked against
-/// published vectors with their own counts).
+/// PBKDF2 iterations of a new hash (OWASP's 2023 floor for PBKDF2-HMAC-SHA256 is
+/// 600 000; a console login is rare, a start must stay quick on a small box). A stored
+/// hash keeps the count it was made with ([`PasswordHash::to_phc`]), so raising this
+/// never locks anybody out. Unit tests use fewer (the function itself is checked
+/// against published vectors with their own counts).
 #[cfg(not(test))]
 pub const PBKDF2_ITERATIONS: u32 = 200_000;
 #[cfg(test)]
 pub const PBKDF2_ITERATIONS: u32 = 1_000;
+
+/// The fewest iterations a stored hash may carry (a tampered store cannot make the
+/// hash cheap to guess).
+pub const MIN_STORED_ITERATIONS: u32 = 1_000;
 
 /// The session cookie's name.
 pub const COOKIE: &str = "cmautobuy_session";
@@ -44,24 +49,23 @@ pub fn random_token() -> String {
     hex::encode(b)
 }
 
-/// PBKDF2-HMAC-SHA256 (RFC 8018), one 32-byte block.
+/// PBKDF2-HMAC-SHA256 (RFC 8018), one 32-byte block: RustCrypto's `pbkdf2` over `hmac`
+/// and `sha2`.
 pub fn pbkdf2_sha256(password: &[u8], salt: &[u8], iterations: u32) -> [u8; 32] {
-    let mut msg = salt.to_vec();
-    msg.extend_from_slice(&1u32.to_be_bytes());
-    let mut u = hmac_sha256(password, &msg);
-    let mut t = u;
-    for _ in 1..iterations {
-        u = hmac_sha256(password, &u);
-        for (t, u) in t.iter_mut().zip(u.iter()) {
-            *t ^= u;
-        }
-    }
-    t
+    pbkdf2::pbkdf2_hmac_array::<sha2::Sha256, 32>(password, salt, iterations)
 }
 
-/// A salted password hash; `Debug` shows nothing of it.
+/// A salted PBKDF2-HMAC-SHA256 password hash with its iteration count; `Debug` shows
+/// nothing of it. Stored (a password set on the console's 设置 page) in the PHC string
+/// format `$pbkdf2-sha256$i=N,l=32$SALT$HASH` (B64 without padding, as RustCrypto's
+/// `password-hash` crate writes it). The scheme is the one the console always used
+/// (earlier clients stored no hash: the config file holds the password itself, hashed at
+/// each start); a stored hash carries its iteration count, so a later change of
+/// [`PBKDF2_ITERATIONS`] leaves every stored password valid.
+#[derive(Clone)]
 pub struct PasswordHash {
-    salt: [u8; 16],
+    salt: Vec<u8>,
+    iterations: u32,
     hash: [u8; 32],
 }
 
@@ -71,19 +75,89 @@ impl std::fmt::Debug for PasswordHash {
     }
 }
 
+/// A stored password hash that cannot be read (`CONSOLE_PASSWORD_HASH_INVALID`).
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("the stored console password hash cannot be read: {0}")]
+pub struct HashFormatError(pub String);
+
+impl HashFormatError {
+    pub fn code(&self) -> &'static str {
+        "CONSOLE_PASSWORD_HASH_INVALID"
+    }
+}
+
+const PHC_ID: &str = "pbkdf2-sha256";
+
 impl PasswordHash {
     pub fn new(password: &str) -> Self {
         let mut salt = [0u8; 16];
         rand::thread_rng().fill_bytes(&mut salt);
         PasswordHash {
-            salt,
+            salt: salt.to_vec(),
+            iterations: PBKDF2_ITERATIONS,
             hash: pbkdf2_sha256(password.as_bytes(), &salt, PBKDF2_ITERATIONS),
         }
     }
 
     pub fn verify(&self, password: &str) -> bool {
-        let h = pbkdf2_sha256(password.as_bytes(), &self.salt, PBKDF2_ITERATIONS);
+        let h = pbkdf2_sha256(password.as_bytes(), &self.salt, self.iterations);
         constant_time_eq(&h, &self.hash)
+    }
+
+    /// The PHC string stored for it.
+    pub fn to_phc(&self) -> String {
+        use base64::Engine as _;
+        let b64 = base64::engine::general_purpose::STANDARD_NO_PAD;
+        format!(
+            "${PHC_ID}$i={},l=32${}${}",
+            self.iterations,
+            b64.encode(&self.salt),
+            b64.encode(self.hash)
+        )
+    }
+
+    /// Reads a stored PHC string ([`PasswordHash::to_phc`]).
+    pub fn from_phc(s: &str) -> Result<Self, HashFormatError> {
+        use base64::Engine as _;
+        let bad = |why: &str| HashFormatError(why.to_string());
+        let b64 = base64::engine::general_purpose::STANDARD_NO_PAD;
+        let mut parts = s
+            .strip_prefix('$')
+            .ok_or_else(|| bad("no leading $"))?
+            .split('$');
+        if parts.next() != Some(PHC_ID) {
+            return Err(bad("not pbkdf2-sha256"));
+        }
+        let params = parts.next().ok_or_else(|| bad("no parameters"))?;
+        let mut iterations = None;
+        for kv in params.split(',') {
+            match kv.split_once('=') {
+                Some(("i", v)) => iterations = v.parse::<u32>().ok(),
+                Some(("l", "32")) => {}
+                _ => return Err(bad("unknown parameter")),
+            }
+        }
+        let iterations = iterations
+            .filter(|n| *n >= MIN_STORED_ITERATIONS)
+            .ok_or_else(|| bad("iteration count missing or too low"))?;
+        let salt = parts
+            .next()
+            .and_then(|p| b64.decode(p).ok())
+            .filter(|s| s.len() >= 8)
+            .ok_or_else(|| bad("salt"))?;
+        let hash: [u8; 32] = parts
+            .next()
+            .and_then(|p| b64.decode(p).ok())
+            .and_then(|h| h.try_into().ok())
+            .ok_or_else(|| bad("hash"))?;
+        if parts.next().is_some() {
+            return Err(bad("trailing fields"));
+        }
+        Ok(PasswordHash {
+            salt,
+            iterations,
+            hash,
+        })
     }
 }
 
@@ -326,6 +400,34 @@ mod tests {
                 want,
                 "c = {c}"
             );
+        }
+    }
+
+    #[test]
+    fn a_stored_hash_round_trips_and_keeps_its_iteration_count() {
+        let h = PasswordHash::new("s3cret-pw-0123");
+        let phc = h.to_phc();
+        assert!(phc.starts_with("$pbkdf2-sha256$i=1000,l=32$"), "{phc}");
+        assert!(!phc.contains("s3cret"));
+        let back = PasswordHash::from_phc(&phc).unwrap();
+        assert!(back.verify("s3cret-pw-0123"));
+        assert!(!back.verify("s3cret-pw-0124"));
+        // Made elsewhere (Python's hashlib.pbkdf2_hmac, 4096 rounds, salt "NaCl-salt-16byte"):
+        // another count than today's still verifies.
+        let other = "$pbkdf2-sha256$i=4096,l=32$TmFDbC1zYWx0LTE2Ynl0ZQ$2f05JaVMpVKU3d1J1g4ytnizK5bw30+qnzOqq1q3JGM";
+        let h = PasswordHash::from_phc(other).unwrap();
+        assert!(h.verify("hunter2-hunter2"));
+        for bad in [
+            "",
+            "pbkdf2-sha256$i=4096,l=32$TmFDbA$AAAA",
+            "$argon2id$v=19$m=1,t=1,p=1$TmFDbA$AAAA",
+            "$pbkdf2-sha256$i=10,l=32$TmFDbC1zYWx0LTE2Ynl0ZQ$2f05JaVMpVKU3d1J1g4ytnizK5bw30+qnzOqq1q3JGM",
+            "$pbkdf2-sha256$i=4096,l=32$TmFDbC1zYWx0LTE2Ynl0ZQ$AAAA",
+            "$pbkdf2-sha256$i=4096,l=32$TmFDbC1zYWx0LTE2Ynl0ZQ$2f05JaVMpVKU3d1J1g4ytnizK5bw30+qnzOqq1q3JGM$x",
+            "$pbkdf2-sha256$i=4096,l=32,x=1$TmFDbC1zYWx0LTE2Ynl0ZQ$2f05JaVMpVKU3d1J1g4ytnizK5bw30+qnzOqq1q3JGM",
+        ] {
+            let e = PasswordHash::from_phc(bad).unwrap_err();
+            assert_eq!(e.code(), "CONSOLE_PASSWORD_HASH_INVALID", "{bad}");
         }
     }
 

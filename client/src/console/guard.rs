@@ -110,36 +110,15 @@ fn host_allowed(state: &ConsoleState, headers: &HeaderMap) -> bool {
     }
 }
 
-/// The first value of `name` in an `application/x-www-form-urlencoded` body.
+/// The first value of `name` in an `application/x-www-form-urlencoded` body, decoded by
+/// `form_urlencoded` — the parser behind axum's `Form` (through `serde_urlencoded`), so
+/// the guard reads the `csrf` field exactly as the page's handler reads its form. Like a
+/// browser's, it is lenient: a malformed escape (`%zz`) stays as written and bytes that
+/// are not UTF-8 become U+FFFD — neither can equal the hex CSRF token.
 pub fn form_field(body: &[u8], name: &str) -> Option<String> {
-    let text = std::str::from_utf8(body).ok()?;
-    for pair in text.split('&') {
-        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-        if url_decode(k).as_deref() == Some(name) {
-            return url_decode(v);
-        }
-    }
-    None
-}
-
-fn url_decode(s: &str) -> Option<String> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'+' => out.push(b' '),
-            b'%' => {
-                let hex = b.get(i + 1..i + 3)?;
-                let v = u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()?;
-                out.push(v);
-                i += 2;
-            }
-            c => out.push(c),
-        }
-        i += 1;
-    }
-    String::from_utf8(out).ok()
+    form_urlencoded::parse(body)
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.into_owned())
 }
 
 #[cfg(test)]
@@ -152,7 +131,17 @@ mod tests {
         assert_eq!(form_field(body, "csrf").as_deref(), Some("ab/c d"));
         assert_eq!(form_field(body, "id").as_deref(), Some("3"));
         assert_eq!(form_field(body, "x"), None);
-        assert_eq!(form_field(b"csrf=%zz", "csrf"), None);
+        // Malformed escapes and non-UTF-8 bytes are read as a browser reads them (and
+        // as axum's `Form` does): never as the token.
+        assert_eq!(form_field(b"csrf=%zz", "csrf").as_deref(), Some("%zz"));
+        assert_eq!(
+            form_field(b"csrf=%ff%fe", "csrf").as_deref(),
+            Some("\u{fffd}\u{fffd}")
+        );
+        assert_eq!(
+            form_field("n=%E5%BA%97&csrf=a".as_bytes(), "n").as_deref(),
+            Some("店")
+        );
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! Formats (checked against the vendors' bot documentation):
 //! - `json`: `{"source":"cmautobuy-client","schema":1,"kind",…}` (the [`Message`]); with
 //!   a secret, `X-Cmautobuy-Timestamp: <unix secs>` and `X-Cmautobuy-Signature:
-//!   sha256=<hex HMAC-SHA256(secret, "<timestamp>.<body>")>`.
+//!   sha256=<hex HMAC-SHA256(secret, "<timestamp>.<body>")>` (RustCrypto `hmac`).
 //! - 企业微信 group bot: `{"msgtype":"text","text":{"content":…}}`; content at most 2048
 //!   bytes; the answer `{"errcode":0,"errmsg":"ok"}`.
 //! - 钉钉 custom robot: `{"msgtype":"text","text":{"content":…}}`; 加签: `timestamp` (ms)
@@ -23,7 +23,7 @@ use base64::Engine as _;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
+use sha2::Sha256;
 
 use super::webhook::{Format, Webhook};
 
@@ -95,30 +95,15 @@ fn truncate(s: &str, max: usize) -> String {
     format!("{}…", &s[..end])
 }
 
-/// HMAC-SHA256 (RFC 2104) over `sha2`.
+/// HMAC-SHA256 (RFC 2104): RustCrypto's `hmac` over `sha2`.
 pub fn hmac_sha256(key: &[u8], msg: &[u8]) -> [u8; 32] {
-    const BLOCK: usize = 64;
-    let mut k = [0u8; BLOCK];
-    if key.len() > BLOCK {
-        k[..32].copy_from_slice(&Sha256::digest(key));
-    } else {
-        k[..key.len()].copy_from_slice(key);
-    }
-    let mut ipad = [0x36u8; BLOCK];
-    let mut opad = [0x5cu8; BLOCK];
-    for i in 0..BLOCK {
-        ipad[i] ^= k[i];
-        opad[i] ^= k[i];
-    }
-    let inner = Sha256::new()
-        .chain_update(ipad)
-        .chain_update(msg)
-        .finalize();
-    Sha256::new()
-        .chain_update(opad)
-        .chain_update(inner)
-        .finalize()
-        .into()
+    use hmac::Mac as _;
+    // Any key length is valid for HMAC (a longer one is hashed first): `new_from_slice`
+    // cannot fail here.
+    let mut mac = hmac::Hmac::<Sha256>::new_from_slice(key)
+        .unwrap_or_else(|_| unreachable!("HMAC takes keys of any length"));
+    mac.update(msg);
+    mac.finalize().into_bytes().into()
 }
 
 fn b64(bytes: &[u8]) -> String {

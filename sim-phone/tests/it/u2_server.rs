@@ -204,18 +204,15 @@ fn base64_decode(s: &str) -> Vec<u8> {
     out
 }
 
-/// (width, height) from a baseline JPEG's SOF0 header (the image crate here has no JPEG
-/// decoder; the encoder's output was checked against Pillow when it was written).
+/// (width, height) of a JPEG, decoded by the image crate (a broken one fails here).
 fn jpeg_size(j: &[u8]) -> (u16, u16) {
     assert!(
         j.starts_with(&[0xff, 0xd8]) && j.ends_with(&[0xff, 0xd9]),
         "not a JPEG"
     );
-    let sof = j.windows(2).position(|w| w == [0xff, 0xc0]).expect("SOF0");
-    (
-        u16::from_be_bytes([j[sof + 7], j[sof + 8]]),
-        u16::from_be_bytes([j[sof + 5], j[sof + 6]]),
-    )
+    let img = image::load_from_memory_with_format(j, image::ImageFormat::Jpeg)
+        .expect("a JPEG the image crate decodes");
+    (img.width() as u16, img.height() as u16)
 }
 
 /// A phone behind a private adb server with the real jar pushed by `adb_client`.
