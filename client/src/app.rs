@@ -23,6 +23,7 @@ use crate::job::adb::AdbSource;
 use crate::job::attempt::{FlowExecutorConfig, ReportHook};
 use crate::job::exec::FlowExecutor;
 use crate::job::purchase::Backend;
+use crate::job::turn::TurnSource;
 use crate::notify::{Notifier, NotifyConfig};
 use crate::outbox::Relay;
 use crate::pacing::PacingConfig;
@@ -147,7 +148,18 @@ impl Client {
                 exec_cfg.expected_address = config.expected_address.clone();
                 exec_cfg.pdd_version_gate = config.gate.pdd_version_gate;
                 exec_cfg.progress = config.progress.clone();
-                let mut exec = FlowExecutor::new(source, exec_cfg).with_purchase(Arc::new(backend));
+                // The evidence of each money step (the console's viewer shows it; the
+                // console itself never screenshots the phone during those steps).
+                exec_cfg.drive.money_screenshots = true;
+                // Every device call of this worker under the phone's turn, which the
+                // console's live screenshot takes too (`job::turn`).
+                let turn = config
+                    .progress
+                    .as_ref()
+                    .map(|p| p.turn())
+                    .unwrap_or_default();
+                let mut exec = FlowExecutor::new(TurnSource::new(source, turn), exec_cfg)
+                    .with_purchase(Arc::new(backend));
                 if let Some(hook) = &config.on_report {
                     exec = exec.with_hook(hook.clone());
                 }

@@ -7,7 +7,9 @@
 //! a footer that pays in the same tap, …) and what to change, so the operator is never
 //! told to switch to 微信支付 on an account that is already on it. A §7 failure carries its
 //! text in `diagnostics.operator` (`job::attempt::failure_request` fills in the default
-//! when the flow gave none).
+//! when the flow gave none). Reading a failure back (the console's pages):
+//! [`of_failure`] prefers the text the failure carried, and says more than the table
+//! when the failure recorded more (the order total and the limit of a price refusal).
 
 use cmautobuy_contract::FailureCode;
 use serde::{Deserialize, Serialize};
@@ -345,9 +347,81 @@ pub fn for_code(code: &FailureCode) -> OperatorText {
     }
 }
 
+/// A price refusal with its two amounts: "订单总价 ¥118.00 超过上限 ¥99.99".
+pub fn price_above_limit(
+    total: cmautobuy_contract::Fen,
+    limit: cmautobuy_contract::Fen,
+) -> OperatorText {
+    let table = for_code(&FailureCode::PriceLimitExceeded);
+    OperatorText::new(
+        format!("订单总价 {total} 超过上限 {limit}"),
+        format!("the order total {total} is above the limit {limit}"),
+        table.next_zh,
+        table.next_en,
+    )
+}
+
+/// What a reported failure means to the operator, from its code and its `diagnostics`
+/// as reported: the failure's own text (`diagnostics.operator`) when it says more than
+/// the table, else what the diagnostics add to the table's (a price refusal's total and
+/// limit, [`price_above_limit`]), else the table's text ([`for_code`]).
+pub fn of_failure(code: &FailureCode, diagnostics: Option<&serde_json::Value>) -> OperatorText {
+    let table = for_code(code);
+    let stored = diagnostics
+        .and_then(|d| d.get("operator"))
+        .and_then(|v| serde_json::from_value::<OperatorText>(v.clone()).ok());
+    if let Some(s) = &stored {
+        if *s != table {
+            return s.clone();
+        }
+    }
+    let cents = |k: &str| {
+        diagnostics
+            .and_then(|d| d.get(k))
+            .and_then(serde_json::Value::as_i64)
+            .map(cmautobuy_contract::Fen)
+    };
+    let richer = match code {
+        FailureCode::PriceLimitExceeded => cents("confirmed_total_cent")
+            .zip(cents("max_price_cent"))
+            .map(|(total, limit)| price_above_limit(total, limit)),
+        _ => None,
+    };
+    richer.or(stored).unwrap_or(table)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reported_failure_reads_back_with_what_it_recorded() {
+        use serde_json::json;
+        let price = FailureCode::PriceLimitExceeded;
+        // The table's text was stored: the amounts the failure recorded say more.
+        let d = json!({"operator": for_code(&price).to_value(),
+                       "confirmed_total_cent": 11800, "max_price_cent": 9999});
+        let t = of_failure(&price, Some(&d));
+        assert_eq!(t.zh, "订单总价 ¥118.00 超过上限 ¥99.99");
+        assert_eq!(t.en, "the order total ¥118.00 is above the limit ¥99.99");
+        assert_eq!(t.next_zh, for_code(&price).next_zh);
+        // A flow's own explanation wins.
+        let own = OperatorText::new(
+            "付款方式为先用后付",
+            "pay later is on",
+            "关闭先用后付",
+            "turn it off",
+        );
+        let d = json!({"operator": own.to_value(), "confirmed_total_cent": 1, "max_price_cent": 2});
+        assert_eq!(of_failure(&price, Some(&d)), own);
+        // Nothing stored: the table.
+        let risk = FailureCode::RiskVerification;
+        assert_eq!(of_failure(&risk, None), for_code(&risk));
+        assert_eq!(
+            of_failure(&risk, Some(&json!({"operator": "garbled"}))),
+            for_code(&risk)
+        );
+    }
 
     #[test]
     fn every_code_has_a_reason_and_a_next_step_in_both_languages() {

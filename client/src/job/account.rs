@@ -43,6 +43,7 @@ pub fn check<S: DeviceSource + ?Sized>(source: &S) -> (AccountCheck, DriveStats)
         DriveLimits {
             max_actions: MAX_ACTIONS,
             screenshot_on_failure: false,
+            money_screenshots: false,
         },
     );
     let out = match rep.outcome {

@@ -72,6 +72,14 @@ pub struct DriveLimits {
     pub max_actions: u32,
     /// Take a screenshot when a flow fails (evidence, `decisions.md` §7).
     pub screenshot_on_failure: bool,
+    /// Take one screenshot of the screen at the first dump of each money step
+    /// ([`crate::progress::MONEY_STEPS`]: the quantity, address, total, submit, leaving
+    /// the payment, the reconciliation): the attempt's evidence of what the phone
+    /// showed when money was at stake, which the console's viewer draws the dump's
+    /// findings over. The console never screenshots the phone during those steps; the
+    /// task does it itself, between its own calls. Off by default (flow cases and
+    /// tests keep their round trips); the flow executor turns it on.
+    pub money_screenshots: bool,
 }
 
 impl Default for DriveLimits {
@@ -79,6 +87,7 @@ impl Default for DriveLimits {
         DriveLimits {
             max_actions: 400,
             screenshot_on_failure: true,
+            money_screenshots: false,
         }
     }
 }
@@ -195,6 +204,8 @@ where
     let mut stale = Staleness::default();
     // The last dump parsed: the node a tap aims at is recorded from it (issue 14).
     let mut last_tree: Option<Tree> = None;
+    // The money steps already screenshot in this drive (`DriveLimits::money_screenshots`).
+    let mut money_shot: Vec<FlowStep> = Vec::new();
     let window_reads_before = device.window_reads();
     let outcome = loop {
         let now = clock.now();
@@ -469,6 +480,42 @@ where
             step: step_name,
             detail,
         });
+        if let (Action::Observe { step }, Observation::Screen(_)) = (&action, &obs) {
+            if limits.money_screenshots
+                && crate::progress::is_money_step(step.as_str())
+                && !money_shot.contains(step)
+            {
+                money_shot.push(step.clone());
+                let saved_before = artifacts.as_deref().map_or(0, |a| a.entries().len());
+                stats.screenshots += 1;
+                match device.screenshot() {
+                    Ok(png) => {
+                        if let Some(a) = artifacts.as_deref_mut() {
+                            a.save(step.as_str(), "png", &png.bytes, clock.now());
+                        }
+                        // Right after the dump in the trace: the viewer draws the dump's
+                        // findings over this picture of the same screen.
+                        records.push(TraceRecord {
+                            kind: "screenshot".into(),
+                            step: Some(step.as_str().to_string()),
+                            detail: "money step".into(),
+                            at: None,
+                            to: None,
+                            file: saved_file(artifacts.as_deref(), saved_before),
+                        });
+                        trace.push(TraceEntry {
+                            kind: "screenshot",
+                            step: Some(step.as_str().to_string()),
+                            detail: "money step".into(),
+                        });
+                    }
+                    // Evidence only: the flow goes on without it.
+                    Err(e) => {
+                        tracing::warn!(step = %step.as_str(), error = %e, "no money-step screenshot")
+                    }
+                }
+            }
+        }
     };
     if let FlowOutcome::Failed(f) = &outcome {
         tracing::info!(code = %f.code.as_str(), step = %f.step.as_str(), status = f.status.as_str(), "flow failed");

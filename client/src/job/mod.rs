@@ -22,6 +22,9 @@
 //!   through [`crate::flow::account::AccountFlow`].
 //! - [`selftest`] — the self-test (issue 13 item 3): a dry-run purchase on
 //!   `self_test_goods_id`, options read off its sheet, no Admin involved.
+//! - [`turn`] — [`turn::TurnSource`]: the worker's device with every call under the
+//!   phone's turn ([`crate::progress::PhoneTurn`]), which the console's live screenshot
+//!   takes too: never two commands racing on one phone.
 //! - [`exec`] — [`exec::FlowExecutor`]: the claim loop's [`crate::executor::Executor`].
 //!
 //! # Architecture invariants
@@ -47,3 +50,4 @@ pub mod skew;
 pub mod source;
 #[cfg(test)]
 mod tests;
+pub mod turn;

@@ -694,6 +694,89 @@ mod tests {
         assert!(rep.stats.dumps <= 6, "{} dumps", rep.stats.dumps);
     }
 
+    /// With `money_screenshots` (the flow executor's setting), a live purchase keeps one
+    /// screenshot per money step it went through, each right after a dump of that step
+    /// (the viewer draws the dump over it); no other step is screenshot.
+    #[test]
+    fn a_live_purchase_keeps_a_screenshot_of_each_money_step() {
+        let dev = phone();
+        let s = setup(
+            "cg-shots",
+            "live",
+            payload(HOODIE, json!({"color": "雾霾蓝", "size": "M"}), 2, 12600),
+            Answer::Other(SpecOutcome::Failed),
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let mut arts =
+            crate::artifacts::AttemptArtifacts::create(dir.path(), "cg-shots", "att-1").unwrap();
+        let mut task = purchase_task(&s.job, true).expect("task");
+        task.expected_address = sim_address();
+        let mut flow = PurchaseFlow::new(task, PurchaseLimits::default()).expect("flow");
+        let guarded = GuardedDevice::new(&dev, true);
+        let mut effects = JobEffects {
+            backend: &s.backend,
+            run: &s.job.run,
+            remote_task_id: &s.job.task.remote_task_id,
+        };
+        let limits = DriveLimits {
+            money_screenshots: true,
+            ..DriveLimits::default()
+        };
+        let rep = drive(
+            &mut flow,
+            &guarded,
+            &mut effects,
+            &SystemClock,
+            Some(&mut arts),
+            limits,
+        );
+        purchased(&rep);
+        let pngs: Vec<&str> = arts
+            .entries()
+            .iter()
+            .filter(|e| e.file.ends_with(".png"))
+            .map(|e| e.step.as_str())
+            .collect();
+        for step in [
+            "set_quantity",
+            "confirm_total",
+            "leave_payment",
+            "reconcile_order",
+        ] {
+            assert!(pngs.contains(&step), "{step}: {pngs:?}");
+        }
+        assert!(
+            pngs.iter().all(|s| crate::progress::is_money_step(s)),
+            "{pngs:?}"
+        );
+        let mut unique = pngs.clone();
+        unique.dedup();
+        assert_eq!(unique.len(), pngs.len(), "one per step: {pngs:?}");
+        assert_eq!(rep.stats.screenshots as usize, pngs.len());
+        // Each right after a dump of its step, no gesture between.
+        for (i, t) in rep.trace.iter().enumerate() {
+            if t.kind == "screenshot" {
+                let before = &rep.trace[i - 1];
+                assert_eq!(
+                    (before.kind, &before.step),
+                    ("observe", &t.step),
+                    "{:#?}",
+                    rep.trace
+                );
+            }
+        }
+        // Without the setting (flow cases, tests): none.
+        let dev = phone();
+        let s = setup(
+            "cg-noshots",
+            "live",
+            payload(HOODIE, json!({"color": "雾霾蓝", "size": "M"}), 2, 12600),
+            Answer::Other(SpecOutcome::Failed),
+        );
+        let (rep, _) = purchase(&dev, &s);
+        assert_eq!(rep.stats.screenshots, 0);
+    }
+
     #[test]
     fn live_places_exactly_one_unpaid_order_and_finds_it() {
         let dev = phone();

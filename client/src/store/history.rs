@@ -1,6 +1,9 @@
 //! What the console's 历史 History pages read (issue 13 item 1): tasks newest first,
 //! paged by local id, with their attempts' count, the last outcome, the order numbers
-//! reported and the failure codes; a task's attempts; an attempt by its id.
+//! reported, the failure codes and the newest failure as reported (its
+//! `diagnostics.operator` is the reason the pages show); a task's attempts with each
+//! one's report as sent (result or failure); an attempt by its id; and the outcomes
+//! counted since a time (the phone cards' "today").
 
 use rusqlite::{params, OptionalExtension};
 
@@ -25,6 +28,26 @@ pub struct HistoryTask {
     pub order_numbers: Vec<String>,
     /// `error.code` of every failure reported for this task, oldest first.
     pub codes: Vec<String>,
+    /// The newest failure reported for this task, as sent (JSON text); `None` when none
+    /// was, or its body was compacted away.
+    pub last_failure: Option<String>,
+}
+
+/// A run's report as it went to the Admin: `result` or `failure`, and the body (JSON
+/// text; compacted rows keep none).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HistoryReport {
+    pub kind: String,
+    pub body: String,
+}
+
+/// Runs that ended since a time, by outcome (the console's "today" per phone).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DayCounts {
+    pub succeeded: u32,
+    pub failed: u32,
+    pub manual_review: u32,
+    pub retry_wait: u32,
 }
 
 /// An attempt (a task run) as the history shows it.
@@ -38,10 +61,14 @@ pub struct HistoryRun {
     pub finished_at: Option<String>,
     pub irreversible_action_at: Option<String>,
     pub outcome: Option<String>,
+    /// What the run reported (its newest outbox row).
+    pub report: Option<HistoryReport>,
 }
 
 const RUN_COLUMNS: &str = "r.id, r.task_id, t.remote_task_id, r.attempt_id, r.started_at,
-     r.finished_at, r.irreversible_action_at, r.outcome";
+     r.finished_at, r.irreversible_action_at, r.outcome,
+     (SELECT o.kind FROM outbox o WHERE o.run_id = r.id ORDER BY o.id DESC LIMIT 1),
+     (SELECT o.body FROM outbox o WHERE o.run_id = r.id ORDER BY o.id DESC LIMIT 1)";
 
 fn run_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<HistoryRun> {
     Ok(HistoryRun {
@@ -53,6 +80,16 @@ fn run_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<HistoryRun> {
         finished_at: r.get(5)?,
         irreversible_action_at: r.get(6)?,
         outcome: r.get(7)?,
+        report: match (
+            r.get::<_, Option<String>>(8)?,
+            r.get::<_, Option<Vec<u8>>>(9)?,
+        ) {
+            (Some(kind), Some(body)) if !body.is_empty() => Some(HistoryReport {
+                kind,
+                body: String::from_utf8_lossy(&body).into_owned(),
+            }),
+            _ => None,
+        },
     })
 }
 
@@ -82,6 +119,7 @@ impl Store {
                 last_outcome: r.get(8)?,
                 order_numbers: Vec::new(),
                 codes: Vec::new(),
+                last_failure: None,
             })
         })?;
         let mut out = Vec::new();
@@ -106,6 +144,7 @@ impl Store {
                     }
                 } else if let Some(code) = v["error"]["code"].as_str() {
                     t.codes.push(code.to_string());
+                    t.last_failure = Some(String::from_utf8_lossy(&body).into_owned());
                 }
             }
         }
@@ -140,6 +179,47 @@ impl Store {
                 run_row,
             )
             .optional()?)
+    }
+}
+
+impl Store {
+    /// Runs that ended at or after `since`, by outcome (`succeeded`, `failed:…`,
+    /// `manual_review:…`, `retry_wait:…`). Walks the runs newest first and stops at the
+    /// first one started a day before `since` (no run lasts that long), so the cost
+    /// follows the day's runs, not the store's history.
+    pub fn outcomes_since(&self, since: chrono::DateTime<chrono::Utc>) -> Result<DayCounts> {
+        let conn = self.lock();
+        let since_s = super::db::ts(since);
+        let stop = super::db::ts(since - chrono::Duration::days(1));
+        let mut st = conn.prepare_cached(
+            "SELECT started_at, finished_at, outcome FROM task_runs ORDER BY id DESC",
+        )?;
+        let mut rows = st.query([])?;
+        let mut c = DayCounts::default();
+        while let Some(r) = rows.next()? {
+            let started: String = r.get(0)?;
+            if started < stop {
+                break;
+            }
+            let (Some(finished), Some(outcome)) = (
+                r.get::<_, Option<String>>(1)?,
+                r.get::<_, Option<String>>(2)?,
+            ) else {
+                continue;
+            };
+            if finished < since_s {
+                continue;
+            }
+            let status = outcome.split(':').next().unwrap_or_default();
+            match status {
+                "succeeded" => c.succeeded += 1,
+                "failed" => c.failed += 1,
+                "manual_review" => c.manual_review += 1,
+                "retry_wait" => c.retry_wait += 1,
+                _ => {}
+            }
+        }
+        Ok(c)
     }
 }
 
@@ -208,6 +288,22 @@ mod tests {
         assert_eq!(runs[0].remote_task_id, "a");
         let run = s.history_run(&attempt_a).unwrap().unwrap();
         assert_eq!(run.outcome.as_deref(), Some("succeeded"));
+        let report = run.report.unwrap();
+        assert_eq!(report.kind, "result");
+        assert!(report.body.contains("261130-1"), "{}", report.body);
+        assert!(all[1]
+            .last_failure
+            .as_deref()
+            .unwrap()
+            .contains("GOODS_MISMATCH"));
+        assert_eq!(all[2].last_failure, None);
+        // Today's counts: both runs ended at t0.
+        let c = s.outcomes_since(t0()).unwrap();
+        assert_eq!((c.succeeded, c.failed, c.manual_review), (1, 1, 0));
+        let later = s
+            .outcomes_since(t0() + chrono::Duration::seconds(1))
+            .unwrap();
+        assert_eq!(later, DayCounts::default());
         assert!(s.history_run("no-such-attempt").unwrap().is_none());
     }
 }

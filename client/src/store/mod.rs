@@ -23,7 +23,8 @@
 //!   first seen, last checked, a changed reading pending until `ack` accepts it.
 //! - `artifacts.rs` — artifact manifests; `spec.rs` — spec resolution requests.
 //! - `summary.rs` — counts by state for `status`; `history.rs` — the console's 历史 pages
-//!   (tasks newest first with attempts, outcomes, order numbers and codes; attempts).
+//!   (tasks newest first with attempts, outcomes, order numbers and codes; attempts; each
+//!   run's report as sent; today's outcome counts).
 //! - `backup.rs` — `VACUUM INTO` backups in `<data dir>/backups/` (before a migration,
 //!   daily from the claim loop), verified, `0600`, rotated: the file rules; `backups.rs`
 //!   — the `Store` methods over them.
@@ -33,6 +34,9 @@
 //!   `/metrics` reads.
 //! - `versions.rs` — PDD versions per phone: first seen, proven (by which attempt, or
 //!   which operator's `ack`), the open alert (issue 12 item 6).
+//! - `operator.rs` — what the operator set on the console's 设置 page for going live
+//!   (address fingerprint, self-test goods, purchase mode, webhooks, the console
+//!   password's hash): settings rows under `operator.*`, read at every use.
 //! - `selftests.rs` — the self-test per phone and PDD version (issue 13 item 3) and the
 //!   operator's request for one (`request_self_test`, a settings key the runner polls).
 //!
@@ -55,6 +59,7 @@ mod error;
 mod history;
 mod metrics;
 mod notify;
+mod operator;
 mod outbox;
 mod purchase;
 mod runs;
@@ -73,9 +78,10 @@ pub use alerts::Alert;
 pub use artifacts::ArtifactEntry;
 pub use db::{Store, BUSY_TIMEOUT};
 pub use error::{Result, StoreError};
-pub use history::{HistoryRun, HistoryTask};
+pub use history::{DayCounts, HistoryReport, HistoryRun, HistoryTask};
 pub use metrics::MetricsCounts;
 pub use notify::{DueDelivery, NewEvent, PeriodReport, Resolution};
+pub use operator::OperatorSettings;
 pub use outbox::{Acceptance, OutboxDraft, OutboxItem, OutboxKind, OutboxState};
 pub use purchase::MarkOutcome;
 pub use runs::{AwaitingReconcile, Run};
