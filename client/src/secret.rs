@@ -93,7 +93,8 @@ pub fn register(value: &str) {
 }
 
 /// `value` as an echo may carry it: itself, percent-encoded (upper and lower case hex),
-/// JSON-escaped (serde's and Go's), HTML-escaped, base64 (standard and URL-safe).
+/// JSON-escaped (serde's and Go's), HTML-escaped (named entities, and the numeric ones
+/// the console's templates write), base64 (standard and URL-safe).
 fn forms(value: &str) -> Vec<String> {
     use base64::Engine;
     let mut v = vec![value.to_string()];
@@ -114,6 +115,11 @@ fn forms(value: &str) -> Vec<String> {
     );
     v.push(json);
     v.push(html(value));
+    // As the console's askama templates escape it (`&#60;` …): the scrubber over the
+    // console's answers must know the form its own pages give a secret.
+    if let Ok(e) = askama::filters::escape(value, askama::filters::Html) {
+        v.push(e.to_string());
+    }
     v.push(base64::engine::general_purpose::STANDARD.encode(value));
     v.push(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(value));
     v.retain(|p| p.chars().count() >= MIN_SCRUB_LEN);
@@ -347,6 +353,8 @@ mod tests {
             format!("q={}", percent(v, true)),
             format!("q={}", percent(v, false)),
             format!("<p>{}</p>", html(v)),
+            // The console's templates (askama) write numeric entities.
+            "<p>sEcr3t/tok+en&#38;&#60;x&#62;&#34;q</p>".to_string(),
             format!("b64 {}", {
                 use base64::Engine;
                 base64::engine::general_purpose::STANDARD.encode(v)

@@ -14,10 +14,13 @@
 //! Below: the dump itself (escaped, collapsed) and the action trace.
 //!
 //! [`build`] and everything it calls are pure (the files come in through a reader);
-//! [`load`] reads an attempt folder; [`render`] is the page body (HTML). Every text
-//! that comes from a file is escaped ([`esc`]); files are addressed only by the names
-//! the manifest lists ([`listed_file`]). Artifacts never hold the token (nothing that
-//! writes them sees it).
+//! [`load`] reads an attempt folder; [`ViewerBody`] is the page body's data and
+//! `templates/viewer/body.html` its template ([`render`] renders it alone). Every text
+//! that comes from a file is escaped once, by the template; files are addressed only by
+//! the names the manifest lists ([`listed_file`]). The wireframe draws each node's box
+//! with its text (or `content-desc`) inside; a money step's screenshot is the task's own
+//! (the flow executor takes one at each money step). Artifacts never hold the token
+//! (nothing that writes them sees it).
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -66,8 +69,8 @@ pub enum Reading {
         screen: Bounds,
         /// The recognisers' findings, to draw.
         shapes: Vec<Shape>,
-        /// Every node's bounds (the wireframe when there is no screenshot).
-        wire: Vec<Bounds>,
+        /// Every node's bounds and text (the wireframe when there is no screenshot).
+        wire: Vec<WireNode>,
     },
     /// The dump did not parse (its code and message).
     Unusable { code: String, message: String },
@@ -250,8 +253,16 @@ pub fn read_dump(text: &str) -> Reading {
             let wire = tree
                 .nodes()
                 .filter(|n| n.has_bounds())
-                .map(|n| n.bounds())
-                .filter(|b| !b.is_empty())
+                .map(|n| (n.bounds(), n))
+                .filter(|(b, _)| !b.is_empty())
+                .map(|(bounds, n)| WireNode {
+                    bounds,
+                    text: if n.text().trim().is_empty() {
+                        n.desc().trim().to_string()
+                    } else {
+                        n.text().trim().to_string()
+                    },
+                })
                 .collect();
             Reading::Screen {
                 kind: screen.kind().as_str().to_string(),
@@ -434,20 +445,77 @@ pub fn load(dir: &Path) -> Result<AttemptView, ViewerError> {
     Ok(build(manifest, &read, read_trace(dir), pdd_version))
 }
 
-/// HTML-escapes text (element content and quoted attribute values).
-pub fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
+/// A node of the dump's wireframe: its box and what it says (`text`, else its
+/// `content-desc`), drawn inside the box.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WireNode {
+    pub bounds: Bounds,
+    pub text: String,
+}
+
+/// The SVG overlay of one step, ready for its template (`templates/viewer/overlay.html`):
+/// the `viewBox` is the dump's screen; the wireframe (boxes and their text) when asked,
+/// then the findings, then the taps numbered in order.
+#[derive(Clone, Debug)]
+pub struct Overlay {
+    /// `overlay`, plus `over` (on a screenshot) or `solo` (on its own) in a page.
+    pub class: &'static str,
+    pub x: i32,
+    pub y: i32,
+    pub w: i32,
+    pub h: i32,
+    pub wireframe: bool,
+    pub wire: Vec<WireBox>,
+    pub shapes: Vec<ShapeBox>,
+    pub taps: Vec<TapDot>,
+}
+
+/// A wireframe box with its text fitted inside.
+#[derive(Clone, Debug)]
+pub struct WireBox {
+    pub x: i32,
+    pub y: i32,
+    pub w: i32,
+    pub h: i32,
+    pub text: String,
+    pub tx: i32,
+    pub ty: i32,
+    pub size: i32,
+}
+
+/// A finding's box.
+#[derive(Clone, Debug)]
+pub struct ShapeBox {
+    pub kind: &'static str,
+    pub selected: bool,
+    pub available: bool,
+    pub x: i32,
+    pub y: i32,
+    pub w: i32,
+    pub h: i32,
+    pub fill: &'static str,
+    pub stroke: &'static str,
+    pub width: i32,
+    pub dash: &'static str,
+    pub label: String,
+    /// The total's text (drawn in the box above the submit control).
+    pub total: Option<(i32, i32, i32)>,
+}
+
+/// A tap (or a swipe) drawn as a numbered dot.
+#[derive(Clone, Debug)]
+pub struct TapDot {
+    pub n: usize,
+    pub x: i32,
+    pub y: i32,
+    pub to: Option<(i32, i32)>,
+    pub r: i32,
+    pub color: &'static str,
+    pub sw: i32,
+    pub unit: i32,
+    pub detail: String,
+    pub ty: i32,
+    pub size: i32,
 }
 
 fn stroke_of(s: &Shape) -> (&'static str, &'static str, &'static str) {
@@ -462,9 +530,8 @@ fn stroke_of(s: &Shape) -> (&'static str, &'static str, &'static str) {
     }
 }
 
-/// The SVG overlay of one step (its `viewBox` is the dump's screen): the wireframe
-/// when `wireframe`, then the findings, then the taps numbered in order.
-pub fn overlay_svg(step: &StepView, wireframe: bool) -> String {
+/// The overlay of one step (`None` without a readable dump).
+pub fn overlay(step: &StepView, wireframe: bool) -> Option<Overlay> {
     let Reading::Screen {
         screen,
         shapes,
@@ -472,88 +539,115 @@ pub fn overlay_svg(step: &StepView, wireframe: bool) -> String {
         ..
     } = &step.reading
     else {
-        return String::new();
+        return None;
     };
     let (w, h) = (screen.width().max(1), screen.height().max(1));
     let unit = (w.min(h) / 100).max(2);
-    let mut svg = String::new();
-    let _ = write!(
-        svg,
-        r#"<svg class="overlay" xmlns="http://www.w3.org/2000/svg" viewBox="{} {} {w} {h}" preserveAspectRatio="none">"#,
-        screen.left, screen.top
-    );
-    if wireframe {
-        svg.push_str(r##"<g class="wire" fill="none" stroke="#9ca3af" stroke-width="1">"##);
-        for b in wire {
-            let _ = write!(
-                svg,
-                r#"<rect x="{}" y="{}" width="{}" height="{}"/>"#,
-                b.left,
-                b.top,
-                b.width(),
-                b.height()
-            );
-        }
-        svg.push_str("</g>");
-    }
-    for s in shapes {
-        let (stroke, fill, dash) = stroke_of(s);
-        let b = s.bounds;
-        let _ = write!(
-            svg,
-            r#"<rect data-kind="{}" data-selected="{}" data-available="{}" x="{}" y="{}" width="{}" height="{}" fill="{fill}" stroke="{stroke}" stroke-width="{}"{}><title>{}</title></rect>"#,
-            s.kind,
-            s.selected,
-            s.available,
-            b.left,
-            b.top,
-            b.width(),
-            b.height(),
-            if s.kind == "submit" {
-                unit
-            } else {
-                unit / 2 + 1
-            },
-            if dash.is_empty() {
-                String::new()
-            } else {
-                format!(r#" stroke-dasharray="{dash}""#)
-            },
-            esc(&s.label)
-        );
-        if s.kind == "total" {
-            let _ = write!(
-                svg,
-                r##"<text x="{}" y="{}" font-size="{}" fill="#dc2626">{}</text>"##,
-                b.left + unit,
-                b.bottom - unit,
-                (b.height() * 2 / 3).max(unit * 3),
-                esc(&s.label)
-            );
-        }
-    }
-    for (i, t) in step.taps.iter().enumerate() {
-        let [x, y] = t.at;
-        let color = if t.submit { "#dc2626" } else { "#db2777" };
-        if let Some([x2, y2]) = t.to {
-            let _ = write!(
-                svg,
-                r#"<line data-kind="swipe" x1="{x}" y1="{y}" x2="{x2}" y2="{y2}" stroke="{color}" stroke-width="{unit}"/>"#
-            );
-        }
-        let _ = write!(
-            svg,
-            r##"<circle data-kind="tap" data-n="{n}" cx="{x}" cy="{y}" r="{r}" fill="{color}" fill-opacity="0.45" stroke="{color}" stroke-width="{sw}"><title>{n}. {d}</title></circle><text x="{x}" y="{ty}" font-size="{fs}" text-anchor="middle" fill="#ffffff">{n}</text>"##,
-            n = i + 1,
-            r = unit * 3,
-            sw = unit / 2 + 1,
-            d = esc(&t.detail),
-            ty = y + unit,
-            fs = unit * 3,
-        );
-    }
-    svg.push_str("</svg>");
-    svg
+    let wire = if wireframe {
+        wire.iter()
+            .map(|n| {
+                let b = n.bounds;
+                // One line of text fitted to the box's height (and roughly its width).
+                let chars = n.text.chars().count().max(1) as i32;
+                let size = (b.height() * 3 / 5)
+                    .min(b.width() * 2 / chars.max(2))
+                    .clamp(0, unit * 4);
+                WireBox {
+                    x: b.left,
+                    y: b.top,
+                    w: b.width(),
+                    h: b.height(),
+                    text: if size >= unit {
+                        n.text.clone()
+                    } else {
+                        String::new()
+                    },
+                    tx: b.left + unit / 2,
+                    ty: b.top + (b.height() + size) / 2,
+                    size,
+                }
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let shapes = shapes
+        .iter()
+        .map(|s| {
+            let (stroke, fill, dash) = stroke_of(s);
+            let b = s.bounds;
+            ShapeBox {
+                kind: s.kind,
+                selected: s.selected,
+                available: s.available,
+                x: b.left,
+                y: b.top,
+                w: b.width(),
+                h: b.height(),
+                fill,
+                stroke,
+                width: if s.kind == "submit" {
+                    unit
+                } else {
+                    unit / 2 + 1
+                },
+                dash,
+                label: s.label.clone(),
+                total: (s.kind == "total").then(|| {
+                    (
+                        b.left + unit,
+                        b.bottom - unit,
+                        (b.height() * 2 / 3).max(unit * 3),
+                    )
+                }),
+            }
+        })
+        .collect();
+    let taps = step
+        .taps
+        .iter()
+        .enumerate()
+        .map(|(i, t)| TapDot {
+            n: i + 1,
+            x: t.at[0],
+            y: t.at[1],
+            to: t.to.map(|[x, y]| (x, y)),
+            r: unit * 3,
+            color: if t.submit { "#dc2626" } else { "#db2777" },
+            sw: unit / 2 + 1,
+            unit,
+            detail: t.detail.clone(),
+            ty: t.at[1] + unit,
+            size: unit * 3,
+        })
+        .collect();
+    Some(Overlay {
+        class: "overlay",
+        x: screen.left,
+        y: screen.top,
+        w,
+        h,
+        wireframe,
+        wire,
+        shapes,
+        taps,
+    })
+}
+
+/// The overlay alone, as SVG.
+#[derive(askama::Template)]
+#[template(path = "viewer/overlay_only.html")]
+struct OverlaySvg<'a> {
+    o: &'a Overlay,
+}
+
+/// The SVG overlay of one step (its `viewBox` is the dump's screen): the wireframe
+/// when `wireframe`, then the findings, then the taps numbered in order.
+pub fn overlay_svg(step: &StepView, wireframe: bool) -> String {
+    use askama::Template as _;
+    overlay(step, wireframe)
+        .and_then(|o| OverlaySvg { o: &o }.render().ok())
+        .unwrap_or_default()
 }
 
 /// The viewer's stylesheet (served as `/viewer.css`: the console's Content-Security-Policy
@@ -569,144 +663,112 @@ pub const CSS: &str = "\
 .reading pre{white-space:pre-wrap;word-break:break-all;font-size:12px;max-height:40em;overflow:auto;background:#fafafa}\
 .trace table{border-collapse:collapse;font-size:12px}\
 .trace td,.trace th{border:1px solid #ddd;padding:2px 6px;text-align:left}\
+.money-step{color:#b00;font-weight:bold}\
 .lg-option{color:#2563eb}.lg-selected{color:#16a34a}.lg-unavailable{color:#888}\
 .lg-submit{color:#dc2626}.lg-other{color:#f59e0b}.lg-tap{color:#db2777}\
 ";
 
-/// The page body of one attempt. `file_url` gives the URL of a listed file.
+/// One step as the page shows it.
+#[derive(Clone, Debug)]
+pub struct StepBlock<'a> {
+    pub n: usize,
+    pub s: &'a StepView,
+    /// A money step ([`crate::progress::MONEY_STEPS`]): its screenshot is the task's own
+    /// evidence.
+    pub money: bool,
+    pub shot_url: Option<String>,
+    pub dump_url: Option<String>,
+    pub overlay: Option<Overlay>,
+}
+
+/// A row of the action trace.
+#[derive(Clone, Debug)]
+pub struct TraceRow<'a> {
+    pub n: usize,
+    pub r: &'a TraceRecord,
+    pub file_url: Option<String>,
+}
+
+/// A file of the attempt.
+#[derive(Clone, Debug)]
+pub struct FileRow<'a> {
+    pub e: &'a ManifestEntry,
+    pub url: String,
+    pub sha: &'a str,
+}
+
+/// The page body of one attempt, ready for `templates/viewer/body.html`.
+#[derive(Clone, Debug)]
+pub struct ViewerBody<'a> {
+    pub pdd_version: &'a str,
+    pub steps: Vec<StepBlock<'a>>,
+    pub trace: Vec<TraceRow<'a>>,
+    pub files: Vec<FileRow<'a>>,
+}
+
+impl<'a> ViewerBody<'a> {
+    /// `file_url` gives the URL of a listed file.
+    pub fn new(view: &'a AttemptView, file_url: &dyn Fn(&str) -> String) -> Self {
+        ViewerBody {
+            pdd_version: view.pdd_version.as_deref().unwrap_or("?"),
+            steps: view
+                .steps
+                .iter()
+                .enumerate()
+                .map(|(i, s)| StepBlock {
+                    n: i + 1,
+                    money: crate::progress::is_money_step(&s.step),
+                    shot_url: s.screenshot.as_deref().map(file_url),
+                    dump_url: s.dump_file.as_deref().map(file_url),
+                    overlay: overlay(s, s.screenshot.is_none()).map(|mut o| {
+                        o.class = if s.screenshot.is_some() {
+                            "overlay over"
+                        } else {
+                            "overlay solo"
+                        };
+                        o
+                    }),
+                    s,
+                })
+                .collect(),
+            trace: view
+                .trace
+                .iter()
+                .enumerate()
+                .map(|(i, r)| TraceRow {
+                    n: i + 1,
+                    r,
+                    file_url: r.file.as_deref().map(file_url),
+                })
+                .collect(),
+            files: view
+                .files
+                .iter()
+                .map(|e| FileRow {
+                    e,
+                    url: file_url(&e.file),
+                    sha: e.sha256.get(..12).unwrap_or(&e.sha256),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// The body alone (tests; the console includes `viewer/body.html` in its page).
+#[derive(askama::Template)]
+#[template(path = "viewer/body_only.html")]
+struct BodyOnly<'a> {
+    v: ViewerBody<'a>,
+}
+
+/// The page body of one attempt (HTML). `file_url` gives the URL of a listed file.
 pub fn render(view: &AttemptView, file_url: &dyn Fn(&str) -> String) -> String {
-    let mut h = String::new();
-    let _ = write!(
-        h,
-        r#"<p class="meta">PDD {} · {} steps · {} files · {} actions</p>"#,
-        esc(view.pdd_version.as_deref().unwrap_or("?")),
-        view.steps.len(),
-        view.files.len(),
-        view.trace.len()
-    );
-    h.push_str(r#"<p class="legend">框 / boxes: <span class="lg-option">选项 option</span> · <span class="lg-selected">已选 selected</span> · <span class="lg-unavailable">不可选 unavailable</span> · <span class="lg-submit">提交 submit + 合计 total</span> · <span class="lg-other">其他控件 other controls</span> · <span class="lg-tap">● 点击 tap (in order)</span></p>"#);
-    for (i, s) in view.steps.iter().enumerate() {
-        let _ = write!(
-            h,
-            r#"<section class="step" id="step-{n}"><h3>{n}. {step} <small>{at}</small></h3><div class="step-body">"#,
-            n = i + 1,
-            step = esc(&s.step),
-            at = esc(&s.taken_at),
-        );
-        // The picture: the screenshot with the overlay over it, or the overlay over the
-        // dump's wireframe (the SVG's viewBox gives its height).
-        h.push_str(r#"<div class="shot">"#);
-        if let Some(png) = &s.screenshot {
-            let _ = write!(
-                h,
-                r#"<img class="shot-img" src="{}" alt="screenshot {}">"#,
-                esc(&file_url(png)),
-                esc(png)
-            );
-        }
-        let svg = overlay_svg(s, s.screenshot.is_none());
-        let class = if s.screenshot.is_some() {
-            "over"
-        } else {
-            "solo"
-        };
-        h.push_str(&svg.replacen(
-            r#"<svg class="overlay""#,
-            &format!(r#"<svg class="overlay {class}""#),
-            1,
-        ));
-        h.push_str("</div>");
-        // What was read.
-        h.push_str(r#"<div class="reading">"#);
-        match &s.reading {
-            Reading::Screen { kind, text, .. } => {
-                let _ = write!(
-                    h,
-                    r#"<p>识别 / read: <b class="screen-kind">{}</b>{}</p><pre class="inspect">{}</pre>"#,
-                    esc(kind),
-                    if s.screenshot.is_some() {
-                        ""
-                    } else {
-                        " <small>(no screenshot of this screen: the dump's wireframe)</small>"
-                    },
-                    esc(text)
-                );
-            }
-            Reading::Unusable { code, message } => {
-                let _ = write!(
-                    h,
-                    r#"<p>dump unusable: <b>{}</b> {}</p>"#,
-                    esc(code),
-                    esc(message)
-                );
-            }
-            Reading::Missing(why) => {
-                let _ = write!(h, r#"<p>dump not shown: {}</p>"#, esc(why));
-            }
-            Reading::NoDump => {
-                h.push_str(
-                    "<p>screenshot only (the screen may have changed since the last dump)</p>",
-                );
-            }
-        }
-        if !s.taps.is_empty() {
-            h.push_str(r#"<ol class="taps">"#);
-            for t in &s.taps {
-                // The detail names the point already (`黑色 @185,1176`, `x,y -> x,y`).
-                let _ = write!(h, "<li>{}</li>", esc(&t.detail));
-            }
-            h.push_str("</ol>");
-        }
-        if let (Some(file), Some(text)) = (&s.dump_file, &s.dump_text) {
-            let _ = write!(
-                h,
-                r#"<details class="dump"><summary>dump <a href="{}">{}</a> ({} bytes)</summary><pre>{}</pre></details>"#,
-                esc(&file_url(file)),
-                esc(file),
-                text.len(),
-                esc(text)
-            );
-        }
-        h.push_str("</div></div></section>");
+    use askama::Template as _;
+    BodyOnly {
+        v: ViewerBody::new(view, file_url),
     }
-    h.push_str(r#"<section class="trace"><h3>动作记录 / action trace</h3>"#);
-    if view.trace.is_empty() {
-        h.push_str("<p>no trace.json (an attempt written before the trace was kept)</p>");
-    } else {
-        h.push_str(
-            "<table><tr><th>#</th><th>action</th><th>step</th><th>detail</th><th>file</th></tr>",
-        );
-        for (i, r) in view.trace.iter().enumerate() {
-            let file = r
-                .file
-                .as_deref()
-                .map(|f| format!(r#"<a href="{}">{}</a>"#, esc(&file_url(f)), esc(f)))
-                .unwrap_or_default();
-            let _ = write!(
-                h,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{file}</td></tr>",
-                i + 1,
-                esc(&r.kind),
-                esc(r.step.as_deref().unwrap_or("")),
-                esc(&r.detail)
-            );
-        }
-        h.push_str("</table>");
-    }
-    h.push_str("</section>");
-    h.push_str(r#"<section class="files"><h3>文件 / files</h3><ul>"#);
-    for e in &view.files {
-        let _ = write!(
-            h,
-            r#"<li><a href="{}">{}</a> <small>{} · sha256 {}</small></li>"#,
-            esc(&file_url(&e.file)),
-            esc(&e.file),
-            esc(&e.step),
-            esc(e.sha256.get(..12).unwrap_or(&e.sha256))
-        );
-    }
-    h.push_str("</ul></section>");
-    h
+    .render()
+    .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -888,7 +950,8 @@ mod tests {
         let view = load(dir.path()).unwrap();
         let html = render(&view, &|f| format!("/artifacts/x/{f}"));
         assert!(!html.contains("<script>"), "nothing from a dump is markup");
-        assert!(html.contains("&lt;script&gt;"));
+        // Escaped once, by the template (askama writes numeric entities).
+        assert!(html.contains("&#60;script&#62;"));
         assert!(html.contains(r#"<b class="screen-kind">sku_sheet</b>"#));
         assert!(html.contains(r#"<details class="dump">"#));
         assert!(html.contains("<td>提交订单 @707,2283 (submit)</td>"));

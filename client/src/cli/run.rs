@@ -16,7 +16,9 @@ use clap::Args;
 use cmautobuy_client::app::{Client, ClientConfig, Phone};
 use cmautobuy_client::clock::TokioClock;
 use cmautobuy_client::config::{Config, PurchaseMode};
-use cmautobuy_client::console::{self, ConsoleAddr, ConsoleState, ConsoleWorker};
+use cmautobuy_client::console::{
+    self, ConfigLive, ConsoleAddr, ConsoleState, ConsoleWorker, PhoneScreen, WebhookName,
+};
 use cmautobuy_client::device::adb::default_adb_server;
 use cmautobuy_client::gateway::HttpAdminGateway;
 use cmautobuy_client::job::adb::AdbSource;
@@ -169,11 +171,26 @@ pub fn run(g: &Globals, a: RunArgs) -> Result<(), Failure> {
                         // Every phone, one section each.
                         let shown = workers
                             .iter()
-                            .map(|w| ConsoleWorker {
-                                label: w.label.clone(),
-                                store: w.store.clone(),
-                                progress: w.progress.clone(),
-                                artifacts_root: w.config.artifacts_root.clone(),
+                            .map(|w| {
+                                let c = &w.config;
+                                let mut shown = ConsoleWorker::new(
+                                    w.label.clone(),
+                                    w.store.clone(),
+                                    w.progress.clone(),
+                                    c.artifacts_root.clone(),
+                                )
+                                .with_config(ConfigLive {
+                                    expected_address: c.expected_address.clone(),
+                                    self_test_goods_id: c.self_test_goods_id.clone(),
+                                    dry_run: c.dry_run_only,
+                                    allow_live: c.allow_live,
+                                });
+                                // The card's live screenshot: `screencap` over ADB on
+                                // the worker's phone, under the worker's turn.
+                                if let Phone::Adb(source) = &w.phone {
+                                    shown = shown.with_screen(PhoneScreen::new(source.device()));
+                                }
+                                shown
                             })
                             .collect();
                         // The settings page registers each phone from its own store
@@ -187,6 +204,25 @@ pub fn run(g: &Globals, a: RunArgs) -> Result<(), Failure> {
                         if let Some(p) = &cfg.console_password {
                             state = state.with_password(p);
                         }
+                        // A password set on the settings page replaces the configured
+                        // one (the first phone's store holds it; every store gets it).
+                        let stored = stores
+                            .first()
+                            .and_then(|s| s.operator_settings().ok())
+                            .and_then(|o| o.console_password_hash);
+                        state = state
+                            .with_stored_password(stored.as_deref())
+                            .with_config_webhooks(
+                                cfg.notify
+                                    .webhooks
+                                    .iter()
+                                    .map(|h| WebhookName {
+                                        id: h.id.clone(),
+                                        format: h.format.as_str(),
+                                        label: h.label.clone(),
+                                    })
+                                    .collect(),
+                            );
                         tokio::spawn(console::serve(l, state, std::future::pending()));
                     }
                     Err(e) => tracing::warn!(error = %e, "console not started"),

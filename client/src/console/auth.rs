@@ -282,6 +282,11 @@ impl Sessions {
         self.0.lock().unwrap_or_else(|p| p.into_inner()).remove(id);
     }
 
+    /// Forgets every session (the password changed: every browser logs in again).
+    pub(crate) fn close_all(&self) {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    }
+
     /// Whether the request carries an open session's cookie.
     pub fn valid(&self, headers: &HeaderMap) -> bool {
         let Some(id) = cookie(headers) else {

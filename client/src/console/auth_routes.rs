@@ -11,9 +11,12 @@ use axum::routing::{get, post};
 use axum::{Form, Router};
 use serde::Deserialize;
 
+use askama::Template;
+
 use super::auth::{cookie, COOKIE};
-use super::layout::{escape, page, Tab};
+use super::layout::render;
 use super::state::ConsoleState;
+use super::view::{Shell, Tab};
 
 /// `/login` (GET form, POST check) and `/logout`.
 pub fn routes() -> Router<ConsoleState> {
@@ -22,19 +25,21 @@ pub fn routes() -> Router<ConsoleState> {
         .route("/logout", post(logout))
 }
 
+/// The login form.
+#[derive(Template)]
+#[template(path = "console/login.html")]
+struct LoginPage<'a> {
+    shell: Shell,
+    csrf: &'a str,
+    error: Option<String>,
+}
+
 fn login_page(state: &ConsoleState, error: Option<&str>) -> Response {
-    let err = error
-        .map(|e| format!("<p class=\"error\">{}</p>", escape(e)))
-        .unwrap_or_default();
-    let body = format!(
-        "<h1>登录 <span class=\"en\">Log in</span></h1>{err}\
-<form method=\"post\" action=\"/login\">{csrf}\
-<label for=\"password\">密码 <span class=\"en\">Password</span></label>\
-<input type=\"password\" id=\"password\" name=\"password\" autocomplete=\"current-password\" required>\
-<p><button type=\"submit\">登录 Log in</button></p></form>",
-        csrf = state.csrf_field()
-    );
-    page(Tab::None, "登录 Log in", &body, false).into_response()
+    render(&LoginPage {
+        shell: Shell::new(Tab::None, "登录 Log in", false),
+        csrf: state.csrf(),
+        error: error.map(str::to_string),
+    })
 }
 
 async fn login_form(State(state): State<ConsoleState>) -> Response {

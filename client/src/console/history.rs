@@ -1,7 +1,12 @@
 //! 历史 History (issue 13 item 1): the tasks a worker ran, newest first and paged
-//! (`/history?w=N&before=ID`), one task's attempts (`/history/task/{id}?w=N`), one
-//! attempt in the artifact viewer (`/history/attempt/{attempt_id}`, [`crate::viewer`]),
-//! and the attempt's files read-only (`/artifacts/{attempt_id}/{file}`).
+//! (`/history?w=N&before=ID`) with the claim time in the host's zone and each outcome's
+//! reason and next step (Chinese first); one task (`/history/task/{id}?w=N`) with its
+//! reason, its collected options and prices (the collect result's `pdd_data.skus`, ¥ from
+//! integer fen) or its purchase, and its attempts; one attempt in the artifact viewer
+//! (`/history/attempt/{attempt_id}`, [`crate::viewer`]: the dumps drawn with the
+//! recognisers' findings over the screenshot of the same screen — a money step's is the
+//! task's own — or over the dump's wireframe with its text); and the attempt's files
+//! read-only (`/artifacts/{attempt_id}/{file}`).
 //!
 //! Files are served only for an attempt some worker's store knows, from that attempt's
 //! folder (`{artifacts root}/{task}/{attempt}/`, the names made safe as
@@ -11,6 +16,7 @@
 
 use std::path::PathBuf;
 
+use askama::Template;
 use axum::extract::{Path, Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -18,11 +24,12 @@ use axum::routing::get;
 use axum::Router;
 use serde::Deserialize;
 
-use super::layout::{escape, page, Tab};
+use super::layout::{message, render};
 use super::state::{ConsoleState, ConsoleWorker};
+use super::view::{outcome_class, outcome_reason, Reason, Shell, Tab, When, Zone};
 use crate::artifacts::safe_component;
-use crate::store::{HistoryRun, HistoryTask};
-use crate::viewer;
+use crate::store::{HistoryRun, HistoryTask, StoredTask};
+use crate::viewer::{self, Reading, ViewerBody};
 
 /// Tasks per history page.
 pub const PAGE_SIZE: u32 = 50;
@@ -49,16 +56,7 @@ struct WorkerQuery {
 }
 
 fn not_found(what: &str) -> Response {
-    (
-        StatusCode::NOT_FOUND,
-        page(
-            Tab::History,
-            "not found",
-            &format!("<p>{}</p>", escape(what)),
-            false,
-        ),
-    )
-        .into_response()
+    message(StatusCode::NOT_FOUND, Tab::History, "not found", what)
 }
 
 fn unavailable(e: impl std::fmt::Display) -> Response {
@@ -80,83 +78,85 @@ async fn blocking<T: Send + 'static>(
     }
 }
 
-fn outcome_cell(outcome: Option<&str>) -> String {
-    match outcome {
-        None => "<span class=\"muted\">—</span>".into(),
-        Some(o) => {
-            let class = if o == "succeeded" {
-                "ok"
-            } else if o.starts_with("manual_review") {
-                "warn"
-            } else {
-                "bad"
-            };
-            format!("<span class=\"{class}\">{}</span>", escape(o))
-        }
-    }
+/// A phone of the picker.
+pub struct PhonePick {
+    pub i: usize,
+    pub label: String,
+    pub current: bool,
 }
 
-/// The worker picker (only with several phones).
-fn worker_picker(state: &ConsoleState, current: usize) -> String {
-    if state.workers.len() < 2 {
-        return String::new();
-    }
-    let mut h = String::from("<p class=\"workers\">手机 / phone: ");
-    for (i, w) in state.workers.iter().enumerate() {
-        if i == current {
-            h.push_str(&format!("<b>{}</b> ", escape(&w.label)));
-        } else {
-            h.push_str(&format!(
-                "<a href=\"/history?w={i}\">{}</a> ",
-                escape(&w.label)
-            ));
-        }
-    }
-    h.push_str("</p>");
-    h
+/// A task of the list.
+pub struct TaskRow {
+    pub id: i64,
+    pub remote: String,
+    pub ty: String,
+    pub mode: String,
+    pub state: String,
+    pub attempts: i64,
+    pub outcome: Option<String>,
+    pub class: &'static str,
+    pub reason: Option<Reason>,
+    pub orders: String,
+    pub codes: String,
+    pub claimed: When,
 }
 
-/// The body of `/history`.
-pub fn tasks_body(state: &ConsoleState, w: usize, tasks: &[HistoryTask], page_size: u32) -> String {
-    let mut h = String::from("<h1>历史 <span class=\"en\">History</span></h1>");
-    h.push_str(&worker_picker(state, w));
-    if tasks.is_empty() {
-        h.push_str("<p>还没有任务 / no tasks yet.</p>");
-        return h;
-    }
-    h.push_str(
-        "<table class=\"history\"><tr><th>#</th><th>任务 task</th><th>类型 type</th>\
-<th>状态 state</th><th>尝试 attempts</th><th>结果 outcome</th><th>订单号 order</th>\
-<th>代码 codes</th><th>时间 claimed</th></tr>",
-    );
-    for t in tasks {
-        h.push_str(&format!(
-            "<tr data-task=\"{id}\"><td><a href=\"/history/task/{id}?w={w}\">{id}</a></td>\
-<td><a href=\"/history/task/{id}?w={w}\">{remote}</a></td><td>{ty} <small>{mode}</small></td>\
-<td>{state}</td><td>{n}</td><td>{outcome}</td><td>{orders}</td><td>{codes}</td>\
-<td><small>{at}</small></td></tr>",
-            id = t.id,
-            remote = escape(&t.remote_task_id),
-            ty = escape(&t.task_type),
-            mode = escape(&t.execution_mode),
-            state = escape(&t.state),
-            n = t.attempts,
-            outcome = outcome_cell(t.last_outcome.as_deref()),
-            orders = escape(&t.order_numbers.join(", ")),
-            codes = escape(&t.codes.join(", ")),
-            at = escape(&t.claimed_at),
-        ));
-    }
-    h.push_str("</table>");
-    if tasks.len() as u32 >= page_size {
-        if let Some(last) = tasks.last() {
-            h.push_str(&format!(
-                "<p><a class=\"older\" href=\"/history?w={w}&amp;before={}\">更早 / older →</a></p>",
-                last.id
-            ));
+/// `/history`.
+#[derive(Template)]
+#[template(path = "console/history.html")]
+pub struct HistoryPage {
+    pub shell: Shell,
+    pub w: usize,
+    pub phones: Vec<PhonePick>,
+    pub tasks: Vec<TaskRow>,
+    /// The local id the "older" link starts below (a full page).
+    pub older: Option<i64>,
+}
+
+impl HistoryPage {
+    pub fn new(
+        state: &ConsoleState,
+        w: usize,
+        tasks: &[HistoryTask],
+        page_size: u32,
+    ) -> HistoryPage {
+        let zone = state.zone;
+        HistoryPage {
+            shell: Shell::new(Tab::History, "历史 History", false),
+            w,
+            phones: state
+                .workers
+                .iter()
+                .enumerate()
+                .map(|(i, wk)| PhonePick {
+                    i,
+                    label: wk.label.clone(),
+                    current: i == w,
+                })
+                .collect(),
+            tasks: tasks
+                .iter()
+                .map(|t| TaskRow {
+                    id: t.id,
+                    remote: t.remote_task_id.clone(),
+                    ty: t.task_type.clone(),
+                    mode: t.execution_mode.clone(),
+                    state: t.state.clone(),
+                    attempts: t.attempts,
+                    class: t.last_outcome.as_deref().map_or("", outcome_class),
+                    reason: outcome_reason(t.last_outcome.as_deref(), t.last_failure.as_deref())
+                        .filter(|_| t.last_outcome.as_deref() != Some("succeeded")),
+                    outcome: t.last_outcome.clone(),
+                    orders: t.order_numbers.join(", "),
+                    codes: t.codes.join(", "),
+                    claimed: zone.when_text(&t.claimed_at),
+                })
+                .collect(),
+            older: (tasks.len() as u32 >= page_size)
+                .then(|| tasks.last().map(|t| t.id))
+                .flatten(),
         }
     }
-    h
 }
 
 async fn tasks_page(State(state): State<ConsoleState>, Query(q): Query<ListQuery>) -> Response {
@@ -169,49 +169,170 @@ async fn tasks_page(State(state): State<ConsoleState>, Query(q): Query<ListQuery
         Ok(t) => t,
         Err(r) => return r,
     };
-    page(
-        Tab::History,
-        "历史 History",
-        &tasks_body(&state, w, &tasks, PAGE_SIZE),
-        false,
-    )
-    .into_response()
+    render(&HistoryPage::new(&state, w, &tasks, PAGE_SIZE))
 }
 
-/// The body of `/history/task/{id}`.
-pub fn task_body(w: usize, task: &crate::store::StoredTask, runs: &[HistoryRun]) -> String {
-    let mut h = format!(
-        "<p><a href=\"/history?w={w}\">← 历史 / History</a></p>\
-<h1>任务 <span class=\"en\">Task</span> {}</h1>\
-<p>{} · {} · 状态 state <b>{}</b> · claimed {}</p>",
-        escape(&task.remote_task_id),
-        escape(&task.task_type),
-        escape(&task.execution_mode),
-        escape(task.state.as_str()),
-        escape(&task.claimed_at),
-    );
-    if runs.is_empty() {
-        h.push_str("<p>没有尝试 / no attempt yet.</p>");
-        return h;
+/// One collected SKU.
+pub struct SkuRow {
+    /// The option of each dimension, in the page's order.
+    pub options: Vec<String>,
+    /// `¥12.50` (from integer fen), or what the page showed when no price was read.
+    pub price: String,
+    pub available: bool,
+}
+
+/// A collect result's `pdd_data`, as the task page shows it.
+pub struct Collected {
+    pub goods_id: String,
+    pub title: String,
+    pub shop: Option<String>,
+    pub granularity: String,
+    /// The dimensions' names, in the page's order.
+    pub dims: Vec<String>,
+    pub skus: Vec<SkuRow>,
+}
+
+impl Collected {
+    /// From a result body (`pdd_data`); `None` when it has none that reads.
+    pub fn from_result(body: &serde_json::Value) -> Option<Collected> {
+        let d: cmautobuy_contract::PddData =
+            serde_json::from_value(body.get("pdd_data")?.clone()).ok()?;
+        let keys: Vec<&str> = d.dimensions.iter().map(|x| x.key.as_str()).collect();
+        Some(Collected {
+            goods_id: d.goods_id.clone(),
+            title: d.title.clone().unwrap_or_default(),
+            shop: d.shop_name.clone().filter(|s| !s.is_empty()),
+            granularity: serde_json::to_value(d.price_granularity)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default(),
+            dims: d.dimensions.iter().map(|x| x.name.clone()).collect(),
+            skus: d
+                .skus
+                .iter()
+                .map(|s| SkuRow {
+                    options: keys
+                        .iter()
+                        .map(|k| s.options.get(*k).cloned().unwrap_or_default())
+                        .collect(),
+                    price: match (s.price_cent, &s.raw_price) {
+                        (Some(p), _) => p.to_string(),
+                        (None, Some(raw)) => format!("— ({raw})"),
+                        (None, None) => "—".into(),
+                    },
+                    available: s.available,
+                })
+                .collect(),
+        })
     }
-    h.push_str(
-        "<table class=\"history\"><tr><th>尝试 attempt</th><th>开始 started</th>\
-<th>结束 finished</th><th>下单 irreversible mark</th><th>结果 outcome</th></tr>",
-    );
-    for r in runs {
-        h.push_str(&format!(
-            "<tr><td><a class=\"attempt\" href=\"/history/attempt/{href}\">{id}</a></td>\
-<td><small>{s}</small></td><td><small>{f}</small></td><td><small>{m}</small></td><td>{o}</td></tr>",
-            href = escape(&urlencode(&r.attempt_id)),
-            id = escape(&r.attempt_id),
-            s = escape(&r.started_at),
-            f = escape(r.finished_at.as_deref().unwrap_or("—")),
-            m = escape(r.irreversible_action_at.as_deref().unwrap_or("—")),
-            o = outcome_cell(r.outcome.as_deref()),
-        ));
+}
+
+/// A purchase result, as the task page shows it.
+pub struct PurchaseView {
+    pub mode: String,
+    pub order: String,
+    pub options: String,
+    pub quantity: i64,
+    pub total: String,
+}
+
+impl PurchaseView {
+    fn from_result(body: &serde_json::Value) -> Option<PurchaseView> {
+        let p: cmautobuy_contract::PurchaseResult =
+            serde_json::from_value(body.get("purchase")?.clone()).ok()?;
+        Some(PurchaseView {
+            mode: p.mode.as_str().to_string(),
+            order: p.order_sn.clone().unwrap_or_else(|| "—".into()),
+            options: p
+                .options
+                .iter()
+                .map(|(k, v)| format!("{k}: {v}"))
+                .collect::<Vec<_>>()
+                .join(" · "),
+            quantity: p.quantity,
+            total: p
+                .confirmed_total_cent
+                .map(|f| f.to_string())
+                .unwrap_or_else(|| "—".into()),
+        })
     }
-    h.push_str("</table>");
-    h
+}
+
+/// An attempt of the task page.
+pub struct RunRow {
+    pub attempt: String,
+    pub started: When,
+    pub finished: Option<When>,
+    pub marked: Option<When>,
+    pub outcome: Option<String>,
+    pub class: &'static str,
+    pub reason: Option<Reason>,
+}
+
+/// The reason of a run's outcome, from what it reported.
+fn run_reason(r: &HistoryRun) -> Option<Reason> {
+    if r.outcome.as_deref() == Some("succeeded") {
+        return None;
+    }
+    let failure = r
+        .report
+        .as_ref()
+        .filter(|rep| rep.kind == "failure")
+        .map(|rep| rep.body.as_str());
+    outcome_reason(r.outcome.as_deref(), failure)
+}
+
+fn run_row(r: &HistoryRun, zone: &Zone) -> RunRow {
+    RunRow {
+        attempt: r.attempt_id.clone(),
+        started: zone.when_text(&r.started_at),
+        finished: r.finished_at.as_deref().map(|t| zone.when_text(t)),
+        marked: r
+            .irreversible_action_at
+            .as_deref()
+            .map(|t| zone.when_text(t)),
+        class: r.outcome.as_deref().map_or("", outcome_class),
+        reason: run_reason(r),
+        outcome: r.outcome.clone(),
+    }
+}
+
+/// `/history/task/{id}`.
+#[derive(Template)]
+#[template(path = "console/task.html")]
+pub struct TaskPage<'a> {
+    pub shell: Shell,
+    pub w: usize,
+    pub task: &'a StoredTask,
+    pub claimed: When,
+    /// The newest attempt's reason (none after a success).
+    pub reason: Option<Reason>,
+    pub collected: Option<Collected>,
+    pub purchase: Option<PurchaseView>,
+    pub runs: Vec<RunRow>,
+}
+
+impl<'a> TaskPage<'a> {
+    pub fn new(zone: &Zone, w: usize, task: &'a StoredTask, runs: &[HistoryRun]) -> Self {
+        // The newest result that says something (a collect's data, a purchase).
+        let results: Vec<serde_json::Value> = runs
+            .iter()
+            .rev()
+            .filter_map(|r| r.report.as_ref())
+            .filter(|rep| rep.kind == "result")
+            .filter_map(|rep| serde_json::from_str(&rep.body).ok())
+            .collect();
+        TaskPage {
+            shell: Shell::new(Tab::History, format!("任务 {}", task.remote_task_id), false),
+            w,
+            task,
+            claimed: zone.when_text(&task.claimed_at),
+            reason: runs.last().and_then(run_reason),
+            collected: results.iter().find_map(Collected::from_result),
+            purchase: results.iter().find_map(PurchaseView::from_result),
+            runs: runs.iter().map(|r| run_row(r, zone)).collect(),
+        }
+    }
 }
 
 async fn task_page(
@@ -233,30 +354,10 @@ async fn task_page(
     })
     .await;
     match read {
-        Ok(Some((task, runs))) => page(
-            Tab::History,
-            &format!("任务 {}", task.remote_task_id),
-            &task_body(w, &task, &runs),
-            false,
-        )
-        .into_response(),
+        Ok(Some((task, runs))) => render(&TaskPage::new(&state.zone, w, &task, &runs)),
         Ok(None) => not_found("no such task"),
         Err(r) => r,
     }
-}
-
-/// Percent-encodes an id for a URL path segment (attempt ids are UUIDs; this keeps any
-/// other id from breaking the link).
-fn urlencode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 /// The attempt with this id in some worker's store, with that worker's artifact folder.
@@ -276,6 +377,36 @@ fn find_attempt(
     Ok(None)
 }
 
+/// `/history/attempt/{id}`.
+#[derive(Template)]
+#[template(path = "console/attempt.html")]
+pub struct AttemptPage<'a> {
+    pub shell: Shell,
+    pub w: usize,
+    pub task_id: i64,
+    pub remote: String,
+    pub attempt: String,
+    pub outcome: Option<String>,
+    pub class: &'static str,
+    pub reason: Option<Reason>,
+    pub started: When,
+    pub finished: Option<When>,
+    pub marked: Option<When>,
+    pub viewer: Option<ViewerBody<'a>>,
+    pub viewer_error: String,
+}
+
+/// Percent-encodes an id for a URL path segment (`percent-encoding`: RFC 3986's
+/// unreserved characters stay), as the templates' `urlencode_strict` does.
+fn path_segment(s: &str) -> String {
+    const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+        .remove(b'-')
+        .remove(b'_')
+        .remove(b'.')
+        .remove(b'~');
+    percent_encoding::utf8_percent_encode(s, SEGMENT).to_string()
+}
+
 async fn attempt_page(State(state): State<ConsoleState>, Path(attempt): Path<String>) -> Response {
     let workers = state.workers.clone();
     let read = blocking(move || {
@@ -290,29 +421,29 @@ async fn attempt_page(State(state): State<ConsoleState>, Path(attempt): Path<Str
         Ok(None) => return not_found("no such attempt"),
         Err(r) => return r,
     };
-    let mut h = format!(
-        "<link rel=\"stylesheet\" href=\"/viewer.css\">\
-<p><a href=\"/history/task/{t}?w={w}\">← 任务 / task {remote}</a></p>\
-<h1>尝试 <span class=\"en\">Attempt</span> {id}</h1>\
-<p>结果 outcome {o} · started {s} · finished {f} · 下单 mark {m}</p>",
-        t = run.task_id,
-        remote = escape(&run.remote_task_id),
-        id = escape(&run.attempt_id),
-        o = outcome_cell(run.outcome.as_deref()),
-        s = escape(&run.started_at),
-        f = escape(run.finished_at.as_deref().unwrap_or("—")),
-        m = escape(run.irreversible_action_at.as_deref().unwrap_or("—")),
-    );
-    match view {
-        Ok(view) => {
-            let base = format!("/artifacts/{}/", urlencode(&run.attempt_id));
-            h.push_str(&viewer::render(&view, &|f| {
-                format!("{base}{}", urlencode(f))
-            }));
-        }
-        Err(e) => h.push_str(&format!("<p>{}</p>", escape(&e.to_string()))),
-    }
-    page(Tab::History, &format!("尝试 {}", run.attempt_id), &h, false).into_response()
+    let zone = state.zone;
+    let base = format!("/artifacts/{}/", path_segment(&run.attempt_id));
+    let file_url = |f: &str| format!("{base}{}", path_segment(f));
+    let (viewer, viewer_error) = match &view {
+        Ok(v) => (Some(ViewerBody::new(v, &file_url)), String::new()),
+        Err(e) => (None, e.to_string()),
+    };
+    let row = run_row(&run, &zone);
+    render(&AttemptPage {
+        shell: Shell::new(Tab::History, format!("尝试 {}", run.attempt_id), false),
+        w,
+        task_id: run.task_id,
+        remote: run.remote_task_id.clone(),
+        attempt: run.attempt_id.clone(),
+        outcome: row.outcome,
+        class: row.class,
+        reason: row.reason,
+        started: row.started,
+        finished: row.finished,
+        marked: row.marked,
+        viewer,
+        viewer_error,
+    })
 }
 
 async fn artifact_file(
@@ -455,7 +586,9 @@ mod tests {
         let (status, _, list) = fetch(&app, "/history").await;
         assert_eq!(status, StatusCode::OK);
         let list_text = String::from_utf8_lossy(&list).into_owned();
-        assert!(list_text.contains("T-&lt;b&gt;1"), "escaped: {list_text}");
+        // Escaped once, by the template (askama writes numeric entities).
+        assert!(list_text.contains("T-&#60;b&#62;1"), "escaped: {list_text}");
+        assert!(!list_text.contains("T-<b>1"));
         assert!(list_text.contains("manual_review:PRICE_ABOVE_LIMIT"));
         assert!(list_text.contains("PRICE_ABOVE_LIMIT</td>"));
         assert!(list_text.contains(&format!("href=\"/history/task/{id}?w=0\"")));

@@ -4,10 +4,13 @@
 //! `GET /healthz`.
 //!
 //! One file per page: each has `fn routes() -> Router<ConsoleState>`, merged in
-//! [`router`]; [`layout`] is the page shell (`<nav>`, escaping, the static CSS and JS —
-//! no inline script). The state ([`ConsoleState`]) holds the workers ([`ConsoleWorker`]:
-//! label, store, progress board — `run` passes one, several phones per process pass
-//! several).
+//! [`router`]; the pages are askama templates in `client/templates/console/` (one
+//! escape, at render); [`layout`] renders them and serves the static CSS and JS (no
+//! inline script); [`view`] holds what the templates share (times in the host's zone,
+//! reasons, step names, the shell). [`screens`] serves each phone's live screenshot. The
+//! state ([`ConsoleState`]) holds the workers ([`ConsoleWorker`]: label, store, progress
+//! board, the phone to screenshot, what the configuration says about going live — `run`
+//! passes one per phone).
 //!
 //! **Loopback only** unless a password is set (issue 13 item 1, safety). Several clients
 //! may run on one host (one per phone), so the default is the first free port of
@@ -23,9 +26,11 @@ pub mod layout;
 pub mod listen;
 pub mod metrics;
 pub mod router;
+pub mod screens;
 pub mod settings;
 pub mod state;
 pub mod status;
+pub mod view;
 
 #[cfg(test)]
 mod router_tests;
@@ -33,4 +38,5 @@ mod router_tests;
 pub use listen::{bind, ConsoleAddr, DEFAULT_PORTS};
 pub use metrics::render;
 pub use router::{router, serve};
-pub use state::{ConsoleState, ConsoleWorker};
+pub use screens::PhoneScreen;
+pub use state::{ConfigLive, ConsoleState, ConsoleWorker, WebhookName};

@@ -4,7 +4,7 @@
 use axum::Router;
 
 use super::state::ConsoleState;
-use super::{actions, auth_routes, guard, history, layout, metrics, settings, status};
+use super::{actions, auth_routes, guard, history, layout, metrics, screens, settings, status};
 
 /// The console: every page's routes, behind the guard (Host/Origin, CSRF, session), the
 /// security headers and the secret scrubber ([`layout::scrub_secrets`]).
@@ -13,6 +13,7 @@ pub fn router(state: ConsoleState) -> Router {
         .merge(metrics::routes())
         .merge(layout::routes())
         .merge(status::routes())
+        .merge(screens::routes())
         .merge(actions::routes())
         .merge(settings::routes())
         .merge(history::routes())

@@ -47,12 +47,12 @@ pub(super) fn fixture() -> Fixture {
 
 pub(super) fn state(f: &Fixture) -> ConsoleState {
     ConsoleState::new(
-        vec![ConsoleWorker {
-            label: "emulator-5554".into(),
-            store: f.store.clone(),
-            progress: f.progress.clone(),
-            artifacts_root: f._dir.path().join("artifacts"),
-        }],
+        vec![ConsoleWorker::new(
+            "emulator-5554",
+            f.store.clone(),
+            f.progress.clone(),
+            f._dir.path().join("artifacts"),
+        )],
         HOST.parse::<SocketAddr>().unwrap(),
     )
 }
@@ -129,7 +129,7 @@ async fn the_status_page_shows_the_device_backend() {
         .set_backend("uiautomator", Some("the server died twice <x>".into()));
     let (_, _, body) = send(&app, get("/")).await;
     assert!(
-        body.contains("<code>uiautomator</code> <span class=\"en\">(u2 fell back: the server died twice &lt;x&gt;)"),
+        body.contains("<code>uiautomator</code> <span class=\"en\">(u2 fell back: the server died twice &#60;x&#62;)"),
         "{body}"
     );
 }
@@ -247,7 +247,7 @@ async fn retry_requeues_a_parked_outbox_item() {
     let app = router(st);
     let (_, _, page) = send(&app, get("/")).await;
     assert!(
-        page.contains("outbox parked") && page.contains("HTTP 422 &lt;b&gt;bad&lt;/b&gt;"),
+        page.contains("outbox parked") && page.contains("HTTP 422 &#60;b&#62;bad&#60;/b&#62;"),
         "{page}"
     );
     assert!(!page.contains("<b>bad</b>"), "escaped");

@@ -2,11 +2,13 @@
 //! the console's secrets.
 
 use std::net::{SocketAddr, SocketAddrV4};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use chrono::{DateTime, Utc};
 
 use super::auth;
+use super::screens::PhoneScreen;
+use super::view::Zone;
 use crate::progress::ProgressHandle;
 use crate::store::Store;
 
@@ -20,6 +22,65 @@ pub struct ConsoleWorker {
     /// The worker's artifact root (`{data dir}/artifacts`): the 历史 pages' viewer reads
     /// attempt folders under it.
     pub artifacts_root: std::path::PathBuf,
+    /// The phone the card's live screenshot comes from (`None`: no phone).
+    pub screen: Option<PhoneScreen>,
+    /// What the configuration (file, environment, flags) says about going live, shown
+    /// beside what the console set (the settings page's precedence).
+    pub config: ConfigLive,
+}
+
+impl ConsoleWorker {
+    /// A worker with no phone to screenshot and nothing configured for going live.
+    pub fn new(
+        label: impl Into<String>,
+        store: Store,
+        progress: ProgressHandle,
+        artifacts_root: std::path::PathBuf,
+    ) -> Self {
+        ConsoleWorker {
+            label: label.into(),
+            store,
+            progress,
+            artifacts_root,
+            screen: None,
+            config: ConfigLive::default(),
+        }
+    }
+
+    /// The phone the card's live screenshot comes from.
+    pub fn with_screen(mut self, screen: PhoneScreen) -> Self {
+        self.screen = Some(screen);
+        self
+    }
+
+    /// What the configuration says about going live.
+    pub fn with_config(mut self, config: ConfigLive) -> Self {
+        self.config = config;
+        self
+    }
+}
+
+/// What the configuration (config file, `CMAUTOBUY_*`, flags) says about going live for
+/// one phone.
+#[derive(Clone, Debug, Default)]
+pub struct ConfigLive {
+    /// `expected_address` (empty: none).
+    pub expected_address: Vec<String>,
+    pub self_test_goods_id: Option<String>,
+    /// `purchase_mode = "dry_run"` or `run --dry-run-only`.
+    pub dry_run: bool,
+    /// `allow_live` / `run --allow-live`.
+    pub allow_live: bool,
+}
+
+/// A configured webhook as the settings page names it (never its URL).
+#[derive(Clone, Debug)]
+pub struct WebhookName {
+    /// `wh-` and 12 hex digits.
+    pub id: String,
+    pub format: &'static str,
+    /// The configured name, or the format and the URL's host.
+    pub label: String,
 }
 
 /// Registers a worker's store with the Admin (§4.1) as it is saved now, and records the
@@ -42,7 +103,9 @@ pub struct ConsoleState {
     /// The address the listener is bound to (the `Host` check).
     pub bound: SocketAddr,
     csrf: Arc<String>,
-    password: Option<Arc<auth::PasswordHash>>,
+    /// The password hash in force (the console's stored one, else the configured one);
+    /// the settings page may replace it.
+    password: Arc<RwLock<Option<Arc<auth::PasswordHash>>>>,
     sessions: auth::Sessions,
     /// Wrong passwords per client address and overall (login lockouts).
     throttle: Arc<auth::LoginThrottle>,
@@ -52,6 +115,10 @@ pub struct ConsoleState {
     pub adb_server: Option<SocketAddrV4>,
     /// Registers after the settings page saved (none: saved only).
     pub registrar: Option<Registrar>,
+    /// The zone pages show times in.
+    pub zone: Zone,
+    /// The configured webhooks (`[[webhook]]`), by name.
+    pub config_webhooks: Arc<Vec<WebhookName>>,
 }
 
 impl std::fmt::Debug for ConsoleState {
@@ -59,7 +126,7 @@ impl std::fmt::Debug for ConsoleState {
         f.debug_struct("ConsoleState")
             .field("workers", &self.workers.len())
             .field("bound", &self.bound)
-            .field("password", &self.password.is_some())
+            .field("password", &self.has_password())
             .finish_non_exhaustive()
     }
 }
@@ -72,20 +139,54 @@ impl ConsoleState {
             started: Utc::now(),
             bound,
             csrf: Arc::new(auth::random_token()),
-            password: None,
+            password: Arc::default(),
             sessions: auth::Sessions::default(),
             throttle: Arc::new(auth::LoginThrottle::default()),
             login_clock: Arc::new(std::time::Instant::now),
             adb_server: None,
             registrar: None,
+            zone: Zone::Host,
+            config_webhooks: Arc::default(),
         }
     }
 
     /// With a password (hashed here; the plain text is not kept): every page but the
     /// login form needs a session.
-    pub fn with_password(mut self, password: &crate::secret::Secret) -> Self {
-        self.password = Some(Arc::new(auth::PasswordHash::new(password.expose())));
+    pub fn with_password(self, password: &crate::secret::Secret) -> Self {
+        self.set_password(auth::PasswordHash::new(password.expose()));
         self
+    }
+
+    /// With a stored password hash (set on the settings page earlier): it replaces a
+    /// configured password. One that cannot be read is ignored with a warning (the
+    /// configured password, if any, stays in force).
+    pub fn with_stored_password(self, phc: Option<&str>) -> Self {
+        if let Some(phc) = phc {
+            match auth::PasswordHash::from_phc(phc) {
+                Ok(h) => self.set_password(h),
+                Err(e) => {
+                    tracing::warn!(code = e.code(), error = %e, "console password from the store ignored")
+                }
+            }
+        }
+        self
+    }
+
+    /// Times in this zone (tests; the host's by default).
+    pub fn with_zone(mut self, zone: Zone) -> Self {
+        self.zone = zone;
+        self
+    }
+
+    /// The configured webhooks, named for the settings page.
+    pub fn with_config_webhooks(mut self, hooks: Vec<WebhookName>) -> Self {
+        self.config_webhooks = Arc::new(hooks);
+        self
+    }
+
+    /// Puts `hash` in force (the settings page's password change).
+    pub(crate) fn set_password(&self, hash: auth::PasswordHash) {
+        *self.password.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(hash));
     }
 
     /// The adb server whose phones the settings page lists.
@@ -110,26 +211,23 @@ impl ConsoleState {
         &self.csrf
     }
 
-    /// `<input type="hidden" name="csrf" …>` for a form.
-    pub fn csrf_field(&self) -> String {
-        // Hex: nothing to escape.
-        format!(
-            "<input type=\"hidden\" name=\"csrf\" value=\"{}\">",
-            self.csrf
-        )
-    }
-
     pub(crate) fn csrf_matches(&self, given: &str) -> bool {
         auth::constant_time_eq(given.as_bytes(), self.csrf.as_bytes())
     }
 
     pub(crate) fn has_password(&self) -> bool {
-        self.password.is_some()
+        self.password
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some()
     }
 
     /// The password hash (login).
     pub(crate) fn password(&self) -> Option<Arc<auth::PasswordHash>> {
-        self.password.clone()
+        self.password
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     pub(crate) fn throttle(&self) -> &auth::LoginThrottle {

@@ -1,39 +1,49 @@
-//! 状态 Status (`/`): per worker (phone) the task in hand (id, type, mode, step,
-//! elapsed), the phone's health (the last device pause), whether claiming runs or is
-//! stopped and why, and every condition that needs a human — open operator alerts (with
-//! an **ack** button: `cmautobuy-client ack N`), parked outbox items (with a **retry**
-//! button: `cmautobuy-client outbox retry N`), `manual_review` tasks (with a
-//! **reviewed** button), orders waiting to be reconciled, live held back — kept on
-//! screen until they are dealt with.
+//! 状态 Status (`/`): the phone farm — one card per worker (phone), in a grid. Each card
+//! has the phone's live screenshot (`screens`: at most one per phone every few seconds,
+//! never during a money step), its state at a glance (工作中 working with the step in
+//! hand / 空闲 idle / 暂停 paused and why / 需要人工 needs a human), today's counts
+//! (succeeded, failed, `manual_review`, in the console host's local day), the task in
+//! hand with the steps it went through, the phone's health (the last device pause, the
+//! backend), whether claiming runs or is stopped and why, and every condition that needs
+//! a human — open operator alerts (with an **ack** button: `cmautobuy-client ack N`),
+//! parked outbox items (with a **retry** button: `cmautobuy-client outbox retry N`),
+//! `manual_review` tasks (with a **reviewed** button), orders waiting to be reconciled,
+//! live held back — kept on screen until they are dealt with; the last outcomes with
+//! their reason, Chinese first.
 //!
 //! Live: `/events` is a server-sent event stream of `fragment` events
-//! (`{"id": "w0", "html": "<section …>"}`), one per worker section that changed — at
-//! every change of a progress board, and at a bounded re-read of the store every
-//! [`REREAD`]; the page's script swaps the section in. With JavaScript off the page is
-//! the same after a reload.
+//! (`{"id": "w0", "html": "<section …>"}`), one per card whose live part changed — at
+//! every change of a progress board (each step of the task in hand), and at a bounded
+//! re-read of the store every [`REREAD`]; the page's script swaps the section in. Beside
+//! them, `step` events (`{"worker", "task", "step", "action", "actions", "money"}`) carry
+//! each step of a task in hand as it comes. With JavaScript off the page is the same
+//! after a reload.
 
 use std::convert::Infallible;
 use std::time::Duration;
 
+use askama::Template;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
-use axum::response::{Html, IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::get;
 use axum::Router;
 use chrono::{DateTime, Utc};
 use futures::Stream;
 
-use super::layout::{escape, page, Tab};
+use super::layout::{message, render};
+use super::screens::{Held, ShotNote};
 use super::state::{ConsoleState, ConsoleWorker};
-use crate::progress::Current;
-use crate::store::{Alert, DevicePause, LiveCapNote, Settings, StoreError};
+use super::view::{outcome_reason, step_zh, Reason, Shell, Tab, When, Zone};
+use crate::progress::{is_money_step, Current};
+use crate::store::{Alert, DayCounts, DevicePause, HistoryTask, LiveCapNote, Settings, StoreError};
 
 /// How often the live stream re-reads the stores when no board changed.
 pub const REREAD: Duration = Duration::from_secs(2);
 
 /// Recent tasks shown with their outcome (newest first).
-const RECENT_SHOWN: usize = 5;
+const RECENT_SHOWN: u32 = 5;
 
 /// Recent `manual_review` tasks shown (newest first).
 const MANUAL_REVIEW_SHOWN: usize = 20;
@@ -45,7 +55,7 @@ pub fn routes() -> Router<ConsoleState> {
         .route("/events", get(events))
 }
 
-/// What one worker's section shows, read from its store (blocking).
+/// What one worker's card shows, read from its store (blocking).
 #[derive(Clone, Debug, Default)]
 pub struct Snapshot {
     pub settings: Option<Settings>,
@@ -70,12 +80,14 @@ pub struct Snapshot {
     /// The claim loop's backoff after a transient claim error (the Admin's
     /// `Retry-After` above all).
     pub claim_wait: Option<crate::store::ClaimWait>,
-    /// The newest tasks: (remote task id, type, local state, updated at).
-    pub recent: Vec<(String, String, String, String)>,
+    /// The newest tasks, with their last outcome and failure as reported.
+    pub recent: Vec<HistoryTask>,
+    /// Runs that ended today (the page's local day).
+    pub today: DayCounts,
 }
 
-/// Reads a worker's snapshot.
-pub fn snapshot(w: &ConsoleWorker) -> Result<Snapshot, StoreError> {
+/// Reads a worker's snapshot; `today` is the start of the local day.
+pub fn snapshot(w: &ConsoleWorker, today: DateTime<Utc>) -> Result<Snapshot, StoreError> {
     let s = &w.store;
     let undelivered = s.outbox_list(false)?;
     let parked = undelivered
@@ -102,7 +114,8 @@ pub fn snapshot(w: &ConsoleWorker) -> Result<Snapshot, StoreError> {
             .map(|r| (r.remote_task_id, r.attempt_id, r.marked_at))
             .collect(),
         manual_review: s.unreviewed_manual_review(MANUAL_REVIEW_SHOWN)?,
-        recent: s.recent_tasks(None, RECENT_SHOWN)?,
+        recent: s.history_tasks(None, RECENT_SHOWN)?,
+        today: s.outcomes_since(today)?,
         clock_skew: s.clock_skew()?,
         version_hold: s.pdd_version_hold()?,
         account_refusal: s.account_refusal()?,
@@ -112,113 +125,283 @@ pub fn snapshot(w: &ConsoleWorker) -> Result<Snapshot, StoreError> {
     })
 }
 
-/// Worker `i`'s section, `<section id="w{i}">`.
-pub fn render_worker(
-    i: usize,
-    w: &ConsoleWorker,
-    current: Option<&Current>,
-    snap: Result<&Snapshot, &str>,
-    csrf: &str,
-    now: DateTime<Utc>,
-) -> String {
-    let mut h = format!(
-        "<section class=\"worker\" id=\"w{i}\"><h2>📱 {}</h2>",
-        escape(&w.label)
-    );
-    // The task in hand.
-    h.push_str("<h3>当前任务 <span class=\"en\">Current task</span></h3>");
-    match current {
-        Some(c) => {
-            let elapsed = (now - c.started_at).num_seconds().max(0);
-            h.push_str(&format!(
-                "<table class=\"current\"><tr><th>任务 <span class=\"en\">task</span></th><td><code>{}</code></td></tr>\
-<tr><th>类型 <span class=\"en\">type</span></th><td>{} · {}</td></tr>\
-<tr><th>步骤 <span class=\"en\">step</span></th><td>{} <span class=\"en\">({}, {} actions)</span></td></tr>\
-<tr><th>已用 <span class=\"en\">elapsed</span></th><td>{} s <span class=\"en\">(since {})</span></td></tr></table>",
-                escape(&c.task_id),
-                escape(&c.task_type),
-                escape(&c.mode),
-                escape(c.step.as_deref().unwrap_or("-")),
-                escape(c.action.as_deref().unwrap_or("-")),
-                c.actions,
-                elapsed,
-                c.started_at.format("%H:%M:%S UTC"),
-            ));
-        }
-        None => {
-            h.push_str("<p class=\"idle\">空闲 <span class=\"en\">idle: no task in hand</span></p>")
-        }
+/// The card's state at a glance.
+#[derive(Clone, Debug)]
+pub struct Badge {
+    /// `working`, `idle`, `paused` or `human`.
+    pub class: &'static str,
+    pub zh: String,
+    pub en: String,
+}
+
+/// One line of text, Chinese first.
+#[derive(Clone, Debug)]
+pub struct Line {
+    pub class: &'static str,
+    pub zh: String,
+    pub en: String,
+}
+
+/// The device backend the last task used, and why it fell back from u2.
+#[derive(Clone, Debug)]
+pub struct BackendView {
+    pub name: String,
+    pub fallback: Option<String>,
+}
+
+/// The task in hand.
+#[derive(Clone, Debug)]
+pub struct CurrentView {
+    pub task_id: String,
+    pub task_type: String,
+    pub mode: String,
+    pub step: String,
+    pub step_zh: String,
+    pub action: String,
+    pub actions: u32,
+    pub elapsed: i64,
+    pub started: When,
+    pub trail: Vec<TrailView>,
+}
+
+/// A step the task entered.
+#[derive(Clone, Debug)]
+pub struct TrailView {
+    pub step: String,
+    pub zh: String,
+    pub at: When,
+    pub money: bool,
+    /// The step in hand.
+    pub now: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct AlertView {
+    pub id: i64,
+    pub kind: String,
+    pub task: Option<String>,
+    pub at: When,
+    pub message: String,
+}
+
+#[derive(Clone, Debug)]
+pub struct ParkedView {
+    pub id: i64,
+    pub kind: String,
+    pub task: String,
+    pub error: String,
+}
+
+#[derive(Clone, Debug)]
+pub struct AwaitingView {
+    pub task: String,
+    pub attempt: String,
+    pub at: When,
+}
+
+#[derive(Clone, Debug)]
+pub struct ManualView {
+    pub id: i64,
+    pub task: String,
+    pub ty: String,
+    pub at: When,
+}
+
+#[derive(Clone, Debug)]
+pub struct RecentView {
+    pub task: String,
+    pub ty: String,
+    pub state: String,
+    pub class: &'static str,
+    pub at: When,
+    pub reason: Option<Reason>,
+}
+
+/// One phone's card (its `<section class="worker">` is what `/events` swaps in).
+#[derive(Clone, Debug)]
+pub struct Card {
+    pub i: usize,
+    pub label: String,
+    pub has_screen: bool,
+    pub badge: Badge,
+    /// The note under the screenshot (when it is old, held back or missing).
+    pub shot: Option<Line>,
+    pub today: DayCounts,
+    /// The local day `today` counts (`2026-12-02`).
+    pub day: String,
+    pub current: Option<CurrentView>,
+    pub store_error: Option<String>,
+    pub backend: Option<BackendView>,
+    pub lines: Vec<Line>,
+    pub needs_human: bool,
+    pub alerts: Vec<AlertView>,
+    pub parked: Vec<ParkedView>,
+    pub awaiting: Vec<AwaitingView>,
+    pub manual: Vec<ManualView>,
+    pub recent: Vec<RecentView>,
+}
+
+/// `/`: every phone's card.
+#[derive(Template)]
+#[template(path = "console/status.html")]
+pub struct StatusPage<'a> {
+    pub shell: Shell,
+    pub cards: &'a [Card],
+    pub csrf: &'a str,
+    /// How often the page's script reloads each screenshot.
+    pub refresh_secs: u64,
+}
+
+/// One card's live part (a `fragment` event of `/events`).
+#[derive(Template)]
+#[template(path = "console/worker.html")]
+pub struct WorkerFragment<'a> {
+    pub card: &'a Card,
+    pub csrf: &'a str,
+}
+
+/// The class of a local task state in the recent list.
+fn state_class(state: &str) -> &'static str {
+    match state {
+        "succeeded" => "ok",
+        "manual_review" | "failed" => "bad",
+        _ => "warn",
     }
-    let s = match snap {
-        Ok(s) => s,
-        Err(e) => {
-            h.push_str(&format!(
-                "<p class=\"bad\">存储不可读 <span class=\"en\">store unavailable: {}</span></p></section>",
-                escape(e)
-            ));
-            return h;
-        }
-    };
-    // Device health and claiming.
-    h.push_str("<h3>设备与领取 <span class=\"en\">Phone and claiming</span></h3><ul>");
-    // The device backend the last task used (issue 15).
-    match w.progress.backend() {
-        Some((name, None)) => h.push_str(&format!(
-            "<li>设备后端 <span class=\"en\">device backend</span>: <code>{}</code></li>",
-            escape(&name)
-        )),
-        Some((name, Some(why))) => h.push_str(&format!(
-            "<li class=\"warn\">设备后端 <span class=\"en\">device backend</span>: <code>{}</code> <span class=\"en\">(u2 fell back: {})</span></li>",
-            escape(&name),
-            escape(&why)
-        )),
-        None => h.push_str(
-            "<li>设备后端 <span class=\"en\">device backend</span>: - <span class=\"en\">(known after the first task)</span></li>",
+}
+
+/// The note under the screenshot.
+fn shot_line(note: &ShotNote, zone: &Zone) -> Option<Line> {
+    let taken = note.taken_at.map(|t| zone.when(t).short);
+    let (shown, shown_en) = match taken.as_deref() {
+        Some(t) => (
+            format!("显示 {t} 的截图"),
+            format!("showing the screenshot of {t}"),
         ),
+        None => ("还没有截图".into(), "no screenshot yet".into()),
+    };
+    match &note.held {
+        Some(Held::MoneyStep(step)) => Some(Line {
+            class: "held",
+            zh: format!("资金步骤（{}）中不截图，{shown}", step_zh(step)),
+            en: format!("no screenshot during a money step ({step}): {shown_en}"),
+        }),
+        Some(Held::Marked) => Some(Line {
+            class: "held",
+            zh: format!("订单核对完成前不截图，{shown}"),
+            en: format!("no screenshot until the marked order is reconciled: {shown_en}"),
+        }),
+        Some(Held::Failed { code, message }) => Some(Line {
+            class: "held",
+            zh: format!("截图失败（{code}），{shown}"),
+            en: format!("the screenshot failed: {message}; {shown_en}"),
+        }),
+        None => taken.map(|t| Line {
+            class: "",
+            zh: format!("截图 {t}"),
+            en: format!("screenshot of {t}"),
+        }),
     }
+}
+
+/// The task in hand.
+fn current_view(c: &Current, now: DateTime<Utc>, zone: &Zone) -> CurrentView {
+    let step = c.step.clone().unwrap_or_else(|| "-".into());
+    let last = c.trail.len().saturating_sub(1);
+    CurrentView {
+        task_id: c.task_id.clone(),
+        task_type: c.task_type.clone(),
+        mode: c.mode.clone(),
+        step_zh: step_zh(&step).to_string(),
+        step,
+        action: c.action.clone().unwrap_or_else(|| "-".into()),
+        actions: c.actions,
+        elapsed: (now - c.started_at).num_seconds().max(0),
+        started: zone.when(c.started_at),
+        trail: c
+            .trail
+            .iter()
+            .enumerate()
+            .map(|(i, m)| TrailView {
+                zh: step_zh(&m.step).to_string(),
+                money: is_money_step(&m.step),
+                now: i == last,
+                at: zone.when(m.at),
+                step: m.step.clone(),
+            })
+            .collect(),
+    }
+}
+
+fn line(class: &'static str, zh: String, en: String) -> Line {
+    Line { class, zh, en }
+}
+
+/// The health lines: the device pause, claiming, live held back, caps, the claim
+/// backoff, the registration, undelivered outcomes.
+fn health(s: &Snapshot, zone: &Zone) -> Vec<Line> {
+    let mut lines = Vec::new();
     match &s.pause {
-        Some(p) => h.push_str(&format!(
-            "<li class=\"warn\">设备暂停 <span class=\"en\">paused for the phone since {}: [{}] {} — resumes by itself when the phone passes a check</span></li>",
-            escape(&p.since),
-            escape(&p.code),
-            escape(&p.message)
-        )),
-        None => h.push_str("<li class=\"ok\">设备正常 <span class=\"en\">phone: no pause</span></li>"),
+        Some(p) => {
+            let why = crate::reasons::for_code(&cmautobuy_contract::FailureCode::parse(&p.code));
+            lines.push(line(
+                "warn",
+                format!(
+                    "设备暂停（自 {}）：{} — {}",
+                    zone.when_text(&p.since).full,
+                    why.zh,
+                    why.next_zh
+                ),
+                format!(
+                    "paused for the phone since {}: [{}] {} — resumes by itself when the phone passes a check",
+                    p.since, p.code, p.message
+                ),
+            ))
+        }
+        None => lines.push(line("ok", "设备正常".into(), "phone: no pause".into())),
     }
-    let blocking: Vec<&Alert> = s
+    let blocking: Vec<&str> = s
         .alerts
         .iter()
         .filter(|a| blocks_claiming(&a.kind))
+        .map(|a| a.kind.as_str())
         .collect();
     if s.pause.is_none() && blocking.is_empty() {
-        h.push_str("<li class=\"ok\">领取中 <span class=\"en\">claiming runs</span></li>");
+        lines.push(line("ok", "领取中".into(), "claiming runs".into()));
     } else if !blocking.is_empty() {
-        let kinds: Vec<&str> = blocking.iter().map(|a| a.kind.as_str()).collect();
-        h.push_str(&format!(
-            "<li class=\"bad\">领取已停止 <span class=\"en\">claiming stopped until the alerts below are acknowledged: {}</span></li>",
-            escape(&kinds.join(", "))
+        lines.push(line(
+            "bad",
+            "领取已停止：处理下方告警后点确认".into(),
+            format!(
+                "claiming stopped until the alerts below are acknowledged: {}",
+                blocking.join(", ")
+            ),
         ));
     } else {
-        h.push_str("<li class=\"warn\">领取暂停 <span class=\"en\">claiming paused for the phone</span></li>");
+        lines.push(line(
+            "warn",
+            "领取暂停".into(),
+            "claiming paused for the phone".into(),
+        ));
     }
-    for (why, label) in [
-        (&s.clock_skew, "时钟偏差 clock skew"),
-        (&s.version_hold, "PDD 版本 PDD version"),
-        (&s.account_refusal, "账号 account"),
-        (&s.live_note, "实单条件 live requirements"),
+    for (why, zh, en) in [
+        (&s.clock_skew, "时钟偏差", "clock skew"),
+        (&s.version_hold, "拼多多版本未验证", "PDD version"),
+        (&s.account_refusal, "账号检查", "account"),
+        (&s.live_note, "实单条件未满足", "live requirements"),
     ] {
         if let Some(w) = why {
-            h.push_str(&format!(
-                "<li class=\"warn\">仅 dry_run <span class=\"en\">live held back ({label}): {} — collects and dry runs continue</span></li>",
-                escape(w)
+            lines.push(line(
+                "warn",
+                format!("仅 dry_run：{zh}"),
+                format!("live held back ({en}): {w} — collects and dry runs continue"),
             ));
         }
     }
     if let Some(c) = &s.live_cap {
-        h.push_str(&format!(
-            "<li class=\"warn\">live 上限 <span class=\"en\">live capped until {}: {}</span></li>",
-            escape(&c.until),
-            escape(&c.reason)
+        lines.push(line(
+            "warn",
+            format!("实单达到上限，至 {}", zone.when_text(&c.until).full),
+            format!("live capped until {}: {}", c.until, c.reason),
         ));
     }
     if let Some(w) = &s.claim_wait {
@@ -226,123 +409,188 @@ pub fn render_worker(
             Some(n) => format!("the Admin asked for Retry-After {n} s"),
             None => format!("after: {}", w.reason),
         };
-        h.push_str(&format!(
-            "<li class=\"warn\">领取等待至 {until} <span class=\"en\">claiming waits until {until}: {}</span></li>",
-            escape(&why),
-            until = escape(&w.until),
+        lines.push(line(
+            "warn",
+            format!("领取等待至 {}", zone.when_text(&w.until).full),
+            format!("claiming waits until {}: {why}", w.until),
         ));
     }
     if let Some(st) = s.settings.as_ref() {
         match &st.registration {
-            Some(r) if r.state == "ok" => h.push_str(&format!(
-                "<li class=\"ok\">已注册 <span class=\"en\">registered at {}</span></li>",
-                escape(&r.at)
+            Some(r) if r.state == "ok" => lines.push(line(
+                "ok",
+                format!("已注册 {}", zone.when_text(&r.at).full),
+                format!("registered at {}", r.at),
             )),
-            Some(r) => h.push_str(&format!(
-                "<li class=\"warn\">注册 {} <span class=\"en\">registration {} ({}){}</span></li>",
-                escape(&r.state),
-                escape(&r.state),
-                escape(&r.at),
-                r.error
-                    .as_deref()
-                    .map(|e| format!(": {}", escape(e)))
-                    .unwrap_or_default()
+            Some(r) => lines.push(line(
+                "warn",
+                format!("注册 {}", r.state),
+                format!(
+                    "registration {} ({}){}",
+                    r.state,
+                    r.at,
+                    r.error
+                        .as_deref()
+                        .map(|e| format!(": {e}"))
+                        .unwrap_or_default()
+                ),
             )),
-            None => h.push_str(
-                "<li class=\"warn\">未注册 <span class=\"en\">never registered</span></li>",
-            ),
+            None => lines.push(line("warn", "未注册".into(), "never registered".into())),
         }
     }
     if s.undelivered > 0 {
-        h.push_str(&format!(
-            "<li>待发送 <span class=\"en\">{} outcome(s) waiting to reach the Admin</span></li>",
-            s.undelivered
+        lines.push(line(
+            "",
+            format!("待发送 {} 条", s.undelivered),
+            format!("{} outcome(s) waiting to reach the Admin", s.undelivered),
         ));
     }
-    h.push_str("</ul>");
-    // What needs a human.
-    let needs = !s.alerts.is_empty()
-        || !s.parked.is_empty()
-        || !s.awaiting.is_empty()
-        || !s.manual_review.is_empty();
-    h.push_str("<h3>需要人工 <span class=\"en\">Needs a human</span></h3>");
-    if !needs {
-        h.push_str("<p class=\"ok\">无 <span class=\"en\">nothing</span></p>");
-    }
-    for a in &s.alerts {
-        h.push_str(&format!(
-            "<div class=\"human alert\" id=\"w{i}-alert-{id}\"><strong>{kind}</strong> #{id}{task} <span class=\"en\">({at})</span><br>{msg}\
-<form class=\"inline\" method=\"post\" action=\"/ack\"><input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
-<input type=\"hidden\" name=\"worker\" value=\"{i}\"><input type=\"hidden\" name=\"id\" value=\"{id}\">\
-<button type=\"submit\">确认 Ack</button></form></div>",
-            kind = escape(&a.kind),
-            id = a.id,
-            task = a
-                .remote_task_id
-                .as_deref()
-                .map(|t| format!(" task <code>{}</code>", escape(t)))
-                .unwrap_or_default(),
-            at = escape(&a.raised_at),
-            msg = escape(&a.message),
-            csrf = escape(csrf),
-        ));
-    }
-    for (id, task, kind, err) in &s.parked {
-        h.push_str(&format!(
-            "<div class=\"human parked\" id=\"w{i}-parked-{id}\"><strong>outbox parked</strong> #{id} {kind} task <code>{task}</code><br>{err}\
-<form class=\"inline\" method=\"post\" action=\"/outbox/retry\"><input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
-<input type=\"hidden\" name=\"worker\" value=\"{i}\"><input type=\"hidden\" name=\"id\" value=\"{id}\">\
-<button type=\"submit\">重试 Retry</button></form></div>",
-            kind = escape(kind),
-            task = escape(task),
-            err = escape(err.as_deref().unwrap_or("")),
-            csrf = escape(csrf),
-        ));
-    }
-    for (task, attempt, at) in &s.awaiting {
-        h.push_str(&format!(
-            "<div class=\"human awaiting\"><strong>订单待核对</strong> <span class=\"en\">order placed (task <code>{}</code>, attempt {}, submitted {}), waiting for the phone to reconcile it — never submitted again</span></div>",
-            escape(task),
-            escape(attempt),
-            escape(at)
-        ));
-    }
-    for (id, task, ty, at) in &s.manual_review {
-        h.push_str(&format!(
-            "<div class=\"human manual\" id=\"w{i}-review-{id}\"><strong>manual_review</strong> {ty} task <code>{task}</code> <span class=\"en\">({at}) — check the order in PDD and on the Admin, then mark it reviewed</span>\
-<form class=\"inline\" method=\"post\" action=\"/review\"><input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
-<input type=\"hidden\" name=\"worker\" value=\"{i}\"><input type=\"hidden\" name=\"id\" value=\"{id}\">\
-<button type=\"submit\">已处理 Reviewed</button></form></div>",
-            ty = escape(ty),
-            task = escape(task),
-            at = escape(at),
-            csrf = escape(csrf),
-        ));
-    }
-    // The last few outcomes (the whole list is on 历史 History).
-    h.push_str("<h3>最近任务 <span class=\"en\">Recent tasks</span></h3>");
-    if s.recent.is_empty() {
-        h.push_str("<p>无 <span class=\"en\">none yet</span></p>");
-    } else {
-        h.push_str("<table class=\"recent\">");
-        for (task, ty, st, at) in &s.recent {
-            let class = match st.as_str() {
-                "succeeded" => "ok",
-                "manual_review" | "failed" => "bad",
-                _ => "warn",
+    lines
+}
+
+/// Worker `i`'s card.
+pub fn card(
+    i: usize,
+    w: &ConsoleWorker,
+    current: Option<&Current>,
+    snap: Result<&Snapshot, &str>,
+    now: DateTime<Utc>,
+    zone: &Zone,
+) -> Card {
+    let mut card = Card {
+        i,
+        label: w.label.clone(),
+        has_screen: w.screen.is_some(),
+        badge: Badge {
+            class: "idle",
+            zh: "空闲".into(),
+            en: "idle".into(),
+        },
+        shot: w.screen.as_ref().and_then(|s| shot_line(&s.note(), zone)),
+        today: DayCounts::default(),
+        day: zone
+            .when(now)
+            .full
+            .get(..10)
+            .unwrap_or_default()
+            .to_string(),
+        current: current.map(|c| current_view(c, now, zone)),
+        store_error: None,
+        backend: w
+            .progress
+            .backend()
+            .map(|(name, fallback)| BackendView { name, fallback }),
+        lines: Vec::new(),
+        needs_human: false,
+        alerts: Vec::new(),
+        parked: Vec::new(),
+        awaiting: Vec::new(),
+        manual: Vec::new(),
+        recent: Vec::new(),
+    };
+    let s = match snap {
+        Ok(s) => s,
+        Err(e) => {
+            card.store_error = Some(e.to_string());
+            card.badge = Badge {
+                class: "human",
+                zh: "存储不可读".into(),
+                en: "store unavailable".into(),
             };
-            h.push_str(&format!(
-                "<tr><td><code>{}</code></td><td>{}</td><td class=\"{class}\">{}</td><td><span class=\"en\">{}</span></td></tr>",
-                escape(task),
-                escape(ty),
-                escape(st),
-                escape(at)
-            ));
+            return card;
         }
-        h.push_str("</table>");
-    }
-    h.push_str("</section>");
-    h
+    };
+    card.today = s.today;
+    card.lines = health(s, zone);
+    card.alerts = s
+        .alerts
+        .iter()
+        .map(|a| AlertView {
+            id: a.id,
+            kind: a.kind.clone(),
+            task: a.remote_task_id.clone(),
+            at: zone.when_text(&a.raised_at),
+            message: a.message.clone(),
+        })
+        .collect();
+    card.parked = s
+        .parked
+        .iter()
+        .map(|(id, task, kind, err)| ParkedView {
+            id: *id,
+            kind: kind.clone(),
+            task: task.clone(),
+            error: err.clone().unwrap_or_default(),
+        })
+        .collect();
+    card.awaiting = s
+        .awaiting
+        .iter()
+        .map(|(task, attempt, at)| AwaitingView {
+            task: task.clone(),
+            attempt: attempt.clone(),
+            at: zone.when_text(at),
+        })
+        .collect();
+    card.manual = s
+        .manual_review
+        .iter()
+        .map(|(id, task, ty, at)| ManualView {
+            id: *id,
+            task: task.clone(),
+            ty: ty.clone(),
+            at: zone.when_text(at),
+        })
+        .collect();
+    card.recent = s
+        .recent
+        .iter()
+        .map(|t| RecentView {
+            task: t.remote_task_id.clone(),
+            ty: t.task_type.clone(),
+            class: state_class(&t.state),
+            state: t.state.clone(),
+            at: zone.when_text(&t.updated_at),
+            reason: if t.state == "succeeded" {
+                None
+            } else {
+                outcome_reason(t.last_outcome.as_deref(), t.last_failure.as_deref())
+            },
+        })
+        .collect();
+    card.needs_human = !card.alerts.is_empty()
+        || !card.parked.is_empty()
+        || !card.awaiting.is_empty()
+        || !card.manual.is_empty();
+    card.badge = if card.needs_human {
+        Badge {
+            class: "human",
+            zh: "需要人工".into(),
+            en: "needs a human: see below".into(),
+        }
+    } else if let Some(p) = &s.pause {
+        let why = crate::reasons::for_code(&cmautobuy_contract::FailureCode::parse(&p.code));
+        Badge {
+            class: "paused",
+            zh: format!("暂停：{}", why.zh),
+            en: format!("paused: [{}] {}", p.code, why.en),
+        }
+    } else if let Some(w) = &s.claim_wait {
+        Badge {
+            class: "paused",
+            zh: "等待领取".into(),
+            en: format!("claiming waits until {}", w.until),
+        }
+    } else if let Some(c) = &card.current {
+        Badge {
+            class: "working",
+            zh: format!("工作中 · {}", c.step_zh),
+            en: format!("working: {} {} · {}", c.task_type, c.task_id, c.step),
+        }
+    } else {
+        card.badge.clone()
+    };
+    card
 }
 
 /// Whether an open alert of `kind` stops claiming (`device_attention` does not by
@@ -351,19 +599,20 @@ fn blocks_claiming(kind: &str) -> bool {
     kind != crate::runner::ALERT_DEVICE
 }
 
-/// Every worker's section, now.
-async fn render_all(state: &ConsoleState) -> Vec<String> {
+/// Every worker's card, now (the stores read on a blocking thread).
+pub async fn cards(state: &ConsoleState) -> Vec<Card> {
     let workers = state.workers.clone();
-    let csrf = state.csrf().to_string();
+    let now = Utc::now();
+    let zone = state.zone;
+    let today = zone.day_start(now);
     let snaps = tokio::task::spawn_blocking(move || {
         workers
             .iter()
-            .map(|w| snapshot(w).map_err(|e| e.to_string()))
+            .map(|w| snapshot(w, today).map_err(|e| e.to_string()))
             .collect::<Vec<_>>()
     })
     .await
     .unwrap_or_default();
-    let now = Utc::now();
     state
         .workers
         .iter()
@@ -374,35 +623,37 @@ async fn render_all(state: &ConsoleState) -> Vec<String> {
                 Some(Err(e)) => Err(e.as_str()),
                 None => Err("not read"),
             };
-            render_worker(i, w, w.progress.current().as_ref(), snap, &csrf, now)
+            card(i, w, w.progress.current().as_ref(), snap, now, &zone)
         })
         .collect()
 }
 
 async fn status_page(State(state): State<ConsoleState>) -> Response {
-    let sections = render_all(&state).await;
-    let body = if sections.is_empty() {
-        "<p>没有设备 <span class=\"en\">no worker</span></p>".to_string()
-    } else {
-        sections.concat()
-    };
-    page(Tab::Status, "状态 Status", &body, true).into_response()
+    let cards = cards(&state).await;
+    render(&StatusPage {
+        shell: Shell::new(Tab::Status, "状态 Status", true),
+        cards: &cards,
+        csrf: state.csrf(),
+        refresh_secs: super::screens::SHOT_EVERY.as_secs().max(1),
+    })
 }
 
-/// The live stream: each worker section that changed, as a `fragment` event.
+/// The live stream: each card that changed, as a `fragment` event, and each step of a
+/// task in hand, as a `step` event.
 async fn events(
     State(state): State<ConsoleState>,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     Sse::new(fragments(state)).keep_alive(KeepAlive::default())
 }
 
-/// The `fragment` events: every section once at the start, then each one that changed
-/// at a board change or a re-read.
+/// The `fragment` events: every card once at the start, then each one that changed at a
+/// board change or a re-read; and a `step` event for each new step of a task in hand.
 pub fn fragments(state: ConsoleState) -> impl Stream<Item = Result<Event, Infallible>> {
     struct Feed {
         state: ConsoleState,
         rxs: Vec<tokio::sync::watch::Receiver<Option<Current>>>,
         last: Vec<String>,
+        steps: Vec<Option<serde_json::Value>>,
         queue: std::collections::VecDeque<Event>,
         started: bool,
     }
@@ -415,6 +666,7 @@ pub fn fragments(state: ConsoleState) -> impl Stream<Item = Result<Event, Infall
         state,
         rxs,
         last: Vec::new(),
+        steps: Vec::new(),
         queue: Default::default(),
         started: false,
     };
@@ -443,8 +695,35 @@ pub fn fragments(state: ConsoleState) -> impl Stream<Item = Result<Event, Infall
                 }
             }
             f.started = true;
-            let sections = render_all(&f.state).await;
-            for (i, html) in sections.into_iter().enumerate() {
+            // Each task's step as it comes.
+            for (i, w) in f.state.workers.iter().enumerate() {
+                let step = w.progress.current().map(|c| {
+                    serde_json::json!({
+                        "worker": i, "task": c.task_id, "step": c.step,
+                        "action": c.action, "actions": c.actions,
+                        "money": c.money_step().is_some(),
+                    })
+                });
+                let changed = f.steps.get(i).map(|s| s.as_ref().map(|v| &v["step"]))
+                    != Some(step.as_ref().map(|v| &v["step"]));
+                if changed {
+                    if let Some(v) = &step {
+                        f.queue
+                            .push_back(Event::default().event("step").data(v.to_string()));
+                    }
+                }
+                if i < f.steps.len() {
+                    f.steps[i] = step;
+                } else {
+                    f.steps.push(step);
+                }
+            }
+            let csrf = f.state.csrf().to_string();
+            let cards = cards(&f.state).await;
+            for (i, card) in cards.iter().enumerate() {
+                let html = WorkerFragment { card, csrf: &csrf }
+                    .render()
+                    .unwrap_or_default();
                 if f.last.get(i) == Some(&html) {
                     continue;
                 }
@@ -463,12 +742,10 @@ pub fn fragments(state: ConsoleState) -> impl Stream<Item = Result<Event, Infall
 
 /// A page-level error for the store.
 pub fn store_error(e: impl std::fmt::Display) -> Response {
-    (
+    message(
         StatusCode::SERVICE_UNAVAILABLE,
-        Html(format!(
-            "<p>store unavailable: {}</p>",
-            escape(&e.to_string())
-        )),
+        Tab::None,
+        "store unavailable",
+        format!("存储不可读 store unavailable: {e}"),
     )
-        .into_response()
 }

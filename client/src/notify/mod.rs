@@ -29,4 +29,4 @@ pub use rules::{
     SummaryAt, CATEGORY_ALERT, KIND_DEVICE_PAUSED, KIND_MANUAL_REVIEW, KIND_NO_SUCCESS,
     KIND_PARKED, KIND_SUMMARY,
 };
-pub use webhook::{redact, Format, Webhook, WebhookConfig};
+pub use webhook::{redact, stored_webhooks, Format, Webhook, WebhookConfig};

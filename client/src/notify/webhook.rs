@@ -95,6 +95,34 @@ impl std::fmt::Debug for Webhook {
     }
 }
 
+/// The webhooks the console saved (`Store::operator_settings`: a JSON array of
+/// `[[webhook]]` tables), each checked like a configured one; one that no longer checks
+/// (or a list that does not parse) is left out with a warning naming no URL.
+pub fn stored_webhooks(json: &str) -> Vec<Webhook> {
+    let configs: Vec<WebhookConfig> = match serde_json::from_str(json) {
+        Ok(c) => c,
+        Err(e) => {
+            // serde quotes what it read: only where.
+            tracing::warn!(
+                line = e.line(),
+                column = e.column(),
+                "the console's webhooks cannot be read; none used"
+            );
+            return Vec::new();
+        }
+    };
+    configs
+        .iter()
+        .filter_map(|c| match Webhook::from_config(c) {
+            Ok(w) => Some(w),
+            Err(e) => {
+                tracing::warn!(error = %e, "a webhook saved on the console is left out");
+                None
+            }
+        })
+        .collect()
+}
+
 impl Webhook {
     /// Checks one entry: an `http(s)` URL, a secret only where the format can sign, a
     /// non-empty `kinds` list. The message never quotes the URL.

@@ -45,6 +45,8 @@ pub struct Parts {
     pub live: bool,
     pub adb_server: Option<std::net::SocketAddrV4>,
     pub password: Option<Secret>,
+    /// The simulated phone, for the card's live screenshot.
+    pub screen: Option<console::PhoneScreen>,
 }
 
 /// Binds `addr` and serves the console on the current runtime; `None` when off or the
@@ -65,16 +67,17 @@ pub fn start(addr: ConsoleAddr, parts: Parts) -> Option<Served> {
             return None;
         }
     };
-    let mut state = ConsoleState::new(
-        vec![ConsoleWorker {
-            label: parts.label,
-            store: parts.store,
-            progress: parts.progress,
-            artifacts_root: parts.artifacts_root,
-        }],
-        bound,
-    )
-    .with_registrar(registrar(parts.gateway, parts.live));
+    let mut worker = ConsoleWorker::new(
+        parts.label,
+        parts.store,
+        parts.progress,
+        parts.artifacts_root,
+    );
+    if let Some(screen) = parts.screen {
+        worker = worker.with_screen(screen);
+    }
+    let mut state =
+        ConsoleState::new(vec![worker], bound).with_registrar(registrar(parts.gateway, parts.live));
     if let Some(s) = parts.adb_server {
         state = state.with_adb_server(s);
     }

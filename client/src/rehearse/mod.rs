@@ -453,6 +453,10 @@ pub fn rehearse_with(
                 adb_server: (opts.device.is_some() || matches!(sim_route, SimRoute::AdbServer(_)))
                     .then_some(server),
                 password: opts.console_password.clone(),
+                // The phone card's live screenshot: the same phone, under the worker's
+                // turn (`console::screens`).
+                // Screenshots go through ADB (`screencap`) with either backend.
+                screen: Some(crate::console::PhoneScreen::new(source.device())),
             },
         )
     };
