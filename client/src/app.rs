@@ -136,13 +136,22 @@ impl Client {
             Phone::Stub => Self::start_with(StubExecutor, unpaced, store, gateway, stop),
             Phone::Adb(source) => {
                 // Purchases (issue 7): the flow's effects need the store and the Admin.
+                // Whether live is possible is asked at every claim: the configuration
+                // with what the operator set on the console since (no restart).
+                let policy = config.live_policy();
+                let switch_store = store.clone();
                 let backend = Backend::new(
                     store.clone(),
                     gateway.clone(),
                     TokioClock::new(),
                     tokio::runtime::Handle::current(),
-                    config.live_policy().may_go_live(),
-                );
+                    policy.may_go_live(),
+                )
+                .with_live_switch(Arc::new(move || {
+                    policy
+                        .with_operator(switch_store.operator_settings().as_ref())
+                        .may_go_live()
+                }));
                 let mut exec_cfg = FlowExecutorConfig::new(config.artifacts_root.clone());
                 exec_cfg.retention = config.retention;
                 exec_cfg.expected_address = config.expected_address.clone();

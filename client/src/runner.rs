@@ -174,6 +174,38 @@ pub struct LivePolicy {
 }
 
 impl LivePolicy {
+    /// This policy with what the operator set on the console's 设置 page
+    /// ([`crate::store::OperatorSettings`], read at every claim): the console's address
+    /// fingerprint and self-test goods win over the configuration's; for the purchase
+    /// mode the strictest wins (the console's `dry_run` narrows, it never widens a
+    /// configured `dry_run`). A store that cannot be read fails closed: `dry_run`.
+    pub fn with_operator(
+        &self,
+        op: Result<&crate::store::OperatorSettings, &StoreError>,
+    ) -> LivePolicy {
+        let mut p = self.clone();
+        match op {
+            Ok(op) => {
+                if op.dry_run() {
+                    p.dry_run_only = true;
+                    p.vouched = false;
+                }
+                if let Some(g) = &op.self_test_goods_id {
+                    p.self_test_goods_id = Some(g.clone());
+                }
+                if op.expected_address.as_ref().is_some_and(|a| !a.is_empty()) {
+                    p.address_fingerprint = true;
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the console's settings: dry_run");
+                p.dry_run_only = true;
+                p.vouched = false;
+            }
+        }
+        p
+    }
+
     /// Whether live can ever be declared under this policy (the purchase backend's live
     /// switch): not `dry_run`, and vouched for or provable by a self-test. Whether it
     /// *is* declared at a claim is [`Runner::profile`]'s — the one source of truth the
@@ -501,7 +533,7 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
         if noted.as_ref() != Some(&refusal) {
             match &refusal {
                 Some(why) => tracing::warn!(reason = %why, "live paused: declaring dry_run"),
-                None if purchase && self.cfg.live.self_test_goods_id.is_some() => {
+                None if purchase && self.live().self_test_goods_id.is_some() => {
                     tracing::info!(
                         "self-test passed on this phone's PDD version: live may be declared"
                     )
@@ -517,16 +549,25 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
         p
     }
 
+    /// The live policy in force now: the configuration's with what the operator set on
+    /// the console ([`LivePolicy::with_operator`]), read from the store at every call —
+    /// a value saved on the console applies from the next claim, no restart.
+    pub fn live(&self) -> LivePolicy {
+        self.cfg
+            .live
+            .with_operator(self.store.operator_settings().as_ref())
+    }
+
     /// Why live is never declared: no address fingerprint configured (issue 25).
     fn address_refusal(&self) -> Option<String> {
-        let live = &self.cfg.live;
+        let live = self.live();
         (!live.dry_run_only && !live.address_fingerprint).then(|| NO_ADDRESS_FINGERPRINT.into())
     }
 
     /// Why live waits for the self-test on this phone now ([`crate::selftest::refusal`]).
     pub fn self_test_refusal(&self, settings: &Settings) -> Option<String> {
         use crate::gate::PddVersionRead;
-        let live = &self.cfg.live;
+        let live = &self.live();
         let version = match self.executor.pdd_version() {
             Some(PddVersionRead::Version(v)) => Some(v),
             _ => None,
@@ -557,7 +598,7 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
     /// self-test ran (the pacing gap then counts from its end, like a task's).
     pub async fn self_test_step(&self) -> bool {
         use crate::gate::PddVersionRead;
-        let live = &self.cfg.live;
+        let live = &self.live();
         let Some(goods) = live.self_test_goods_id.clone() else {
             return false;
         };
@@ -2024,6 +2065,37 @@ mod tests {
         let mut bad_id = settings(Some("d"), Some("t"));
         bad_id.client_id = "CLIENT-".into();
         assert_eq!(caps(&bad_id, ALL_READY).1, ExecutionMode::DryRun);
+    }
+
+    #[test]
+    fn the_console_narrows_and_completes_the_live_policy_but_never_widens_dry_run() {
+        let base = LivePolicy {
+            dry_run_only: false,
+            vouched: true,
+            self_test_goods_id: None,
+            address_fingerprint: false,
+        };
+        let mut op = crate::store::OperatorSettings::default();
+        assert!(!base.with_operator(Ok(&op)).address_fingerprint);
+        op.expected_address = Some(vec!["张三".into()]);
+        op.self_test_goods_id = Some("602938475610".into());
+        let p = base.with_operator(Ok(&op));
+        assert!(p.address_fingerprint && p.vouched && !p.dry_run_only);
+        assert_eq!(p.self_test_goods_id.as_deref(), Some("602938475610"));
+        op.purchase_mode = Some("dry_run".into());
+        let p = base.with_operator(Ok(&op));
+        assert!(p.dry_run_only && !p.vouched && !p.may_go_live());
+        // "auto" on the console never widens a configured dry_run.
+        op.purchase_mode = Some("auto".into());
+        let pinned = LivePolicy {
+            dry_run_only: true,
+            vouched: false,
+            ..base.clone()
+        };
+        assert!(pinned.with_operator(Ok(&op)).dry_run_only);
+        // A store that cannot be read: dry_run.
+        let e = StoreError::Corrupt("x".into());
+        assert!(base.with_operator(Err(&e)).dry_run_only);
     }
 
     #[test]

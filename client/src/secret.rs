@@ -117,9 +117,8 @@ fn forms(value: &str) -> Vec<String> {
     v.push(html(value));
     // As the console's askama templates escape it (`&#60;` …): the scrubber over the
     // console's answers must know the form its own pages give a secret.
-    if let Ok(e) = askama::filters::escape(value, askama::filters::Html) {
-        v.push(e.to_string());
-    }
+    let Ok(escaped) = askama::filters::escape(value, askama::filters::Html);
+    v.push(escaped.to_string());
     v.push(base64::engine::general_purpose::STANDARD.encode(value));
     v.push(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(value));
     v.retain(|p| p.chars().count() >= MIN_SCRUB_LEN);

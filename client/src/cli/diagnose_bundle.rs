@@ -79,6 +79,11 @@ pub fn run(g: &Globals, a: DiagnoseBundleArgs) -> Result<(), Failure> {
             Ok(None) => {}
             Err(e) => unread.push(format!("{}: {e}", path.display())),
         }
+        // The webhook URLs and signing secrets saved on the console's 设置 page.
+        match Store::saved_operator_secrets_at(&path) {
+            Ok(s) => secrets.extend(s),
+            Err(e) => unread.push(format!("{}: {e}", path.display())),
+        }
     }
     // Webhook URLs (their keys) and signing secrets were registered as secrets when the
     // configuration was read: the bundle's scrubber takes them out with these.

@@ -283,17 +283,12 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
 /// clock skew, the account check, a live cap in force). When the store knows nothing
 /// about the device yet (no PDD version read on it) it declares `dry_run`: never wider
 /// than a claim would declare. (`run --allow-live` is a flag of that process only; here
-/// only the config key `allow_live` vouches.)
+/// only the config key `allow_live` vouches.) What the operator set on the console's
+/// 设置 page counts as a running client counts it ([`policy_now`]).
 pub fn declared_profile(cfg: &Config, store: &Store) -> Result<ClientProfile, Failure> {
     let settings = store.settings()?;
     let device = settings.device.clone().filter(|d| !d.is_empty());
-    let dry_run_only = cfg.purchase_mode == PurchaseMode::DryRun;
-    let policy = LivePolicy {
-        dry_run_only,
-        vouched: cfg.allow_live && !dry_run_only,
-        self_test_goods_id: cfg.self_test_goods_id.clone(),
-        address_fingerprint: !cfg.expected_address.is_empty(),
-    };
+    let policy = policy_now(cfg, store);
     let ready = device.is_some();
     let mut p = client_profile(
         &settings,
@@ -314,14 +309,21 @@ pub fn declared_profile(cfg: &Config, store: &Store) -> Result<ClientProfile, Fa
 /// Why the store says a claim on `device` would not declare live now (`None`: it would):
 /// `doctor`'s live verdict, with the same policy [`declared_profile`] applies.
 pub fn live_refusal(cfg: &Config, store: &Store, device: &str) -> Result<Option<String>, Failure> {
+    live_refused_by_store(cfg, store, &policy_now(cfg, store), Some(device))
+}
+
+/// The live policy of this configuration with what the operator set on the console
+/// (`LivePolicy::with_operator`: the console's address fingerprint and self-test goods,
+/// its `dry_run`), as a running client applies it at its next claim.
+fn policy_now(cfg: &Config, store: &Store) -> LivePolicy {
     let dry_run_only = cfg.purchase_mode == PurchaseMode::DryRun;
-    let policy = LivePolicy {
+    LivePolicy {
         dry_run_only,
         vouched: cfg.allow_live && !dry_run_only,
         self_test_goods_id: cfg.self_test_goods_id.clone(),
         address_fingerprint: !cfg.expected_address.is_empty(),
-    };
-    live_refused_by_store(cfg, store, &policy, Some(device))
+    }
+    .with_operator(store.operator_settings().as_ref())
 }
 
 /// Why the store says a claim would not declare live now (`None`: it would).

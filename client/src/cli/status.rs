@@ -105,6 +105,10 @@ fn report(
     // Orders placed whose phone went away before they were read back (or a crash there):
     // reconciled when the phone answers, never submitted again.
     let awaiting = store.awaiting_reconcile()?;
+    // The fingerprint in force: the console's (设置 page) over the configuration's.
+    let expected_address = store
+        .operator_settings()?
+        .expected_address_or(&cfg.expected_address);
     if json {
         let v = serde_json::json!({
             "client_id": s.client_id,
@@ -115,7 +119,7 @@ fn report(
             "registration": s.registration,
             "device_pause": pause,
             "awaiting_reconcile": awaiting,
-            "expected_address": cfg.expected_address,
+            "expected_address": expected_address,
             "live_cap": live_cap,
             "claim_wait": claim_wait,
             "clock_skew": clock_skew,
@@ -156,16 +160,13 @@ fn report(
         if s.token.is_some() { "set" } else { "not set" }
     );
     println!("device:       {}", s.device.as_deref().unwrap_or("-"));
-    if cfg.expected_address.is_empty() {
+    if expected_address.is_empty() {
         println!(
             "LIVE OFF: 没有收货地址指纹，不做真实下单 / {} (the address read is still reported as `delivery_address`)",
             cmautobuy_client::runner::NO_ADDRESS_FINGERPRINT
         );
     } else {
-        println!(
-            "address:      must show {}",
-            cfg.expected_address.join(" + ")
-        );
+        println!("address:      must show {}", expected_address.join(" + "));
     }
     if let Some(p) = &pause {
         println!(

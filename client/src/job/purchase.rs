@@ -69,6 +69,11 @@ pub struct Backend<G, C> {
     pub clock: C,
     pub handle: tokio::runtime::Handle,
     pub live: bool,
+    /// When set, asked instead of `live` at every call: whether live is possible now
+    /// (the configuration with what the operator set on the console since the start —
+    /// `app` gives it; a console `purchase_mode` or self-test goods applies at the next
+    /// claim, no restart).
+    pub live_switch: Option<Arc<dyn Fn() -> bool + Send + Sync>>,
     pub policy: RetryPolicy,
     pub max_attempts: u32,
 }
@@ -87,9 +92,16 @@ impl<G: AdminGateway, C: Clock> Backend<G, C> {
             clock,
             handle,
             live,
+            live_switch: None,
             policy: RetryPolicy::default(),
             max_attempts: spec::DEFAULT_MAX_ATTEMPTS,
         }
+    }
+
+    /// Asks `switch` whether live is possible, at every call (see [`Backend::live_switch`]).
+    pub fn with_live_switch(mut self, switch: Arc<dyn Fn() -> bool + Send + Sync>) -> Self {
+        self.live_switch = Some(switch);
+        self
     }
 }
 
@@ -99,7 +111,10 @@ impl<G: AdminGateway, C: Clock> PurchaseBackend for Backend<G, C> {
     }
 
     fn live_enabled(&self) -> bool {
-        self.live
+        match &self.live_switch {
+            Some(switch) => switch(),
+            None => self.live,
+        }
     }
 
     fn resolve_spec(
@@ -319,7 +334,14 @@ pub fn run_job<S: DeviceSource + ?Sized>(
     };
     let task = match purchase_task(job, backend.live_enabled()) {
         Ok(mut t) => {
-            t.expected_address = cfg.expected_address.clone();
+            // The console's fingerprint wins over the configuration's, read at each
+            // task (a value saved on the console applies from the next task). A store
+            // that cannot be read leaves the configuration's: no fingerprint, no live
+            // order; a wrong one, `ADDRESS_MISMATCH` before the mark.
+            t.expected_address = match backend.store().operator_settings() {
+                Ok(op) => op.expected_address_or(&cfg.expected_address),
+                Err(_) => cfg.expected_address.clone(),
+            };
             t
         }
         Err(f) => {

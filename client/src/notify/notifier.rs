@@ -15,6 +15,10 @@
 //! 4. now and then, prune old rows and give up deliveries for webhooks no longer
 //!    configured.
 //!
+//! Its webhooks are the configured ones and those the operator saved on the console's
+//! 设置 page (`Store::operator_settings`), read at every scan and send: one added or
+//! removed there is used, or given up, without a restart.
+//!
 //! It runs beside the claim loop and never blocks it: the only shared resource is the
 //! store, held for single short statements. At shutdown it flushes what is due, bounded
 //! by `flush_deadline`; whatever is still pending is sent by the next start.
@@ -113,6 +117,9 @@ pub struct Notifier<C> {
     http: reqwest::Client,
     watching_since: DateTime<Utc>,
     last_prune: Mutex<Option<DateTime<Utc>>>,
+    /// The console's webhooks as last read (their JSON and the checked list): parsed
+    /// again only when they change.
+    console_hooks: Mutex<Option<(String, Vec<Webhook>)>>,
 }
 
 fn chrono(d: Duration) -> chrono::Duration {
@@ -138,7 +145,38 @@ impl<C: Clock> Notifier<C> {
             http,
             watching_since,
             last_prune: Mutex::new(None),
+            console_hooks: Mutex::new(None),
         })
+    }
+
+    /// The webhooks in force: the configured ones, then the console's (a URL configured
+    /// in both is sent to once). A store that cannot be read leaves the configured ones.
+    fn webhooks(&self) -> Vec<Webhook> {
+        let mut hooks = self.cfg.webhooks.clone();
+        let json = match self.store.operator_settings() {
+            Ok(op) => op.webhooks_json.unwrap_or_default(),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the console's webhooks");
+                return hooks;
+            }
+        };
+        let mut cache = self.console_hooks.lock().unwrap_or_else(|p| p.into_inner());
+        if cache.as_ref().is_none_or(|(j, _)| *j != json) {
+            let parsed = if json.is_empty() {
+                Vec::new()
+            } else {
+                super::webhook::stored_webhooks(&json)
+            };
+            *cache = Some((json, parsed));
+        }
+        if let Some((_, console)) = cache.as_ref() {
+            for h in console {
+                if !hooks.iter().any(|c| c.id == h.id) {
+                    hooks.push(h.clone());
+                }
+            }
+        }
+        hooks
     }
 
     fn origin(&self) -> Result<Origin, StoreError> {
@@ -163,7 +201,7 @@ impl<C: Clock> Notifier<C> {
     /// Adds a time-based event unless no webhook wants it or the same was sent within
     /// the window.
     fn check_event(&self, m: &Message, now: DateTime<Utc>) -> Result<(), StoreError> {
-        if !self.cfg.webhooks.iter().any(|w| w.wants(&m.kind, false))
+        if !self.webhooks().iter().any(|w| w.wants(&m.kind, false))
             || self.recently_sent(&m.kind, &m.subject, now)?
         {
             return Ok(());
@@ -244,7 +282,8 @@ impl<C: Clock> Notifier<C> {
     pub fn scan(&self) -> Result<usize, StoreError> {
         let now = self.clock.now();
         let origin = self.origin()?;
-        if !self.cfg.webhooks.is_empty() {
+        let webhooks = self.webhooks();
+        if !webhooks.is_empty() {
             self.time_checks(&origin, now)?;
         }
         let events = self.store.notify_new_events(100)?;
@@ -256,9 +295,7 @@ impl<C: Clock> Notifier<C> {
             let payload = serde_json::to_string(&m).unwrap_or_default();
             let suppressed = self.recently_sent(&m.kind, &m.subject, now)?;
             let is_alert = m.category == CATEGORY_ALERT;
-            let to: Vec<String> = self
-                .cfg
-                .webhooks
+            let to: Vec<String> = webhooks
                 .iter()
                 .filter(|w| w.wants(&m.kind, is_alert))
                 .map(|w| w.id.clone())
@@ -289,7 +326,7 @@ impl<C: Clock> Notifier<C> {
             }
             *last = Some(now);
         }
-        let ids: Vec<String> = self.cfg.webhooks.iter().map(|w| w.id.clone()).collect();
+        let ids: Vec<String> = self.webhooks().iter().map(|w| w.id.clone()).collect();
         let n =
             self.store
                 .webhook_give_up_orphans(&ids, now - chrono(self.cfg.stale_after), now)?;
@@ -334,9 +371,10 @@ impl<C: Clock> Notifier<C> {
     /// Step 3: sends every delivery due now (at most 20 per call).
     pub async fn deliver_due(&self) -> Result<Delivered, StoreError> {
         let mut done = Delivered::default();
+        let webhooks = self.webhooks();
         for d in self.store.webhook_due(self.clock.now(), 20)? {
             let attempt = d.attempts.saturating_add(1);
-            let Some(w) = self.cfg.webhooks.iter().find(|w| w.id == d.webhook) else {
+            let Some(w) = webhooks.iter().find(|w| w.id == d.webhook) else {
                 self.store.webhook_failed(
                     d.id,
                     "webhook no longer configured",

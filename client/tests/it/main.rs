@@ -24,6 +24,7 @@ mod gateway_http;
 mod goods_identity;
 mod hostile_admin;
 mod live_default;
+mod live_settings;
 mod money_path_e2e;
 mod offline_after_submit;
 mod pacing;

@@ -434,3 +434,45 @@ async fn an_alert_sent_to_nobody_does_not_suppress_the_next_once_a_webhook_is_co
     let hits = s.rx.wait_for(1, WAIT).await;
     assert!(hits[0].json()["text"].as_str().unwrap().contains("7 %"));
 }
+
+/// A webhook the operator saves on the console (`Store::set_operator_webhooks_json`) is
+/// used by the running notifier from its next tick — no restart — beside the configured
+/// one; removed, its pending delivery is given up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_webhook_saved_on_the_console_is_used_without_a_restart() {
+    let s = setup().await;
+    let n = Notifier::new(s.store.clone(), s.clock.clone(), quiet(Vec::new())).unwrap();
+    s.store
+        .raise_alert("low_disk", None, "1.2 GB free", s.clock.now())
+        .unwrap();
+    n.tick().await.unwrap();
+    assert!(s.rx.hits().is_empty(), "no webhook yet: nothing sent");
+    let table =
+        json!([{"url": format!("{}/wecom/send?key=CONSOLE-KEY-1", s.rx.url), "format": "wecom"}]);
+    s.store
+        .set_operator_webhooks_json(Some(&table.to_string()))
+        .unwrap();
+    s.store
+        .raise_alert(
+            "pin_locked",
+            None,
+            "the phone asks for its PIN",
+            s.clock.now(),
+        )
+        .unwrap();
+    n.tick().await.unwrap();
+    let hits = s.rx.wait_for(1, WAIT).await;
+    assert!(hits[0].path.starts_with("/wecom/send"), "{}", hits[0].path);
+    assert!(hits[0].json()["text"]["content"]
+        .as_str()
+        .unwrap()
+        .contains("pin_locked"));
+    // Removed on the console: nothing more goes there.
+    s.store.set_operator_webhooks_json(None).unwrap();
+    s.clock.advance(Duration::from_secs(60 * 60));
+    s.store
+        .raise_alert("usb_unplugged", None, "gone", s.clock.now())
+        .unwrap();
+    n.tick().await.unwrap();
+    assert_eq!(s.rx.hits().len(), 1);
+}
