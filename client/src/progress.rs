@@ -102,6 +102,12 @@ impl PhoneTurn {
     pub fn hold(&self) -> MutexGuard<'_, ()> {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
+
+    /// Whether someone holds the turn now (tests: a device call is made under it).
+    #[cfg(test)]
+    pub(crate) fn is_held(&self) -> bool {
+        self.0.try_lock().is_err()
+    }
 }
 
 /// A device backend's name and why it fell back from u2, if it did.

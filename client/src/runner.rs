@@ -99,7 +99,7 @@ pub const ALERT_CLOCK_SKEW: &str = "clock_skew";
 pub const ALERT_ORDER_NOT_UNPAID: &str = "order_not_unpaid";
 
 /// Why live is refused without the address fingerprint (status, doctor).
-pub const NO_ADDRESS_FINGERPRINT: &str = "no address fingerprint: set expected_address = [\"<receiver>\", \"<street>\"] in config.toml (or CMAUTOBUY_EXPECTED_ADDRESS) to what PDD shows for this phone's delivery address; live orders are never declared without it";
+pub const NO_ADDRESS_FINGERPRINT: &str = "no address fingerprint: set expected_address = [\"<receiver>\", \"<street>\"] in config.toml (or CMAUTOBUY_EXPECTED_ADDRESS, or on the console's 设置 page) to what PDD shows for this phone's delivery address; live orders are never declared without it";
 
 /// Alert kinds that do not stop claiming (`low_disk` holds claims itself, through the
 /// upkeep's free-disk floor, and is resolved by the client when space returns).

@@ -195,9 +195,9 @@ table { border-collapse: collapse; }
 td, th { text-align: left; padding: .2em .6em; border-bottom: 1px solid #eee; vertical-align: top; }
 table.history { width: 100%; table-layout: fixed; background: #fff; }
 table.history td, table.history th { overflow-wrap: anywhere; }
-table.history col.time { width: 10.5em; } table.history col.id { width: 3.5em; } table.history col.task { width: 12em; }
-table.history col.type { width: 7.5em; } table.history col.state { width: 7.5em; } table.history col.n { width: 3em; }
-table.history col.order { width: 11em; } table.history col.codes { width: 10em; }
+table.history col.time { width: 9.5em; } table.history col.id { width: 3em; } table.history col.task { width: 9em; }
+table.history col.type { width: 6.5em; } table.history col.state { width: 7em; } table.history col.n { width: 2.5em; }
+table.history col.order { width: 9.5em; } table.history col.codes { width: 8em; }
 table.skus { background: #fff; }
 .ok { color: #060; } .warn { color: #a60; } .bad { color: #b00; font-weight: bold; }
 .reason { font-size: .9em; } .reason .next { color: #333; }

@@ -33,6 +33,8 @@ pub mod status;
 pub mod view;
 
 #[cfg(test)]
+mod farm_tests;
+#[cfg(test)]
 mod router_tests;
 
 pub use listen::{bind, ConsoleAddr, DEFAULT_PORTS};

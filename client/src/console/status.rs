@@ -269,8 +269,15 @@ fn state_class(state: &str) -> &'static str {
     }
 }
 
-/// The note under the screenshot.
-fn shot_line(note: &ShotNote, zone: &Zone) -> Option<Line> {
+/// The note under the screenshot, from what holds screenshots back now — the task's
+/// money step on the board, a marked run waiting for its outcome — else the last
+/// attempt's failure, else when the picture shown was taken.
+fn shot_line(
+    note: &ShotNote,
+    money_now: Option<&str>,
+    marked_now: bool,
+    zone: &Zone,
+) -> Option<Line> {
     let taken = note.taken_at.map(|t| zone.when(t).short);
     let (shown, shown_en) = match taken.as_deref() {
         Some(t) => (
@@ -279,23 +286,27 @@ fn shot_line(note: &ShotNote, zone: &Zone) -> Option<Line> {
         ),
         None => ("还没有截图".into(), "no screenshot yet".into()),
     };
-    match &note.held {
-        Some(Held::MoneyStep(step)) => Some(Line {
+    if let Some(step) = money_now {
+        return Some(Line {
             class: "held",
             zh: format!("资金步骤（{}）中不截图，{shown}", step_zh(step)),
             en: format!("no screenshot during a money step ({step}): {shown_en}"),
-        }),
-        Some(Held::Marked) => Some(Line {
+        });
+    }
+    if marked_now {
+        return Some(Line {
             class: "held",
             zh: format!("订单核对完成前不截图，{shown}"),
             en: format!("no screenshot until the marked order is reconciled: {shown_en}"),
-        }),
+        });
+    }
+    match &note.held {
         Some(Held::Failed { code, message }) => Some(Line {
             class: "held",
             zh: format!("截图失败（{code}），{shown}"),
             en: format!("the screenshot failed: {message}; {shown_en}"),
         }),
-        None => taken.map(|t| Line {
+        _ => taken.map(|t| Line {
             class: "",
             zh: format!("截图 {t}"),
             en: format!("screenshot of {t}"),
@@ -466,7 +477,7 @@ pub fn card(
             zh: "空闲".into(),
             en: "idle".into(),
         },
-        shot: w.screen.as_ref().and_then(|s| shot_line(&s.note(), zone)),
+        shot: None,
         today: DayCounts::default(),
         day: zone
             .when(now)
@@ -488,6 +499,12 @@ pub fn card(
         manual: Vec::new(),
         recent: Vec::new(),
     };
+    let money_now = current.and_then(|c| c.money_step());
+    let marked_now = snap.is_ok_and(|s| !s.awaiting.is_empty());
+    card.shot = w
+        .screen
+        .as_ref()
+        .and_then(|sc| shot_line(&sc.note(), money_now, marked_now, zone));
     let s = match snap {
         Ok(s) => s,
         Err(e) => {

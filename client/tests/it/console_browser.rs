@@ -1,7 +1,12 @@
-//! The console in a real browser (issue 13 acceptance): headless Chromium driven over
-//! WebDriver (Debian's `chromium` and `chromium-driver`, which `scripts/test` installs
-//! when missing; the `fantoccini` client) against the console of the real
-//! `cmautobuy-client run`, with the mock Admin and a simulated phone.
+//! The console in a real browser (issue 13 acceptance, issue 28): headless Chromium
+//! driven over WebDriver (Debian's `chromium` and `chromium-driver`, which `scripts/test`
+//! installs when missing; the `fantoccini` client) against the console of the real
+//! `cmautobuy-client run --allow-live` (no address fingerprint configured), with the
+//! mock Admin and a simulated phone: the phone grid with a live screenshot (a PNG of the
+//! simulated phone), the address fingerprint saved on 设置 taking effect without a
+//! restart (the Admin sees `live` declared, then a live purchase places its order), the
+//! reason of a failed task in Chinese, history at 1280 px with its time column, the
+//! viewer's money-step screenshots and wireframe text.
 //!
 //! No sleeps: every wait is WebDriver's own wait for an element, or a poll of a
 //! condition with a deadline. Screenshots (PNG) of each page are kept under
@@ -17,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::world::{goods_url, World};
+use crate::support::world::{goods_url, World, SIM_ADDRESS_FINGERPRINT};
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::json;
 
@@ -186,10 +191,13 @@ fn run_with_console(w: &World, data: &Path) -> (Child, String) {
         .arg(data)
         .args(["run", "--admin", &w.url, "--token", TOKEN])
         .args(["--poll-interval", "0.2", "--console", "127.0.0.1:0"])
+        // Vouched for, but no address fingerprint: dry_run until the console sets one.
+        .arg("--allow-live")
         .arg("--device")
         .arg(format!("tcp:{}", w.phone.addr()))
         .env_remove("CMAUTOBUY_CONFIG")
         .env_remove("CMAUTOBUY_ALLOW_LIVE")
+        .env_remove("CMAUTOBUY_EXPECTED_ADDRESS")
         .env("CMAUTOBUY_MIN_TASK_GAP_SECS", "0")
         .env("CMAUTOBUY_PDD_VERSION_GATE", "false")
         .stdout(Stdio::piped())
@@ -327,14 +335,90 @@ fn the_console_in_headless_chromium() {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
 
-        // 状态 Status, live: a dry-run purchase (it stops before 提交订单; its attempt is
-        // the one the viewer draws options and taps on) reaches `succeeded`, then a
-        // collect whose goods shows a risk page ends manual_review and raises the
-        // account_paused alert — all of it arrives without a reload.
+        // 设置 → 实单: the Admin sees dry_run (no fingerprint), then the fingerprint saved
+        // on the page takes effect without a restart: the Admin sees live declared.
+        let purchase_mode = |clients: &serde_json::Value| {
+            clients["clients"]
+                .as_array()
+                .and_then(|cs| cs.iter().find(|c| c.to_string().contains("浏览器-01")))
+                .and_then(|c| {
+                    let caps = &c["capabilities"];
+                    let caps: serde_json::Value = match caps.as_str() {
+                        Some(text) => serde_json::from_str(text).unwrap_or_default(),
+                        None => caps.clone(),
+                    };
+                    caps["purchase_mode"].as_str().map(str::to_string)
+                })
+        };
+        let clients: serde_json::Value = http
+            .get(format!("{}/api/v1/admin/clients", w.url))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(purchase_mode(&clients).as_deref(), Some("dry_run"), "{clients}");
+        let address = wait_for(&c, "//textarea[@id='address-0']", Duration::from_secs(10)).await;
+        address.send_keys(&SIM_ADDRESS_FINGERPRINT.replace('|', "\n")).await.unwrap();
+        c.find(Locator::Id("live-save-0")).await.unwrap().click().await.unwrap();
+        wait_for(&c, "//p[@id='live-saved-w0']", Duration::from_secs(10)).await;
+        wait_for(&c, "//td[b[contains(., '科技园路1号')]]", Duration::from_secs(10)).await;
+        shot(&c, &shots, "03-settings-live-saved").await;
+        served.push(("/settings (live saved)".into(), page_bytes(&c).await));
+        let deadline = Instant::now() + Duration::from_secs(90);
+        loop {
+            let clients: serde_json::Value = http
+                .get(format!("{}/api/v1/admin/clients", w.url))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            if purchase_mode(&clients).as_deref() == Some("live") {
+                break;
+            }
+            assert!(Instant::now() < deadline, "live declared within 90 s of the save: {clients}");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+
+        // 状态 Status: the phone grid, a live screenshot of the simulated phone; live: a
+        // dry-run purchase (it stops before 提交订单; its attempt is the one the viewer
+        // draws options and taps on) reaches `succeeded`, a live one places its order,
+        // then a collect whose goods shows a risk page ends manual_review with its
+        // reason in Chinese and raises the account_paused alert — all of it arrives
+        // without a reload.
         c.goto(&format!("{console}/")).await.unwrap();
-        wait_for(&c, "//section[@class='worker']", Duration::from_secs(10)).await;
+        wait_for(&c, "//div[@class='grid']/article[@class='phone']/section[@class='worker']", Duration::from_secs(10)).await;
         c.execute("window.__sameDocument = 'yes';", vec![]).await.unwrap();
-        shot(&c, &shots, "03-status-idle").await;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let w = c
+                .execute("var i = document.querySelector('figure.screen img.screen'); return i && i.complete ? i.naturalWidth : 0;", vec![])
+                .await
+                .unwrap();
+            if w.as_u64().unwrap_or(0) > 0 {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the phone's screenshot loaded within 60 s");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let src = c
+            .find(Locator::Css("figure.screen img.screen"))
+            .await
+            .unwrap()
+            .attr("src")
+            .await
+            .unwrap()
+            .unwrap();
+        let img = http.get(format!("{console}{src}")).send().await.unwrap();
+        assert_eq!(img.headers()["content-type"], "image/png");
+        let png = img.bytes().await.unwrap();
+        let decoded = image::load_from_memory_with_format(&png, image::ImageFormat::Png)
+            .expect("a PNG of the simulated phone");
+        assert!(decoded.width() >= 100 && decoded.height() >= 100, "{}x{}", decoded.width(), decoded.height());
+        shot(&c, &shots, "03-status-grid").await;
         let mut buy = crate::support::world::live_purchase(
             "buy-1",
             "737116531267",
@@ -352,12 +436,42 @@ fn the_console_in_headless_chromium() {
         .await;
         shot(&c, &shots, "04-status-succeeded").await;
         assert_eq!(w.op.get_task("buy-1").await.unwrap()["results"][0]["kind"], "result");
+        // Live, as the console's fingerprint allows: one order, never paid.
+        w.op.create_task(crate::support::world::live_purchase(
+            "live-1",
+            "737116531267",
+            json!({"color": "黑色", "size": "L"}),
+            1,
+            10000,
+        ))
+        .await
+        .unwrap();
+        wait_for(
+            &c,
+            "//table[@class='recent']//tr[contains(., 'live-1') and td[@class='ok' and .='succeeded']]",
+            long,
+        )
+        .await;
+        let live = w.op.get_task("live-1").await.unwrap();
+        let sn = live.to_string();
+        assert!(
+            live["results"][0]["kind"] == "result" && sn.contains("order_sn"),
+            "{live}"
+        );
+        shot(&c, &shots, "04b-status-live-order").await;
         w.op.create_task(json!({"id": "risk-1", "type": "collect",
             "payload": {"goods_id": "693344556677", "goods_url": goods_url("693344556677")}}))
             .await
             .unwrap();
         wait_for(&c, &with_text("div", "manual", "risk-1"), long).await;
         wait_for(&c, &with_text("div", "alert", "account_paused"), long).await;
+        // Its reason, Chinese first, on the card.
+        wait_for(
+            &c,
+            "//table[@class='recent']//tr[contains(., 'risk-1')]//div[@class='reason']/span[@class='zh' and contains(., '安全验证')]",
+            long,
+        )
+        .await;
         let same = c.execute("return window.__sameDocument || 'reloaded';", vec![]).await.unwrap();
         assert_eq!(same, json!("yes"), "the outcome arrived by live update, not a reload");
         shot(&c, &shots, "05-status-manual-review-and-alert").await;
@@ -366,6 +480,15 @@ fn the_console_in_headless_chromium() {
         // 历史 History → the task → its attempt → the viewer → an artifact.
         c.goto(&format!("{console}/history")).await.unwrap();
         let link = wait_for(&c, "//table[@class='history']//a[contains(., 'risk-1')]", Duration::from_secs(10)).await;
+        // A time column, and the reason in Chinese; the table fits 1280 px.
+        wait_for(&c, "//table[@class='history']//tr[contains(., 'risk-1')]/td[1]/time", Duration::from_secs(10)).await;
+        wait_for(&c, "//table[@class='history']//tr[contains(., 'risk-1')]//span[@class='zh' and contains(., '安全验证')]", Duration::from_secs(10)).await;
+        let fits = c
+            .execute("return [document.documentElement.scrollWidth, window.innerWidth];", vec![])
+            .await
+            .unwrap();
+        let (page_w, window_w) = (fits[0].as_f64().unwrap(), fits[1].as_f64().unwrap());
+        assert!(window_w <= 1280.0 && page_w <= window_w, "history {page_w} px wide in a {window_w} px window");
         shot(&c, &shots, "06-history").await;
         served.push(("/history".into(), page_bytes(&c).await));
         link.click().await.unwrap();
@@ -412,8 +535,30 @@ fn the_console_in_headless_chromium() {
         c.execute("arguments[0].scrollIntoView();", vec![serde_json::to_value(&sheet).unwrap()])
             .await
             .unwrap();
+        // Steps without a screenshot: the dump's boxes with their text.
+        wait_for(&c, "//*[local-name()='g' and @class='wire-text']/*[local-name()='text']", Duration::from_secs(10)).await;
         shot(&c, &shots, "10-viewer-purchase").await;
         served.push(("/history/attempt (purchase)".into(), page_bytes(&c).await));
+
+        // The live purchase's attempt: the screenshots the task took at its money steps.
+        c.goto(&format!("{console}/history")).await.unwrap();
+        wait_for(&c, "//table[@class='history']//a[contains(., 'live-1')]", Duration::from_secs(10))
+            .await
+            .click()
+            .await
+            .unwrap();
+        wait_for(&c, "//a[@class='attempt']", Duration::from_secs(10)).await.click().await.unwrap();
+        let money = wait_for(
+            &c,
+            "//section[contains(@class, 'money')][.//span[@class='money-step']]//img[@class='shot-img']",
+            Duration::from_secs(10),
+        )
+        .await;
+        c.execute("arguments[0].scrollIntoView();", vec![serde_json::to_value(&money).unwrap()])
+            .await
+            .unwrap();
+        shot(&c, &shots, "10b-viewer-live-money-steps").await;
+        served.push(("/history/attempt (live)".into(), page_bytes(&c).await));
 
         // Acknowledge the alert: it goes, claiming resumes.
         c.goto(&format!("{console}/")).await.unwrap();
