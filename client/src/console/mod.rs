@@ -7,7 +7,8 @@
 //! [`router`]; the pages are askama templates in `client/templates/console/` (one
 //! escape, at render); [`layout`] renders them and serves the static CSS and JS (no
 //! inline script); [`view`] holds what the templates share (times in the host's zone,
-//! reasons, step names, the shell). [`screens`] serves each phone's live screenshot. The
+//! reasons, step names, the shell). [`screens`] serves each phone's live screenshot from
+//! its [`shot`] cache. The
 //! state ([`ConsoleState`]) holds the workers ([`ConsoleWorker`]: label, store, progress
 //! board, the phone to screenshot, what the configuration says about going live — `run`
 //! passes one per phone).
@@ -28,6 +29,7 @@ pub mod metrics;
 pub mod router;
 pub mod screens;
 pub mod settings;
+pub mod shot;
 pub mod state;
 pub mod status;
 pub mod view;
@@ -40,5 +42,5 @@ mod router_tests;
 pub use listen::{bind, ConsoleAddr, DEFAULT_PORTS};
 pub use metrics::render;
 pub use router::{router, serve};
-pub use screens::PhoneScreen;
+pub use shot::PhoneScreen;
 pub use state::{ConfigLive, ConsoleState, ConsoleWorker, WebhookName};

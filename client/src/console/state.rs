@@ -7,7 +7,7 @@ use std::sync::{Arc, RwLock};
 use chrono::{DateTime, Utc};
 
 use super::auth;
-use super::screens::PhoneScreen;
+use super::shot::PhoneScreen;
 use super::view::Zone;
 use crate::progress::ProgressHandle;
 use crate::store::Store;
