@@ -12,7 +12,12 @@
 //!   in turn) and every second a new server-sent-events stream (`/events`: time to the
 //!   response head and to the first event), each over a fresh loopback connection, timed
 //!   from connect to the last byte (pages) or to the head (streams) — target p99 <
-//!   100 ms.
+//!   100 ms;
+//! - **the phone cards' screenshots**, as the status page's script reloads them: every
+//!   5 s each phone's `/phone/N/screen.png` (a cache: at most one screenshot per phone
+//!   per 5 s, taken between the task's device calls, never in a money step) — reported,
+//!   not judged against the pages' target (a fresh one waits for the device call in
+//!   flight and takes a `screencap`); a console without the route (404) is noted once.
 //!
 //! The pool is kept at about two open tasks per phone: collects (50 %), live purchases
 //! (25 %) and dry runs (25 %), as in the soak. Exit 0 when every target holds and every
@@ -204,6 +209,35 @@ fn bench() -> Result<bool, String> {
         })
     };
 
+    // The status page's script: each phone's screenshot every 5 s.
+    let screens: Arc<Mutex<(Vec<f64>, usize, Vec<String>)>> = Arc::default();
+    let shooter = {
+        let (stop, measuring, screens) = (stop.clone(), measuring.clone(), screens.clone());
+        let phones_n = args.phones;
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::SeqCst) {
+                let tick = Instant::now();
+                for i in 0..phones_n {
+                    let got = get_image(console, &format!("/phone/{i}/screen.png"));
+                    if measuring.load(Ordering::SeqCst) {
+                        let mut s = screens.lock().unwrap_or_else(|p| p.into_inner());
+                        match got {
+                            Ok(Some(ms)) => s.0.push(ms),
+                            Ok(None) => s.1 += 1,
+                            Err(e) => s.2.push(e),
+                        }
+                    }
+                }
+                let mut left = Duration::from_secs(5).saturating_sub(tick.elapsed());
+                while !left.is_zero() && !stop.load(Ordering::SeqCst) {
+                    let step = left.min(Duration::from_millis(200));
+                    std::thread::sleep(step);
+                    left = left.saturating_sub(step);
+                }
+            }
+        })
+    };
+
     let templates = templates()?;
     let mut rng = StdRng::seed_from_u64(args.seed);
     let t0 = Instant::now();
@@ -260,6 +294,7 @@ fn bench() -> Result<bool, String> {
     measuring.store(false, Ordering::SeqCst);
     stop.store(true, Ordering::SeqCst);
     let _ = browser.join();
+    let _ = shooter.join();
 
     // Stop feeding, let the pool drain (bounded), then stop the client.
     let drain_deadline = Instant::now() + Duration::from_secs(180);
@@ -353,6 +388,22 @@ fn bench() -> Result<bool, String> {
             if within { "" } else { "  (over 100 ms)" }
         );
     }
+    {
+        let (ms, missing, errs) = screens.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        if !ms.is_empty() {
+            let (p50, p99, max) = percentiles(&ms);
+            println!(
+                "console /phone/N/screen.png (every 5 s per phone, reported): {} requests, p50 {p50:.1} ms, p99 {p99:.1} ms, max {max:.1} ms",
+                ms.len()
+            );
+        }
+        if missing > 0 {
+            println!("console /phone/N/screen.png: not served ({missing} requests answered 404)");
+        }
+        for e in errs.iter().take(5) {
+            println!("console screenshot error: {e}");
+        }
+    }
     for e in errors.iter().take(10) {
         println!("console error: {e}");
     }
@@ -412,6 +463,38 @@ fn get_page(addr: SocketAddr, path: &str) -> Result<f64, String> {
         return Err(format!("answered {:?}", head.lines().next().unwrap_or("")));
     }
     Ok(ms)
+}
+
+/// One image: milliseconds to its last byte (`Ok(None)`: 404, the console has no such
+/// route); anything but a PNG or 404 (a 503 before the first screenshot) is an error.
+fn get_image(addr: SocketAddr, path: &str) -> Result<Option<f64>, String> {
+    let start = Instant::now();
+    let mut s = connect(addr)?;
+    s.set_read_timeout(Some(Duration::from_secs(30)))
+        .map_err(|e| e.to_string())?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAccept: image/png\r\nConnection: close\r\n\r\n"
+    )
+    .map_err(|e| e.to_string())?;
+    let mut body = Vec::new();
+    s.read_to_end(&mut body).map_err(|e| e.to_string())?;
+    let ms = start.elapsed().as_secs_f64() * 1000.0;
+    let head = String::from_utf8_lossy(&body[..body.len().min(64)]).to_string();
+    if head.starts_with("HTTP/1.1 404") {
+        return Ok(None);
+    }
+    let png = body
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map(|i| &body[i + 4..]);
+    if !head.starts_with("HTTP/1.1 200") || !png.is_some_and(|b| b.starts_with(b"\x89PNG")) {
+        return Err(format!(
+            "{path} answered {:?}",
+            head.lines().next().unwrap_or("")
+        ));
+    }
+    Ok(Some(ms))
 }
 
 /// Opens the event stream: milliseconds to the response head, and to the first event

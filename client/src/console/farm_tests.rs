@@ -612,3 +612,181 @@ async fn the_console_password_is_set_checked_stored_hashed_and_never_served() {
     assert_eq!(send(&app, get("/")).await.0, StatusCode::SEE_OTHER);
     assert!(!TOKEN.is_empty());
 }
+
+/// The console page's cost with 8 phones (the several-phones layout): each store with
+/// 300 tasks of mixed outcomes today (delivered), an alert and a task in hand with its
+/// trail; 200 requests of
+/// `/` (and of `/history`), p50 / p99 / max printed. A measurement, not a check (run it
+/// with `--ignored --nocapture`; BENCHMARKS.md records a run).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore]
+async fn console_page_cost_with_8_phones() {
+    let fixtures: Vec<Fixture> = (0..8).map(|_| fixture()).collect();
+    for (p, f) in fixtures.iter().enumerate() {
+        for i in 0..300 {
+            let remote = format!("T-{p}-{i}");
+            match i % 4 {
+                0 => {
+                    report_failure(
+                        f,
+                        &remote,
+                        "failed",
+                        "PRICE_LIMIT_EXCEEDED",
+                        serde_json::json!({"confirmed_total_cent": 11800, "max_price_cent": 9999}),
+                    );
+                }
+                1 => {
+                    report_failure(
+                        f,
+                        &remote,
+                        "retry_wait",
+                        "PAGE_NOT_RECOGNIZED",
+                        serde_json::json!({}),
+                    );
+                }
+                _ => {
+                    let now = Utc::now();
+                    let task: cmautobuy_contract::Task =
+                        serde_json::from_value(serde_json::json!({
+                            "id": remote, "type": "collect", "version": 1,
+                            "payload": {"goods_id": "1", "goods_url": "u"}
+                        }))
+                        .unwrap();
+                    let id = f.store.save_claimed_task(&task, "{}", now).unwrap();
+                    let run = f.store.start_run(id, now).unwrap();
+                    f.store
+                        .record_outcome(
+                            run.id,
+                            &OutboxDraft {
+                                kind: OutboxKind::Result,
+                                remote_task_id: remote.clone(),
+                                method: "POST".into(),
+                                path: "/x".into(),
+                                headers: vec![],
+                                body: br#"{"pdd_data":{"goods_id":"1","price_granularity":"per_sku","dimensions":[],"skus":[]}}"#.to_vec(),
+                                idempotency_key: format!("{remote}:k"),
+                                on_accept: TaskState::Succeeded,
+                                outcome: "succeeded".into(),
+                            },
+                            now,
+                        )
+                        .unwrap();
+                }
+            }
+        }
+        // Delivered, as a day's outcomes are (the outbox keeps them, accepted).
+        for item in f.store.outbox_list(false).unwrap() {
+            f.store.outbox_mark_sending(item.id, Utc::now()).unwrap();
+            f.store
+                .outbox_accepted(
+                    item.id,
+                    &crate::store::Acceptance {
+                        result_id: None,
+                        accepted_at: "2026-12-02T00:00:00Z".into(),
+                        response: b"{}".to_vec(),
+                    },
+                    Utc::now(),
+                )
+                .unwrap();
+        }
+        f.store
+            .raise_alert("device_attention", None, "battery low", Utc::now())
+            .unwrap();
+        f.progress
+            .begin(&format!("T-NOW-{p}"), "purchase", "live", Utc::now());
+        for s in [
+            "open_goods",
+            "check_goods",
+            "open_sku_sheet",
+            "read_sku_sheet",
+            "select_color",
+            "select_size",
+            "set_quantity",
+            "confirm_total",
+        ] {
+            f.progress.step(Some(s), "observe");
+        }
+    }
+    let first = state(&fixtures[0]);
+    let workers: Vec<_> = fixtures
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let cam = Camera::new(f.progress.turn());
+            super::state::ConsoleWorker::new(
+                format!("tcp:10.0.0.{i}:5555"),
+                f.store.clone(),
+                f.progress.clone(),
+                f._dir.path().join("artifacts"),
+            )
+            .with_screen(PhoneScreen::new(cam))
+        })
+        .collect();
+    let mut st = first;
+    st.workers = Arc::new(workers);
+    let app = router(st);
+    for path in ["/", "/history"] {
+        let mut ms = Vec::new();
+        for _ in 0..200 {
+            let t = std::time::Instant::now();
+            let (status, _, body) = send(&app, get(path)).await;
+            ms.push(t.elapsed().as_secs_f64() * 1000.0);
+            assert_eq!(status, StatusCode::OK);
+            assert!(body.len() > 1000);
+        }
+        ms.sort_by(|a, b| a.total_cmp(b));
+        let at = |q: f64| ms[((ms.len() as f64 * q) as usize).min(ms.len() - 1)];
+        eprintln!(
+            "console {path} with 8 phones (debug build): 200 requests, p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+            at(0.5),
+            at(0.99),
+            ms[ms.len() - 1]
+        );
+    }
+}
+
+/// The new POSTs pass the guard like every other: no CSRF token, or an Origin of another
+/// site, is 403 and changes nothing; the screenshot route checks the Host too.
+#[tokio::test]
+async fn the_new_posts_need_the_csrf_token_and_this_consoles_origin() {
+    let f = fixture();
+    let (st, cam) = with_camera(&f, Duration::ZERO);
+    let csrf = st.csrf().to_string();
+    let app = router(st);
+    for (path, form) in [
+        (
+            "/settings/live",
+            "worker=0&expected_address=x&purchase_mode=dry_run",
+        ),
+        (
+            "/settings/webhooks",
+            "action=add&format=json&url=https%3A%2F%2Fhook.example%2Fx",
+        ),
+        (
+            "/settings/password",
+            "new=0123456789ab&confirm=0123456789ab",
+        ),
+    ] {
+        assert_eq!(
+            send(&app, post(path, form)).await.0,
+            StatusCode::FORBIDDEN,
+            "{path}"
+        );
+        let mut req = post(path, &format!("csrf={csrf}&{form}"));
+        req.headers_mut()
+            .insert(header::ORIGIN, "http://evil.example".parse().unwrap());
+        assert_eq!(send(&app, req).await.0, StatusCode::FORBIDDEN, "{path}");
+    }
+    let op = f.store.operator_settings().unwrap();
+    assert_eq!(
+        op,
+        crate::store::OperatorSettings::default(),
+        "nothing changed"
+    );
+    let req = axum::http::Request::get("/phone/0/screen.png")
+        .header(header::HOST, "evil.example:9464")
+        .body(axum::body::Body::empty())
+        .unwrap();
+    assert_eq!(send(&app, req).await.0, StatusCode::FORBIDDEN);
+    assert_eq!(cam.shots(), 0);
+}
