@@ -47,6 +47,9 @@ use pool::{is_terminal, open_tasks, pick, rss_kb, templates};
 
 const TOKEN: &str = "bench-token-0123456789";
 
+/// The screenshots fetched: latencies (ms), 404s, errors.
+type Shots = (Vec<f64>, usize, Vec<String>);
+
 struct Args {
     client: PathBuf,
     phones: usize,
@@ -210,7 +213,7 @@ fn bench() -> Result<bool, String> {
     };
 
     // The status page's script: each phone's screenshot every 5 s.
-    let screens: Arc<Mutex<(Vec<f64>, usize, Vec<String>)>> = Arc::default();
+    let screens: Arc<Mutex<Shots>> = Arc::default();
     let shooter = {
         let (stop, measuring, screens) = (stop.clone(), measuring.clone(), screens.clone());
         let phones_n = args.phones;
