@@ -18,37 +18,8 @@ use crate::notify::{NotifyConfig, SummaryAt, Webhook, WebhookConfig};
 use crate::pacing::PacingConfig;
 use crate::secret::Secret;
 
-/// `device_backend` (issue 15): how the client reads the screen and sends input.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum DeviceBackend {
-    /// uiautomator2's server when its jar is found and the server starts, else
-    /// uiautomator.
-    #[default]
-    Auto,
-    /// uiautomator2's server, required: a server that does not start is a device error.
-    U2,
-    /// `uiautomator dump` and `input` per call (before issue 15).
-    Uiautomator,
-}
-
-impl DeviceBackend {
-    pub fn parse(v: &str) -> Option<DeviceBackend> {
-        match v {
-            "auto" => Some(DeviceBackend::Auto),
-            "u2" => Some(DeviceBackend::U2),
-            "uiautomator" => Some(DeviceBackend::Uiautomator),
-            _ => None,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DeviceBackend::Auto => "auto",
-            DeviceBackend::U2 => "u2",
-            DeviceBackend::Uiautomator => "uiautomator",
-        }
-    }
-}
+/// `device_backend`: defined by the device layer, read from the config here.
+pub use crate::device::backend::DeviceBackend;
 
 /// `purchase_mode` (issue 13, contract §5): what this client may declare.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -41,7 +41,6 @@ mod replay_real;
 mod replay_rehearse;
 mod replay_roundtrip;
 mod resources;
-mod screens;
 mod support;
 mod two_phones;
 mod u2_backend;

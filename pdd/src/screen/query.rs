@@ -54,7 +54,7 @@ impl Matcher<'_> {
 /// A conjunction of conditions on a node; unset conditions match everything.
 ///
 /// ```
-/// use cmautobuy_client::screen::{Matcher, Query, Tree};
+/// use cmautobuy_pdd::screen::{Matcher, Query, Tree};
 /// # let tree = Tree::parse(r#"<hierarchy><node text="提交订单 ¥88" package="com.xunmeng.pinduoduo" bounds="[0,0][10,10]"/></hierarchy>"#).unwrap();
 /// let submit = tree.find(&Query::new().text(Matcher::Contains("提交订单")).visible());
 /// assert!(submit.is_some());

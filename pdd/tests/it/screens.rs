@@ -15,9 +15,9 @@ use std::path::{Path, PathBuf};
 use proptest::prelude::*;
 use serde_json::Value;
 
-use cmautobuy_client::money::Fen;
-use cmautobuy_client::screen::cover::{self, InAppCover};
-use cmautobuy_client::screen::{
+use cmautobuy_pdd::money::Fen;
+use cmautobuy_pdd::screen::cover::{self, InAppCover};
+use cmautobuy_pdd::screen::{
     classify, inspect, inspect_json, Bounds, DumpError, Matcher, Point, Query, Screen, ScreenKind,
     Tree, WindowFilter,
 };
@@ -25,7 +25,7 @@ use cmautobuy_client::screen::{
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
-        .expect("client/ has a parent")
+        .expect("pdd/ has a parent")
         .to_path_buf()
 }
 
@@ -379,12 +379,12 @@ fn entities_and_both_shapes() {
     let tree = Tree::parse(&pretty).expect("parses");
     // `&#10;` and `&amp;` decoded in content-desc.
     assert!(tree.nodes().any(|n| n.desc().ends_with("宿舍 & 办公室\n")));
-    assert_eq!(tree.shape(), cmautobuy_client::screen::DumpShape::Pretty);
+    assert_eq!(tree.shape(), cmautobuy_pdd::screen::DumpShape::Pretty);
     let old = read_dump(&fixtures_dir().join("sku_sheet_oneline_old_format.xml"));
     assert!(old.ends_with("UI hierchary dumped to: /dev/tty\n"));
     assert_eq!(old.matches('\n').count(), 1, "one line plus the trailer");
     let tree = Tree::parse(&old).expect("parses");
-    assert_eq!(tree.shape(), cmautobuy_client::screen::DumpShape::Compact);
+    assert_eq!(tree.shape(), cmautobuy_pdd::screen::DumpShape::Compact);
     assert!(tree.nodes().all(|n| n.visible_to_user().is_none()));
 }
 
@@ -436,7 +436,7 @@ fn dump_errors_have_stable_codes() {
 // ---------------------------------------------------------------------------------------
 // No panics: parser + recognizers over mutated dumps. The proptests run 256 cases each;
 // `fuzz_mutated_dumps_for_a_while` runs for CMAUTOBUY_FUZZ_SECS seconds (default 2):
-//   CMAUTOBUY_FUZZ_SECS=600 cargo test --release -p cmautobuy-client --test it screens:: \
+//   CMAUTOBUY_FUZZ_SECS=600 cargo test --release -p cmautobuy-pdd --test it screens:: \
 //     fuzz_mutated_dumps_for_a_while -- --nocapture
 // ---------------------------------------------------------------------------------------
 
@@ -590,7 +590,7 @@ fn exercise(input: &[u8]) {
     if let Ok(tree) = Tree::parse(&text) {
         let screen = classify(&tree);
         let _ = serde_json::to_string(&screen).expect("serialises");
-        let _ = cmautobuy_client::screen::render_text(&screen);
+        let _ = cmautobuy_pdd::screen::render_text(&screen);
         for n in tree.nodes() {
             let _ = (n.tap_point(), n.nearest_clickable(), n.children().count());
         }
@@ -625,7 +625,7 @@ proptest! {
 
     #[test]
     fn prices_never_panic_and_never_zero_from_noise(s in "[¥￥0-9., 券后已拼件万起-]{0,24}") {
-        if let Some(f) = cmautobuy_client::money::parse_price(&s) {
+        if let Some(f) = cmautobuy_pdd::money::parse_price(&s) {
             prop_assert!(f.0 >= 0);
             prop_assert!(s.contains(['¥', '￥']));
         }

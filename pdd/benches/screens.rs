@@ -2,7 +2,7 @@
 //! flow takes). Goal (issue 5): ≤ 1 ms per ~60 KB dump, ≥ 10× faster than Python lxml
 //! doing the same (`scripts/bench-screens-vs-lxml` runs both and prints the ratio).
 //!
-//!     cargo bench -p cmautobuy-client --bench screens
+//!     cargo bench -p cmautobuy-pdd --bench screens
 //!
 //! `SCREENS_BENCH_FILES=a.xml,b.xml` benches other files (e.g. a dump from your phone).
 
@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
-use cmautobuy_client::screen::{classify, Tree};
+use cmautobuy_pdd::screen::{classify, Tree};
 
 /// The fixtures the size of a real dump.
 pub const FILES: &[&str] = &[
