@@ -336,6 +336,12 @@ pub fn for_code(code: &FailureCode) -> OperatorText {
             "通常会自动重试；反复出现时在手机上关闭该推广",
             "usually retried; if it keeps happening, close the promo on the phone",
         ),
+        C::OrderListIncomplete => t(
+            "提交后在待付款里没有找到新订单，而且“全部”订单列表打不开：订单可能已经以其他状态存在（已付款、先用后付）",
+            "after the submit no new order was found under 待付款 and the 全部 list could not be read: the order may exist in another state (paid, 先用后付)",
+            "在手机的全部订单里人工查找这笔订单并核对是否被扣款；确认没有下单前不要重新下单",
+            "look for the order under 全部订单 by hand and check whether money was taken; do not order again until you know none exists",
+        ),
         C::Other(code) => t(
             format!("其他原因（{code}）"),
             format!("another reason ({code})"),

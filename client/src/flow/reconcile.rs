@@ -169,6 +169,10 @@ pub struct OrderSeen {
     pub in_census: bool,
     /// A wording on its detail that says it is paid or bound (先用后付, 免密支付, …).
     pub binding: Option<String>,
+    /// Stamped no earlier than `window` before the mark (the contract's 5 min, wider than
+    /// the adoption window's lead), or its time unreadable: a paid or bound order of the
+    /// goods this recent raises the alarm even outside the adoption window.
+    pub recent: bool,
 }
 
 impl OrderSeen {
@@ -367,6 +371,9 @@ pub struct ReconcileFlow {
     walk: Walk,
     /// Taps of the 全部 tab.
     all_tab_taps: u32,
+    /// The 全部 list was walked to its end (else, when it was tried, an order in another
+    /// state cannot be ruled out: `ORDER_LIST_INCOMPLETE`).
+    all_walked: bool,
     /// Taps per navigation label on the label path.
     label_taps: BTreeMap<String, u32>,
     /// The detail being read (opened from the list).
@@ -493,6 +500,7 @@ impl ReconcileFlow {
             link: Link::Untried,
             walk: Walk::Unpaid,
             all_tab_taps: 0,
+            all_walked: false,
             label_taps: BTreeMap::new(),
             detail: None,
             after: AfterSubmit::default(),
@@ -625,18 +633,31 @@ impl ReconcileFlow {
 
     fn not_found_code(&self) -> FailureCode {
         match self.mode {
-            Mode::Recovery => FailureCode::InterruptedAfterSubmit,
             Mode::Census => FailureCode::OrderCensusFailed,
+            // The 待付款 walk found nothing new and the 全部 list could not be read to its
+            // end: the order may be there in another state (paid, 先用后付).
+            _ if self.walk == Walk::All && !self.all_walked => FailureCode::OrderListIncomplete,
+            Mode::Recovery => FailureCode::InterruptedAfterSubmit,
             Mode::AfterSubmit => FailureCode::OrderNotFound,
         }
     }
 
-    /// Does a list card (its labels) fit?
+    /// Does a list card (its labels) fit? The total is matched only on a card that is
+    /// unpaid by its own reading (an unpaid wording as its status, no binding word): a
+    /// paid or bound order may show another amount (a 多多支付 discount, 先用后付 with no
+    /// amount yet) and is opened on its title, options and quantity alone.
     fn card_fits(&self, e: &OrderEntry, labels: &[&str]) -> bool {
         let f = &self.fit;
+        let unpaid = e
+            .status
+            .as_deref()
+            .is_some_and(|s| UNPAID_STATUSES.iter().any(|w| s.contains(w)))
+            && !labels
+                .iter()
+                .any(|l| BINDING_ORDER_WORDS.iter().any(|w| l.contains(w)));
         f.title_ok(e.title.as_deref())
             && e.quantity.is_none_or(|q| q == f.quantity)
-            && f.total.is_none_or(|want| e.total.is_none_or(|t| t == want))
+            && (!unpaid || f.total.is_none_or(|want| e.total.is_none_or(|t| t == want)))
             && names_all(labels.iter().copied(), &f.options)
     }
 
@@ -862,21 +883,33 @@ impl ReconcileFlow {
             return;
         };
         let labels: Vec<&str> = r.labels.iter().map(String::as_str).collect();
+        let binding = labels
+            .iter()
+            .find_map(|l| BINDING_ORDER_WORDS.iter().find(|w| l.contains(*w)))
+            .map(|w| (*w).to_string());
+        let unpaid = binding.is_none()
+            && r.status
+                .as_deref()
+                .is_some_and(|s| UNPAID_STATUSES.iter().any(|w| s.contains(w)));
         let f = &self.fit;
+        // A detail that is not unpaid fits on title, options and quantity alone: an order
+        // paid at a discount (用多多支付减7.53元) or bound by 先用后付 (no 实付 amount yet) is
+        // still the account paying by itself.
         let fits = f.title_ok(r.goods_title.as_deref())
             && r.quantity.is_none_or(|q| q == f.quantity)
-            && f.total.is_none_or(|want| r.total == Some(want))
+            && (!unpaid || f.total.is_none_or(|want| r.total == Some(want)))
             && names_all(labels.iter().copied(), &f.options);
         let lead = self.lead();
         let in_window = r
             .ordered_at
             .is_some_and(|t| within(self.submitted_at, t, lead, self.limits.window));
+        let horizon = self.submitted_at
+            - chrono::Duration::from_std(self.limits.window).unwrap_or(chrono::Duration::MAX);
+        let recent = r
+            .ordered_at
+            .is_none_or(|t| t.with_timezone(&Utc) >= horizon);
         let other_task = self.ctx.known_orders.contains(&sn);
         let in_census = self.conf.census.as_ref().is_some_and(|c| c.contains(&sn));
-        let binding = labels
-            .iter()
-            .find_map(|l| BINDING_ORDER_WORDS.iter().find(|w| l.contains(*w)))
-            .map(|w| (*w).to_string());
         self.orders.insert(
             sn.clone(),
             OrderSeen {
@@ -890,6 +923,7 @@ impl ReconcileFlow {
                 other_task,
                 in_census,
                 binding,
+                recent,
             },
         );
     }
@@ -919,6 +953,9 @@ impl ReconcileFlow {
             return Action::Wait {
                 duration: Duration::ZERO,
             };
+        }
+        if self.walk == Walk::All {
+            self.all_walked = true;
         }
         if self.walk == Walk::Unpaid && self.candidates().is_empty() && self.unreadable == 0 {
             // Nothing new under 待付款: look for the order in any other state (paid,
@@ -970,20 +1007,41 @@ impl ReconcileFlow {
             .filter(|o| o.fits && !o.other_task && o.in_census)
             .count();
         let candidates = self.candidates();
-        // Found, but paid or bound: the account pays by itself — never "not found".
-        let bound: Vec<&OrderSeen> = candidates.iter().copied().filter(|o| !o.unpaid()).collect();
+        // Found, but paid or bound: the account pays by itself — never "not found". Any
+        // such order of the goods that is new (not in the census, not another task's) and
+        // recent raises it: in the adoption window, later than it, or with no readable
+        // time. Only one stamped more than `window` before the mark is history (an order
+        // paid by a human before this task).
+        let bound: Vec<&OrderSeen> = self
+            .orders
+            .values()
+            .filter(|o| o.fits && !o.other_task && !o.in_census && !o.unpaid())
+            .filter(|o| o.in_window || o.recent)
+            .collect();
         if !bound.is_empty() {
+            let want = self.fit.total;
             let what: Vec<String> = bound
                 .iter()
                 .map(|o| {
-                    format!(
-                        "{} ({})",
-                        o.order_sn,
-                        o.binding
-                            .clone()
-                            .or_else(|| o.status.clone())
-                            .unwrap_or_else(|| "status unreadable".into())
-                    )
+                    let mut w = o
+                        .binding
+                        .clone()
+                        .or_else(|| o.status.clone())
+                        .unwrap_or_else(|| "status unreadable".into());
+                    match (o.total_cent, want) {
+                        (Some(t), Some(c)) if t != c.get() => {
+                            w.push_str(&format!(", {t} fen against the {} fen confirmed", c.get()))
+                        }
+                        (None, Some(_)) => w.push_str(", no amount shown"),
+                        _ => {}
+                    }
+                    if !o.in_window {
+                        w.push_str(match o.ordered_at {
+                            Some(_) => ", outside the adoption window",
+                            None => ", time unreadable",
+                        });
+                    }
+                    format!("{} ({w})", o.order_sn)
                 })
                 .collect();
             return self.fail(
@@ -1090,7 +1148,17 @@ impl ReconcileFlow {
                 ),
             )),
             [] => {
-                let mut m = if self.mode == Mode::Recovery {
+                let incomplete = self.walk == Walk::All && !self.all_walked;
+                let mut m = if incomplete {
+                    format!(
+                        "{}no new order fits the purchase under 待付款, and the 全部 list could not be read (its tab did not open): an order in another state (paid, 先用后付) cannot be ruled out",
+                        if self.mode == Mode::Recovery {
+                            "interrupted after the irreversible mark; "
+                        } else {
+                            ""
+                        }
+                    )
+                } else if self.mode == Mode::Recovery {
                     "interrupted after the irreversible mark and no order can be found: nothing can be proven".to_string()
                 } else {
                     "no new order fits the purchase, under 待付款 or 全部".to_string()
@@ -1506,6 +1574,7 @@ mod tests {
             other_task: false,
             in_census: false,
             binding: binding.map(str::to_string),
+            recent: true,
         }
     }
 
