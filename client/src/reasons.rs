@@ -325,10 +325,10 @@ pub fn for_code(code: &FailureCode) -> OperatorText {
             "set expected_address = [\"receiver\", \"street\"] in config.toml, or in the console",
         ),
         C::OrderNoveltyUnproven => t(
-            "找到的订单无法证明是本次新下的（缺少下单前的订单清点）",
-            "the order found cannot be proven new (no census of unpaid orders before the submit)",
-            "在待付款里人工核对",
-            "check 待付款 by hand",
+            "找到的订单无法证明是本次新下的（下单前的待付款订单清点没有覆盖到它）",
+            "the order found cannot be proven new (the census of unpaid orders taken before the submit does not cover it)",
+            "在待付款里人工核对，不要重新下单",
+            "check 待付款 by hand; do not order again",
         ),
         C::TargetCovered => t(
             "拼多多在要点击的按钮上盖了一层（推广气泡等），无法关闭",
@@ -349,6 +349,18 @@ pub fn for_code(code: &FailureCode) -> OperatorText {
             "look at the task's diagnostics and screenshots",
         ),
     }
+}
+
+/// `ORDER_NOVELTY_UNPROVEN` when the order's card reads like an unpaid card the census
+/// saw before the submit without opening it (its match — the task's expected title, the
+/// Admin's option spelling — left that card out).
+pub fn census_missed_card() -> OperatorText {
+    OperatorText::new(
+        "找到的订单无法证明是本次新下的：下单前清点待付款订单时，有一张看起来一样的订单卡片没有被打开核对（任务里的商品标题或规格写法与拼多多页面不同），这可能就是那笔旧订单",
+        "the order found cannot be proven new: before the submit the census saw an unpaid card that reads the same without opening it (the task's goods title or option spelling differs from PDD's page); it may be that older order",
+        "在待付款里人工核对，不要重新下单；在管理端把任务的商品标题和规格改成拼多多页面上的写法",
+        "check 待付款 by hand and do not order again; in the Admin, set the task's goods title and option names to what PDD's page shows",
+    )
 }
 
 #[cfg(test)]

@@ -173,6 +173,9 @@ pub struct OrderSeen {
     /// the adoption window's lead), or its time unreadable: a paid or bound order of the
     /// goods this recent raises the alarm even outside the adoption window.
     pub recent: bool,
+    /// Its card reads like an unpaid card the census saw without opening
+    /// ([`Confirmation::census_unopened`]): its number cannot prove it new.
+    pub like_unopened: bool,
 }
 
 impl OrderSeen {
@@ -187,7 +190,7 @@ impl OrderSeen {
     }
 
     fn json(&self) -> Value {
-        json!({
+        let mut v = json!({
             "order_sn": self.order_sn,
             "ordered_at": self.ordered_at.map(|t| t.to_rfc3339()),
             "status": self.status,
@@ -198,7 +201,11 @@ impl OrderSeen {
             "reported_for_other_task": self.other_task,
             "in_census": self.in_census,
             "binding": self.binding,
-        })
+        });
+        if self.like_unopened {
+            v["like_unopened_census_card"] = Value::Bool(true);
+        }
+        v
     }
 }
 
@@ -258,6 +265,17 @@ impl Link {
             Link::Failed => "failed",
         }
     }
+}
+
+/// What a census counted ([`ReconcileFlow::census_result`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Census {
+    /// The order numbers of the unpaid orders that could fit ([`Confirmation::census`]).
+    pub orders: BTreeSet<String>,
+    /// The cards of the list's first view at its top ([`Confirmation::census_top`]).
+    pub top: Vec<ListCard>,
+    /// The unpaid cards seen but not opened ([`Confirmation::census_unopened`]).
+    pub unopened: Vec<ListCard>,
 }
 
 /// The screens PDD showed after the submit that end the flow with their own code
@@ -383,6 +401,10 @@ pub struct ReconcileFlow {
     census_done: Option<BTreeSet<String>>,
     /// The cards of the list's first view at its top (census mode).
     census_top: Option<Vec<ListCard>>,
+    /// The unpaid cards seen without being opened (census mode).
+    census_unopened: Vec<ListCard>,
+    /// The card whose detail is being opened or read.
+    opening: Option<ListCard>,
 }
 
 fn manual(code: FailureCode, step: FlowStep, m: impl Into<String>) -> FlowFailure {
@@ -506,6 +528,8 @@ impl ReconcileFlow {
             after: AfterSubmit::default(),
             census_done: None,
             census_top: None,
+            census_unopened: Vec::new(),
+            opening: None,
         }
     }
 
@@ -527,11 +551,16 @@ impl ReconcileFlow {
         self.started
     }
 
-    /// The census, once a census flow has counted: its order numbers, and the cards of
-    /// the list's top as it saw them ([`Confirmation::census_top`]).
-    pub fn census_result(&mut self) -> Option<(BTreeSet<String>, Vec<ListCard>)> {
-        let done = self.census_done.take()?;
-        Some((done, self.census_top.clone().unwrap_or_default()))
+    /// The census, once a census flow has counted: its order numbers, the cards of the
+    /// list's top as it saw them ([`Confirmation::census_top`]) and the cards it did not
+    /// open ([`Confirmation::census_unopened`]).
+    pub fn census_result(&mut self) -> Option<Census> {
+        let orders = self.census_done.take()?;
+        Some(Census {
+            orders,
+            top: self.census_top.clone().unwrap_or_default(),
+            unopened: std::mem::take(&mut self.census_unopened),
+        })
     }
 
     /// After the submit, with an order already found new: the view shows the cards the
@@ -610,6 +639,7 @@ impl ReconcileFlow {
             // travel: they name what was not adopted).
             let mut c = self.conf.clone();
             c.census_top = None;
+            c.census_unopened = None;
             serde_json::to_value(&c).unwrap_or(Value::Null)
         })
     }
@@ -752,21 +782,31 @@ impl ReconcileFlow {
                     .collect(),
             );
         }
-        let fitting: Vec<Point> = l
-            .entries
-            .iter()
-            .filter(|e| e.fully_visible && self.card_wanted(e))
-            .filter_map(|e| {
-                let labels: Vec<&str> = e.labels.iter().map(String::as_str).collect();
-                if !self.card_fits(e, &labels) {
-                    return None;
+        let mut fitting: Vec<(Point, ListCard)> = Vec::new();
+        for e in l.entries.iter().filter(|e| e.fully_visible) {
+            if !self.card_wanted(e) {
+                continue;
+            }
+            let labels: Vec<&str> = e.labels.iter().map(String::as_str).collect();
+            if !self.card_fits(e, &labels) {
+                // The census keeps what it did not open: a card outside its match may
+                // still be what reconciliation matches later.
+                if self.mode == Mode::Census {
+                    let card = ListCard::of(e);
+                    if !self.census_unopened.contains(&card) {
+                        self.census_unopened.push(card);
+                    }
                 }
-                // Tap the card's title label: inside the card, away from the card's
-                // own buttons (取消订单, 去支付), whatever the card's extent.
-                e.title_tap.or(e.tap)
-            })
-            .collect();
-        if let Some(at) = fitting.get(self.opened_in_view).copied() {
+                continue;
+            }
+            // Tap the card's title label: inside the card, away from the card's own
+            // buttons (取消订单, 去支付), whatever the card's extent.
+            if let Some(at) = e.title_tap.or(e.tap) {
+                fitting.push((at, ListCard::of(e)));
+            }
+        }
+        if let Some((at, card)) = fitting.get(self.opened_in_view).cloned() {
+            self.opening = Some(card);
             self.opened_in_view += 1;
             self.details += 1;
             if self.details > self.limits.details {
@@ -910,6 +950,10 @@ impl ReconcileFlow {
             .is_none_or(|t| t.with_timezone(&Utc) >= horizon);
         let other_task = self.ctx.known_orders.contains(&sn);
         let in_census = self.conf.census.as_ref().is_some_and(|c| c.contains(&sn));
+        let like_unopened = match (&self.opening, &self.conf.census_unopened) {
+            (Some(card), Some(unopened)) => unopened.contains(card),
+            _ => false,
+        };
         self.orders.insert(
             sn.clone(),
             OrderSeen {
@@ -924,6 +968,7 @@ impl ReconcileFlow {
                 in_census,
                 binding,
                 recent,
+                like_unopened,
             },
         );
     }
@@ -974,11 +1019,13 @@ impl ReconcileFlow {
         self.decide()
     }
 
-    /// The candidates: fitting, not another task's, not in the census, in the window.
+    /// The candidates: fitting, not another task's, not in the census, in the window, and
+    /// proven new by their number (a card the census saw unopened proves nothing).
     fn candidates(&self) -> Vec<&OrderSeen> {
         self.orders
             .values()
             .filter(|o| o.fits && !o.other_task && !o.in_census && o.in_window)
+            .filter(|o| !o.like_unopened)
             .collect()
     }
 
@@ -1073,6 +1120,28 @@ impl ReconcileFlow {
                     reasons::for_code(&FailureCode::OrderNoveltyUnproven),
                     &candidates,
                 )),
+            );
+        }
+        // An order whose card the census saw without opening it (its match — the task's
+        // expected title, the Admin's spelling — left that card out) may be older than
+        // the submit: its number proves nothing, and none is adopted.
+        let unproven: Vec<&OrderSeen> = self
+            .orders
+            .values()
+            .filter(|o| o.fits && !o.other_task && !o.in_census && o.in_window)
+            .filter(|o| o.like_unopened)
+            .collect();
+        if !unproven.is_empty() {
+            return self.fail(
+                manual(
+                    FailureCode::OrderNoveltyUnproven,
+                    step,
+                    format!(
+                        "{} order(s) fit the purchase, but their cards read like unpaid cards the census saw before the submit without opening them (outside its match: the task's expected title or option spelling differs from the page's): they cannot be proven new and none is adopted",
+                        unproven.len()
+                    ),
+                )
+                .explain(&naming(reasons::census_missed_card(), &unproven)),
             );
         }
         // What PDD showed after the tap decides before a found order does.
@@ -1575,6 +1644,7 @@ mod tests {
             in_census: false,
             binding: binding.map(str::to_string),
             recent: true,
+            like_unopened: false,
         }
     }
 

@@ -108,24 +108,44 @@ impl Store {
         })
     }
 
-    /// The order numbers this client reported — or stored in its outbox to report — in
-    /// purchase results of tasks other than `remote_task_id`: reconciliation never adopts
-    /// one of them for this task (issue 11, A.6). Read from the result bodies as they go
-    /// on the wire (`purchase.order_sn`); a body that does not parse is skipped.
+    /// The order numbers this client reported — or stored in its outbox to report — for
+    /// tasks other than `remote_task_id`: reconciliation never adopts one of them for this
+    /// task (issue 11, A.6). Read from the bodies as they go on the wire: a result's
+    /// `purchase.order_sn`, and every order a failure names — its `diagnostics.order_sn`
+    /// (a `manual_review` such as `PAYMENT_OFFER_SHOWN` or `ORDER_PLACED_UNCONFIRMED`
+    /// naming the order it found) and each of its `diagnostics.candidates` (the fitting
+    /// orders it read). A failure of another task was recorded before this task started
+    /// (one task at a time per phone and store), so every order it names existed before
+    /// this task's submit: none can be this task's. A body that does not parse is skipped.
     pub fn order_sns_of_other_tasks(&self, remote_task_id: &str) -> Result<BTreeSet<String>> {
         let conn = self.lock();
-        let mut st =
-            conn.prepare("SELECT body FROM outbox WHERE kind = 'result' AND remote_task_id <> ?1")?;
-        let rows = st.query_map([remote_task_id], |r| r.get::<_, Vec<u8>>(0))?;
+        let mut st = conn.prepare("SELECT kind, body FROM outbox WHERE remote_task_id <> ?1")?;
+        let rows = st.query_map([remote_task_id], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, Vec<u8>>(1)?))
+        })?;
         let mut out = BTreeSet::new();
-        for body in rows {
-            let body = body?;
-            let sn = serde_json::from_slice::<serde_json::Value>(&body)
-                .ok()
-                .and_then(|v| v["purchase"]["order_sn"].as_str().map(str::to_string));
-            if let Some(sn) = sn.filter(|s| !s.is_empty()) {
-                out.insert(sn);
+        for row in rows {
+            let (kind, body) = row?;
+            let Ok(v) = serde_json::from_slice::<serde_json::Value>(&body) else {
+                continue;
+            };
+            let mut named: Vec<&serde_json::Value> = Vec::new();
+            if kind == "result" {
+                named.push(&v["purchase"]["order_sn"]);
+            } else {
+                let d = &v["diagnostics"];
+                named.push(&d["order_sn"]);
+                if let Some(c) = d["candidates"].as_array() {
+                    named.extend(c.iter().map(|o| &o["order_sn"]));
+                }
             }
+            out.extend(
+                named
+                    .into_iter()
+                    .filter_map(|s| s.as_str())
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string),
+            );
         }
         Ok(out)
     }
@@ -288,7 +308,7 @@ mod tests {
             OutboxKind::Result,
             serde_json::json!({"purchase": {"order_sn": "261130-2"}}),
         );
-        // A collect result, a dry run (no number) and a failure naming candidates: none.
+        // A collect result and a dry run (no number): none.
         put(
             "c",
             OutboxKind::Result,
@@ -299,10 +319,18 @@ mod tests {
             OutboxKind::Result,
             serde_json::json!({"purchase": {"order_sn": null}}),
         );
+        // A failure naming the order it found (PAYMENT_OFFER_SHOWN) and the fitting
+        // orders it read: every one of them.
         put(
             "e",
             OutboxKind::Failure,
-            serde_json::json!({"diagnostics": {"candidates": [{"order_sn": "261130-3"}]}}),
+            serde_json::json!({"diagnostics": {"order_sn": "261130-4", "candidates": [{"order_sn": "261130-3"}, {"order_sn": "261130-4"}]}}),
+        );
+        // A failure that names nothing.
+        put(
+            "f",
+            OutboxKind::Failure,
+            serde_json::json!({"diagnostics": {"candidates": []}}),
         );
         let of = |t: &str| {
             s.order_sns_of_other_tasks(t)
@@ -310,11 +338,13 @@ mod tests {
                 .into_iter()
                 .collect::<Vec<_>>()
         };
-        assert_eq!(of("a"), vec!["261130-2".to_string()]);
+        assert_eq!(of("a"), vec!["261130-2", "261130-3", "261130-4"]);
         assert_eq!(
             of("z"),
-            vec!["261130-1".to_string(), "261130-2".to_string()]
+            vec!["261130-1", "261130-2", "261130-3", "261130-4"]
         );
+        // A task's own failure does not hide its orders from itself.
+        assert_eq!(of("e"), vec!["261130-1", "261130-2"]);
     }
 
     #[test]

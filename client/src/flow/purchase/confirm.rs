@@ -374,6 +374,7 @@ impl PurchaseFlow {
             spec_text,
             census: self.census_taken.clone(),
             census_top: self.census_top.clone(),
+            census_unopened: self.census_unopened.clone(),
             unconfirmed: None,
         };
         self.confirmation = Some(conf.clone());

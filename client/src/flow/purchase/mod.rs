@@ -192,6 +192,8 @@ pub struct PurchaseFlow {
     census_taken: Option<BTreeSet<String>>,
     /// The cards at the top of the unpaid list when the census counted.
     census_top: Option<Vec<ListCard>>,
+    /// The unpaid cards the census saw without opening them.
+    census_unopened: Option<Vec<ListCard>>,
     /// What showed after the spec sheet's 确定 instead of 确认订单 (late mark).
     unconfirmed: Option<String>,
     /// What the previous quiet dump showed ready to confirm: selection, quantity, total.
@@ -271,6 +273,7 @@ impl PurchaseFlow {
             census: None,
             census_taken: None,
             census_top: None,
+            census_unopened: None,
             unconfirmed: None,
             settling: None,
             prev_settle: None,
@@ -358,6 +361,7 @@ impl PurchaseFlow {
             spec_text: None,
             census: None,
             census_top: None,
+            census_unopened: None,
             unconfirmed: None,
         }
     }
@@ -370,9 +374,10 @@ impl PurchaseFlow {
             return self.open_goods();
         };
         let a = c.observe(now, obs);
-        if let Some((taken, top)) = c.census_result() {
-            self.census_taken = Some(taken);
-            self.census_top = Some(top);
+        if let Some(census) = c.census_result() {
+            self.census_taken = Some(census.orders);
+            self.census_top = Some(census.top);
+            self.census_unopened = Some(census.unopened);
             self.census = None;
             return self.open_goods();
         }
@@ -430,6 +435,7 @@ impl PurchaseFlow {
             spec_text: None,
             census: self.census_taken.clone(),
             census_top: self.census_top.clone(),
+            census_unopened: self.census_unopened.clone(),
             unconfirmed: Some(what),
         };
         self.confirmation = Some(conf.clone());
