@@ -289,10 +289,10 @@ pub fn for_code(code: &FailureCode) -> OperatorText {
             "order by hand, or wait for a checkout that shows its total",
         ),
         C::OrderPlacedUnconfirmed => t(
-            "点“确定”后没有进入确认订单页，而是进入了付款或未知页面：可能已经下单，但总价未经核对",
-            "the 确定 tap led to a payment or unknown page instead of 确认订单: an order may exist whose total was never checked",
-            "在待付款里人工核对这笔订单和金额，不要重新下单",
-            "check the order and its amount under 待付款 by hand; do not order again",
+            "点规格弹窗的“确定”后没能确认进入了确认订单页（出现了付款页、其他页面或对话框，或屏幕读不到、手机无响应、任务中断）：可能已经下单，但总价未经核对",
+            "after the spec sheet's 确定 tap, 确认订单 was never confirmed (a payment page, another page or a dialog showed, or the screen could not be read, the phone did not answer, or the task was cut short): an order may exist whose total was never checked",
+            "在待付款和全部订单里人工核对这笔订单和金额，不要重新下单",
+            "check the order and its amount under 待付款 and 全部订单 by hand; do not order again",
         ),
         C::RepeatOrderPrompt => t(
             "拼多多提示已有相同商品的待支付订单，本次没有点“继续下单”",
@@ -349,6 +349,58 @@ pub fn for_code(code: &FailureCode) -> OperatorText {
             "look at the task's diagnostics and screenshots",
         ),
     }
+}
+
+/// `ORDER_PLACED_UNCONFIRMED` naming what came instead of 确认订单 after the spec sheet's
+/// 确定: `by` is what the flow recorded (`Confirmation::unconfirmed_by`): a screen kind
+/// (`payment`, `unknown`, …), `goods_gone`, `sheet_stayed`, `popups`, `interrupted`,
+/// `aborted`, or the failure code that ended the wait (`UI_DUMP_FAILED`, …). Unknown or
+/// absent: the default text, which names every case.
+pub fn placed_unconfirmed(by: Option<&str>) -> OperatorText {
+    let what: Option<(String, String)> = by.map(|b| {
+        let (zh, en) = match b {
+            "payment" => ("拼多多收银台（付款页）", "PDD's cashier (a payment page)"),
+            "payment_abandon_dialog" => ("放弃付款对话框", "the abandon-payment dialog"),
+            "repeat_order_dialog" => ("重复下单提示", "the repeat-order dialog"),
+            "payment_offer" => ("免密支付/先用后付开通提示", "a 免密支付 / 先用后付 offer"),
+            "unknown" => (
+                "无法识别的页面或其他应用",
+                "a page this client does not recognise, or another app",
+            ),
+            "goods_detail" => ("商品页", "the goods page"),
+            "order_list" | "order_detail" => ("订单页", "an order page"),
+            "login_required" => ("登录页", "a login page"),
+            "risk_verification" => ("安全验证页", "a security verification"),
+            "popup" => (
+                "一个弹窗（下面不是确认订单页）",
+                "a popup that was not over 确认订单",
+            ),
+            "popups" => ("反复出现的弹窗", "popups that kept coming back"),
+            "goods_gone" => ("“商品不存在或已下架”页", "a goods-gone page"),
+            "sheet_stayed" => ("规格弹窗一直没有离开", "the spec sheet, which stayed"),
+            "interrupted" => (
+                "客户端中断（崩溃或被停止）",
+                "the client being interrupted (a crash or a stop)",
+            ),
+            "aborted" => (
+                "任务被中止（超时或步数用尽）",
+                "the driver cutting the task short (its deadline or its action budget)",
+            ),
+            "UI_DUMP_FAILED" => ("屏幕一直读不到", "screens that could not be read"),
+            "DEVICE_OFFLINE" => ("手机无响应", "a phone that did not answer"),
+            _ => return (format!("出错（{b}）"), format!("an error ({b})")),
+        };
+        (zh.to_string(), en.to_string())
+    });
+    let Some((zh, en)) = what else {
+        return for_code(&FailureCode::OrderPlacedUnconfirmed);
+    };
+    OperatorText::new(
+        format!("点规格弹窗的“确定”后没有看到确认订单页，而是：{zh}；可能已经下单，但总价未经核对"),
+        format!("after the spec sheet's 确定 tap 确认订单 did not show, but {en}: an order may exist whose total was never checked"),
+        "在待付款和全部订单里人工核对这笔订单和金额，不要重新下单",
+        "check the order and its amount under 待付款 and 全部订单 by hand; do not order again",
+    )
 }
 
 /// `ORDER_NOVELTY_UNPROVEN` when the order's card reads like an unpaid card the census

@@ -66,6 +66,11 @@ pub struct Confirmation {
     /// success.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unconfirmed: Option<String>,
+    /// What came instead of 确认订单, by a stable name (a screen kind, `sheet_stayed`,
+    /// `popups`, `goods_gone`, or the failure code that ended the wait): the operator
+    /// text names it ([`crate::reasons::placed_unconfirmed`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unconfirmed_by: Option<String>,
 }
 
 /// An order card of a list as it reads (not its position): what the census records of

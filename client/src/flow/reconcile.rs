@@ -403,6 +403,9 @@ pub struct ReconcileFlow {
     census_top: Option<Vec<ListCard>>,
     /// The unpaid cards seen without being opened (census mode).
     census_unopened: Vec<ListCard>,
+    /// A late mark was triggered by the repeat-order dialog or a payment offer
+    /// ([`Self::with_after`]).
+    late_by_after: bool,
     /// The card whose detail is being opened or read.
     opening: Option<ListCard>,
 }
@@ -529,6 +532,7 @@ impl ReconcileFlow {
             census_done: None,
             census_top: None,
             census_unopened: Vec::new(),
+            late_by_after: false,
             opening: None,
         }
     }
@@ -537,6 +541,16 @@ impl ReconcileFlow {
     /// and the measured clock skew.
     pub fn with_context(mut self, ctx: ReconcileContext) -> Self {
         self.ctx = ctx;
+        self
+    }
+
+    /// The same flow knowing the post-submit screen that came instead of 确认订单 after a
+    /// spec sheet's 确定 (the repeat-order dialog, a payment offer) and made the purchase
+    /// mark late: that screen's own code ends the reconciliation, not
+    /// `ORDER_PLACED_UNCONFIRMED` — its text is the true one.
+    pub fn with_after(mut self, after: AfterSubmit) -> Self {
+        self.late_by_after = after.repeat_prompt.is_some() || after.offer.is_some();
+        self.after = after;
         self
     }
 
@@ -1145,7 +1159,11 @@ impl ReconcileFlow {
             );
         }
         // What PDD showed after the tap decides before a found order does.
-        let special: Option<FailureCode> = if self.conf.unconfirmed.is_some() {
+        // A late mark (an order placed by a tap that should only have opened 确认订单) is
+        // ORDER_PLACED_UNCONFIRMED — unless the screen that made it late was the
+        // repeat-order dialog or a payment offer: that screen's code says what happened.
+        let special: Option<FailureCode> = if self.conf.unconfirmed.is_some() && !self.late_by_after
+        {
             Some(FailureCode::OrderPlacedUnconfirmed)
         } else if self.after.repeat_prompt.is_some() {
             Some(FailureCode::RepeatOrderPrompt)
@@ -1175,12 +1193,18 @@ impl ReconcileFlow {
                     self.after.payment_app.as_deref().unwrap_or("another app")
                 ),
             };
+            let text = match &code {
+                FailureCode::OrderPlacedUnconfirmed => {
+                    reasons::placed_unconfirmed(self.conf.unconfirmed_by.as_deref())
+                }
+                other => reasons::for_code(other),
+            };
             let mut f = manual(
                 code.clone(),
                 step,
                 format!("{m}; {} new order(s) found", candidates.len()),
             )
-            .explain(&naming(reasons::for_code(&code), &candidates));
+            .explain(&naming(text, &candidates));
             if let [one] = candidates.as_slice() {
                 f = f.with("order_sn", one.order_sn.clone());
             }

@@ -108,6 +108,24 @@ impl Store {
         })
     }
 
+    /// Records durably (`synchronous=FULL`), before the spec sheet's 确定 / 立即购买 is
+    /// tapped, that a tap which should only open 确认订单 is about to go out: the run's
+    /// purchase snapshot is set without a mark. Crash recovery of an unmarked run that
+    /// carries one reports `manual_review ORDER_PLACED_UNCONFIRMED` (the 确定 may have
+    /// led to a cashier), never "nothing was submitted"; the mark, when it comes, replaces
+    /// the snapshot. `false` (nothing written) when the run is already marked or has an
+    /// outcome.
+    pub fn note_proceed(&self, run_id: i64, snapshot: &str) -> Result<bool> {
+        self.durable(|tx| {
+            let n = tx.execute(
+                "UPDATE task_runs SET purchase_snapshot = ?2
+                 WHERE id = ?1 AND irreversible_action_at IS NULL AND outcome IS NULL",
+                params![run_id, snapshot],
+            )?;
+            Ok(n == 1)
+        })
+    }
+
     /// The order numbers this client reported — or stored in its outbox to report — for
     /// tasks other than `remote_task_id`: reconciliation never adopts one of them for this
     /// task (issue 11, A.6). Read from the bodies as they go on the wire: a result's
@@ -185,7 +203,8 @@ impl Store {
         Ok((open == 0).then(f))
     }
 
-    /// The confirmation snapshot stored with a run's mark, if any.
+    /// The confirmation snapshot stored with a run's mark — or, on a run without a mark,
+    /// the note before a spec sheet's 确定 ([`Store::note_proceed`]) — if any.
     pub fn purchase_snapshot(&self, run_id: i64) -> Result<Option<String>> {
         let conn = self.lock();
         Ok(conn
@@ -270,6 +289,42 @@ mod tests {
             MarkOutcome::Marked { .. }
         ));
         assert_eq!(s.open_runs(a).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_proceed_note_is_a_snapshot_without_a_mark_and_the_mark_replaces_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&dir.path().join("c.db")).unwrap();
+        let a = s.save_claimed_task(&task("cg1"), "{}", t0()).unwrap();
+        let r = s.start_run(a, t0()).unwrap();
+        assert!(s.note_proceed(r.id, "{\"unconfirmed\":1}").unwrap());
+        assert_eq!(
+            s.purchase_snapshot(r.id).unwrap().as_deref(),
+            Some("{\"unconfirmed\":1}")
+        );
+        let run = s.run(r.id).unwrap();
+        assert!(run.irreversible_action_at.is_none());
+        // Not a mark: no safe-point hold, no pacing count.
+        assert_eq!(s.at_safe_point(|| ()).unwrap(), Some(()));
+        assert!(s
+            .order_marks_since(t0() - chrono::Duration::hours(1))
+            .unwrap()
+            .is_empty());
+        // The mark still goes through once, and replaces the note.
+        assert!(matches!(
+            s.mark_irreversible_once(r.id, t0(), "{\"q\":1}").unwrap(),
+            MarkOutcome::Marked { .. }
+        ));
+        assert_eq!(
+            s.purchase_snapshot(r.id).unwrap().as_deref(),
+            Some("{\"q\":1}")
+        );
+        // A marked run takes no note.
+        assert!(!s.note_proceed(r.id, "{}").unwrap());
+        assert_eq!(
+            s.purchase_snapshot(r.id).unwrap().as_deref(),
+            Some("{\"q\":1}")
+        );
     }
 
     #[test]
