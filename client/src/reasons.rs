@@ -229,10 +229,10 @@ pub fn for_code(code: &FailureCode) -> OperatorText {
             "run doctor to see what live purchases still need",
         ),
         C::PaymentMethodNotAllowed => t(
-            "下单页的付款方式不需要人工确认（会直接付款或绑定订单）",
-            "the checkout's payment would not need a human (it pays or binds the order)",
-            "在手机上把付款方式改为微信支付并关闭先用后付/免密支付",
-            "set the payment to 微信支付 on the phone and turn off 先用后付 / 免密支付",
+            "下单页的付款方式不需要人工确认（会直接付款或绑定订单），或者无法确认需要人工付款",
+            "the checkout's payment would not need a human (it pays or binds the order), or nothing proves it would",
+            "若是账号设置（先用后付/免密支付）：在手机上改为微信支付并关闭它们，账号会暂停接单直到在控制台确认告警；若只是这个商品的下单页（一点就付款、没有付款方式）：人工下单或取消任务，账号照常接单",
+            "for the account's setting (先用后付 / 免密支付): set 微信支付 on the phone and turn them off — the account takes no tasks until the alert is acknowledged; for this goods' checkout only (it pays in one tap, shows no payment method): order by hand or cancel the task — the account goes on",
         ),
         C::GoodsIdentityUnverified => t(
             "无法证明页面上的商品就是任务的商品（没有读到商品编号）",

@@ -1738,7 +1738,11 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
             }
             None => {}
         }
-        let trouble = self.gate().on_account(failure_code);
+        let refusal = match &outcome {
+            Outcome::Failure(f) => f.diagnostics.get("refusal").and_then(|v| v.as_str()),
+            Outcome::Result(_) => None,
+        };
+        let trouble = self.gate().on_account(failure_code, refusal);
         if let (Some(trouble), Outcome::Failure(f)) = (trouble, &outcome) {
             self.alert(ALERT_ACCOUNT, Some(remote), &account_message(&trouble, f));
         }
