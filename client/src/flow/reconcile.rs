@@ -408,6 +408,11 @@ pub struct ReconcileFlow {
     late_by_after: bool,
     /// The card whose detail is being opened or read.
     opening: Option<ListCard>,
+    /// The list view the cards are opened from shows the census's top cards, and how
+    /// many of its cards fit: once each of them is read and a new order is among them,
+    /// the walk ends on the detail (the list would only be dumped again to see it).
+    view_census_top: bool,
+    view_fitting: usize,
 }
 
 fn manual(code: FailureCode, step: FlowStep, m: impl Into<String>) -> FlowFailure {
@@ -534,6 +539,8 @@ impl ReconcileFlow {
             census_unopened: Vec::new(),
             late_by_after: false,
             opening: None,
+            view_census_top: false,
+            view_fitting: 0,
         }
     }
 
@@ -585,11 +592,13 @@ impl ReconcileFlow {
     /// new); a list whose top changed otherwise (an order cancelled, a card that reads
     /// differently) does not match, and the whole list is read.
     fn census_region_in_view(&self, l: &OrderList) -> bool {
-        if self.mode == Mode::Census
-            || self.walk != Walk::Unpaid
-            || self.unreadable > 0
-            || self.candidates().is_empty()
-        {
+        !self.candidates().is_empty() && self.census_top_shown(l)
+    }
+
+    /// The view shows the census's top cards (as [`Self::census_region_in_view`], before
+    /// any candidate is known): after the submit, on 待付款, nothing unreadable so far.
+    fn census_top_shown(&self, l: &OrderList) -> bool {
+        if self.mode == Mode::Census || self.walk != Walk::Unpaid || self.unreadable > 0 {
             return false;
         }
         let Some(top) = self.conf.census_top.as_deref() else {
@@ -819,6 +828,8 @@ impl ReconcileFlow {
                 fitting.push((at, ListCard::of(e)));
             }
         }
+        self.view_census_top = self.census_top_shown(&l);
+        self.view_fitting = fitting.len();
         if let Some((at, card)) = fitting.get(self.opened_in_view).cloned() {
             self.opening = Some(card);
             self.opened_in_view += 1;
@@ -923,7 +934,26 @@ impl ReconcileFlow {
             }
         }
         self.finish_detail();
+        // Every fitting card of a view that shows the census's top is read and a new
+        // order is among them: the list is newest first, so nothing above the census's top
+        // is left unread and nothing below it is new — what the list would show again on
+        // the way back (`census_region_in_view`) is known already. The walk ends here.
+        if self.view_census_top
+            && self.opened_in_view >= self.view_fitting
+            && self.census_walk_may_end()
+        {
+            return self.walk_done();
+        }
         back
+    }
+
+    /// The conditions [`Self::census_region_in_view`] puts on the walk, known without a
+    /// list: after the submit, on 待付款, nothing unreadable, a candidate found.
+    fn census_walk_may_end(&self) -> bool {
+        self.mode != Mode::Census
+            && self.walk == Walk::Unpaid
+            && self.unreadable == 0
+            && !self.candidates().is_empty()
     }
 
     /// Records the detail being read (if any) as an order seen, and returns to the list.
