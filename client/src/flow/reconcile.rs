@@ -25,21 +25,36 @@
 //!    read from the detail page — expanding 查看更多订单信息 (or 查看更多订单和优惠信息) and
 //!    scrolling the detail (bounded) until all of them are read; amounts written
 //!    `实付:,12.50元,` are read too (cards seen twice across scroll positions are the same
-//!    order number, counted once). When the list holds no new unpaid order, the 全部
-//!    list ([`ALL_ORDERS_LINK`]) is walked once for fitting orders in any other state
-//!    (paid, 先用后付, …).
+//!    order number, counted once). A card or detail that is not unpaid by its own reading
+//!    (an unpaid wording as its status, no binding word) fits on its title, options and
+//!    quantity alone: a paid order may show another amount (a 多多支付 discount) and a
+//!    先用后付 one none yet. When the list holds no new unpaid order, the 全部 list
+//!    ([`ALL_ORDERS_LINK`]) is walked once for fitting orders in any other state (paid,
+//!    先用后付, …). When a view of 待付款 shows the census's top cards (or the list's end)
+//!    and a new order is among its fitting cards, the walk ends on the detail of the last
+//!    one (nothing new lies below, and the list would only be dumped again).
 //! 3. The decision: the cards that fit, whose order number is **not in the census**
 //!    taken before the submit (`Confirmation::census`), not reported by this client for
 //!    another task ([`ReconcileContext::known_orders`]), and that were ordered inside the
 //!    window are the candidates. The window is `[mark − (before_mark + clock skew), mark
 //!    + window]`: 60 s plus the measured skew between the host's and the phone's clocks
-//!    before the mark (never more than the contract's 5 min), 5 min after it. A
-//!    candidate whose detail says paid or bound (先用后付, 免密 …: not one of the unpaid
-//!    wordings 待付款 / 待支付 / 等待付款) → `ORDER_NOT_UNPAID` (the runner raises a critical
-//!    alert and stops live on the phone). Exactly one, unpaid → the live success result
+//!    before the mark (never more than the contract's 5 min), 5 min after it. An order
+//!    whose detail says paid or bound (先用后付, 免密 …: not one of the unpaid wordings
+//!    待付款 / 待支付 / 等待付款), fitting, new (not in the census, not another task's) and
+//!    in the window — or later than it, or with no readable time, or up to `window` (5
+//!    min) before the mark: anything but history — → `ORDER_NOT_UNPAID` (the runner raises
+//!    a critical alert and stops live on the phone); only one stamped earlier is history
+//!    (a human's earlier order). An order whose card reads like an unpaid card the census
+//!    saw without opening ([`Confirmation::census_unopened`]: outside its match on the
+//!    task's expected title and the Admin's option spelling) cannot be proven new by its
+//!    number → `ORDER_NOVELTY_UNPROVEN`, never adopted. Exactly one, unpaid → the live
+//!    success result
 //!    (contract §6) — unless a post-submit screen or an unconfirmed order
-//!    (`Confirmation::unconfirmed`) says otherwise; none → `ORDER_NOT_FOUND` (or
-//!    `INTERRUPTED_AFTER_SUBMIT` during crash recovery, nothing can be proven); only
+//!    (`Confirmation::unconfirmed`: `ORDER_PLACED_UNCONFIRMED` — unless the screen that
+//!    made the mark late was the repeat-order dialog or a payment offer, whose own code
+//!    is the true one) says otherwise; none → `ORDER_NOT_FOUND` (or
+//!    `INTERRUPTED_AFTER_SUBMIT` during crash recovery, nothing can be proven; or
+//!    `ORDER_LIST_INCOMPLETE` when the 全部 list could not be read); only
 //!    orders outside the window → `ORDER_TIME_OUT_OF_WINDOW`; several →
 //!    `AMBIGUOUS_ORDER_MATCH`; a confirmation without a census (a mark stored by an older
 //!    client) → `ORDER_NOVELTY_UNPROVEN`, never adopted. Every failure here is
@@ -49,7 +64,8 @@
 //! Before a live purchase touches the goods, [`ReconcileFlow::census`] opens the 待付款
 //! list by the same deep link, opens every card that could fit the task (title when the
 //! task gives one, quantity, every option but the size — a spec resolution may change
-//! it) and records the order numbers: [`ReconcileFlow::census_result`]. It never taps
+//! it) and records the order numbers, the list's top cards and every card it saw without
+//! opening it: [`ReconcileFlow::census_result`]. It never taps
 //! anything but cards, tabs and ways back; its failures are the purchase's to report
 //! (`ORDER_CENSUS_FAILED`, before anything irreversible).
 
@@ -408,10 +424,11 @@ pub struct ReconcileFlow {
     late_by_after: bool,
     /// The card whose detail is being opened or read.
     opening: Option<ListCard>,
-    /// The list view the cards are opened from shows the census's top cards, and how
-    /// many of its cards fit: once each of them is read and a new order is among them,
-    /// the walk ends on the detail (the list would only be dumped again to see it).
-    view_census_top: bool,
+    /// The list view the cards are opened from shows the census's top cards, or the
+    /// list's end (nothing below it), and how many of its cards fit: once each of them
+    /// is read and a new order is among them, the walk ends on the detail (the list would
+    /// only be dumped again to see that).
+    view_ends_walk: bool,
     view_fitting: usize,
 }
 
@@ -539,7 +556,7 @@ impl ReconcileFlow {
             census_unopened: Vec::new(),
             late_by_after: false,
             opening: None,
-            view_census_top: false,
+            view_ends_walk: false,
             view_fitting: 0,
         }
     }
@@ -828,7 +845,9 @@ impl ReconcileFlow {
                 fitting.push((at, ListCard::of(e)));
             }
         }
-        self.view_census_top = self.census_top_shown(&l);
+        // This view ends the walk once its fitting cards are read: it shows the census's
+        // top (nothing new below it), or the list's end (nothing below it at all).
+        self.view_ends_walk = self.census_top_shown(&l) || !l.list.is_some_and(|v| v.more_below);
         self.view_fitting = fitting.len();
         if let Some((at, card)) = fitting.get(self.opened_in_view).cloned() {
             self.opening = Some(card);
@@ -934,11 +953,12 @@ impl ReconcileFlow {
             }
         }
         self.finish_detail();
-        // Every fitting card of a view that shows the census's top is read and a new
-        // order is among them: the list is newest first, so nothing above the census's top
-        // is left unread and nothing below it is new — what the list would show again on
-        // the way back (`census_region_in_view`) is known already. The walk ends here.
-        if self.view_census_top
+        // Every fitting card of a view that shows the census's top — or the list's end —
+        // is read and a new order is among them: the list is newest first, so nothing
+        // above is left unread and nothing below is new (or there is nothing below) —
+        // what the list would show again on the way back is known already. The walk ends
+        // here.
+        if self.view_ends_walk
             && self.opened_in_view >= self.view_fitting
             && self.census_walk_may_end()
         {

@@ -58,10 +58,19 @@
 //!    goods, and a positively read spec line (`SPEC_MISMATCH`) and quantity (a stepper
 //!    there is set like the sheet's; `QUANTITY_NOT_SETTABLE`), and the settled total
 //!    are judged by the same rules; its 提交订单 is the one submit. The flow never goes
-//!    back from 确认订单. If that 确定 leads anywhere but 确认订单 — a payment page, 收银台,
-//!    another app, an unknown page, the abandon dialog — an order may exist: the flow
-//!    marks the run then (late, with `unconfirmed` set), reconciles, and ends
-//!    `manual_review ORDER_PLACED_UNCONFIRMED` naming what it found, never `retry_wait`.
+//!    back from 确认订单. A 确定 that quotes an amount ("确定 ¥59") places the order like
+//!    one on a checkout sheet. Before the spec sheet's 确定 is tapped a durable note is
+//!    written ([`Effect::NoteProceed`]): a crash after it is recovered `manual_review
+//!    ORDER_PLACED_UNCONFIRMED`, never "nothing was submitted". If that 确定 leads
+//!    anywhere but 确认订单 — a payment page, 收银台, another app, an unknown page, a
+//!    dialog, a login or risk page, a goods-gone page, a popup over anything but the sheet
+//!    or 确认订单 (its underlying page is read before it is dismissed), popups past their
+//!    limit, the sheet still there after the polls, dumps that fail, a phone that does not
+//!    answer, a refused window, the driver's bound — an order may exist: the flow marks
+//!    the run then (late, with `unconfirmed` set), reconciles, and ends `manual_review
+//!    ORDER_PLACED_UNCONFIRMED` naming what came (the repeat-order dialog and a payment
+//!    offer end with their own codes), never `retry_wait`. Once 确认订单 showed, the 确定
+//!    is proven to have ordered nothing and the before-mark rules hold again.
 //! 7. dry run: finish with the dry-run purchase result (`decisions.md` §6).
 //! 8. live: [`Effect::MarkIrreversible`] (durable, with the confirmation snapshot); only
 //!    after the store answers `Marked` the flow taps 提交订单 — once: the flow moves to
@@ -72,7 +81,8 @@
 //! Device calls: one `dumpsys activity top` read when the goods page prints no id.
 //! Dumps on the happy path: goods, sheet, selection, quantity, two settle dumps (6 for a
 //! dry run), then payment, abandon dialog, goods, order list (by its deep link), order
-//! detail, order list (12 live; `BENCHMARKS.md`).
+//! detail — the walk ends there once the list's view showed the census's top — plus the
+//! census's one dump per screen of 待付款 (`BENCHMARKS.md`).
 //!
 //! # Files
 //! - this file — the [`PurchaseFlow`] state, its observation routing and the screens
