@@ -141,13 +141,24 @@ fn checkouts_that_cannot_be_proven_are_refused_before_any_order() {
     assert_eq!(o, "failed:ORDER_TOTAL_NOT_SHOWN", "{body}");
     let (o, body) = failure(&w, "m-reset");
     assert_eq!(o, "failed:QUANTITY_NOT_SETTABLE", "{body}");
-    // A 立即支付 footer: refused with its own text (the account pause follows: exit 5).
+    // A 立即支付 footer: refused with its own text. It is this goods' checkout, not the
+    // account's payment setting: no account pause (the run exits 0, no alert).
     w.create(purchase(
         "m-pay-now",
         "811223344513",
         json!({"color": "白色"}),
     ));
-    let orders = run(&w, data.path(), 5);
+    let orders = run(&w, data.path(), 0);
+    let st = support::world::status_json(data.path());
+    assert!(
+        st["alerts"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .iter()
+            .all(|a| a["kind"] != "account_paused"),
+        "{st}"
+    );
     assert!(orders.is_empty(), "{orders:?}");
     let (o, body) = failure(&w, "m-pay-now");
     assert_eq!(o, "manual_review:PAYMENT_METHOD_NOT_ALLOWED", "{body}");
@@ -162,6 +173,7 @@ fn checkouts_that_cannot_be_proven_are_refused_before_any_order() {
         op["zh"].as_str().unwrap_or_default().contains("立即支付"),
         "{op}"
     );
+    assert!(next.contains("账号照常接单"), "{op}");
     w.stop();
 }
 
