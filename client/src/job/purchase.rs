@@ -174,6 +174,7 @@ impl Effects for JobEffects<'_> {
                 };
                 match self.backend.store().note_proceed(self.run.id, &snapshot) {
                     Ok(true) => {
+                        crate::failpoint::hit("purchase.after_proceed_note");
                         tracing::info!(
                             run_id = self.run.id,
                             "noted: the spec sheet's 确定 is about to be tapped"
