@@ -26,7 +26,9 @@
 //!
 //! The random-SIGKILL scenarios run on ordinary goods, on goods that go through the
 //! full-page 确认订单 (`confirm_page`, 811223344506: the kill can land between the sheet's
-//! 确定 and 提交订单), on goods whose total settles late (`total_lag_dumps`,
+//! 确定 and 提交订单 — a purchase killed after the note that precedes that 确定 ends
+//! `manual_review`, never `retry_wait`; "confirm-page+purchase.after_proceed_note" kills it
+//! there on purpose), on goods whose total settles late (`total_lag_dumps`,
 //! 811223344505: the kill can land while the total settles) and on goods whose sheet
 //! orders with 确定 (`checkout_button: confirm`, 811223344511, issue 25: the kill can
 //! land during the census, between the mark and the 确定 tap, or right after it). The
@@ -248,8 +250,11 @@ fn scenarios() -> Vec<Scenario> {
     }
     // On 确认订单: a crash between the mark and 提交订单 leaves the phone on 确认订单 —
     // the recovery must leave it without submitting; a crash right after the tap finds
-    // the order.
+    // the order. A crash right after the note that precedes the spec sheet's 确定 (the
+    // tap may or may not have gone out): never "nothing was submitted", never a second
+    // run — manual_review, and here no order (the kill came before the tap).
     for (p, status, orders) in [
+        ("purchase.after_proceed_note", "manual_review", 0),
         ("purchase.after_mark", "manual_review", 0),
         ("purchase.after_submit_tap", "succeeded", 1),
     ] {

@@ -57,6 +57,10 @@ pub struct LiveInputs {
     pub identity: Option<String>,
     /// Open operator alerts that stop claiming (`kind: message`).
     pub blocking_alerts: Vec<String>,
+    /// No address fingerprint configured (`expected_address`): live is never declared
+    /// without one, whatever else holds — reported beside any other refusal, never hidden
+    /// by it.
+    pub address_fingerprint: Option<String>,
     /// Why the store says a claim would not declare live (the self-test on the current
     /// PDD version, the PDD-version gate, clock skew, the account check, a live cap).
     pub store_refusal: Option<String>,
@@ -81,7 +85,10 @@ pub fn live_blockers(checks: &[Check], i: &LiveInputs) -> Vec<String> {
             "open alert {a} (`cmautobuy-client ack` once handled)"
         ));
     }
-    if let Some(w) = &i.store_refusal {
+    for w in [&i.address_fingerprint, &i.store_refusal]
+        .into_iter()
+        .flatten()
+    {
         if !why.iter().any(|x| x == w) {
             why.push(w.clone());
         }
@@ -503,6 +510,7 @@ mod tests {
             dry_run_only: false,
             identity: Some("no token saved".into()),
             blocking_alerts: vec!["protocol_error: x".into()],
+            address_fingerprint: Some("no address fingerprint".into()),
             store_refusal: Some("no self-test yet".into()),
         };
         assert_eq!(
@@ -511,8 +519,21 @@ mod tests {
                 "token check failed",
                 "no token saved",
                 "open alert protocol_error: x (`cmautobuy-client ack` once handled)",
+                "no address fingerprint",
                 "no self-test yet"
             ]
+        );
+        // The store says the same about the fingerprint: once.
+        let same = LiveInputs {
+            store_refusal: Some("no address fingerprint".into()),
+            ..i.clone()
+        };
+        assert_eq!(
+            live_blockers(&[], &same)
+                .iter()
+                .filter(|w| *w == "no address fingerprint")
+                .count(),
+            1
         );
         let r = Report::new(checks, &i, None);
         assert!(!r.ready && !r.live.ready);

@@ -305,8 +305,16 @@ impl DeviceGate {
     }
 
     /// A task's outcome was recorded: `Some(code)` for a failure of any status, `None` for
-    /// a result. `Some(trouble)`: the account needs a human — pause until acknowledged.
-    pub fn on_account(&mut self, failure_code: Option<&str>) -> Option<AccountTrouble> {
+    /// a result; `refusal`: a payment refusal's stable name (`diagnostics.refusal`).
+    /// `Some(trouble)`: the account needs a human — pause until acknowledged. A
+    /// `PAYMENT_METHOD_NOT_ALLOWED` about one goods' checkout (its button pays in the same
+    /// tap, no payment row, no order button: [`crate::screen::payment::refusal_pauses_account`]
+    /// is false) is that task's refusal, not the account's: no pause.
+    pub fn on_account(
+        &mut self,
+        failure_code: Option<&str>,
+        refusal: Option<&str>,
+    ) -> Option<AccountTrouble> {
         let code = match failure_code {
             Some(c) if c == PAGE_NOT_RECOGNIZED => {
                 self.unrecognized = self.unrecognized.saturating_add(1);
@@ -327,10 +335,14 @@ impl DeviceGate {
             }
         };
         self.unrecognized = 0;
-        (self.cfg.account_pause && ACCOUNT_TROUBLE_CODES.contains(&code)).then(|| AccountTrouble {
-            code: code.to_string(),
-            unrecognized_in_a_row: 0,
-        })
+        let goods_only = code == "PAYMENT_METHOD_NOT_ALLOWED"
+            && refusal.is_some_and(|r| !crate::screen::payment::refusal_pauses_account(r));
+        (self.cfg.account_pause && !goods_only && ACCOUNT_TROUBLE_CODES.contains(&code)).then(
+            || AccountTrouble {
+                code: code.to_string(),
+                unrecognized_in_a_row: 0,
+            },
+        )
     }
 
     /// `PAGE_NOT_RECOGNIZED` outcomes in a row.
@@ -719,37 +731,60 @@ mod tests {
         ] {
             let mut g = DeviceGate::new(GateConfig::default());
             assert_eq!(
-                g.on_account(Some(code)),
+                g.on_account(Some(code), None),
                 Some(AccountTrouble {
                     code: code.into(),
                     unrecognized_in_a_row: 0
                 })
             );
         }
+        // A refusal about one goods' checkout does not pause; one about the account's
+        // payment setting does.
+        for r in [
+            "pays_in_same_tap",
+            "no_payment_row",
+            "no_order_button",
+            "unknown_order_button",
+        ] {
+            let mut g = DeviceGate::new(GateConfig::default());
+            assert_eq!(
+                g.on_account(Some("PAYMENT_METHOD_NOT_ALLOWED"), Some(r)),
+                None,
+                "{r}"
+            );
+        }
+        for r in ["pay_later", "password_free", "method_not_interactive"] {
+            let mut g = DeviceGate::new(GateConfig::default());
+            assert!(
+                g.on_account(Some("PAYMENT_METHOD_NOT_ALLOWED"), Some(r))
+                    .is_some(),
+                "{r}"
+            );
+        }
         let mut g = DeviceGate::new(GateConfig::default());
         for other in ["GOODS_UNAVAILABLE", "DEVICE_OFFLINE", "PRICE_CHANGED"] {
-            assert_eq!(g.on_account(Some(other)), None);
+            assert_eq!(g.on_account(Some(other), None), None);
         }
-        assert_eq!(g.on_account(None), None);
+        assert_eq!(g.on_account(None, None), None);
     }
 
     #[test]
     fn k_unrecognised_pages_in_a_row_pause_and_anything_else_resets() {
         let mut g = DeviceGate::new(GateConfig::default());
         let u = Some(PAGE_NOT_RECOGNIZED);
-        assert_eq!(g.on_account(u), None);
-        assert_eq!(g.on_account(u), None);
+        assert_eq!(g.on_account(u, None), None);
+        assert_eq!(g.on_account(u, None), None);
         assert_eq!(g.unrecognized(), 2);
         // A result resets; so does another failure.
-        assert_eq!(g.on_account(None), None);
-        assert_eq!(g.on_account(u), None);
-        assert_eq!(g.on_account(u), None);
-        assert_eq!(g.on_account(Some("GOODS_UNAVAILABLE")), None);
+        assert_eq!(g.on_account(None, None), None);
+        assert_eq!(g.on_account(u, None), None);
+        assert_eq!(g.on_account(u, None), None);
+        assert_eq!(g.on_account(Some("GOODS_UNAVAILABLE"), None), None);
         assert_eq!(g.unrecognized(), 0);
-        assert_eq!(g.on_account(u), None);
-        assert_eq!(g.on_account(u), None);
+        assert_eq!(g.on_account(u, None), None);
+        assert_eq!(g.on_account(u, None), None);
         assert_eq!(
-            g.on_account(u),
+            g.on_account(u, None),
             Some(AccountTrouble {
                 code: PAGE_NOT_RECOGNIZED.into(),
                 unrecognized_in_a_row: 3
@@ -757,7 +792,7 @@ mod tests {
         );
         // Counting starts again after the pause.
         assert_eq!(g.unrecognized(), 0);
-        assert_eq!(g.on_account(u), None);
+        assert_eq!(g.on_account(u, None), None);
     }
 
     #[test]
@@ -768,17 +803,17 @@ mod tests {
         };
         let mut g = DeviceGate::new(never);
         for _ in 0..10 {
-            assert_eq!(g.on_account(Some(PAGE_NOT_RECOGNIZED)), None);
+            assert_eq!(g.on_account(Some(PAGE_NOT_RECOGNIZED), None), None);
         }
-        assert!(g.on_account(Some("LOGIN_REQUIRED")).is_some());
+        assert!(g.on_account(Some("LOGIN_REQUIRED"), None).is_some());
         let off = GateConfig {
             account_pause: false,
             ..GateConfig::default()
         };
         let mut g = DeviceGate::new(off);
-        assert_eq!(g.on_account(Some("RISK_VERIFICATION")), None);
+        assert_eq!(g.on_account(Some("RISK_VERIFICATION"), None), None);
         for _ in 0..5 {
-            assert_eq!(g.on_account(Some(PAGE_NOT_RECOGNIZED)), None);
+            assert_eq!(g.on_account(Some(PAGE_NOT_RECOGNIZED), None), None);
         }
     }
 

@@ -1173,7 +1173,11 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
 
     /// Reports a purchase run a crash cut short. With an irreversible mark the
     /// executor reconciles it (never a second submit) and anything unproven is
-    /// `manual_review`; without a mark nothing was submitted, so the attempt is reported
+    /// `manual_review`. Without a mark but with the note a spec sheet's 确定 leaves before
+    /// it is tapped (`Store::note_proceed`: a purchase snapshot and no mark), that tap may
+    /// have led to a cashier and an order may exist: `manual_review
+    /// ORDER_PLACED_UNCONFIRMED`, not reconciled (no mark time to reconcile against),
+    /// nothing tapped again. Otherwise nothing was submitted, so the attempt is reported
     /// `retry_wait INTERRUPTED_BEFORE_SUBMIT` and the Admin may dispatch the task again.
     async fn recover_purchase(
         &self,
@@ -1214,6 +1218,29 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
                     Some("recover"),
                 ))),
             }
+        } else if let Some(noted) = self.store.purchase_snapshot(job.run.id)? {
+            // A spec sheet's 确定 may have gone out: never "nothing was submitted".
+            let unconfirmed = serde_json::from_str::<serde_json::Value>(&noted).ok();
+            let mut f = failure(
+                &job,
+                FailureStatus::ManualReview,
+                cmautobuy_contract::FailureCode::OrderPlacedUnconfirmed.as_str(),
+                "interrupted after the spec sheet's 确定 was noted for its tap, before 确认订单 or the 提交订单 mark: if that tap led to a cashier an order may exist; it was not reconciled and nothing is tapped again",
+                Some("recover"),
+            );
+            f.diagnostics.insert(
+                "operator".into(),
+                crate::reasons::placed_unconfirmed(Some("interrupted")).to_value(),
+            );
+            if let Some(mut c) = unconfirmed {
+                // Other orders' cards stay on the phone's side.
+                if let Some(o) = c.as_object_mut() {
+                    o.remove("census_top");
+                    o.remove("census_unopened");
+                }
+                f.diagnostics.insert("proceed_note".into(), c);
+            }
+            Outcome::Failure(Box::new(f))
         } else {
             Outcome::Failure(Box::new(failure(
                 &job,
@@ -1762,7 +1789,11 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
             }
             None => {}
         }
-        let trouble = self.gate().on_account(failure_code);
+        let refusal = match &outcome {
+            Outcome::Failure(f) => f.diagnostics.get("refusal").and_then(|v| v.as_str()),
+            Outcome::Result(_) => None,
+        };
+        let trouble = self.gate().on_account(failure_code, refusal);
         if let (Some(trouble), Outcome::Failure(f)) = (trouble, &outcome) {
             self.alert(ALERT_ACCOUNT, Some(remote), &account_message(&trouble, f));
         }

@@ -229,10 +229,10 @@ pub fn for_code(code: &FailureCode) -> OperatorText {
             "run doctor to see what live purchases still need",
         ),
         C::PaymentMethodNotAllowed => t(
-            "下单页的付款方式不需要人工确认（会直接付款或绑定订单）",
-            "the checkout's payment would not need a human (it pays or binds the order)",
-            "在手机上把付款方式改为微信支付并关闭先用后付/免密支付",
-            "set the payment to 微信支付 on the phone and turn off 先用后付 / 免密支付",
+            "下单页的付款方式不需要人工确认（会直接付款或绑定订单），或者无法确认需要人工付款",
+            "the checkout's payment would not need a human (it pays or binds the order), or nothing proves it would",
+            "若是账号设置（先用后付/免密支付）：在手机上改为微信支付并关闭它们，账号会暂停接单直到在控制台确认告警；若只是这个商品的下单页（一点就付款、没有付款方式）：人工下单或取消任务，账号照常接单",
+            "for the account's setting (先用后付 / 免密支付): set 微信支付 on the phone and turn them off — the account takes no tasks until the alert is acknowledged; for this goods' checkout only (it pays in one tap, shows no payment method): order by hand or cancel the task — the account goes on",
         ),
         C::GoodsIdentityUnverified => t(
             "无法证明页面上的商品就是任务的商品（没有读到商品编号）",
@@ -289,10 +289,10 @@ pub fn for_code(code: &FailureCode) -> OperatorText {
             "order by hand, or wait for a checkout that shows its total",
         ),
         C::OrderPlacedUnconfirmed => t(
-            "点“确定”后没有进入确认订单页，而是进入了付款或未知页面：可能已经下单，但总价未经核对",
-            "the 确定 tap led to a payment or unknown page instead of 确认订单: an order may exist whose total was never checked",
-            "在待付款里人工核对这笔订单和金额，不要重新下单",
-            "check the order and its amount under 待付款 by hand; do not order again",
+            "点规格弹窗的“确定”后没能确认进入了确认订单页（出现了付款页、其他页面或对话框，或屏幕读不到、手机无响应、任务中断）：可能已经下单，但总价未经核对",
+            "after the spec sheet's 确定 tap, 确认订单 was never confirmed (a payment page, another page or a dialog showed, or the screen could not be read, the phone did not answer, or the task was cut short): an order may exist whose total was never checked",
+            "在待付款和全部订单里人工核对这笔订单和金额，不要重新下单",
+            "check the order and its amount under 待付款 and 全部订单 by hand; do not order again",
         ),
         C::RepeatOrderPrompt => t(
             "拼多多提示已有相同商品的待支付订单，本次没有点“继续下单”",
@@ -325,16 +325,22 @@ pub fn for_code(code: &FailureCode) -> OperatorText {
             "set expected_address = [\"receiver\", \"street\"] in config.toml, or in the console",
         ),
         C::OrderNoveltyUnproven => t(
-            "找到的订单无法证明是本次新下的（缺少下单前的订单清点）",
-            "the order found cannot be proven new (no census of unpaid orders before the submit)",
-            "在待付款里人工核对",
-            "check 待付款 by hand",
+            "找到的订单无法证明是本次新下的（下单前的待付款订单清点没有覆盖到它）",
+            "the order found cannot be proven new (the census of unpaid orders taken before the submit does not cover it)",
+            "在待付款里人工核对，不要重新下单",
+            "check 待付款 by hand; do not order again",
         ),
         C::TargetCovered => t(
             "拼多多在要点击的按钮上盖了一层（推广气泡等），无法关闭",
             "PDD drew something over the button to tap (a promo bubble) that could not be closed",
             "通常会自动重试；反复出现时在手机上关闭该推广",
             "usually retried; if it keeps happening, close the promo on the phone",
+        ),
+        C::OrderListIncomplete => t(
+            "提交后在待付款里没有找到新订单，而且“全部”订单列表打不开：订单可能已经以其他状态存在（已付款、先用后付）",
+            "after the submit no new order was found under 待付款 and the 全部 list could not be read: the order may exist in another state (paid, 先用后付)",
+            "在手机的全部订单里人工查找这笔订单并核对是否被扣款；确认没有下单前不要重新下单",
+            "look for the order under 全部订单 by hand and check whether money was taken; do not order again until you know none exists",
         ),
         C::Other(code) => t(
             format!("其他原因（{code}）"),
@@ -343,6 +349,70 @@ pub fn for_code(code: &FailureCode) -> OperatorText {
             "look at the task's diagnostics and screenshots",
         ),
     }
+}
+
+/// `ORDER_PLACED_UNCONFIRMED` naming what came instead of 确认订单 after the spec sheet's
+/// 确定: `by` is what the flow recorded (`Confirmation::unconfirmed_by`): a screen kind
+/// (`payment`, `unknown`, …), `goods_gone`, `sheet_stayed`, `popups`, `interrupted`,
+/// `aborted`, or the failure code that ended the wait (`UI_DUMP_FAILED`, …). Unknown or
+/// absent: the default text, which names every case.
+pub fn placed_unconfirmed(by: Option<&str>) -> OperatorText {
+    let what: Option<(String, String)> = by.map(|b| {
+        let (zh, en) = match b {
+            "payment" => ("拼多多收银台（付款页）", "PDD's cashier (a payment page)"),
+            "payment_abandon_dialog" => ("放弃付款对话框", "the abandon-payment dialog"),
+            "repeat_order_dialog" => ("重复下单提示", "the repeat-order dialog"),
+            "payment_offer" => ("免密支付/先用后付开通提示", "a 免密支付 / 先用后付 offer"),
+            "unknown" => (
+                "无法识别的页面或其他应用",
+                "a page this client does not recognise, or another app",
+            ),
+            "goods_detail" => ("商品页", "the goods page"),
+            "order_list" | "order_detail" => ("订单页", "an order page"),
+            "login_required" => ("登录页", "a login page"),
+            "risk_verification" => ("安全验证页", "a security verification"),
+            "popup" => (
+                "一个弹窗（下面不是确认订单页）",
+                "a popup that was not over 确认订单",
+            ),
+            "popups" => ("反复出现的弹窗", "popups that kept coming back"),
+            "goods_gone" => ("“商品不存在或已下架”页", "a goods-gone page"),
+            "sheet_stayed" => ("规格弹窗一直没有离开", "the spec sheet, which stayed"),
+            "interrupted" => (
+                "客户端中断（崩溃或被停止）",
+                "the client being interrupted (a crash or a stop)",
+            ),
+            "aborted" => (
+                "任务被中止（超时或步数用尽）",
+                "the driver cutting the task short (its deadline or its action budget)",
+            ),
+            "UI_DUMP_FAILED" => ("屏幕一直读不到", "screens that could not be read"),
+            "DEVICE_OFFLINE" => ("手机无响应", "a phone that did not answer"),
+            _ => return (format!("出错（{b}）"), format!("an error ({b})")),
+        };
+        (zh.to_string(), en.to_string())
+    });
+    let Some((zh, en)) = what else {
+        return for_code(&FailureCode::OrderPlacedUnconfirmed);
+    };
+    OperatorText::new(
+        format!("点规格弹窗的“确定”后没有看到确认订单页，而是：{zh}；可能已经下单，但总价未经核对"),
+        format!("after the spec sheet's 确定 tap 确认订单 did not show, but {en}: an order may exist whose total was never checked"),
+        "在待付款和全部订单里人工核对这笔订单和金额，不要重新下单",
+        "check the order and its amount under 待付款 and 全部订单 by hand; do not order again",
+    )
+}
+
+/// `ORDER_NOVELTY_UNPROVEN` when the order's card reads like an unpaid card the census
+/// saw before the submit without opening it (its match — the task's expected title, the
+/// Admin's option spelling — left that card out).
+pub fn census_missed_card() -> OperatorText {
+    OperatorText::new(
+        "找到的订单无法证明是本次新下的：下单前清点待付款订单时，有一张看起来一样的订单卡片没有被打开核对（任务里的商品标题或规格写法与拼多多页面不同），这可能就是那笔旧订单",
+        "the order found cannot be proven new: before the submit the census saw an unpaid card that reads the same without opening it (the task's goods title or option spelling differs from PDD's page); it may be that older order",
+        "在待付款里人工核对，不要重新下单；在管理端把任务的商品标题和规格改成拼多多页面上的写法",
+        "check 待付款 by hand and do not order again; in the Admin, set the task's goods title and option names to what PDD's page shows",
+    )
 }
 
 #[cfg(test)]

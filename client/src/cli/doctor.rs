@@ -553,10 +553,14 @@ fn live_inputs(
         None if dry_run_only => None,
         None => setup::live_refusal(cfg, store, device)?,
     };
+    // Reported beside the self-test's refusal, which would otherwise hide it.
+    let address_fingerprint = (!dry_run_only && cfg.expected_address.is_empty())
+        .then(|| cmautobuy_client::runner::NO_ADDRESS_FINGERPRINT.to_string());
     Ok(LiveInputs {
         dry_run_only,
         identity,
         blocking_alerts,
+        address_fingerprint,
         store_refusal,
     })
 }

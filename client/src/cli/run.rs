@@ -530,7 +530,9 @@ static SECOND_SIGNAL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicB
 /// purchase is between its irreversible mark and its recorded outcome
 /// ([`cmautobuy_client::store::Store::at_safe_point`]). A collect or a purchase before its
 /// mark is abandoned as in a crash: the next start runs the collect again and reports the
-/// purchase attempt `retry_wait INTERRUPTED_BEFORE_SUBMIT`.
+/// purchase attempt `retry_wait INTERRUPTED_BEFORE_SUBMIT` — or `manual_review
+/// ORDER_PLACED_UNCONFIRMED` when a spec sheet's 确定 was noted for its tap (it may have
+/// led to a cashier).
 ///
 /// With several phones the safe point is every store's at once
 /// ([`all_at_safe_point`]).

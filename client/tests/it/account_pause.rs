@@ -44,7 +44,15 @@ impl Executor for Phone {
         match next {
             None => cmautobuy_client::executor::StubExecutor.execute(job).await,
             Some((status, code)) => {
+                // `CODE:refusal` carries a payment refusal's name in `diagnostics.refusal`.
+                let (code, refusal) = match code.split_once(':') {
+                    Some((c, r)) => (c, Some(r)),
+                    None => (code, None),
+                };
                 let mut f = failure(&job, status, code, "scripted page", Some("open_goods"));
+                if let Some(r) = refusal {
+                    f.diagnostics.insert("refusal".into(), json!(r));
+                }
                 f.diagnostics.insert(
                     "artifact_ref".into(),
                     json!(format!(
@@ -126,17 +134,48 @@ async fn a_risk_page_pauses_until_ack_and_the_pause_survives_a_restart() {
 
 #[tokio::test]
 async fn login_and_payment_method_pause_too() {
-    for code in ["LOGIN_REQUIRED", "PAYMENT_METHOD_NOT_ALLOWED"] {
+    for code in [
+        "LOGIN_REQUIRED",
+        "PAYMENT_METHOD_NOT_ALLOWED",
+        "PAYMENT_METHOD_NOT_ALLOWED:pay_later",
+    ] {
         let w = world(vec![Some((FailureStatus::Failed, code))], 2).await;
         assert!(processed(&cycle(&w, &w.runner).await));
         let step = cycle(&w, &w.runner).await;
+        let bare = code.split(':').next().unwrap_or(code);
         assert!(
-            matches!(&step, ClaimStep::Blocked(r) if r.contains(code)),
+            matches!(&step, ClaimStep::Blocked(r) if r.contains(bare)),
             "{code}: {step:?}"
         );
         assert_eq!(w.claims(), 1, "{code}");
         w.store.ack_alerts(None, w.clock.now()).unwrap();
         assert!(processed(&cycle(&w, &w.runner).await), "{code}");
+    }
+}
+
+/// A payment refusal about one goods' checkout — its button pays in the same tap (立即支付),
+/// it shows no payment method — is that task's: the next task is claimed, no alert.
+#[tokio::test]
+async fn a_goods_checkout_that_pays_in_one_tap_does_not_pause_the_account() {
+    for code in [
+        "PAYMENT_METHOD_NOT_ALLOWED:pays_in_same_tap",
+        "PAYMENT_METHOD_NOT_ALLOWED:no_payment_row",
+    ] {
+        let w = world(vec![Some((FailureStatus::ManualReview, code))], 2).await;
+        assert!(processed(&cycle(&w, &w.runner).await), "{code}");
+        assert!(
+            processed(&cycle(&w, &w.runner).await),
+            "{code}: the next task is claimed"
+        );
+        assert_eq!(w.claims(), 2, "{code}");
+        assert!(
+            w.store
+                .open_alerts()
+                .unwrap()
+                .iter()
+                .all(|a| a.kind != ALERT_ACCOUNT),
+            "{code}: no account_paused alert"
+        );
     }
 }
 

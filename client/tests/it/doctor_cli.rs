@@ -20,7 +20,9 @@ use std::time::Duration;
 use cmautobuy_sim_phone::{Catalog, SimConfig, SimPhone};
 use serde_json::Value;
 
-use crate::support::world::{wait_exit, World};
+use crate::support::world::{wait_exit, World, SIM_ADDRESS_FINGERPRINT};
+use cmautobuy_client::runner::NO_ADDRESS_FINGERPRINT;
+use cmautobuy_client::selftest::NEEDS_GOODS;
 
 const TOKEN: &str = "doctor-secret-token-7f3a";
 
@@ -61,6 +63,12 @@ impl Outcome {
 }
 
 fn doctor(w: &World, data: &Path, args: &[&str]) -> Outcome {
+    doctor_env(w, data, args, &[])
+}
+
+/// [`doctor`] with these environment variables set (the phone's address fingerprint is
+/// unset unless given).
+fn doctor_env(w: &World, data: &Path, args: &[&str], env: &[(&str, &str)]) -> Outcome {
     let mut c = Command::new(env!("CARGO_BIN_EXE_cmautobuy-client"));
     w.adb_env(&mut c);
     c.arg("--data-dir")
@@ -76,11 +84,13 @@ fn doctor(w: &World, data: &Path, args: &[&str]) -> Outcome {
         .env_remove("CMAUTOBUY_ALLOW_LIVE")
         .env_remove("CMAUTOBUY_PURCHASE_MODE")
         .env_remove("CMAUTOBUY_SELF_TEST_GOODS_ID")
+        .env_remove("CMAUTOBUY_EXPECTED_ADDRESS")
         // The backend is chosen per test (`--env` below): these phones are direct TCP.
         .env_remove("CMAUTOBUY_DEVICE_BACKEND")
         // The disk floor is its own check; a busy test machine must not fail this one.
         .env("CMAUTOBUY_MIN_FREE_DISK_MB", "0")
         .env("NO_COLOR", "1")
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let mut child = c.spawn().expect("spawn doctor");
@@ -344,6 +354,47 @@ fn doctor_declares_what_a_claim_would() {
     o.assert_no_token(TOKEN);
     assert_eq!(o.code, Some(0), "{}", o.all());
     assert_eq!(profile(&w), before);
+    w.stop();
+}
+
+/// The live verdict names a missing address fingerprint (`expected_address`) beside the
+/// self-test's refusal — which used to hide it — and drops it once one is configured.
+#[test]
+fn doctor_names_the_missing_address_fingerprint_beside_the_self_test() {
+    let w = World::builder(TOKEN).require_token().start();
+    let data = tempfile::tempdir().expect("tmp");
+    let dev = device(&w);
+    let args = ["--admin", &w.url, "--token", TOKEN, "--device", &dev];
+    let live_line = |o: &Outcome| {
+        o.stdout
+            .lines()
+            .find(|l| l.starts_with("live ready: "))
+            .unwrap_or_else(|| panic!("no verdict line:\n{}", o.stdout))
+            .to_string()
+    };
+    let o = doctor(&w, data.path(), &args);
+    assert_eq!(o.code, Some(0), "{}", o.all());
+    let line = live_line(&o);
+    assert!(line.contains(NO_ADDRESS_FINGERPRINT), "{line}");
+    assert!(
+        line.contains(NEEDS_GOODS),
+        "the self-test's refusal too: {line}"
+    );
+    let j = doctor(&w, data.path(), &[&args[..], &["--json"]].concat());
+    let v: Value = serde_json::from_str(&j.stdout).expect("one JSON object");
+    let reasons = v["live"]["reasons"].to_string();
+    assert!(reasons.contains("no address fingerprint"), "{reasons}");
+    assert!(reasons.contains("self_test_goods_id"), "{reasons}");
+    // Configured: only the self-test is left.
+    let o = doctor_env(
+        &w,
+        data.path(),
+        &args,
+        &[("CMAUTOBUY_EXPECTED_ADDRESS", SIM_ADDRESS_FINGERPRINT)],
+    );
+    let line = live_line(&o);
+    assert!(!line.contains("no address fingerprint"), "{line}");
+    assert!(line.contains(NEEDS_GOODS), "{line}");
     w.stop();
 }
 

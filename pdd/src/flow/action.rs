@@ -113,6 +113,12 @@ pub enum Effect {
     MarkIrreversible { confirmation: Box<Confirmation> },
     /// Send a §7.1 spec resolution once through the durable request.
     ResolveSpec(Box<SpecResolutionRequest>),
+    /// Record durably, before the spec sheet's 确定 / 立即购买 is tapped, that a tap which
+    /// should only open 确认订单 is about to go out, with what is known then: a crash
+    /// after it is recovered as "an order may exist" (`ORDER_PLACED_UNCONFIRMED`), never
+    /// as "nothing was submitted". It is not the irreversible mark (that comes before
+    /// 提交订单, or late when the 确定 led elsewhere) and arms nothing.
+    NoteProceed { confirmation: Box<Confirmation> },
 }
 
 impl Effect {
@@ -121,6 +127,7 @@ impl Effect {
         match self {
             Effect::MarkIrreversible { .. } => FlowStep::SubmitOrder,
             Effect::ResolveSpec(_) => FlowStep::ResolveSpec,
+            Effect::NoteProceed { .. } => FlowStep::ConfirmTotal,
         }
     }
 }
@@ -183,6 +190,8 @@ pub enum EffectOutcome {
     Refused { reason: String },
     /// The Admin answered a spec resolution.
     Resolved(Box<SpecResolutionResponse>),
+    /// The note before the spec sheet's 确定 is committed ([`Effect::NoteProceed`]).
+    Noted,
     /// The effect could not be performed; `retryable` says whether trying later may help.
     Failed { message: String, retryable: bool },
 }

@@ -52,12 +52,25 @@ pub struct Confirmation {
     /// the census is above them. `None` in older snapshots: the whole list is read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub census_top: Option<Vec<ListCard>>,
+    /// The unpaid cards the census saw but did not open: they did not fit its match (the
+    /// task's expected title, its options as the Admin spells them), which the page's
+    /// title and spelling — what reconciliation matches on — may not share. An order whose
+    /// card reads like one of them cannot be proven new by its number (the census never
+    /// read that card's number): never adopted, `ORDER_NOVELTY_UNPROVEN`. `None` in older
+    /// snapshots: every card that could fit was opened.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub census_unopened: Option<Vec<ListCard>>,
     /// Set when an order may have been placed by a tap that should only have opened
     /// 确认订单: what showed instead. The total was never confirmed (`total` is not
     /// matched) and the outcome is `manual_review ORDER_PLACED_UNCONFIRMED`, never a
     /// success.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unconfirmed: Option<String>,
+    /// What came instead of 确认订单, by a stable name (a screen kind, `sheet_stayed`,
+    /// `popups`, `goods_gone`, or the failure code that ended the wait): the operator
+    /// text names it ([`crate::reasons::placed_unconfirmed`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unconfirmed_by: Option<String>,
 }
 
 /// An order card of a list as it reads (not its position): what the census records of

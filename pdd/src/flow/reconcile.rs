@@ -25,21 +25,36 @@
 //!    read from the detail page — expanding 查看更多订单信息 (or 查看更多订单和优惠信息) and
 //!    scrolling the detail (bounded) until all of them are read; amounts written
 //!    `实付:,12.50元,` are read too (cards seen twice across scroll positions are the same
-//!    order number, counted once). When the list holds no new unpaid order, the 全部
-//!    list ([`ALL_ORDERS_LINK`]) is walked once for fitting orders in any other state
-//!    (paid, 先用后付, …).
+//!    order number, counted once). A card or detail that is not unpaid by its own reading
+//!    (an unpaid wording as its status, no binding word) fits on its title, options and
+//!    quantity alone: a paid order may show another amount (a 多多支付 discount) and a
+//!    先用后付 one none yet. When the list holds no new unpaid order, the 全部 list
+//!    ([`ALL_ORDERS_LINK`]) is walked once for fitting orders in any other state (paid,
+//!    先用后付, …). When a view of 待付款 shows the census's top cards (or the list's end)
+//!    and a new order is among its fitting cards, the walk ends on the detail of the last
+//!    one (nothing new lies below, and the list would only be dumped again).
 //! 3. The decision: the cards that fit, whose order number is **not in the census**
 //!    taken before the submit (`Confirmation::census`), not reported by this client for
 //!    another task ([`ReconcileContext::known_orders`]), and that were ordered inside the
 //!    window are the candidates. The window is `[mark − (before_mark + clock skew), mark
 //!    + window]`: 60 s plus the measured skew between the host's and the phone's clocks
-//!    before the mark (never more than the contract's 5 min), 5 min after it. A
-//!    candidate whose detail says paid or bound (先用后付, 免密 …: not one of the unpaid
-//!    wordings 待付款 / 待支付 / 等待付款) → `ORDER_NOT_UNPAID` (the runner raises a critical
-//!    alert and stops live on the phone). Exactly one, unpaid → the live success result
+//!    before the mark (never more than the contract's 5 min), 5 min after it. An order
+//!    whose detail says paid or bound (先用后付, 免密 …: not one of the unpaid wordings
+//!    待付款 / 待支付 / 等待付款), fitting, new (not in the census, not another task's) and
+//!    in the window — or later than it, or with no readable time, or up to `window` (5
+//!    min) before the mark: anything but history — → `ORDER_NOT_UNPAID` (the runner raises
+//!    a critical alert and stops live on the phone); only one stamped earlier is history
+//!    (a human's earlier order). An order whose card reads like an unpaid card the census
+//!    saw without opening ([`Confirmation::census_unopened`]: outside its match on the
+//!    task's expected title and the Admin's option spelling) cannot be proven new by its
+//!    number → `ORDER_NOVELTY_UNPROVEN`, never adopted. Exactly one, unpaid → the live
+//!    success result
 //!    (contract §6) — unless a post-submit screen or an unconfirmed order
-//!    (`Confirmation::unconfirmed`) says otherwise; none → `ORDER_NOT_FOUND` (or
-//!    `INTERRUPTED_AFTER_SUBMIT` during crash recovery, nothing can be proven); only
+//!    (`Confirmation::unconfirmed`: `ORDER_PLACED_UNCONFIRMED` — unless the screen that
+//!    made the mark late was the repeat-order dialog or a payment offer, whose own code
+//!    is the true one) says otherwise; none → `ORDER_NOT_FOUND` (or
+//!    `INTERRUPTED_AFTER_SUBMIT` during crash recovery, nothing can be proven; or
+//!    `ORDER_LIST_INCOMPLETE` when the 全部 list could not be read); only
 //!    orders outside the window → `ORDER_TIME_OUT_OF_WINDOW`; several →
 //!    `AMBIGUOUS_ORDER_MATCH`; a confirmation without a census (a mark stored by an older
 //!    client) → `ORDER_NOVELTY_UNPROVEN`, never adopted. Every failure here is
@@ -49,7 +64,8 @@
 //! Before a live purchase touches the goods, [`ReconcileFlow::census`] opens the 待付款
 //! list by the same deep link, opens every card that could fit the task (title when the
 //! task gives one, quantity, every option but the size — a spec resolution may change
-//! it) and records the order numbers: [`ReconcileFlow::census_result`]. It never taps
+//! it) and records the order numbers, the list's top cards and every card it saw without
+//! opening it: [`ReconcileFlow::census_result`]. It never taps
 //! anything but cards, tabs and ways back; its failures are the purchase's to report
 //! (`ORDER_CENSUS_FAILED`, before anything irreversible).
 
@@ -169,6 +185,13 @@ pub struct OrderSeen {
     pub in_census: bool,
     /// A wording on its detail that says it is paid or bound (先用后付, 免密支付, …).
     pub binding: Option<String>,
+    /// Stamped no earlier than `window` before the mark (the contract's 5 min, wider than
+    /// the adoption window's lead), or its time unreadable: a paid or bound order of the
+    /// goods this recent raises the alarm even outside the adoption window.
+    pub recent: bool,
+    /// Its card reads like an unpaid card the census saw without opening
+    /// ([`Confirmation::census_unopened`]): its number cannot prove it new.
+    pub like_unopened: bool,
 }
 
 impl OrderSeen {
@@ -183,7 +206,7 @@ impl OrderSeen {
     }
 
     fn json(&self) -> Value {
-        json!({
+        let mut v = json!({
             "order_sn": self.order_sn,
             "ordered_at": self.ordered_at.map(|t| t.to_rfc3339()),
             "status": self.status,
@@ -194,7 +217,11 @@ impl OrderSeen {
             "reported_for_other_task": self.other_task,
             "in_census": self.in_census,
             "binding": self.binding,
-        })
+        });
+        if self.like_unopened {
+            v["like_unopened_census_card"] = Value::Bool(true);
+        }
+        v
     }
 }
 
@@ -254,6 +281,17 @@ impl Link {
             Link::Failed => "failed",
         }
     }
+}
+
+/// What a census counted ([`ReconcileFlow::census_result`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Census {
+    /// The order numbers of the unpaid orders that could fit ([`Confirmation::census`]).
+    pub orders: BTreeSet<String>,
+    /// The cards of the list's first view at its top ([`Confirmation::census_top`]).
+    pub top: Vec<ListCard>,
+    /// The unpaid cards seen but not opened ([`Confirmation::census_unopened`]).
+    pub unopened: Vec<ListCard>,
 }
 
 /// The screens PDD showed after the submit that end the flow with their own code
@@ -367,6 +405,9 @@ pub struct ReconcileFlow {
     walk: Walk,
     /// Taps of the 全部 tab.
     all_tab_taps: u32,
+    /// The 全部 list was walked to its end (else, when it was tried, an order in another
+    /// state cannot be ruled out: `ORDER_LIST_INCOMPLETE`).
+    all_walked: bool,
     /// Taps per navigation label on the label path.
     label_taps: BTreeMap<String, u32>,
     /// The detail being read (opened from the list).
@@ -376,6 +417,19 @@ pub struct ReconcileFlow {
     census_done: Option<BTreeSet<String>>,
     /// The cards of the list's first view at its top (census mode).
     census_top: Option<Vec<ListCard>>,
+    /// The unpaid cards seen without being opened (census mode).
+    census_unopened: Vec<ListCard>,
+    /// A late mark was triggered by the repeat-order dialog or a payment offer
+    /// ([`Self::with_after`]).
+    late_by_after: bool,
+    /// The card whose detail is being opened or read.
+    opening: Option<ListCard>,
+    /// The list view the cards are opened from shows the census's top cards, or the
+    /// list's end (nothing below it), and how many of its cards fit: once each of them
+    /// is read and a new order is among them, the walk ends on the detail (the list would
+    /// only be dumped again to see that).
+    view_ends_walk: bool,
+    view_fitting: usize,
 }
 
 fn manual(code: FailureCode, step: FlowStep, m: impl Into<String>) -> FlowFailure {
@@ -493,11 +547,17 @@ impl ReconcileFlow {
             link: Link::Untried,
             walk: Walk::Unpaid,
             all_tab_taps: 0,
+            all_walked: false,
             label_taps: BTreeMap::new(),
             detail: None,
             after: AfterSubmit::default(),
             census_done: None,
             census_top: None,
+            census_unopened: Vec::new(),
+            late_by_after: false,
+            opening: None,
+            view_ends_walk: false,
+            view_fitting: 0,
         }
     }
 
@@ -505,6 +565,16 @@ impl ReconcileFlow {
     /// and the measured clock skew.
     pub fn with_context(mut self, ctx: ReconcileContext) -> Self {
         self.ctx = ctx;
+        self
+    }
+
+    /// The same flow knowing the post-submit screen that came instead of 确认订单 after a
+    /// spec sheet's 确定 (the repeat-order dialog, a payment offer) and made the purchase
+    /// mark late: that screen's own code ends the reconciliation, not
+    /// `ORDER_PLACED_UNCONFIRMED` — its text is the true one.
+    pub fn with_after(mut self, after: AfterSubmit) -> Self {
+        self.late_by_after = after.repeat_prompt.is_some() || after.offer.is_some();
+        self.after = after;
         self
     }
 
@@ -519,11 +589,16 @@ impl ReconcileFlow {
         self.started
     }
 
-    /// The census, once a census flow has counted: its order numbers, and the cards of
-    /// the list's top as it saw them ([`Confirmation::census_top`]).
-    pub fn census_result(&mut self) -> Option<(BTreeSet<String>, Vec<ListCard>)> {
-        let done = self.census_done.take()?;
-        Some((done, self.census_top.clone().unwrap_or_default()))
+    /// The census, once a census flow has counted: its order numbers, the cards of the
+    /// list's top as it saw them ([`Confirmation::census_top`]) and the cards it did not
+    /// open ([`Confirmation::census_unopened`]).
+    pub fn census_result(&mut self) -> Option<Census> {
+        let orders = self.census_done.take()?;
+        Some(Census {
+            orders,
+            top: self.census_top.clone().unwrap_or_default(),
+            unopened: std::mem::take(&mut self.census_unopened),
+        })
     }
 
     /// After the submit, with an order already found new: the view shows the cards the
@@ -534,11 +609,13 @@ impl ReconcileFlow {
     /// new); a list whose top changed otherwise (an order cancelled, a card that reads
     /// differently) does not match, and the whole list is read.
     fn census_region_in_view(&self, l: &OrderList) -> bool {
-        if self.mode == Mode::Census
-            || self.walk != Walk::Unpaid
-            || self.unreadable > 0
-            || self.candidates().is_empty()
-        {
+        !self.candidates().is_empty() && self.census_top_shown(l)
+    }
+
+    /// The view shows the census's top cards (as [`Self::census_region_in_view`], before
+    /// any candidate is known): after the submit, on 待付款, nothing unreadable so far.
+    fn census_top_shown(&self, l: &OrderList) -> bool {
+        if self.mode == Mode::Census || self.walk != Walk::Unpaid || self.unreadable > 0 {
             return false;
         }
         let Some(top) = self.conf.census_top.as_deref() else {
@@ -602,6 +679,7 @@ impl ReconcileFlow {
             // travel: they name what was not adopted).
             let mut c = self.conf.clone();
             c.census_top = None;
+            c.census_unopened = None;
             serde_json::to_value(&c).unwrap_or(Value::Null)
         })
     }
@@ -625,18 +703,31 @@ impl ReconcileFlow {
 
     fn not_found_code(&self) -> FailureCode {
         match self.mode {
-            Mode::Recovery => FailureCode::InterruptedAfterSubmit,
             Mode::Census => FailureCode::OrderCensusFailed,
+            // The 待付款 walk found nothing new and the 全部 list could not be read to its
+            // end: the order may be there in another state (paid, 先用后付).
+            _ if self.walk == Walk::All && !self.all_walked => FailureCode::OrderListIncomplete,
+            Mode::Recovery => FailureCode::InterruptedAfterSubmit,
             Mode::AfterSubmit => FailureCode::OrderNotFound,
         }
     }
 
-    /// Does a list card (its labels) fit?
+    /// Does a list card (its labels) fit? The total is matched only on a card that is
+    /// unpaid by its own reading (an unpaid wording as its status, no binding word): a
+    /// paid or bound order may show another amount (a 多多支付 discount, 先用后付 with no
+    /// amount yet) and is opened on its title, options and quantity alone.
     fn card_fits(&self, e: &OrderEntry, labels: &[&str]) -> bool {
         let f = &self.fit;
+        let unpaid = e
+            .status
+            .as_deref()
+            .is_some_and(|s| UNPAID_STATUSES.iter().any(|w| s.contains(w)))
+            && !labels
+                .iter()
+                .any(|l| BINDING_ORDER_WORDS.iter().any(|w| l.contains(w)));
         f.title_ok(e.title.as_deref())
             && e.quantity.is_none_or(|q| q == f.quantity)
-            && f.total.is_none_or(|want| e.total.is_none_or(|t| t == want))
+            && (!unpaid || f.total.is_none_or(|want| e.total.is_none_or(|t| t == want)))
             && names_all(labels.iter().copied(), &f.options)
     }
 
@@ -731,21 +822,35 @@ impl ReconcileFlow {
                     .collect(),
             );
         }
-        let fitting: Vec<Point> = l
-            .entries
-            .iter()
-            .filter(|e| e.fully_visible && self.card_wanted(e))
-            .filter_map(|e| {
-                let labels: Vec<&str> = e.labels.iter().map(String::as_str).collect();
-                if !self.card_fits(e, &labels) {
-                    return None;
+        let mut fitting: Vec<(Point, ListCard)> = Vec::new();
+        for e in l.entries.iter().filter(|e| e.fully_visible) {
+            if !self.card_wanted(e) {
+                continue;
+            }
+            let labels: Vec<&str> = e.labels.iter().map(String::as_str).collect();
+            if !self.card_fits(e, &labels) {
+                // The census keeps what it did not open: a card outside its match may
+                // still be what reconciliation matches later.
+                if self.mode == Mode::Census {
+                    let card = ListCard::of(e);
+                    if !self.census_unopened.contains(&card) {
+                        self.census_unopened.push(card);
+                    }
                 }
-                // Tap the card's title label: inside the card, away from the card's
-                // own buttons (取消订单, 去支付), whatever the card's extent.
-                e.title_tap.or(e.tap)
-            })
-            .collect();
-        if let Some(at) = fitting.get(self.opened_in_view).copied() {
+                continue;
+            }
+            // Tap the card's title label: inside the card, away from the card's own
+            // buttons (取消订单, 去支付), whatever the card's extent.
+            if let Some(at) = e.title_tap.or(e.tap) {
+                fitting.push((at, ListCard::of(e)));
+            }
+        }
+        // This view ends the walk once its fitting cards are read: it shows the census's
+        // top (nothing new below it), or the list's end (nothing below it at all).
+        self.view_ends_walk = self.census_top_shown(&l) || !l.list.is_some_and(|v| v.more_below);
+        self.view_fitting = fitting.len();
+        if let Some((at, card)) = fitting.get(self.opened_in_view).cloned() {
+            self.opening = Some(card);
             self.opened_in_view += 1;
             self.details += 1;
             if self.details > self.limits.details {
@@ -848,7 +953,27 @@ impl ReconcileFlow {
             }
         }
         self.finish_detail();
+        // Every fitting card of a view that shows the census's top — or the list's end —
+        // is read and a new order is among them: the list is newest first, so nothing
+        // above is left unread and nothing below is new (or there is nothing below) —
+        // what the list would show again on the way back is known already. The walk ends
+        // here.
+        if self.view_ends_walk
+            && self.opened_in_view >= self.view_fitting
+            && self.census_walk_may_end()
+        {
+            return self.walk_done();
+        }
         back
+    }
+
+    /// The conditions [`Self::census_region_in_view`] puts on the walk, known without a
+    /// list: after the submit, on 待付款, nothing unreadable, a candidate found.
+    fn census_walk_may_end(&self) -> bool {
+        self.mode != Mode::Census
+            && self.walk == Walk::Unpaid
+            && self.unreadable == 0
+            && !self.candidates().is_empty()
     }
 
     /// Records the detail being read (if any) as an order seen, and returns to the list.
@@ -862,21 +987,37 @@ impl ReconcileFlow {
             return;
         };
         let labels: Vec<&str> = r.labels.iter().map(String::as_str).collect();
+        let binding = labels
+            .iter()
+            .find_map(|l| BINDING_ORDER_WORDS.iter().find(|w| l.contains(*w)))
+            .map(|w| (*w).to_string());
+        let unpaid = binding.is_none()
+            && r.status
+                .as_deref()
+                .is_some_and(|s| UNPAID_STATUSES.iter().any(|w| s.contains(w)));
         let f = &self.fit;
+        // A detail that is not unpaid fits on title, options and quantity alone: an order
+        // paid at a discount (用多多支付减7.53元) or bound by 先用后付 (no 实付 amount yet) is
+        // still the account paying by itself.
         let fits = f.title_ok(r.goods_title.as_deref())
             && r.quantity.is_none_or(|q| q == f.quantity)
-            && f.total.is_none_or(|want| r.total == Some(want))
+            && (!unpaid || f.total.is_none_or(|want| r.total == Some(want)))
             && names_all(labels.iter().copied(), &f.options);
         let lead = self.lead();
         let in_window = r
             .ordered_at
             .is_some_and(|t| within(self.submitted_at, t, lead, self.limits.window));
+        let horizon = self.submitted_at
+            - chrono::Duration::from_std(self.limits.window).unwrap_or(chrono::Duration::MAX);
+        let recent = r
+            .ordered_at
+            .is_none_or(|t| t.with_timezone(&Utc) >= horizon);
         let other_task = self.ctx.known_orders.contains(&sn);
         let in_census = self.conf.census.as_ref().is_some_and(|c| c.contains(&sn));
-        let binding = labels
-            .iter()
-            .find_map(|l| BINDING_ORDER_WORDS.iter().find(|w| l.contains(*w)))
-            .map(|w| (*w).to_string());
+        let like_unopened = match (&self.opening, &self.conf.census_unopened) {
+            (Some(card), Some(unopened)) => unopened.contains(card),
+            _ => false,
+        };
         self.orders.insert(
             sn.clone(),
             OrderSeen {
@@ -890,6 +1031,8 @@ impl ReconcileFlow {
                 other_task,
                 in_census,
                 binding,
+                recent,
+                like_unopened,
             },
         );
     }
@@ -920,6 +1063,9 @@ impl ReconcileFlow {
                 duration: Duration::ZERO,
             };
         }
+        if self.walk == Walk::All {
+            self.all_walked = true;
+        }
         if self.walk == Walk::Unpaid && self.candidates().is_empty() && self.unreadable == 0 {
             // Nothing new under 待付款: look for the order in any other state (paid,
             // 先用后付), once.
@@ -937,11 +1083,13 @@ impl ReconcileFlow {
         self.decide()
     }
 
-    /// The candidates: fitting, not another task's, not in the census, in the window.
+    /// The candidates: fitting, not another task's, not in the census, in the window, and
+    /// proven new by their number (a card the census saw unopened proves nothing).
     fn candidates(&self) -> Vec<&OrderSeen> {
         self.orders
             .values()
             .filter(|o| o.fits && !o.other_task && !o.in_census && o.in_window)
+            .filter(|o| !o.like_unopened)
             .collect()
     }
 
@@ -970,20 +1118,41 @@ impl ReconcileFlow {
             .filter(|o| o.fits && !o.other_task && o.in_census)
             .count();
         let candidates = self.candidates();
-        // Found, but paid or bound: the account pays by itself — never "not found".
-        let bound: Vec<&OrderSeen> = candidates.iter().copied().filter(|o| !o.unpaid()).collect();
+        // Found, but paid or bound: the account pays by itself — never "not found". Any
+        // such order of the goods that is new (not in the census, not another task's) and
+        // recent raises it: in the adoption window, later than it, or with no readable
+        // time. Only one stamped more than `window` before the mark is history (an order
+        // paid by a human before this task).
+        let bound: Vec<&OrderSeen> = self
+            .orders
+            .values()
+            .filter(|o| o.fits && !o.other_task && !o.in_census && !o.unpaid())
+            .filter(|o| o.in_window || o.recent)
+            .collect();
         if !bound.is_empty() {
+            let want = self.fit.total;
             let what: Vec<String> = bound
                 .iter()
                 .map(|o| {
-                    format!(
-                        "{} ({})",
-                        o.order_sn,
-                        o.binding
-                            .clone()
-                            .or_else(|| o.status.clone())
-                            .unwrap_or_else(|| "status unreadable".into())
-                    )
+                    let mut w = o
+                        .binding
+                        .clone()
+                        .or_else(|| o.status.clone())
+                        .unwrap_or_else(|| "status unreadable".into());
+                    match (o.total_cent, want) {
+                        (Some(t), Some(c)) if t != c.get() => {
+                            w.push_str(&format!(", {t} fen against the {} fen confirmed", c.get()))
+                        }
+                        (None, Some(_)) => w.push_str(", no amount shown"),
+                        _ => {}
+                    }
+                    if !o.in_window {
+                        w.push_str(match o.ordered_at {
+                            Some(_) => ", outside the adoption window",
+                            None => ", time unreadable",
+                        });
+                    }
+                    format!("{} ({w})", o.order_sn)
                 })
                 .collect();
             return self.fail(
@@ -1017,8 +1186,34 @@ impl ReconcileFlow {
                 )),
             );
         }
+        // An order whose card the census saw without opening it (its match — the task's
+        // expected title, the Admin's spelling — left that card out) may be older than
+        // the submit: its number proves nothing, and none is adopted.
+        let unproven: Vec<&OrderSeen> = self
+            .orders
+            .values()
+            .filter(|o| o.fits && !o.other_task && !o.in_census && o.in_window)
+            .filter(|o| o.like_unopened)
+            .collect();
+        if !unproven.is_empty() {
+            return self.fail(
+                manual(
+                    FailureCode::OrderNoveltyUnproven,
+                    step,
+                    format!(
+                        "{} order(s) fit the purchase, but their cards read like unpaid cards the census saw before the submit without opening them (outside its match: the task's expected title or option spelling differs from the page's): they cannot be proven new and none is adopted",
+                        unproven.len()
+                    ),
+                )
+                .explain(&naming(reasons::census_missed_card(), &unproven)),
+            );
+        }
         // What PDD showed after the tap decides before a found order does.
-        let special: Option<FailureCode> = if self.conf.unconfirmed.is_some() {
+        // A late mark (an order placed by a tap that should only have opened 确认订单) is
+        // ORDER_PLACED_UNCONFIRMED — unless the screen that made it late was the
+        // repeat-order dialog or a payment offer: that screen's code says what happened.
+        let special: Option<FailureCode> = if self.conf.unconfirmed.is_some() && !self.late_by_after
+        {
             Some(FailureCode::OrderPlacedUnconfirmed)
         } else if self.after.repeat_prompt.is_some() {
             Some(FailureCode::RepeatOrderPrompt)
@@ -1048,12 +1243,18 @@ impl ReconcileFlow {
                     self.after.payment_app.as_deref().unwrap_or("another app")
                 ),
             };
+            let text = match &code {
+                FailureCode::OrderPlacedUnconfirmed => {
+                    reasons::placed_unconfirmed(self.conf.unconfirmed_by.as_deref())
+                }
+                other => reasons::for_code(other),
+            };
             let mut f = manual(
                 code.clone(),
                 step,
                 format!("{m}; {} new order(s) found", candidates.len()),
             )
-            .explain(&naming(reasons::for_code(&code), &candidates));
+            .explain(&naming(text, &candidates));
             if let [one] = candidates.as_slice() {
                 f = f.with("order_sn", one.order_sn.clone());
             }
@@ -1090,7 +1291,17 @@ impl ReconcileFlow {
                 ),
             )),
             [] => {
-                let mut m = if self.mode == Mode::Recovery {
+                let incomplete = self.walk == Walk::All && !self.all_walked;
+                let mut m = if incomplete {
+                    format!(
+                        "{}no new order fits the purchase under 待付款, and the 全部 list could not be read (its tab did not open): an order in another state (paid, 先用后付) cannot be ruled out",
+                        if self.mode == Mode::Recovery {
+                            "interrupted after the irreversible mark; "
+                        } else {
+                            ""
+                        }
+                    )
+                } else if self.mode == Mode::Recovery {
                     "interrupted after the irreversible mark and no order can be found: nothing can be proven".to_string()
                 } else {
                     "no new order fits the purchase, under 待付款 or 全部".to_string()
@@ -1506,6 +1717,8 @@ mod tests {
             other_task: false,
             in_census: false,
             binding: binding.map(str::to_string),
+            recent: true,
+            like_unopened: false,
         }
     }
 

@@ -3,17 +3,19 @@
 //! **order button** — the control that places (or pays) the order, whatever it reads.
 //!
 //! A sheet whose button reads 确定 / 立即购买 is a plain spec sheet only when it shows none
-//! of the checkout's rows ([`CheckoutRows::any`]): then its button opens 确认订单 and
-//! orders nothing. With an address, a payment row or a total on it, the same 确定 places
-//! the order ([`OrderKind::CommittingProceed`]): it is treated as a submit — marked
-//! first, or refused — by the flows and by the guard alike.
+//! of the checkout's rows ([`CheckoutRows::any`]) and the button quotes no amount: then
+//! its button opens 确认订单 and orders nothing. With an address, a payment row or a
+//! total on it — or an amount on the button itself ("确定 ¥59": a button that quotes what
+//! the order costs is a checkout's) — the same 确定 places the order
+//! ([`OrderKind::CommittingProceed`]): it is treated as a submit — marked first, or
+//! refused when the other proofs are missing — by the flows and by the guard alike.
 
 use std::sync::OnceLock;
 
 use regex::Regex;
 use serde::Serialize;
 
-use super::controls::{is_pay_action, is_submit_control};
+use super::controls::{is_pay_action, is_submit_control, proceed_carries_amount};
 use super::cover::{covering_node, InAppCover};
 use super::page::{trim_name, Page, CLOSE_DESC};
 use super::payment::{OrderButton, SUBMIT_LABELS};
@@ -161,9 +163,11 @@ pub fn total_after(n: NodeRef<'_>, button: Option<NodeRef<'_>>) -> (Option<Fen>,
 pub enum OrderKind {
     /// 提交订单 / 确认下单 (an amount may follow).
     Submit,
-    /// 确定 / 立即购买 on a screen without the checkout's rows: opens 确认订单.
+    /// 确定 / 立即购买 on a screen without the checkout's rows, quoting no amount: opens
+    /// 确认订单.
     Proceed,
-    /// 确定 / 立即购买 on a screen with the checkout's rows: places the order.
+    /// 确定 / 立即购买 on a screen with the checkout's rows, or quoting an amount ("确定
+    /// ¥59"): places the order.
     CommittingProceed,
     /// A pay action (立即支付 ¥59, 确认支付, 先用后付 0元下单): pays or binds at once.
     Pays,
@@ -258,7 +262,8 @@ pub fn order_control<'t>(
     let kind = if is_pay_action(label) {
         OrderKind::Pays
     } else if is_proceed_label(label) {
-        if rows.any() {
+        // A 确定 that quotes what the order costs places it, checkout rows or not.
+        if rows.any() || proceed_carries_amount(node) {
             OrderKind::CommittingProceed
         } else {
             OrderKind::Proceed

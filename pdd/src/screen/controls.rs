@@ -61,8 +61,14 @@ pub const SUBMIT_CORES: &[&str] = &[
 
 /// Labels (cores) that place the order only on a checkout screen (a sheet or page with
 /// an address block, a payment row or a total): the 确定 / 立即购买 of a sheet that
-/// carries the checkout's rows (issue 25). Elsewhere they open a sheet or 确认订单.
+/// carries the checkout's rows (issue 25). Elsewhere they open a sheet or 确认订单 —
+/// unless the button carries an amount ("确定 ¥59"): a button that quotes what the order
+/// costs places it, wherever it is ([`proceed_carries_amount`]).
 pub const CHECKOUT_SUBMIT_CORES: &[&str] = &["确定", "立即购买"];
+
+/// The repeat-order dialog's controls that would place a second order (a subset of
+/// [`SUBMIT_CORES`]: not the checkout's own 提交订单 / 确认下单).
+pub const CONTINUE_ORDER_CORES: &[&str] = &["继续下单", "仍要下单", "继续提交", "继续提交订单"];
 
 /// What may stand before a pay verb in a pay action (`""`: the bare verb).
 pub const PAY_PREFIXES: &[&str] = &[
@@ -166,9 +172,33 @@ pub fn is_pay_action(label: &str) -> bool {
 
 /// Is this label a submit control (提交订单 / 确认下单, an amount allowed)?
 pub fn is_submit_control(label: &str) -> bool {
-    let flat = flatten(label);
-    let (core, _) = peel(&flat, false);
-    SUBMIT_CORES.contains(&core.as_str())
+    SUBMIT_CORES.contains(&label_core(label).as_str())
+}
+
+/// Is this label a control that places a second order from the repeat-order dialog
+/// (继续下单, 仍要下单, …; an amount allowed)?
+pub fn is_continue_order(label: &str) -> bool {
+    CONTINUE_ORDER_CORES.contains(&label_core(label).as_str())
+}
+
+/// The label's core by the whole-label rule (module docs): whitespace and punctuation
+/// dropped, amounts, countdowns and bracketed tails peeled off both ends.
+pub fn label_core(label: &str) -> String {
+    peel(&flatten(label), false).0
+}
+
+/// Whether a 确定 / 立即购买 node quotes an amount: in its own label ("确定 ¥59") or in
+/// the button around it (its nearest clickable, when that is a button — at most three
+/// texts — rather than a container: "确定" + "¥59"). Such a button places the order,
+/// checkout rows or not.
+pub fn proceed_carries_amount(node: NodeRef<'_>) -> bool {
+    let own = [node.text(), node.desc()]
+        .into_iter()
+        .any(|l| peel(&flatten(l), false).1);
+    own || node.nearest_clickable().is_some_and(|c| {
+        let parts: Vec<&str> = c.texts().collect();
+        parts.len() <= 3 && crate::money::price_from_parts(parts.iter().copied()).is_some()
+    })
 }
 
 fn is_pay_core(core: &str) -> bool {
@@ -425,13 +455,13 @@ pub fn presses(node: NodeRef<'_>, at: Point) -> bool {
     })
 }
 
-/// A 确定 / 立即购买 (an amount allowed) of a checkout screen: a submit control.
-fn checkout_submit(node: NodeRef<'_>) -> Option<(ControlKind, &str)> {
+/// A 确定 / 立即购买 of a checkout screen (`checkout`), or one that quotes an amount
+/// anywhere ([`proceed_carries_amount`]): a submit control.
+fn checkout_submit(node: NodeRef<'_>, checkout: bool) -> Option<(ControlKind, &str)> {
     [node.text(), node.desc()].into_iter().find_map(|l| {
-        let (core, _) = peel(&flatten(l), false);
-        CHECKOUT_SUBMIT_CORES
-            .contains(&core.as_str())
-            .then(|| (ControlKind::Submit, l.trim()))
+        (CHECKOUT_SUBMIT_CORES.contains(&label_core(l).as_str())
+            && (checkout || proceed_carries_amount(node)))
+        .then(|| (ControlKind::Submit, l.trim()))
     })
 }
 
@@ -444,13 +474,14 @@ fn flagged(node: NodeRef<'_>) -> Option<(ControlKind, &str)> {
 
 /// Every submit control and pay action of the tree that a tap at `at` would press; pay
 /// actions first. `checkout`: the tree is a checkout screen
-/// (`super::checkout::is_checkout`), where a 确定 / 立即购买 places the order too.
+/// (`super::checkout::is_checkout`), where a 确定 / 立即购买 places the order too (one
+/// that quotes an amount does on any screen).
 pub fn controls_at(tree: &Tree, at: Point, checkout: bool) -> Vec<ControlHit> {
     let mut hits: Vec<ControlHit> = tree
         .nodes()
         .filter_map(|n| {
             flagged(n)
-                .or_else(|| checkout.then(|| checkout_submit(n)).flatten())
+                .or_else(|| checkout_submit(n, checkout))
                 .map(|(k, l)| (n, k, l))
         })
         .filter(|(n, _, _)| presses(*n, at))

@@ -27,9 +27,18 @@
 //! control takes its own taps — an option tile's inner image — and that is fine; see
 //! also [`controls::presses`]). A point where nothing takes the touch is not covered
 //! (nothing is pressed). Only PDD's windows are judged (the aimed node's top-level root
-//! must be PDD's and hold the point): the dump does not give the z-order *between*
-//! windows (uiautomator lists its roots in no defined order), so a cover from another
-//! PDD window is not judged here.
+//! must be PDD's and hold the point).
+//!
+//! # Another PDD window over the target
+//! A PopupWindow of PDD's (a 多多支付 bubble drawn as its own window) is a separate PDD
+//! root of the dump. The dump gives no layer between windows, but it lists them bottom
+//! to top: the real dumps list PDD's activity window first, then the MIUI gesture bar and
+//! the systemui status bar that are drawn over it; the simulated phone lists its popup
+//! window after the page it covers. So a PDD root listed **after** the aimed node's root
+//! whose visible bounds hold the point covers the tap, whatever takes the touch inside
+//! it: the window above receives the touch (a view that does not consume it does not
+//! hand it to the window below). Other packages' windows are [`super::windows`]'
+//! business (the window stack, read by the guard).
 
 use serde::Serialize;
 
@@ -149,12 +158,15 @@ fn window_of(n: NodeRef<'_>) -> NodeRef<'_> {
     n.ancestors().last().unwrap_or(n)
 }
 
-/// The node of PDD's window that a touch at `at` reaches: the receiver in the first
-/// kept PDD root (dump order) whose visible bounds hold the point.
+/// The node of PDD's windows that a touch at `at` reaches: the receiver in the last PDD
+/// root (dump order: the top-most window) whose visible bounds hold the point; `None`
+/// when nothing in that window takes it.
 pub fn receiver_at(tree: &Tree, at: Point) -> Option<NodeRef<'_>> {
-    tree.roots()
+    let top = tree
+        .roots()
         .filter(|r| r.package() == PDD_PACKAGE && takes_part(r, at))
-        .find_map(|r| receiver(r, at))
+        .last()?;
+    receiver(top, at)
 }
 
 /// The node's label, else the first label in its subtree (document order).
@@ -174,6 +186,9 @@ pub fn covering_node(aimed: NodeRef<'_>, at: Point) -> Option<InAppCover> {
     let window = window_of(aimed);
     if window.package() != PDD_PACKAGE {
         return None;
+    }
+    if let Some(c) = window_above(aimed, window, at) {
+        return Some(c);
     }
     let got = receiver(window, at)?;
     let control = control_of(aimed);
@@ -196,6 +211,33 @@ pub fn covering_node(aimed: NodeRef<'_>, at: Point) -> Option<InAppCover> {
         target,
         target_bounds: control.bounds(),
         drawn_over: consumes(&control) && path_ok && !got.contains(&control),
+    })
+}
+
+/// A PDD window listed after `window` (drawn above it: module documentation) whose
+/// visible bounds hold `at`: it receives the tap meant for `aimed`. What takes the touch
+/// inside it is named when something does, else the window itself.
+fn window_above(aimed: NodeRef<'_>, window: NodeRef<'_>, at: Point) -> Option<InAppCover> {
+    let tree = window.tree();
+    let above = tree
+        .roots()
+        .skip_while(|r| r.id() != window.id())
+        .skip(1)
+        .filter(|r| r.package() == PDD_PACKAGE && takes_part(r, at))
+        .last()?;
+    let got = receiver(above, at).unwrap_or(above);
+    let control = control_of(aimed);
+    let target = if aimed.label().is_empty() {
+        label_in(control)
+    } else {
+        aimed.label().to_string()
+    };
+    Some(InAppCover {
+        label: label_in(got),
+        bounds: got.bounds(),
+        target,
+        target_bounds: control.bounds(),
+        drawn_over: true,
     })
 }
 
@@ -353,6 +395,46 @@ mod tests {
         // Outside the row: its clickable container.
         let got = receiver_at(&t, Point { x: 100, y: 800 }).unwrap();
         assert_eq!(got.bounds(), Bounds::new(0, 0, 1080, 1000));
+    }
+
+    #[test]
+    fn a_pdd_window_listed_after_the_targets_covers_it() {
+        // The sheet's footer in PDD's activity window, then a 多多支付 bubble as its own
+        // PDD window (a PopupWindow) over it, then the status bar.
+        let sheet = format!(
+            r#"<node index="0" package="{PDD}" class="android.widget.FrameLayout" visible-to-user="true" drawing-order="0" bounds="[0,0][1080,2400]"><node index="0" class="android.widget.FrameLayout" clickable="true" visible-to-user="true" drawing-order="1" bounds="[334,2213][1080,2354]"><node index="0" text="提交订单 ¥47.2" visible-to-user="true" drawing-order="1" bounds="[548,2251][865,2316]"/></node></node>"#
+        );
+        let bubble = format!(
+            r#"<node index="0" package="{PDD}" class="android.widget.FrameLayout" visible-to-user="true" drawing-order="0" bounds="[480,2160][1020,2320]"><node index="0" text="用多多支付减7.53元" clickable="true" visible-to-user="true" drawing-order="1" bounds="[500,2180][1000,2300]"/></node>"#
+        );
+        let bar = r#"<node index="0" package="com.android.systemui" bounds="[0,0][1080,95]"/>"#;
+        let parse = |roots: &[&str]| {
+            Tree::parse_with(
+                &format!(r#"<hierarchy rotation="0">{}</hierarchy>"#, roots.concat()),
+                crate::screen::WindowFilter::All,
+            )
+            .unwrap()
+        };
+        let t = parse(&[&sheet, &bubble, bar]);
+        let c = covering(&t, FOOTER, FOOTER_LABEL).expect("the window above covers it");
+        assert_eq!(c.label, "用多多支付减7.53元");
+        assert_eq!(c.bounds, Bounds::new(500, 2180, 1000, 2300));
+        assert_eq!(c.target, FOOTER_LABEL);
+        assert_eq!(c.target_bounds, Bounds::new(334, 2213, 1080, 2354));
+        assert!(c.drawn_over);
+        assert_eq!(
+            receiver_at(&t, FOOTER).unwrap().text(),
+            "用多多支付减7.53元"
+        );
+        // Beside the bubble's window the footer takes its taps.
+        assert_eq!(covering(&t, Point { x: 400, y: 2330 }, FOOTER_LABEL), None);
+        // The same window listed before the sheet's is beneath it.
+        let t = parse(&[&bubble, &sheet, bar]);
+        assert_eq!(covering(&t, FOOTER, FOOTER_LABEL), None);
+        // A PDD window above with nothing clickable at the point still takes the touch.
+        let t = parse(&[&sheet, &bubble.replace(r#" clickable="true""#, ""), bar]);
+        let c = covering(&t, FOOTER, FOOTER_LABEL).expect("covered by the window");
+        assert_eq!(c.bounds, Bounds::new(480, 2160, 1020, 2320));
     }
 
     #[test]

@@ -180,23 +180,50 @@ pub struct RepeatOrderDialog {
     pub close: Option<Target>,
 }
 
+fn is_repeat_marker(l: &str) -> bool {
+    REPEAT_ORDER_MARKERS.iter().any(|w| l.contains(w)) && l.chars().count() <= 40
+}
+
+/// 去支付 / 去付款 (an amount allowed): the dialog's way to pay the earlier order.
+fn is_go_pay(l: &str) -> bool {
+    matches!(
+        crate::screen::controls::label_core(l).as_str(),
+        "去支付" | "去付款"
+    )
+}
+
+/// The repeat-order dialog: one of its wordings ([`REPEAT_ORDER_MARKERS`]) with a submit
+/// control or 去支付 — or, whatever it says ("您有该商品的订单未支付"), a dialog holding
+/// both a 继续下单-type control ([`crate::screen::controls::is_continue_order`]) and
+/// 去支付: nothing else PDD shows offers both.
 pub fn detect_repeat_order(page: &Page<'_>) -> bool {
-    page.labels(|l| REPEAT_ORDER_MARKERS.iter().any(|w| l.contains(w)) && l.chars().count() <= 40)
+    let marker = page.labels(is_repeat_marker).next().is_some();
+    let cont = page
+        .labels(crate::screen::controls::is_continue_order)
         .next()
-        .is_some()
-        && page
-            .labels(|l| crate::screen::controls::is_submit_control(l) || l == "去支付")
-            .next()
-            .is_some()
+        .is_some();
+    let pay = page.labels(is_go_pay).next().is_some();
+    let submit = page
+        .labels(crate::screen::controls::is_submit_control)
+        .next()
+        .is_some();
+    (marker && (submit || pay)) || (cont && pay)
 }
 
 pub fn extract_repeat_order(page: &Page<'_>) -> RepeatOrderDialog {
-    let marker = page
-        .labels(|l| REPEAT_ORDER_MARKERS.iter().any(|w| l.contains(w)))
-        .next();
     let cont = page
         .labels(crate::screen::controls::is_submit_control)
         .next();
+    // The wording that gave it away; without a known one, the dialog's message (the
+    // label about an order, before its buttons), else the 继续下单 control itself.
+    let marker = page
+        .labels(|l| REPEAT_ORDER_MARKERS.iter().any(|w| l.contains(w)))
+        .next()
+        .or_else(|| {
+            page.labels(|l| l.contains("订单") && l.chars().count() <= 40)
+                .find(|n| cont.is_none_or(|c| n.id() < c.id()) && !is_go_pay(Page::label_of(n)))
+        })
+        .or(cont);
     RepeatOrderDialog {
         marker: marker
             .map(|n| Page::label_of(&n).to_string())

@@ -74,7 +74,24 @@ pub enum Refusal {
     UnknownOrderButton { label: String },
 }
 
+/// Whether a refusal (its stable name, `refusal` in diagnostics) is about the account's
+/// payment setting — 先用后付, 免密 / auto-pay, a method that needs no human — which every
+/// task of the account would meet: the worker pauses until an operator acknowledges. The
+/// others are about one goods' checkout (its button pays in the same tap, it shows no
+/// payment row or no order button): that task is refused, the account goes on.
+pub fn refusal_pauses_account(name: &str) -> bool {
+    matches!(
+        name,
+        "pay_later" | "password_free" | "method_not_interactive"
+    )
+}
+
 impl Refusal {
+    /// About the account's payment setting ([`refusal_pauses_account`]).
+    pub fn pauses_account(&self) -> bool {
+        refusal_pauses_account(self.as_str())
+    }
+
     /// The stable name (`refusal` in diagnostics).
     pub fn as_str(&self) -> &'static str {
         match self {
@@ -113,8 +130,25 @@ impl Refusal {
         }
     }
 
-    /// What the operator reads, and does next.
+    /// What the operator reads, and does next — including whether the account is paused
+    /// until the alert is acknowledged ([`Refusal::pauses_account`]).
     pub fn operator_text(&self) -> OperatorText {
+        let mut t = self.text();
+        if self.pauses_account() {
+            t.next_zh
+                .push_str("；在此之前本账号暂停接单，处理后在控制台确认告警");
+            t.next_en.push_str(
+                "; until then the account takes no tasks: acknowledge the alert in the console once done",
+            );
+        } else {
+            t.next_zh.push_str("（只影响这个商品，账号照常接单）");
+            t.next_en
+                .push_str(" (this goods only: the account goes on taking tasks)");
+        }
+        t
+    }
+
+    fn text(&self) -> OperatorText {
         fn t(
             zh: impl Into<String>,
             en: impl Into<String>,
@@ -361,6 +395,61 @@ mod tests {
             "no_order_button"
         );
         assert!(verdict(Some("支付宝"), OrderButton::Submit("确认下单"), &[]).allowed());
+    }
+
+    #[test]
+    fn only_the_accounts_payment_setting_pauses_the_account_and_the_text_says_which() {
+        for (r, pauses) in [
+            (
+                Refusal::PayLater {
+                    word: "先用后付".into(),
+                },
+                true,
+            ),
+            (
+                Refusal::PasswordFree {
+                    word: "免密".into(),
+                },
+                true,
+            ),
+            (
+                Refusal::MethodNotInteractive {
+                    row: "多多支付".into(),
+                },
+                true,
+            ),
+            (
+                Refusal::PaysInSameTap {
+                    label: "立即支付".into(),
+                },
+                false,
+            ),
+            (Refusal::NoPaymentRow, false),
+            (Refusal::NoOrderButton, false),
+            (
+                Refusal::UnknownOrderButton {
+                    label: "去结算".into(),
+                },
+                false,
+            ),
+        ] {
+            assert_eq!(r.pauses_account(), pauses, "{r:?}");
+            assert_eq!(refusal_pauses_account(r.as_str()), pauses, "{r:?}");
+            let t = r.operator_text();
+            assert_eq!(t.next_zh.contains("暂停接单"), pauses, "{}", t.next_zh);
+            assert_eq!(
+                t.next_en.contains("takes no tasks"),
+                pauses,
+                "{}",
+                t.next_en
+            );
+            assert_eq!(
+                t.next_zh.contains("只影响这个商品"),
+                !pauses,
+                "{}",
+                t.next_zh
+            );
+        }
     }
 
     #[test]

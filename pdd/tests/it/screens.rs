@@ -318,6 +318,89 @@ fn real_sheet_taps_are_not_covered_and_an_injected_bubble_is() {
     }
 }
 
+/// A 多多支付 bubble drawn as a PDD window of its own (a PopupWindow: a second PDD root,
+/// listed after the sheet's window and before the gesture bar and the status bar, as the
+/// real dumps list windows bottom to top) over the footer of both real checkout sheets:
+/// the footer's tap is covered, naming the bubble, and no other planned tap is. The same
+/// window listed before the sheet's window is beneath it and covers nothing.
+#[test]
+fn real_sheet_footer_under_a_pdd_window_of_its_own_is_covered() {
+    let Some(dir) = real_dumps_dir() else {
+        return;
+    };
+    let window = r#"  <node index="0" text="" resource-id="" class="android.widget.FrameLayout" package="com.xunmeng.pinduoduo" content-desc="" checkable="false" checked="false" clickable="false" enabled="true" focusable="false" focused="false" scrollable="false" long-clickable="false" password="false" selected="false" visible-to-user="true" bounds="[480,2150][1060,2310]" drawing-order="0" hint="" display-id="0">
+    <node index="0" text="用多多支付减7.53元" resource-id="com.xunmeng.pinduoduo:id/pdd" class="android.widget.TextView" package="com.xunmeng.pinduoduo" content-desc="" checkable="false" checked="false" clickable="true" enabled="true" focusable="true" focused="false" scrollable="false" long-clickable="false" password="false" selected="false" visible-to-user="true" bounds="[500,2170][1040,2290]" drawing-order="1" hint="" display-id="0" />
+  </node>"#;
+    for name in [
+        "pdd_checkout_sheet_text_sku.xml",
+        "pdd_checkout_sheet_image_sku.xml",
+    ] {
+        let xml = read_dump(&dir.join(name));
+        let lines: Vec<&str> = xml.lines().collect();
+        let home = lines
+            .iter()
+            .position(|l| l.starts_with("  <node") && l.contains(r#"package="com.miui.home""#))
+            .expect("the gesture bar's window");
+        let first = lines
+            .iter()
+            .position(|l| l.starts_with("  <node"))
+            .expect("the sheet's window");
+        assert!(
+            lines[first].contains(r#"package="com.xunmeng.pinduoduo""#),
+            "{name}: the real dump lists PDD's window first"
+        );
+        let with_window_at = |at: usize| {
+            let mut edited: Vec<&str> = lines.clone();
+            edited.insert(at, window);
+            edited.join("\n") + "\n"
+        };
+        let taps = |xml: &str| -> Vec<(String, Point, Option<InAppCover>)> {
+            let tree = Tree::parse(xml).expect("parses");
+            assert_eq!(tree.roots().count(), 2, "{name}: both PDD windows kept");
+            let Screen::SkuSheet(sheet) = classify(&tree) else {
+                panic!("{name}: not a sku_sheet");
+            };
+            let mut taps: Vec<(String, Point)> = Vec::new();
+            for g in &sheet.groups {
+                for o in &g.options {
+                    if let Some(at) = o.tap {
+                        taps.push((o.name.clone(), at));
+                    }
+                }
+            }
+            let stepper = sheet.quantity_stepper.as_ref().expect("stepper");
+            for t in [&stepper.decrease, &stepper.increase].into_iter().flatten() {
+                taps.push((t.label.clone(), t.tap));
+            }
+            let submit = sheet.submit.as_ref().expect("submit");
+            taps.push((submit.label.clone(), submit.tap));
+            taps.into_iter()
+                .map(|(label, at)| {
+                    let c = cover::covering(&tree, at, &label);
+                    (label, at, c)
+                })
+                .collect()
+        };
+        let covered = taps(&with_window_at(home));
+        let (last, rest) = covered.split_last().unwrap();
+        for (label, at, c) in rest {
+            assert_eq!(c, &None, "{name}: `{label}` at {at:?} is covered");
+        }
+        assert!(last.0.starts_with("提交订单"), "{name}: {last:?}");
+        let c = last
+            .2
+            .as_ref()
+            .unwrap_or_else(|| panic!("{name}: the footer is not covered"));
+        assert_eq!(c.label, "用多多支付减7.53元");
+        assert_eq!(c.bounds, Bounds::new(500, 2170, 1040, 2290));
+        assert!(c.drawn_over);
+        // Listed before the sheet's window: beneath it.
+        for (label, at, c) in taps(&with_window_at(first)) {
+            assert_eq!(c, None, "{name}: `{label}` at {at:?} is covered");
+        }
+    }
+}
+
 #[test]
 fn query_api_on_a_fixture() {
     let tree = Tree::parse(&read_dump(

@@ -179,8 +179,10 @@ impl PurchaseFlow {
     }
 
     /// The spec sheet's options and quantity are confirmed and its button reads 确定 /
-    /// 立即购买 (no checkout row on it): tap it (it should order nothing) and go on on
-    /// 确认订单.
+    /// 立即购买 (no checkout row on it, no amount): it should order nothing and open
+    /// 确认订单. First the note that it is about to be tapped is committed
+    /// ([`Effect::NoteProceed`]): a crash after the tap must never be recovered as
+    /// "nothing was submitted".
     fn proceed(&mut self, proceed: Target, chosen: OptionMap) -> Action {
         self.proceeds += 1;
         if self.proceeds > 2 {
@@ -191,7 +193,30 @@ impl PurchaseFlow {
             ));
         }
         self.chosen = Some(chosen);
+        self.pending_proceed = Some(proceed);
+        self.phase = Phase::NotingProceed;
+        self.d.step = FlowStep::ConfirmTotal;
+        let conf = self.unconfirmed_confirmation(
+            "interrupted",
+            "the spec sheet's 确定 was about to be tapped; 确认订单 was never confirmed",
+        );
+        Action::Effect(Effect::NoteProceed {
+            confirmation: Box::new(conf),
+        })
+    }
+
+    /// The note is committed: the spec sheet's 确定, once; then 确认订单 is awaited.
+    fn tap_proceed(&mut self) -> Action {
+        let Some(proceed) = self.pending_proceed.take() else {
+            return finish_fail(FlowFailure::retry(
+                FailureCode::PageNotRecognized,
+                FlowStep::ConfirmTotal,
+                "no 确定 to tap after its note",
+            ));
+        };
         self.phase = Phase::Confirming;
+        self.confirm_seen = false;
+        self.proceed_answered = false;
         self.polls = 0;
         // 确认订单's quantity is read afresh (and set on its own stepper, if it has one).
         self.quantity_rounds = 0;
@@ -374,7 +399,9 @@ impl PurchaseFlow {
             spec_text,
             census: self.census_taken.clone(),
             census_top: self.census_top.clone(),
+            census_unopened: self.census_unopened.clone(),
             unconfirmed: None,
+            unconfirmed_by: None,
         };
         self.confirmation = Some(conf.clone());
         if !self.task.live {
@@ -457,6 +484,21 @@ impl PurchaseFlow {
                     kind: TapKind::Submit,
                 }
             }
+            (Phase::NotingProceed, EffectOutcome::Noted) => self.tap_proceed(),
+            (Phase::NotingProceed, EffectOutcome::Refused { reason }) => {
+                finish_fail(FlowFailure::manual(
+                    FailureCode::OrderAlreadySubmitted,
+                    FlowStep::ConfirmTotal,
+                    format!("the store refused the note before the spec sheet's 确定: {reason}; nothing was tapped"),
+                ))
+            }
+            (Phase::NotingProceed, EffectOutcome::Failed { message, .. }) => {
+                finish_fail(FlowFailure::retry(
+                    FailureCode::Other("LOCAL_STORE_ERROR".into()),
+                    FlowStep::ConfirmTotal,
+                    format!("the note before the spec sheet's 确定 could not be saved: {message}; nothing was tapped"),
+                ))
+            }
             // The late mark after the spec sheet's 确定: reconcile what may exist.
             (Phase::LateMarking, EffectOutcome::Marked { at }) => {
                 let Some(conf) = self.confirmation.clone() else {
@@ -469,7 +511,8 @@ impl PurchaseFlow {
                 self.marked_at = Some(at);
                 self.phase = Phase::Submitted;
                 let mut r = ReconcileFlow::new(conf, at, false, self.limits.reconcile)
-                    .with_context(std::mem::take(&mut self.reconcile_ctx));
+                    .with_context(std::mem::take(&mut self.reconcile_ctx))
+                    .with_after(std::mem::take(&mut self.late_after));
                 let a = r.observe(now, crate::flow::action::Observation::Start);
                 self.reconcile = Some(r);
                 a
@@ -493,8 +536,10 @@ impl PurchaseFlow {
                             self.unconfirmed.clone().unwrap_or_default()
                         ),
                     )
-                    .explain(&crate::reasons::for_code(
-                        &FailureCode::OrderPlacedUnconfirmed,
+                    .explain(&crate::reasons::placed_unconfirmed(
+                        self.confirmation
+                            .as_ref()
+                            .and_then(|c| c.unconfirmed_by.as_deref()),
                     )),
                 )
             }

@@ -58,10 +58,19 @@
 //!    goods, and a positively read spec line (`SPEC_MISMATCH`) and quantity (a stepper
 //!    there is set like the sheet's; `QUANTITY_NOT_SETTABLE`), and the settled total
 //!    are judged by the same rules; its 提交订单 is the one submit. The flow never goes
-//!    back from 确认订单. If that 确定 leads anywhere but 确认订单 — a payment page, 收银台,
-//!    another app, an unknown page, the abandon dialog — an order may exist: the flow
-//!    marks the run then (late, with `unconfirmed` set), reconciles, and ends
-//!    `manual_review ORDER_PLACED_UNCONFIRMED` naming what it found, never `retry_wait`.
+//!    back from 确认订单. A 确定 that quotes an amount ("确定 ¥59") places the order like
+//!    one on a checkout sheet. Before the spec sheet's 确定 is tapped a durable note is
+//!    written ([`Effect::NoteProceed`]): a crash after it is recovered `manual_review
+//!    ORDER_PLACED_UNCONFIRMED`, never "nothing was submitted". If that 确定 leads
+//!    anywhere but 确认订单 — a payment page, 收银台, another app, an unknown page, a
+//!    dialog, a login or risk page, a goods-gone page, a popup over anything but the sheet
+//!    or 确认订单 (its underlying page is read before it is dismissed), popups past their
+//!    limit, the sheet still there after the polls, dumps that fail, a phone that does not
+//!    answer, a refused window, the driver's bound — an order may exist: the flow marks
+//!    the run then (late, with `unconfirmed` set), reconciles, and ends `manual_review
+//!    ORDER_PLACED_UNCONFIRMED` naming what came (the repeat-order dialog and a payment
+//!    offer end with their own codes), never `retry_wait`. Once 确认订单 showed, the 确定
+//!    is proven to have ordered nothing and the before-mark rules hold again.
 //! 7. dry run: finish with the dry-run purchase result (`decisions.md` §6).
 //! 8. live: [`Effect::MarkIrreversible`] (durable, with the confirmation snapshot); only
 //!    after the store answers `Marked` the flow taps 提交订单 — once: the flow moves to
@@ -72,7 +81,8 @@
 //! Device calls: one `dumpsys activity top` read when the goods page prints no id.
 //! Dumps on the happy path: goods, sheet, selection, quantity, two settle dumps (6 for a
 //! dry run), then payment, abandon dialog, goods, order list (by its deep link), order
-//! detail, order list (12 live; `BENCHMARKS.md`).
+//! detail — the walk ends there once the list's view showed the census's top — plus the
+//! census's one dump per screen of 待付款 (`BENCHMARKS.md`).
 //!
 //! # Files
 //! - this file — the [`PurchaseFlow`] state, its observation routing and the screens
@@ -101,9 +111,9 @@ use super::confirmation::{Confirmation, ListCard};
 use super::failure::FlowFailure;
 use super::identity::{IdentityCheck, Verdict};
 use super::observe::{Dispatch, Pending, Policy, Routed};
-use super::reconcile::{ReconcileContext, ReconcileFlow};
+use super::reconcile::{AfterSubmit, ReconcileContext, ReconcileFlow};
 use super::sheet::SheetModel;
-use crate::screen::{Point, Screen};
+use crate::screen::{goods, Point, Screen, ScreenKind};
 use task::{PurchaseLimits, PurchaseTask};
 
 #[derive(Clone, Debug, PartialEq)]
@@ -115,6 +125,9 @@ enum Phase {
     Sheet,
     /// Waiting for the spec resolution's answer.
     Resolving,
+    /// The note that the spec sheet's 确定 / 立即购买 is about to be tapped is being
+    /// committed (nothing tapped yet).
+    NotingProceed,
     /// The sheet's 确定 / 立即购买 is tapped: the order is confirmed on the full-page
     /// 确认订单.
     Confirming,
@@ -192,8 +205,19 @@ pub struct PurchaseFlow {
     census_taken: Option<BTreeSet<String>>,
     /// The cards at the top of the unpaid list when the census counted.
     census_top: Option<Vec<ListCard>>,
+    /// The unpaid cards the census saw without opening them.
+    census_unopened: Option<Vec<ListCard>>,
     /// What showed after the spec sheet's 确定 instead of 确认订单 (late mark).
     unconfirmed: Option<String>,
+    /// 确认订单 showed after the spec sheet's 确定: the tap opened it and ordered nothing.
+    confirm_seen: bool,
+    /// The spec sheet's 确定 tap was answered (its first observation came).
+    proceed_answered: bool,
+    /// The spec sheet's 确定, tapped once its note is committed.
+    pending_proceed: Option<crate::screen::Target>,
+    /// A post-submit screen (the repeat-order dialog, a payment offer) that came instead of
+    /// 确认订单: reconciliation ends with its code rather than `ORDER_PLACED_UNCONFIRMED`.
+    late_after: AfterSubmit,
     /// What the previous quiet dump showed ready to confirm: selection, quantity, total.
     settling: Option<Settle>,
     /// The previous dump's `settling`, for this dump to compare with.
@@ -271,7 +295,12 @@ impl PurchaseFlow {
             census: None,
             census_taken: None,
             census_top: None,
+            census_unopened: None,
             unconfirmed: None,
+            confirm_seen: false,
+            proceed_answered: false,
+            pending_proceed: None,
+            late_after: AfterSubmit::default(),
             settling: None,
             prev_settle: None,
             settles: 0,
@@ -358,7 +387,9 @@ impl PurchaseFlow {
             spec_text: None,
             census: None,
             census_top: None,
+            census_unopened: None,
             unconfirmed: None,
+            unconfirmed_by: None,
         }
     }
 
@@ -370,9 +401,10 @@ impl PurchaseFlow {
             return self.open_goods();
         };
         let a = c.observe(now, obs);
-        if let Some((taken, top)) = c.census_result() {
-            self.census_taken = Some(taken);
-            self.census_top = Some(top);
+        if let Some(census) = c.census_result() {
+            self.census_taken = Some(census.orders);
+            self.census_top = Some(census.top);
+            self.census_unopened = Some(census.unopened);
             self.census = None;
             return self.open_goods();
         }
@@ -404,21 +436,60 @@ impl PurchaseFlow {
         }
     }
 
-    /// After the spec sheet's 确定 something else than 确认订单 showed (`seen`): an order
-    /// may exist whose total was never confirmed. The run is marked now (crash recovery
-    /// then reconciles instead of ordering again), then reconciled; the outcome is
-    /// `manual_review ORDER_PLACED_UNCONFIRMED` whatever is found.
-    fn order_may_exist(&mut self, seen: crate::screen::ScreenKind) -> Action {
+    /// Between the spec sheet's 确定 and 确认订单 (or the late mark): an order may exist.
+    fn proceed_unproven(&self) -> bool {
+        self.phase == Phase::Confirming && !self.confirm_seen
+    }
+
+    /// What a screen met while the spec sheet's 确定 is unproven ends in, before the
+    /// pages every step shares are handled as usual: a login or risk page, a goods-gone
+    /// page, a popup over anything but the sheet or 确认订单, or popups past their limit
+    /// are not 确认订单 — an order may exist ([`Self::order_may_exist`]). A popup over the
+    /// sheet or 确认订单 is dismissed (`None`).
+    fn unproven_page(&mut self, screen: &Screen) -> Option<Action> {
+        match screen {
+            Screen::Popup(p) => {
+                let under = p
+                    .underlying
+                    .map_or("nothing recognisable", ScreenKind::as_str);
+                if !matches!(
+                    p.underlying,
+                    Some(ScreenKind::ConfirmOrder | ScreenKind::SkuSheet)
+                ) {
+                    return Some(self.order_may_exist(
+                        "popup",
+                        format!("a popup over {under} after the spec sheet's 确定"),
+                    ));
+                }
+                (self.popups >= self.limits.popups).then(|| {
+                    self.order_may_exist(
+                        "popups",
+                        "popups kept coming back after the spec sheet's 确定".into(),
+                    )
+                })
+            }
+            Screen::LoginRequired(_) | Screen::RiskVerification(_) => {
+                let k = screen.kind().as_str();
+                Some(self.order_may_exist(k, format!("{k} after the spec sheet's 确定")))
+            }
+            Screen::Unknown(u) if goods::says_goods_gone(&u.labels) => Some(self.order_may_exist(
+                "goods_gone",
+                "a goods-gone page after the spec sheet's 确定".into(),
+            )),
+            _ => None,
+        }
+    }
+
+    /// The confirmation as far as it is known when an order may exist without a
+    /// confirmed total: `what` came instead of 确认订单, `by` names it for the operator.
+    fn unconfirmed_confirmation(&self, by: &str, what: &str) -> Confirmation {
         let chosen = self
             .chosen
             .clone()
             .unwrap_or_else(|| self.task.options.clone());
-        let what = format!("{} after the spec sheet's 确定", seen.as_str());
-        self.unconfirmed = Some(what.clone());
-        let proof = self.identity.proof();
-        let conf = Confirmation {
+        Confirmation {
             goods_id: self.identity.reported_goods_id(),
-            goods_identity: proof,
+            goods_identity: self.identity.proof(),
             title: self.title.clone(),
             options: chosen,
             original_options: self.task.options.clone(),
@@ -430,8 +501,22 @@ impl PurchaseFlow {
             spec_text: None,
             census: self.census_taken.clone(),
             census_top: self.census_top.clone(),
-            unconfirmed: Some(what),
-        };
+            census_unopened: self.census_unopened.clone(),
+            unconfirmed: Some(what.to_string()),
+            unconfirmed_by: Some(by.to_string()),
+        }
+    }
+
+    /// After the spec sheet's 确定 something else than 确认订单 came (`what`; `by` names
+    /// it: a screen kind, `sheet_stayed`, `popups`, `goods_gone`, or the failure code
+    /// that ended the wait): an order may exist whose total was never confirmed. The run
+    /// is marked now (crash recovery then reconciles instead of ordering again), then
+    /// reconciled; the outcome is `manual_review ORDER_PLACED_UNCONFIRMED` whatever is
+    /// found — or, when the screen was the repeat-order dialog or a payment offer, that
+    /// screen's own code. Never `retry_wait`.
+    fn order_may_exist(&mut self, by: &str, what: String) -> Action {
+        self.unconfirmed = Some(what.clone());
+        let conf = self.unconfirmed_confirmation(by, &what);
         self.confirmation = Some(conf.clone());
         self.phase = Phase::LateMarking;
         self.d.step = FlowStep::SubmitOrder;
@@ -442,6 +527,11 @@ impl PurchaseFlow {
 
     fn on_screen(&mut self, now: DateTime<Utc>, o: Observed) -> Action {
         let Observed { screen, .. } = o;
+        if self.proceed_unproven() {
+            if let Some(a) = self.unproven_page(&screen) {
+                return a;
+            }
+        }
         if let Some(a) = self
             .d
             .common_page(&screen, &mut self.popups, self.limits.popups)
@@ -449,9 +539,23 @@ impl PurchaseFlow {
             return a;
         }
         match screen {
-            Screen::ConfirmOrder(c) if self.phase == Phase::Confirming => self.on_confirm_page(c),
+            Screen::ConfirmOrder(c) if self.phase == Phase::Confirming => {
+                // The 确定 opened 确认订单: it ordered nothing.
+                self.confirm_seen = true;
+                self.on_confirm_page(c)
+            }
             // 确定 was tapped and the sheet is still there: wait (bounded), never tap it
-            // again blind — 确认订单 may open right under a second tap.
+            // again blind — 确认订单 may open right under a second tap. When the polls are
+            // spent nothing proves the tap ordered nothing: an order may exist.
+            Screen::SkuSheet(_) if self.proceed_unproven() && self.polls >= self.limits.polls => {
+                self.order_may_exist(
+                    "sheet_stayed",
+                    format!(
+                        "the spec sheet still showing {} polls after its 确定",
+                        self.limits.polls
+                    ),
+                )
+            }
             Screen::SkuSheet(_) if self.phase == Phase::Confirming => self.poll(
                 FlowStep::ConfirmTotal,
                 "确认订单 did not open after the sheet's 确定",
@@ -459,8 +563,19 @@ impl PurchaseFlow {
             ),
             // The spec sheet's 确定 led anywhere else: a payment page, 收银台, another app,
             // an unknown page, a dialog, the goods page — an order may exist. Mark, then
-            // reconcile; never retry_wait.
-            other if self.phase == Phase::Confirming => self.order_may_exist(other.kind()),
+            // reconcile; never retry_wait. The repeat-order dialog and a payment offer are
+            // remembered: that screen's own code ends the reconciliation.
+            other if self.phase == Phase::Confirming => {
+                match &other {
+                    Screen::RepeatOrderDialog(d) => {
+                        self.late_after.repeat_prompt = Some(d.marker.clone());
+                    }
+                    Screen::PaymentOffer(o) => self.late_after.offer = Some(o.offer),
+                    _ => {}
+                }
+                let k = other.kind().as_str();
+                self.order_may_exist(k, format!("{k} after the spec sheet's 确定"))
+            }
             Screen::GoodsDetail(g) => self.on_goods(g),
             Screen::SkuSheet(s) if self.phase == Phase::Sheet => self.on_sheet(now, s),
             other => {
@@ -512,6 +627,14 @@ impl Flow for PurchaseFlow {
         if self.phase == Phase::Census {
             return self.on_census(now, obs);
         }
+        if self.phase == Phase::Confirming && !self.proceed_answered {
+            self.proceed_answered = true;
+            // The guard or the phone refused the spec sheet's 确定 itself: it never reached
+            // the app, nothing can have been ordered by it.
+            if let Observation::TapRefused { .. } | Observation::InputRefused { .. } = &obs {
+                self.confirm_seen = true;
+            }
+        }
         let screen = matches!(obs, Observation::Screen(_));
         if screen {
             self.quiet_dumps += 1;
@@ -541,6 +664,17 @@ impl Flow for PurchaseFlow {
             }
             Routed::Start => self.open_goods(),
             Routed::Act(a) => a,
+            // Between the spec sheet's 确定 and 确认订单 every failure — dumps that fail, a
+            // phone that does not answer, a refused tap, a window that stays — leaves an
+            // order possible: mark late and reconcile, never retry_wait.
+            Routed::Fail(f) if self.proceed_unproven() => self.order_may_exist(
+                f.code.as_str(),
+                format!(
+                    "{} after the spec sheet's 确定 ({})",
+                    f.code.as_str(),
+                    f.message
+                ),
+            ),
             Routed::Fail(f) => finish_fail(f),
             Routed::Resume => self.observe_now(self.d.step.clone()),
             Routed::Screen(o) => self.on_screen(now, *o),
@@ -583,6 +717,18 @@ impl Flow for PurchaseFlow {
                 self.d.step.clone(),
                 format!("stopped by the driver after the irreversible mark: {reason:?}"),
             );
+        }
+        // The spec sheet's 确定 is out and 确认订单 never proved it harmless (or the late
+        // mark was being saved): an order may exist, and nothing can reconcile it now.
+        if self.proceed_unproven() || self.phase == Phase::LateMarking {
+            return FlowFailure::manual(
+                FailureCode::OrderPlacedUnconfirmed,
+                FlowStep::ConfirmTotal,
+                format!(
+                    "stopped by the driver ({reason:?}) after the spec sheet's 确定, before 确认订单 showed: an order may exist; it was not reconciled"
+                ),
+            )
+            .explain(&crate::reasons::placed_unconfirmed(Some("aborted")));
         }
         FlowFailure::retry(
             FailureCode::PageNotRecognized,
