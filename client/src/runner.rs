@@ -29,7 +29,8 @@
 //!   whose phone stays away `reconcile_wait_max` past its mark is reported
 //!   `manual_review` without the phone (the contract has no deadline: this bound is ours);
 //! - account trouble (a login page, a risk/verification page, `PAYMENT_METHOD_NOT_ALLOWED`,
-//!   or `unrecognized_pages_pause_after` `PAGE_NOT_RECOGNIZED` outcomes in a row) raises
+//!   or `PAGE_NOT_RECOGNIZED` outcomes in a row on `unrecognized_pages_pause_after` different
+//!   goods) raises
 //!   an `account_paused` alert naming the task, the code and the attempt's artifacts;
 //!   like every open alert it stops claiming until `ack` (and survives a restart);
 //! - bounded resources ([`crate::upkeep`], issue 12 item 8): below the free-disk floor
@@ -1793,7 +1794,17 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
             Outcome::Failure(f) => f.diagnostics.get("refusal").and_then(|v| v.as_str()),
             Outcome::Result(_) => None,
         };
-        let trouble = self.gate().on_account(failure_code, refusal);
+        // The goods counts for the unrecognised-page rule: one goods' page is that goods'
+        // trouble, however often it is retried.
+        let goods = serde_json::from_str::<serde_json::Value>(&job.task.payload)
+            .ok()
+            .and_then(|p| {
+                p.get("goods_id")
+                    .and_then(|g| g.as_str())
+                    .map(str::to_string)
+            })
+            .unwrap_or_else(|| remote.to_string());
+        let trouble = self.gate().on_account(failure_code, refusal, &goods);
         if let (Some(trouble), Outcome::Failure(f)) = (trouble, &outcome) {
             self.alert(ALERT_ACCOUNT, Some(remote), &account_message(&trouble, f));
         }
@@ -1927,10 +1938,10 @@ fn account_message(
     trouble: &crate::gate::AccountTrouble,
     f: &cmautobuy_contract::FailureRequest,
 ) -> String {
-    let what = if trouble.unrecognized_in_a_row > 0 {
+    let what = if trouble.unrecognized_goods > 0 {
         format!(
-            "{} 次连续无法识别页面 / {} unrecognised pages in a row",
-            trouble.unrecognized_in_a_row, trouble.unrecognized_in_a_row
+            "连续 {} 个不同商品的页面无法识别 / pages of {} different goods in a row were not recognised",
+            trouble.unrecognized_goods, trouble.unrecognized_goods
         )
     } else {
         match trouble.code.as_str() {

@@ -195,7 +195,9 @@ async fn next_claim(w: &World) -> Option<ClaimStep> {
 
 #[tokio::test]
 async fn three_unrecognised_pages_in_a_row_pause_two_do_not() {
-    let u = Some((FailureStatus::RetryWait, "PAGE_NOT_RECOGNIZED"));
+    // Ended `failed`, so the Admin hands out the next goods rather than the same task
+    // again: unrecognised pages of different goods (one goods retried is one goods).
+    let u = Some((FailureStatus::Failed, "PAGE_NOT_RECOGNIZED"));
     // Two, a result (resets), then three.
     let w = world(vec![u, u, None, u, u, u], 10).await;
     for _ in 0..5 {
@@ -228,7 +230,9 @@ async fn three_unrecognised_pages_in_a_row_pause_two_do_not() {
     assert_eq!(alerts.len(), 1);
     assert!(
         alerts[0].message.contains("PAGE_NOT_RECOGNIZED")
-            && alerts[0].message.contains("3 unrecognised pages in a row"),
+            && alerts[0]
+                .message
+                .contains("pages of 3 different goods in a row were not recognised"),
         "{}",
         alerts[0].message
     );
@@ -237,6 +241,25 @@ async fn three_unrecognised_pages_in_a_row_pause_two_do_not() {
         .unwrap();
     assert!(next_claim(&w).await.is_some(), "resumed after ack");
     assert_eq!(w.claims(), 7);
+}
+
+/// One goods whose page is never recognised (a dead link), claimed again after each
+/// `retry_wait`: that goods' failure however often it is retried, never the account's —
+/// no pause, no `account_paused` alert.
+#[tokio::test]
+async fn one_goods_unrecognised_again_and_again_never_pauses_the_account() {
+    let u = Some((FailureStatus::RetryWait, "PAGE_NOT_RECOGNIZED"));
+    let w = world(vec![u, u, u, u], 1).await;
+    for _ in 0..4 {
+        assert!(next_claim(&w).await.is_some(), "never paused");
+    }
+    assert_eq!(w.claims(), 4, "the one task, claimed four times");
+    assert!(w
+        .store
+        .open_alerts()
+        .unwrap()
+        .iter()
+        .all(|a| a.kind != ALERT_ACCOUNT));
 }
 
 /// Issue 12 item 6: unrecognised pages that never come in a row (so never pause) but
