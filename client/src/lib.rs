@@ -48,6 +48,7 @@
 pub mod device;
 pub mod doctor;
 
+pub mod alert;
 pub mod app;
 // The pure core (cmautobuy-pdd) under its old paths: `crate::screen`, `crate::flow`, …
 pub use cmautobuy_pdd::{account, flow, money, reasons, screen, selftest};

@@ -20,11 +20,6 @@ use chrono::{DateTime, Utc};
 
 use crate::screen::AccountReading;
 
-/// The operator alert of a changed account (`operator_alerts.kind`): live stops, collects
-/// and dry runs continue (`runner::NON_BLOCKING_ALERTS`); `ack` accepts the new account
-/// as the phone's baseline.
-pub const ALERT_ACCOUNT_CHANGED: &str = "account_changed";
-
 /// A successful check holds this long.
 pub const CHECK_EVERY: Duration = Duration::from_secs(24 * 3600);
 

@@ -415,9 +415,41 @@ pub fn census_missed_card() -> OperatorText {
     )
 }
 
+/// The operator's text of a reported outcome: the text the failure carried
+/// (`diagnostics.operator`, which says more than the table when the flow knew more),
+/// else the table's ([`for_code`]); `code` is the §7 `error.code`. The one lookup every
+/// surface uses — `status`, the console, the webhooks, `rehearse` — so an outcome reads
+/// the same everywhere.
+pub fn of_failure(code: &str, diagnostics: &serde_json::Value) -> OperatorText {
+    diagnostics
+        .get("operator")
+        .and_then(|v| serde_json::from_value::<OperatorText>(v.clone()).ok())
+        .filter(|t| !t.zh.trim().is_empty() && !t.en.trim().is_empty())
+        .unwrap_or_else(|| for_code(&FailureCode::parse(code)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failure_says_what_it_carried_else_what_the_table_says() {
+        let carried = OperatorText::new("页面上说的", "what the page said", "下一步", "next");
+        let d = serde_json::json!({"operator": carried.to_value()});
+        assert_eq!(of_failure("PRICE_LIMIT_EXCEEDED", &d), carried);
+        let table = for_code(&FailureCode::PriceLimitExceeded);
+        assert_eq!(
+            of_failure("PRICE_LIMIT_EXCEEDED", &serde_json::json!({})),
+            table
+        );
+        // A damaged or partial text is not shown: the table's is.
+        let d = serde_json::json!({"operator": {"zh": "", "en": "x"}});
+        assert_eq!(of_failure("PRICE_LIMIT_EXCEEDED", &d), table);
+        // A code of a newer client still reads as something.
+        assert!(!of_failure("SOMETHING_NEW", &serde_json::json!({}))
+            .zh
+            .is_empty());
+    }
 
     #[test]
     fn every_code_has_a_reason_and_a_next_step_in_both_languages() {

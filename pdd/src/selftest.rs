@@ -25,9 +25,6 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use cmautobuy_contract::{OptionMap, PddData};
 
-/// Operator alert kind of a failed self-test (non-blocking: collects and dry runs go on).
-pub const ALERT_SELF_TEST_FAILED: &str = "self_test_failed";
-
 /// The artifacts' task folder of every self-test, and the attempt ids' prefix.
 pub const TASK_FOLDER: &str = "self-test";
 pub const ATTEMPT_PREFIX: &str = "self-test-";

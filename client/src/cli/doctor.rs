@@ -528,7 +528,7 @@ fn live_inputs(
     let blocking_alerts = store
         .open_alerts()?
         .into_iter()
-        .filter(|a| !cmautobuy_client::runner::NON_BLOCKING_ALERTS.contains(&a.kind.as_str()))
+        .filter(|a| a.kind.blocks_claims())
         .map(|a| format!("{}: {}", a.kind, a.message))
         .collect();
     // The self-test on the version the phone shows now (the store's refusal speaks of the

@@ -2,6 +2,7 @@
 //! §4.1 local save, the HTTP gateway to the Admin and the async runtime.
 
 use anyhow::Context;
+use cmautobuy_client::alert::AlertKind;
 
 use cmautobuy_client::config::{self, Config, LogFormat, Overrides, PurchaseMode};
 use cmautobuy_client::executor::Readiness;
@@ -371,16 +372,10 @@ fn live_refused_by_store(
         return Ok(Some(why));
     }
     let alerts = store.open_alerts()?;
-    if alerts
-        .iter()
-        .any(|a| a.kind == cmautobuy_client::account::ALERT_ACCOUNT_CHANGED)
-    {
+    if alerts.iter().any(|a| a.kind == AlertKind::AccountChanged) {
         return Ok(Some("account changed on this phone".into()));
     }
-    if let Some(a) = alerts
-        .iter()
-        .find(|a| a.kind == cmautobuy_client::runner::ALERT_ORDER_NOT_UNPAID)
-    {
+    if let Some(a) = alerts.iter().find(|a| a.kind == AlertKind::OrderNotUnpaid) {
         return Ok(Some(format!(
             "an order was found paid or bound on this phone (alert {}: `cmautobuy-client ack {}` once checked): {}",
             a.id, a.id, a.message

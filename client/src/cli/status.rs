@@ -3,6 +3,7 @@
 //! undelivered outbox items (`--json`: one object).
 
 use clap::Args;
+use cmautobuy_client::alert::AlertKind;
 use cmautobuy_client::secret::scrub;
 
 use super::args::Globals;
@@ -234,18 +235,17 @@ fn report(
     }
     for a in alerts
         .iter()
-        .filter(|a| a.kind == cmautobuy_client::account::ALERT_ACCOUNT_CHANGED)
+        .filter(|a| a.kind == AlertKind::AccountChanged)
     {
         println!(
             "live paused: account changed on this phone ({}); collects and dry runs continue. Run `cmautobuy-client ack {}` to accept the new account as this phone's",
             a.message, a.id
         );
     }
-    if let Some(why) = account_refusal.as_deref().filter(|_| {
-        !alerts
-            .iter()
-            .any(|a| a.kind == cmautobuy_client::account::ALERT_ACCOUNT_CHANGED)
-    }) {
+    if let Some(why) = account_refusal
+        .as_deref()
+        .filter(|_| !alerts.iter().any(|a| a.kind == AlertKind::AccountChanged))
+    {
         println!("live paused: {why}; declaring dry_run until an account check succeeds (collects and dry runs continue)");
     }
     if let Some(c) = &live_cap {
@@ -261,10 +261,7 @@ fn report(
     if let Some(w) = &claim_wait {
         println!("{}", claim_wait_line(w));
     }
-    for a in alerts
-        .iter()
-        .filter(|a| a.kind == cmautobuy_client::runner::ALERT_ACCOUNT)
-    {
+    for a in alerts.iter().filter(|a| a.kind == AlertKind::AccountPaused) {
         println!(
             "PAUSED for the account (task {}) since {}, run `cmautobuy-client ack {}` once a human has dealt with the phone",
             a.remote_task_id.as_deref().unwrap_or("-"),
@@ -274,7 +271,7 @@ fn report(
     }
     for a in alerts
         .iter()
-        .filter(|a| a.kind == cmautobuy_client::runner::ALERT_DEVICE)
+        .filter(|a| a.kind == AlertKind::DeviceAttention)
     {
         println!(
             "PHONE NEEDS A HUMAN since {}: {} (closes by itself once the phone passes a check)",
@@ -304,9 +301,7 @@ fn report(
             }
         );
     } else {
-        let stops = alerts
-            .iter()
-            .any(|a| !cmautobuy_client::runner::NON_BLOCKING_ALERTS.contains(&a.kind.as_str()));
+        let stops = alerts.iter().any(|a| a.kind.blocks_claims());
         if stops {
             println!("ALERTS — claiming is stopped until acknowledged (`cmautobuy-client ack`):");
         } else {

@@ -185,11 +185,7 @@ pub fn render_worker(
         )),
         None => h.push_str("<li class=\"ok\">设备正常 <span class=\"en\">phone: no pause</span></li>"),
     }
-    let blocking: Vec<&Alert> = s
-        .alerts
-        .iter()
-        .filter(|a| blocks_claiming(&a.kind))
-        .collect();
+    let blocking: Vec<&Alert> = s.alerts.iter().filter(|a| a.kind.blocks_claims()).collect();
     if s.pause.is_none() && blocking.is_empty() {
         h.push_str("<li class=\"ok\">领取中 <span class=\"en\">claiming runs</span></li>");
     } else if !blocking.is_empty() {
@@ -275,7 +271,7 @@ pub fn render_worker(
 <form class=\"inline\" method=\"post\" action=\"/ack\"><input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
 <input type=\"hidden\" name=\"worker\" value=\"{i}\"><input type=\"hidden\" name=\"id\" value=\"{id}\">\
 <button type=\"submit\">确认 Ack</button></form></div>",
-            kind = escape(&a.kind),
+            kind = escape(a.kind.as_str()),
             id = a.id,
             task = a
                 .remote_task_id
@@ -343,12 +339,6 @@ pub fn render_worker(
     }
     h.push_str("</section>");
     h
-}
-
-/// Whether an open alert of `kind` stops claiming (`device_attention` does not by
-/// itself; the device pause does).
-fn blocks_claiming(kind: &str) -> bool {
-    kind != crate::runner::ALERT_DEVICE
 }
 
 /// Every worker's section, now.

@@ -3,6 +3,7 @@
 //! self-test, the clock and account checks.
 
 use super::*;
+use crate::alert::AlertKind;
 
 impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
     /// The upkeep after a task (or at start: `job = None`), on a blocking thread.
@@ -124,10 +125,7 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
                 if let Err(e) = self.store.prove_pdd_version(&serial, &v, &by, now) {
                     tracing::warn!(error = %e, "cannot record the proven PDD version");
                 }
-                if let Err(e) = self
-                    .store
-                    .resolve_alerts(crate::selftest::ALERT_SELF_TEST_FAILED, now)
-                {
+                if let Err(e) = self.store.resolve_alerts(AlertKind::SelfTestFailed, now) {
                     tracing::warn!(error = %e, "cannot close the self_test_failed alert");
                 }
             }
@@ -149,18 +147,16 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
                     .open_alerts()
                     .unwrap_or_default()
                     .into_iter()
-                    .filter(|a| a.kind == crate::selftest::ALERT_SELF_TEST_FAILED)
+                    .filter(|a| a.kind == AlertKind::SelfTestFailed)
                     .collect::<Vec<_>>();
                 // One open alert: the newest failure replaces the older one.
                 for a in &open {
                     let _ = self.store.ack_alerts(Some(a.id), now);
                 }
-                if let Err(e) = self.store.raise_alert(
-                    crate::selftest::ALERT_SELF_TEST_FAILED,
-                    None,
-                    &text,
-                    now,
-                ) {
+                if let Err(e) = self
+                    .store
+                    .raise_alert(AlertKind::SelfTestFailed, None, &text, now)
+                {
                     tracing::warn!(error = %e, "cannot save the self_test_failed alert");
                 }
             }
@@ -240,11 +236,14 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
                 let open = self
                     .store
                     .open_alerts()
-                    .map(|a| a.iter().any(|a| a.kind == ALERT_CLOCK_SKEW))
+                    .map(|a| a.iter().any(|a| a.kind == AlertKind::ClockSkew))
                     .unwrap_or(false);
                 if !open {
                     let msg = format!("时钟偏差，暂停实单 / clock skew: {why}");
-                    if let Err(e) = self.store.raise_alert(ALERT_CLOCK_SKEW, None, &msg, now) {
+                    if let Err(e) = self
+                        .store
+                        .raise_alert(AlertKind::ClockSkew, None, &msg, now)
+                    {
                         tracing::warn!(error = %e, "cannot save the clock skew alert");
                     }
                 }
@@ -319,7 +318,7 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
             }
             Ok((r, crate::account::Verdict::Same, _)) => {
                 tracing::info!(device = %serial, account = %r.describe(), "account check: the recorded account");
-                match self.store.resolve_alerts(ALERT_ACCOUNT_CHANGED, now) {
+                match self.store.resolve_alerts(AlertKind::AccountChanged, now) {
                     Ok(n) if n > 0 => tracing::info!(
                         "the recorded account is back on the phone: account_changed closed"
                     ),
@@ -334,7 +333,7 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
                 let open = self
                     .store
                     .open_alerts()
-                    .map(|a| a.iter().any(|a| a.kind == ALERT_ACCOUNT_CHANGED))
+                    .map(|a| a.iter().any(|a| a.kind == AlertKind::AccountChanged))
                     .unwrap_or(false);
                 tracing::error!(device = %serial, recorded = %old, now = %r.describe(), "the account on the phone changed: declaring dry_run until acknowledged");
                 if !open {
@@ -342,9 +341,9 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
                         "手机 {serial} 上的账号已变更 / the account on phone {serial} changed: recorded {old}, now {}",
                         r.describe()
                     );
-                    if let Err(e) = self
-                        .store
-                        .raise_alert(ALERT_ACCOUNT_CHANGED, None, &msg, now)
+                    if let Err(e) =
+                        self.store
+                            .raise_alert(AlertKind::AccountChanged, None, &msg, now)
                     {
                         tracing::warn!(error = %e, "cannot save the account_changed alert");
                     }
@@ -404,7 +403,10 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
             Some(Transition::Resumed { since, probes }) => {
                 let away = (self.clock.now() - since).num_seconds();
                 tracing::info!(%since, away_secs = away, probes, "device ready again: worker resumed");
-                if let Err(e) = self.store.resolve_alerts(ALERT_DEVICE, self.clock.now()) {
+                if let Err(e) = self
+                    .store
+                    .resolve_alerts(AlertKind::DeviceAttention, self.clock.now())
+                {
                     tracing::warn!(error = %e, "cannot close the device_attention alert");
                 }
                 self.store.set_device_pause(None)
@@ -422,14 +424,14 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
         let open = self.store.open_alerts().unwrap_or_default();
         if open
             .iter()
-            .any(|a| a.kind == ALERT_DEVICE && a.message == text)
+            .any(|a| a.kind == AlertKind::DeviceAttention && a.message == text)
         {
             return;
         }
-        tracing::error!(alert = ALERT_DEVICE, code, %message, "the phone needs a human");
-        if let Err(e) = self
-            .store
-            .raise_alert(ALERT_DEVICE, None, &text, self.clock.now())
+        tracing::error!(alert = AlertKind::DeviceAttention.as_str(), code, %message, "the phone needs a human");
+        if let Err(e) =
+            self.store
+                .raise_alert(AlertKind::DeviceAttention, None, &text, self.clock.now())
         {
             tracing::warn!(error = %e, "cannot save the device_attention alert");
         }

@@ -3,6 +3,7 @@
 //! live order caps, the clocks, the account fingerprint and an order found paid.
 
 use super::*;
+use crate::alert::AlertKind;
 
 impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
     /// The profile this client declares now: [`client_profile`], narrowed to `dry_run`
@@ -150,7 +151,7 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
             .open_alerts()
             .unwrap_or_default()
             .into_iter()
-            .filter(|a| a.kind == ALERT_PDD_VERSION)
+            .filter(|a| a.kind == AlertKind::PddVersionUnproven)
             .collect();
         let saved = match &hold {
             Some(h) => {
@@ -191,7 +192,7 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
                 if keep.is_none() {
                     match self
                         .store
-                        .raise_alert(ALERT_PDD_VERSION, None, &message, now)
+                        .raise_alert(AlertKind::PddVersionUnproven, None, &message, now)
                     {
                         Ok(id) => {
                             if let (Some(v), Some(d)) = (&h.version, device) {
@@ -209,7 +210,10 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
             }
             None => {
                 tracing::info!("PDD version proven on this phone: declaring live again");
-                if let Err(e) = self.store.resolve_alerts(ALERT_PDD_VERSION, now) {
+                if let Err(e) = self
+                    .store
+                    .resolve_alerts(AlertKind::PddVersionUnproven, now)
+                {
                     tracing::warn!(error = %e, "cannot close the pdd_version_unproven alert");
                 }
                 self.store.set_pdd_version_hold(None)
@@ -320,7 +324,7 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
         match self.store.open_alerts() {
             Ok(a) => a
                 .iter()
-                .find(|a| a.kind == ALERT_ORDER_NOT_UNPAID)
+                .find(|a| a.kind == AlertKind::OrderNotUnpaid)
                 .map(|a| {
                     format!(
                         "an order was found paid or bound on this phone: {}",
@@ -333,7 +337,7 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
 
     pub fn account_refusal(&self) -> Option<String> {
         match self.store.open_alerts() {
-            Ok(a) if a.iter().any(|a| a.kind == ALERT_ACCOUNT_CHANGED) => {
+            Ok(a) if a.iter().any(|a| a.kind == AlertKind::AccountChanged) => {
                 return Some("account changed on this phone".into())
             }
             Ok(_) => {}

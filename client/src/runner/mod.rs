@@ -64,6 +64,7 @@ mod between_tasks;
 mod live;
 mod recovery;
 
+use crate::alert::AlertKind;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -85,58 +86,10 @@ use crate::store::{
     ClaimWait, DevicePause, LiveCapNote, OutboxDraft, OutboxKind, Settings, Store, StoreError,
     TaskState,
 };
-use crate::upkeep::{Upkeep, ALERT_LOW_DISK};
-
-/// Alert kinds (stored in `operator_alerts.kind`).
-pub const ALERT_PROTOCOL: &str = "protocol_error";
-pub const ALERT_NOT_SAVED: &str = "claim_not_saved";
-pub const ALERT_REJECTED: &str = "claim_rejected";
-/// Account trouble (issue 12 item 2): a login page, a risk page, a refused payment
-/// method or K unrecognised pages in a row; no claims until acknowledged.
-pub const ALERT_ACCOUNT: &str = "account_paused";
-/// The phone needs a human (issue 12 item 4): a PIN lock, a low or hot battery, PDD
-/// missing, USB debugging not authorised (`gate::HUMAN_DEVICE_CODES`). Raised with the
-/// device pause and closed by the first passing check; unlike the other kinds it does not
-/// stop claiming by itself (the pause does, and ends by itself).
-pub const ALERT_DEVICE: &str = "device_attention";
-/// The host's clock is too far off the Admin's or the phone's: live purchases refused
-/// (issue 12 item 9). Informational: it does not stop claiming (collects and dry runs
-/// continue); `ack` closes it.
-pub const ALERT_CLOCK_SKEW: &str = "clock_skew";
-/// A live order was found paid or bound (先用后付 / 免密) after its submit (issue 25): the
-/// account pays without a human. Critical: live stops on this phone — `dry_run` is
-/// declared, collects and dry runs continue — until `ack` after a human checked the
-/// account and the money.
-pub const ALERT_ORDER_NOT_UNPAID: &str = "order_not_unpaid";
+use crate::upkeep::Upkeep;
 
 /// Why live is refused without the address fingerprint (status, doctor).
 pub const NO_ADDRESS_FINGERPRINT: &str = "no address fingerprint: set expected_address = [\"<receiver>\", \"<street>\"] in config.toml (or CMAUTOBUY_EXPECTED_ADDRESS) to what PDD shows for this phone's delivery address; live orders are never declared without it";
-
-/// Alert kinds that do not stop claiming (`low_disk` holds claims itself, through the
-/// upkeep's free-disk floor, and is resolved by the client when space returns).
-pub const NON_BLOCKING_ALERTS: &[&str] = &[
-    ALERT_ORDER_NOT_UNPAID,
-    ALERT_ACCOUNT_CHANGED,
-    ALERT_CLOCK_SKEW,
-    ALERT_LOW_DISK,
-    ALERT_DEVICE,
-    ALERT_UNRECOGNIZED_RATE,
-    ALERT_PDD_VERSION,
-    crate::selftest::ALERT_SELF_TEST_FAILED,
-];
-
-/// The phone shows a PDD version not proven on it (issue 12 item 6,
-/// [`crate::gate::version_hold`]): live purchases paused (`dry_run` declared; collects
-/// and dry runs continue). Closed by the client when a dry-run purchase succeeds on that
-/// version; `ack N` of it proves the version by hand (recorded as `ack N by USER`).
-pub const ALERT_PDD_VERSION: &str = "pdd_version_unproven";
-/// The account on the phone is not the one recorded for it (issue 12 item 5): live
-/// stops (the profile declares `dry_run`), claims continue; `ack` accepts the new account.
-pub use crate::account::ALERT_ACCOUNT_CHANGED;
-
-/// Too many unrecognised pages among the recent tasks (issue 12 item 6;
-/// [`crate::gate::UnrecognizedRate`]): non-blocking, resolved when the rate falls again.
-pub const ALERT_UNRECOGNIZED_RATE: &str = "unrecognized_rate";
 
 /// Length of an attempt id (`Store::start_run` makes hyphenated UUIDs), for the key check
 /// of a claimed task's id.
@@ -390,8 +343,8 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
         self
     }
 
-    fn alert(&self, kind: &str, remote_task_id: Option<&str>, message: &str) -> String {
-        tracing::error!(alert = kind, task_id = ?remote_task_id, %message, "claiming stopped");
+    fn alert(&self, kind: AlertKind, remote_task_id: Option<&str>, message: &str) -> String {
+        tracing::error!(alert = kind.as_str(), task_id = ?remote_task_id, %message, "claiming stopped");
         let shown = match remote_task_id {
             Some(t) => format!("[{kind}] task {t}: {message}"),
             None => format!("[{kind}] {message}"),
@@ -417,16 +370,19 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
         {
             return Some(m);
         }
+        // Only the kinds that need a human before any claim ([`AlertKind::blocks_claims`]);
         // `low_disk` resolves itself when space returns ([`Runner::claim_once`] waits on
-        // it instead); see [`NON_BLOCKING_ALERTS`].
+        // it instead).
         match self.store.open_alerts() {
-            Ok(alerts) => alerts
-                .iter()
-                .find(|a| !NON_BLOCKING_ALERTS.contains(&a.kind.as_str()))
-                .map(|a| match &a.remote_task_id {
-                    Some(t) => format!("[{}] task {t}: {}", a.kind, a.message),
-                    None => format!("[{}] {}", a.kind, a.message),
-                }),
+            Ok(alerts) => {
+                alerts
+                    .iter()
+                    .find(|a| a.kind.blocks_claims())
+                    .map(|a| match &a.remote_task_id {
+                        Some(t) => format!("[{}] task {t}: {}", a.kind, a.message),
+                        None => format!("[{}] {}", a.kind, a.message),
+                    })
+            }
             Err(e) => Some(format!("cannot read operator alerts: {e}")),
         }
     }
@@ -501,7 +457,11 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
                     "领取应答无法读取，Admin 可能已把任务派给本机：请在 Admin 查看派给本机（{client}）的已领取任务，处理后执行 ack / the claim answer could not be read, the Admin may have assigned a task to this client: look in the Admin for tasks claimed by {client}, then `cmautobuy-client ack`: {e}{partial}",
                     client = self.store.client_id().unwrap_or_else(|_| "?".into()),
                 );
-                Ok(ClaimStep::Blocked(self.alert(ALERT_PROTOCOL, None, &msg)))
+                Ok(ClaimStep::Blocked(self.alert(
+                    AlertKind::ProtocolError,
+                    None,
+                    &msg,
+                )))
             }
             Err(e) if e.is_retryable() => {
                 let n = failures.fetch_add(1, Ordering::Relaxed).saturating_add(1);
@@ -525,7 +485,11 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
             }
             Err(e) => {
                 let msg = format!("Admin 拒绝领取 / the Admin rejected the claim: {e}");
-                Ok(ClaimStep::Blocked(self.alert(ALERT_REJECTED, None, &msg)))
+                Ok(ClaimStep::Blocked(self.alert(
+                    AlertKind::ClaimRejected,
+                    None,
+                    &msg,
+                )))
             }
         }
     }
@@ -536,7 +500,7 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
         if let Err(v) = validate::claimed_task(&task) {
             let msg = format!("任务不完整，未执行 / incomplete task, not run: {v}");
             return Ok(ClaimStep::Blocked(self.alert(
-                ALERT_PROTOCOL,
+                AlertKind::ProtocolError,
                 Some(&task.id),
                 &msg,
             )));
@@ -548,7 +512,7 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
                 task.id
             );
             return Ok(ClaimStep::Blocked(self.alert(
-                ALERT_PROTOCOL,
+                AlertKind::ProtocolError,
                 Some(&task.id),
                 &msg,
             )));
@@ -563,7 +527,7 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
                     "任务已在 Admin 领取但本地保存失败，请记录任务编号并联系维护者 / claimed at the Admin but not saved locally: {e}"
                 );
                 return Ok(ClaimStep::Blocked(self.alert(
-                    ALERT_NOT_SAVED,
+                    AlertKind::ClaimNotSaved,
                     Some(&task.id),
                     &msg,
                 )));
@@ -691,9 +655,9 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
                 let message = format!(
                     "最近 {window} 个任务中 {hits} 个无法识别页面 / {hits} unrecognised pages in the last {window} tasks: the PDD app may have changed (check `doctor`, the evidence, the recognisers)"
                 );
-                tracing::warn!(alert = ALERT_UNRECOGNIZED_RATE, %message, "operator alert (claiming continues)");
+                tracing::warn!(alert = AlertKind::UnrecognizedRate.as_str(), %message, "operator alert (claiming continues)");
                 if let Err(e) = self.store.raise_alert(
-                    ALERT_UNRECOGNIZED_RATE,
+                    AlertKind::UnrecognizedRate,
                     None,
                     &message,
                     self.clock.now(),
@@ -704,7 +668,7 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
             Some(crate::gate::RateChange::Cleared) => {
                 let _ = self
                     .store
-                    .resolve_alerts(ALERT_UNRECOGNIZED_RATE, self.clock.now());
+                    .resolve_alerts(AlertKind::UnrecognizedRate, self.clock.now());
             }
             None => {}
         }
@@ -724,7 +688,11 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
             .unwrap_or_else(|| remote.to_string());
         let trouble = self.gate().on_account(failure_code, refusal, &goods);
         if let (Some(trouble), Outcome::Failure(f)) = (trouble, &outcome) {
-            self.alert(ALERT_ACCOUNT, Some(remote), &account_message(&trouble, f));
+            self.alert(
+                AlertKind::AccountPaused,
+                Some(remote),
+                &account_message(&trouble, f),
+            );
         }
         // An order found paid or bound: the account pays by itself. Live stops on this
         // phone until a human acknowledges it; collects and dry runs go on.
@@ -734,9 +702,9 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
                     "订单不是待付款（已付款或先用后付），已停止真实下单 / the order placed is not unpaid (paid or bound): live stopped on this phone — {}",
                     f.error.message
                 );
-                tracing::error!(alert = ALERT_ORDER_NOT_UNPAID, task_id = %remote, %message, "critical: live stopped (collects and dry runs continue)");
+                tracing::error!(alert = AlertKind::OrderNotUnpaid.as_str(), task_id = %remote, %message, "critical: live stopped (collects and dry runs continue)");
                 if let Err(e) = self.store.raise_alert(
-                    ALERT_ORDER_NOT_UNPAID,
+                    AlertKind::OrderNotUnpaid,
                     Some(remote),
                     &message,
                     self.clock.now(),

@@ -757,7 +757,7 @@ mod tests {
              NULL, 'psr-1', 'matched', CAST('{}' AS BLOB), '2026-01-01T00:02:00.000Z',
              '2026-01-01T00:02:01.000Z')",
         "INSERT INTO operator_alerts (id, kind, remote_task_id, message, raised_at, acked_at)
-            VALUES (1, 'protocol', 'cg9', '任务不完整', '2026-01-01T00:00:30.000Z', NULL)",
+            VALUES (1, 'protocol_error', 'cg9', '任务不完整', '2026-01-01T00:00:30.000Z', NULL)",
     ];
 
     /// Every row of every table (as `(table, rows)`), for before/after comparison.

@@ -4,6 +4,7 @@
 //! raise an `account_paused` alert; no claim happens until `ack`; the pause survives a
 //! restart (it is the unacknowledged alert in the store).
 
+use cmautobuy_client::alert::AlertKind;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
@@ -12,7 +13,7 @@ use serde_json::json;
 use crate::support::claim_loop::{loop_world, LoopRunner, LoopWorld};
 use cmautobuy_client::clock::Clock;
 use cmautobuy_client::executor::{failure, DeviceCheck, Executor, Job, Outcome, Readiness};
-use cmautobuy_client::runner::{ClaimStep, ALERT_ACCOUNT, ALERT_UNRECOGNIZED_RATE};
+use cmautobuy_client::runner::ClaimStep;
 use cmautobuy_contract::FailureStatus;
 
 /// One scripted answer: a failure (status, code), or `None` for a result.
@@ -99,7 +100,10 @@ async fn a_risk_page_pauses_until_ack_and_the_pause_survives_a_restart() {
         let step = cycle(&w, &w.runner).await;
         match step {
             ClaimStep::Blocked(reason) => {
-                assert!(reason.contains(ALERT_ACCOUNT), "{reason}");
+                assert!(
+                    reason.contains(AlertKind::AccountPaused.as_str()),
+                    "{reason}"
+                );
                 assert!(reason.contains("RISK_VERIFICATION"), "{reason}");
             }
             other => panic!("paused: {other:?}"),
@@ -109,7 +113,7 @@ async fn a_risk_page_pauses_until_ack_and_the_pause_survives_a_restart() {
     let alerts = w.store.open_alerts().unwrap();
     assert_eq!(alerts.len(), 1);
     let a = &alerts[0];
-    assert_eq!(a.kind, ALERT_ACCOUNT);
+    assert_eq!(a.kind, AlertKind::AccountPaused);
     let first = w.phone.jobs.lock().unwrap()[0].clone();
     assert_eq!(a.remote_task_id.as_deref(), Some(first.as_str()));
     assert!(
@@ -173,7 +177,7 @@ async fn a_goods_checkout_that_pays_in_one_tap_does_not_pause_the_account() {
                 .open_alerts()
                 .unwrap()
                 .iter()
-                .all(|a| a.kind != ALERT_ACCOUNT),
+                .all(|a| a.kind != AlertKind::AccountPaused),
             "{code}: no account_paused alert"
         );
     }
@@ -210,9 +214,9 @@ async fn three_unrecognised_pages_in_a_row_pause_two_do_not() {
         .open_alerts()
         .unwrap()
         .into_iter()
-        .map(|a| a.kind)
+        .map(|a| a.kind.to_string())
         .collect();
-    assert_eq!(kinds, vec![ALERT_UNRECOGNIZED_RATE.to_string()]);
+    assert_eq!(kinds, vec![AlertKind::UnrecognizedRate.to_string()]);
     assert!(next_claim(&w).await.is_some(), "the third in a row is run");
     assert_eq!(w.claims(), 6);
     assert!(next_claim(&w).await.is_none(), "then paused");
@@ -225,7 +229,7 @@ async fn three_unrecognised_pages_in_a_row_pause_two_do_not() {
         .open_alerts()
         .unwrap()
         .into_iter()
-        .filter(|a| a.kind == ALERT_ACCOUNT)
+        .filter(|a| a.kind == AlertKind::AccountPaused)
         .collect();
     assert_eq!(alerts.len(), 1);
     assert!(
@@ -259,7 +263,7 @@ async fn one_goods_unrecognised_again_and_again_never_pauses_the_account() {
         .open_alerts()
         .unwrap()
         .iter()
-        .all(|a| a.kind != ALERT_ACCOUNT));
+        .all(|a| a.kind != AlertKind::AccountPaused));
 }
 
 /// Issue 12 item 6: unrecognised pages that never come in a row (so never pause) but
@@ -274,7 +278,7 @@ async fn three_unrecognised_pages_in_twenty_tasks_alert_without_pausing() {
             .open_alerts()
             .unwrap()
             .into_iter()
-            .map(|a| a.kind)
+            .map(|a| a.kind.to_string())
             .collect()
     };
     for _ in 0..5 {
@@ -282,7 +286,7 @@ async fn three_unrecognised_pages_in_twenty_tasks_alert_without_pausing() {
     }
     assert!(open(&w).is_empty(), "two in five tasks: no alert");
     assert!(next_claim(&w).await.is_some());
-    assert_eq!(open(&w), vec![ALERT_UNRECOGNIZED_RATE.to_string()]);
+    assert_eq!(open(&w), vec![AlertKind::UnrecognizedRate.to_string()]);
     let a = &w.store.open_alerts().unwrap()[0];
     assert!(
         a.message
@@ -298,7 +302,7 @@ async fn three_unrecognised_pages_in_twenty_tasks_alert_without_pausing() {
         );
     }
     assert_eq!(w.claims(), 20);
-    assert_eq!(open(&w), vec![ALERT_UNRECOGNIZED_RATE.to_string()]);
+    assert_eq!(open(&w), vec![AlertKind::UnrecognizedRate.to_string()]);
     // Task 21 pushes the first unrecognised page out of the window: 2 left, resolved.
     assert!(next_claim(&w).await.is_some());
     assert!(open(&w).is_empty(), "resolved: {:?}", open(&w));

@@ -7,6 +7,7 @@
 //! - the real binary: SIGKILL with results in the outbox, and a full run whose complete
 //!   trace output must not contain the token.
 
+use cmautobuy_client::alert::AlertKind;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
@@ -798,7 +799,7 @@ async fn a_claimed_task_that_cannot_be_saved_stops_claiming_and_keeps_its_id_vis
     assert_eq!(claims(), 1, "no silent next claim");
     assert_eq!(exec.job_count(), 0);
     let alerts = store.open_alerts().unwrap();
-    assert_eq!(alerts[0].kind, "claim_not_saved");
+    assert_eq!(alerts[0].kind, AlertKind::ClaimNotSaved);
     assert_eq!(alerts[0].remote_task_id.as_deref(), Some(id.as_str()));
     // The operator repairs and acknowledges: claiming resumes with the next task.
     rusqlite::Connection::open(Store::path_in(dir.path()))
@@ -855,7 +856,7 @@ async fn a_task_id_that_cannot_be_carried_in_a_key_is_not_run_and_stops_claiming
         assert_eq!(store.outbox_undelivered_count().unwrap(), 0);
         let alerts = store.open_alerts().unwrap();
         assert_eq!(alerts.len(), 1);
-        assert_eq!(alerts[0].kind, "protocol_error");
+        assert_eq!(alerts[0].kind, AlertKind::ProtocolError);
         assert_eq!(alerts[0].remote_task_id.as_deref(), Some(bad));
         let t = a.op.get_task(&id).await.unwrap();
         assert!(t["results"].as_array().unwrap().is_empty(), "{t}");
@@ -1244,7 +1245,7 @@ async fn operator_commands_status_ack_outbox_and_register() {
     let store = Store::open(&Store::path_in(dir.path())).unwrap();
     store
         .raise_alert(
-            "claim_not_saved",
+            AlertKind::ClaimNotSaved,
             Some("cg42"),
             "disk full",
             chrono::Utc::now(),
