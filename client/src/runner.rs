@@ -80,6 +80,10 @@ use crate::upkeep::{Upkeep, ALERT_LOW_DISK};
 pub const ALERT_PROTOCOL: &str = "protocol_error";
 pub const ALERT_NOT_SAVED: &str = "claim_not_saved";
 pub const ALERT_REJECTED: &str = "claim_rejected";
+/// How the `claim_rejected` alert of a claim refused with `401` (the token) begins: a
+/// registration the Admin accepts afterwards — a new token, or the old one accepted again
+/// — closes it (`registration::register`); any other refused claim waits for `ack`.
+pub const TOKEN_REFUSED: &str = "令牌被拒绝（HTTP 401）/ the token was refused (HTTP 401)";
 /// Account trouble (issue 12 item 2): a login page, a risk page, a refused payment
 /// method or K unrecognised pages in a row; no claims until acknowledged.
 pub const ALERT_ACCOUNT: &str = "account_paused";
@@ -1579,6 +1583,14 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
             }
             Err(e) => {
                 let msg = format!("Admin 拒绝领取 / the Admin rejected the claim: {e}");
+                // A refused token is named so that the next request a new token gets
+                // through closes this alert ([`TOKEN_REFUSED`]).
+                let msg = match e.status() == Some(401)
+                    || e.code() == Some(&cmautobuy_contract::AdminErrorCode::Unauthorized)
+                {
+                    true => format!("{TOKEN_REFUSED} — {msg}"),
+                    false => msg,
+                };
                 Ok(ClaimStep::Blocked(self.alert(ALERT_REJECTED, None, &msg)))
             }
         }

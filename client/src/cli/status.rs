@@ -7,7 +7,7 @@ use cmautobuy_client::secret::scrub;
 
 use super::args::Globals;
 use super::exit::Failure;
-use super::setup;
+use cmautobuy_client::app::setup::{self, LogTo};
 
 #[derive(Args)]
 pub struct StatusArgs {
@@ -20,7 +20,7 @@ pub struct StatusArgs {
 }
 
 pub fn run(g: &Globals, a: StatusArgs) -> Result<(), Failure> {
-    let cfg = setup::load(g.overrides(None, None))?;
+    let cfg = setup::load(g.overrides(), LogTo::Stderr)?;
     let stores = setup::phone_stores(&cfg, a.device.as_deref())?;
     if let [store] = stores.as_slice() {
         if let Some(v) = report(&cfg, store, a.json)? {
