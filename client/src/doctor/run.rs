@@ -45,7 +45,7 @@ pub struct Options {
 
 /// The report: one phone (or none), or several.
 pub enum Outcome {
-    One(Report),
+    One(Box<Report>),
     Several(SeveralReport),
 }
 
@@ -161,9 +161,9 @@ pub fn run(cfg: &Config, config: Check, opts: &Options) -> Result<Outcome, Launc
             ..LiveInputs::default()
         },
     };
-    Ok(Outcome::One(
+    Ok(Outcome::One(Box::new(
         Report::new(checks, &live, phone).with_backend(backend),
-    ))
+    )))
 }
 
 /// The checks that need neither phone nor store: the data directory and its disk.
