@@ -83,7 +83,7 @@ impl Schema {
     }
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 struct Entry {
     value: toml::Value,
     origin: Origin,
@@ -92,9 +92,18 @@ struct Entry {
 }
 
 /// One layer, or several merged.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct Layer {
     entries: BTreeMap<String, Entry>,
+}
+
+impl fmt::Debug for Layer {
+    /// Keys and where they came from, never a value: one may be the token.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map()
+            .entries(self.entries.iter().map(|(k, e)| (k, e.origin.to_string())))
+            .finish()
+    }
 }
 
 /// 1-based line and column of byte `offset` in `text`.

@@ -30,7 +30,8 @@ pub enum Sources {
     /// No file (`doctor` reporting a file that does not load).
     NoFile,
     /// Neither file nor environment (`doctor` reporting an environment that does not
-    /// load): the flags and the defaults.
+    /// load): the flags and the defaults — and `CMAUTOBUY_DATA_DIR`, which names the
+    /// directory checked.
     FlagsOnly,
 }
 
@@ -55,19 +56,18 @@ pub fn load_with(
     }
     let schema = Settings::schema();
     flags.layer.check_keys(&schema)?;
-    let from_env = match sources {
-        Sources::FlagsOnly => Layer::default(),
-        _ => Layer::from_env(&schema, env)?,
-    };
+    // Without the environment's settings the data directory still comes from it: the
+    // checks are about that directory (a text, it cannot be what failed).
     let env = |k: &str| match sources {
-        Sources::FlagsOnly if k.starts_with("CMAUTOBUY_") => None,
+        Sources::FlagsOnly if k.starts_with("CMAUTOBUY_") && k != "CMAUTOBUY_DATA_DIR" => None,
         _ => env(k),
     };
     let platform = platform_dirs(Os::current(), &env);
     let given_dir = flags
         .layer
         .text("data_dir")
-        .or_else(|| from_env.text("data_dir"))
+        .map(str::to_string)
+        .or_else(|| env("CMAUTOBUY_DATA_DIR"))
         .filter(|d| !d.is_empty())
         .map(PathBuf::from);
     // The file's location cannot come from the file itself.
@@ -98,7 +98,9 @@ pub fn load_with(
             }
         }
     };
+    // The file's errors first: it is the layer below the environment.
     file.check_keys(&schema)?;
+    let from_env = Layer::from_env(&schema, &env)?;
     let merged = file.under(from_env).under(flags.layer);
     let s = Settings::from_layers(&merged, &schema)?;
     // A rehearsal keeps its files in a directory of its own: no home is no reason to

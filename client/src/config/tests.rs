@@ -103,6 +103,16 @@ fn layers_defaults_file_env_flags() {
     assert_eq!(c.request_timeout, Duration::from_secs(30));
     assert_eq!(c.data_dir, PathBuf::from("/home/x/.local/share/cmautobuy"));
     assert!(!format!("{c:?}").contains("env-token"));
+    // Nor the layers' own Debug (the flags' token included).
+    let flags = Overrides::default().text("token", "--token", Some("flag-token"));
+    let schema = Settings::schema();
+    let layer = Layer::from_env(&schema, &env).unwrap();
+    for shown in [format!("{flags:?}"), format!("{layer:?}")] {
+        assert!(
+            !shown.contains("flag-token") && !shown.contains("env-token"),
+            "{shown}"
+        );
+    }
 }
 
 #[test]
@@ -927,4 +937,29 @@ fn a_rehearsal_reads_only_a_named_file() {
     )
     .unwrap();
     assert_eq!(c.device_backend, DeviceBackend::Uiautomator);
+}
+
+/// `doctor`'s fallbacks: without the file, then without the environment's settings — but
+/// still in the data directory the environment names.
+#[test]
+fn the_fallback_sources_leave_out_what_did_not_load() {
+    let (_d, path) = file_with("devcie_backend = \"u2\"\n");
+    let env = [
+        ("CMAUTOBUY_CONFIG", path.as_str()),
+        ("HOME", "/h"),
+        ("CMAUTOBUY_DATA_DIR", "/srv/phone-1"),
+        ("CMAUTOBUY_POLL_INTERVAL_SECS", "soon"),
+    ];
+    assert!(matches!(
+        load_with(Overrides::default(), &env_of(&env), Sources::All),
+        Err(ConfigError::UnknownKey { .. })
+    ));
+    assert!(matches!(
+        load_with(Overrides::default(), &env_of(&env), Sources::NoFile),
+        Err(ConfigError::Value { .. })
+    ));
+    let c = load_with(Overrides::default(), &env_of(&env), Sources::FlagsOnly).unwrap();
+    assert_eq!(c.data_dir, PathBuf::from("/srv/phone-1"));
+    assert_eq!(c.poll_interval, Duration::from_secs(10));
+    assert_eq!(c.file, None);
 }
