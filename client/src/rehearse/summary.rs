@@ -81,7 +81,23 @@ pub struct Summary {
     /// Why the last job fell back from the u2 server to `uiautomator dump`, if it did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub device_backend_fallback: Option<String>,
+    /// The batch was not done by `--timeout`: the rehearsal stopped (the task in hand
+    /// finished first), and this is what did not finish.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timed_out: Option<TimedOut>,
 }
+
+/// A rehearsal stopped at its `--timeout`.
+#[derive(Clone, Debug, Serialize)]
+pub struct TimedOut {
+    pub after_secs: u64,
+    /// The tasks that have no outcome at the Admin (their `outcome` is
+    /// [`NOT_FINISHED`]).
+    pub unfinished: Vec<String>,
+}
+
+/// The outcome of a task the Admin has no result for.
+pub const NOT_FINISHED: &str = "missing";
 
 impl TaskLine {
     /// The line of task `id` (stored at the Admin as `admin_task`, the operator API's
@@ -111,7 +127,7 @@ impl TaskLine {
                     .unwrap_or("?");
                 (format!("{status}:{code}"), None)
             }
-            None => ("missing".to_string(), None),
+            None => (NOT_FINISHED.to_string(), None),
         };
         let stats = report.map(|r| r.stats.clone()).unwrap_or_default();
         let device_ms = report.and_then(|r| r.device_ms);
@@ -266,12 +282,28 @@ pub fn print_summary(s: &Summary) {
     }
     println!("benchmarks: {}", s.benchmarks);
     println!("artifacts: {}", s.artifacts_dir);
+    if let Some(t) = &s.timed_out {
+        let finished = s.tasks.len() - t.unfinished.len();
+        println!(
+            "TIMED OUT after {} s: {finished} of {} tasks finished; not finished: {} (artifacts kept in {})",
+            t.after_secs,
+            s.tasks.len(),
+            if t.unfinished.is_empty() {
+                "none".to_string()
+            } else {
+                t.unfinished.join(", ")
+            },
+            s.artifacts_dir
+        );
+    }
     let succeeded = s.tasks.iter().filter(|l| l.outcome == "succeeded").count();
     let total = s.tasks.len();
     if s.replay.as_ref().is_some_and(|r| r.off_script > 0) {
         println!("SOME ACTIONS WENT OFF-SCRIPT (the replay log shows where)");
     }
-    if s.tasks.iter().any(|l| !l.as_expected) {
+    if s.timed_out.is_some() {
+        println!("THE REHEARSAL TIMED OUT");
+    } else if s.tasks.iter().any(|l| !l.as_expected) {
         println!("SOME TASKS DID NOT END AS EXPECTED");
     } else if !s.ok {
         println!("every task ended as expected, but the replay went off-script");

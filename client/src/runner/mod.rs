@@ -88,6 +88,11 @@ use crate::store::{
 };
 use crate::upkeep::Upkeep;
 
+/// How the `claim_rejected` alert of a claim refused with `401` (the token) begins: a
+/// registration the Admin accepts afterwards — a new token, or the old one accepted again
+/// — closes it (`registration::register`); any other refused claim waits for `ack`.
+pub const TOKEN_REFUSED: &str = "令牌被拒绝（HTTP 401）/ the token was refused (HTTP 401)";
+
 /// Why live is refused without the address fingerprint (status, doctor).
 pub const NO_ADDRESS_FINGERPRINT: &str = "no address fingerprint: set expected_address = [\"<receiver>\", \"<street>\"] in config.toml (or CMAUTOBUY_EXPECTED_ADDRESS) to what PDD shows for this phone's delivery address; live orders are never declared without it";
 
@@ -485,6 +490,14 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
             }
             Err(e) => {
                 let msg = format!("Admin 拒绝领取 / the Admin rejected the claim: {e}");
+                // A refused token is named so that the next request a new token gets
+                // through closes this alert ([`TOKEN_REFUSED`]).
+                let msg = match e.status() == Some(401)
+                    || e.code() == Some(&cmautobuy_contract::AdminErrorCode::Unauthorized)
+                {
+                    true => format!("{TOKEN_REFUSED} — {msg}"),
+                    false => msg,
+                };
                 Ok(ClaimStep::Blocked(self.alert(
                     AlertKind::ClaimRejected,
                     None,

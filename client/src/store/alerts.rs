@@ -82,6 +82,23 @@ impl Store {
         )?)
     }
 
+    /// Resolves every open alert of `kind` whose message starts with `prefix` (a
+    /// condition the client saw pass, e.g. a refused token that now works); returns how
+    /// many were open.
+    pub fn resolve_alerts_starting(
+        &self,
+        kind: AlertKind,
+        prefix: &str,
+        now: DateTime<Utc>,
+    ) -> Result<usize> {
+        let conn = self.lock();
+        Ok(conn.execute(
+            "UPDATE operator_alerts SET acked_at = ?3
+             WHERE kind = ?1 AND acked_at IS NULL AND substr(message, 1, length(?2)) = ?2",
+            params![kind, prefix, ts(now)],
+        )?)
+    }
+
     /// What `cmautobuy-client ack [N]` and the console's ack button do: with an id, a
     /// `pdd_version_unproven` alert also proves its version by hand (`ack N by WHO`);
     /// then the alert (or every open one) is acknowledged. Returns how many were open and

@@ -73,7 +73,7 @@ pub use alerts::Alert;
 pub use artifacts::ArtifactEntry;
 pub use db::{Store, BUSY_TIMEOUT};
 pub use error::{Result, StoreError};
-pub use history::{HistoryRun, HistoryTask};
+pub use history::{HistoryRun, HistoryTask, RecentOutcome};
 pub use metrics::MetricsCounts;
 pub use notify::{DueDelivery, NewEvent, PeriodReport, Resolution};
 pub use outbox::{Acceptance, OutboxDraft, OutboxItem, OutboxKind, OutboxState};

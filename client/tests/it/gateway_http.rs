@@ -639,6 +639,10 @@ async fn claim_errors_back_off_and_4xx_stops_claiming() {
         store.open_alerts().unwrap()[0].kind,
         AlertKind::ClaimRejected
     );
+    // Named as the token's refusal: a registration that gets through closes it.
+    assert!(store.open_alerts().unwrap()[0]
+        .message
+        .starts_with(cmautobuy_client::runner::TOKEN_REFUSED));
 }
 
 #[tokio::test]

@@ -7,6 +7,12 @@
 //! The exit code follows the checks (every one passes: 0, else 6); the live verdict is
 //! reported beside them and does not change it: a fresh installation is ready to work
 //! (collects, dry runs) before it may declare `live` (contract §5: only once proven).
+//!
+//! [`run`] runs the checks. Every host and Admin check runs whether or not a phone is
+//! configured or answers, and nothing of what `doctor` is given (`--admin`, `--token`,
+//! `--device`) is saved: it checks the settings a run would use, and changes none.
+
+pub mod run;
 
 use std::io::Write;
 use std::path::Path;

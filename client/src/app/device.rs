@@ -1,4 +1,4 @@
-//! The one device resolution of the command line (`run`, `doctor`): which phone — the
+//! The one device resolution (`run`, `doctor`, `bench-device`): which phone — the
 //! `--device` flag, else the configured device, else the one `register`/`run` saved —
 //! and how to reach it: through the adb server (`--adb-server`, else loopback and
 //! `$ANDROID_ADB_SERVER_PORT` or 5037), or directly over TCP with the RSA key
@@ -6,11 +6,11 @@
 
 use std::path::{Path, PathBuf};
 
-use cmautobuy_client::config::Config;
-use cmautobuy_client::device::{adb::default_adb_server, AdbOptions, DeviceAddress};
-use cmautobuy_client::store::Store;
+use crate::config::Config;
+use crate::device::{adb::default_adb_server, AdbOptions, DeviceAddress};
+use crate::store::Store;
 
-use super::exit::Failure;
+use super::error::LaunchError;
 
 /// A resolved phone.
 pub struct Target {
@@ -21,16 +21,29 @@ pub struct Target {
     pub options: AdbOptions,
 }
 
+/// The adb server: `given` (`HOST:PORT`), else loopback and `$ANDROID_ADB_SERVER_PORT`
+/// or 5037.
+pub fn adb_server(given: Option<&str>) -> Result<std::net::SocketAddrV4, LaunchError> {
+    match given {
+        Some(s) => s.parse::<std::net::SocketAddrV4>().map_err(|e| {
+            LaunchError::usage(format!("--adb-server {s:?}: expected IPv4 HOST:PORT ({e})"))
+        }),
+        None => Ok(default_adb_server(
+            std::env::var("ANDROID_ADB_SERVER_PORT").ok().as_deref(),
+        )),
+    }
+}
+
 /// Resolves the phone: `flag`, else `cfg.device`, else `saved` (what the store holds);
-/// `Ok(None)` when none is set. An address that cannot be parsed is a usage error (2),
+/// `Ok(None)` when none is set. An address that cannot be parsed is a usage error,
 /// `device SERIAL: why`.
 pub fn resolve(
     cfg: &Config,
     flag: Option<&str>,
     saved: impl FnOnce() -> Option<String>,
-    adb_server: Option<&str>,
+    adb_server_flag: Option<&str>,
     adb_key: Option<&Path>,
-) -> Result<Option<Target>, Failure> {
+) -> Result<Option<Target>, LaunchError> {
     let Some(serial) = flag
         .map(str::to_string)
         .or_else(|| cfg.device.clone())
@@ -38,16 +51,9 @@ pub fn resolve(
     else {
         return Ok(None);
     };
-    let server = match adb_server {
-        Some(s) => s.parse::<std::net::SocketAddrV4>().map_err(|e| {
-            Failure::usage(anyhow::anyhow!(
-                "--adb-server {s:?}: expected IPv4 HOST:PORT ({e})"
-            ))
-        })?,
-        None => default_adb_server(std::env::var("ANDROID_ADB_SERVER_PORT").ok().as_deref()),
-    };
+    let server = adb_server(adb_server_flag)?;
     let addr = DeviceAddress::parse(&serial, server)
-        .map_err(|e| Failure::usage(anyhow::anyhow!("device {serial}: {e}")))?;
+        .map_err(|e| LaunchError::usage(format!("device {serial}: {e}")))?;
     let key: PathBuf = adb_key
         .map(Path::to_path_buf)
         .unwrap_or_else(|| cfg.data_dir.join("adbkey"));

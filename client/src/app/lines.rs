@@ -11,9 +11,9 @@
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
-use cmautobuy_client::config::LogFormat;
-use cmautobuy_client::progress::{Current, ProgressHandle};
-use cmautobuy_client::store::Store;
+use crate::config::LogFormat;
+use crate::progress::{Current, ProgressHandle};
+use crate::store::Store;
 
 /// How often the stores are read.
 const EVERY: Duration = Duration::from_secs(2);

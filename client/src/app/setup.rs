@@ -1,38 +1,51 @@
-//! What the commands share: the layered configuration (and logging), the store, the
-//! §4.1 local save, the HTTP gateway to the Admin and the async runtime.
+//! What every command's work starts from: the layered configuration with logging set
+//! up, the stores of a data directory (one phone, or a folder per phone), the §4.1 local
+//! save, the HTTP gateway to the Admin, the profile a claim would declare, and the async
+//! runtime.
 
-use anyhow::Context;
-use cmautobuy_client::alert::AlertKind;
+use std::path::PathBuf;
 
-use cmautobuy_client::config::{self, Config, LogFormat, Overrides, PurchaseMode};
-use cmautobuy_client::executor::Readiness;
-use cmautobuy_client::gateway::{GatewaySettings, HttpAdminGateway};
-use cmautobuy_client::logfile::{LogFiles, RotatingFile};
-use cmautobuy_client::registration;
-use cmautobuy_client::runner::{client_profile, LivePolicy};
-use cmautobuy_client::secret::TokenForOtherAdmin;
-use cmautobuy_client::store::{SettingsPatch, Store, TokenBinding};
+use crate::alert::AlertKind;
+
+use crate::config::{self, Config, LogFormat, Overrides, PurchaseMode, Sources};
+use crate::executor::Readiness;
+use crate::gateway::{GatewaySettings, HttpAdminGateway};
+use crate::logfile::{LogFiles, RotatingFile};
+use crate::registration;
+use crate::runner::{client_profile, LivePolicy};
+use crate::secret::TokenForOtherAdmin;
+use crate::store::{Settings, SettingsPatch, Store, TokenBinding};
 use cmautobuy_contract::{ClientProfile, ExecutionMode};
 
-use super::exit::Failure;
+use super::error::LaunchError;
+
+/// The process environment, as [`config::load`] reads it.
+pub fn process_env(k: &str) -> Option<String> {
+    std::env::var(k).ok()
+}
+
+/// Where log lines go besides stderr.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogTo {
+    /// Stderr only.
+    Stderr,
+    /// Also `run`'s rotated log files in `log_dir` (`log_file_max_mb` × `log_files`;
+    /// [`crate::logfile`]).
+    Files,
+}
 
 /// The effective configuration (defaults → file → environment → `o`), logging set up
-/// with its filter.
-pub fn load(o: Overrides) -> Result<Config, Failure> {
-    let cfg = config::load(o, &|k| std::env::var(k).ok())?;
-    init_tracing_with(&cfg.log, cfg.log_format, None);
+/// with its filter and format.
+pub fn load(o: Overrides, to: LogTo) -> Result<Config, LaunchError> {
+    let cfg = config::load(o, &process_env)?;
+    init_logging(&cfg, to);
     Ok(cfg)
 }
 
-/// As [`load`], for `run`: the log lines also go to rotated files in `log_dir`
-/// (`log_file_max_mb` × `log_files`; [`cmautobuy_client::logfile`]).
-pub fn load_for_run(o: Overrides, log_dir: Option<std::path::PathBuf>) -> Result<Config, Failure> {
-    let mut cfg = config::load(o, &|k| std::env::var(k).ok())?;
-    if let Some(d) = log_dir {
-        cfg.resources.log_dir = d;
-    }
+/// Sets up logging for `cfg` (once per process; later calls change nothing).
+pub fn init_logging(cfg: &Config, to: LogTo) {
     let r = &cfg.resources;
-    let files = if r.log_files == 0 {
+    let files = if to == LogTo::Stderr || r.log_files == 0 {
         None
     } else {
         match RotatingFile::open(&r.log_dir, r.log_file_max_bytes, r.log_files) {
@@ -47,11 +60,9 @@ pub fn load_for_run(o: Overrides, log_dir: Option<std::path::PathBuf>) -> Result
         }
     };
     init_tracing_with(&cfg.log, cfg.log_format, files);
-    Ok(cfg)
 }
 
-/// Logs to stderr with `RUST_LOG`, else `default` (`rehearse`, which loads no config).
-#[cfg(feature = "rehearse")]
+/// Logs to stderr with `RUST_LOG`, else `default` (`rehearse`: its own verbosity).
 pub fn init_tracing(default: &str) {
     init_tracing_with(default, LogFormat::Text, None);
 }
@@ -80,7 +91,7 @@ fn init_tracing_with(default: &str, format: LogFormat, files: Option<LogFiles>) 
     // Every line passes the secret scrubber on its way out, stderr and files alike: the
     // last line of defence for text from outside (an Admin's echo) that reaches a log
     // field by a path the gateway did not clean.
-    use cmautobuy_client::secret::Scrubbed;
+    use crate::secret::Scrubbed;
     match format {
         LogFormat::Text => {
             layers.push(
@@ -110,16 +121,22 @@ fn init_tracing_with(default: &str, format: LogFormat, files: Option<LogFiles>) 
         .try_init();
 }
 
-pub fn open_store(cfg: &Config) -> Result<Store, Failure> {
+/// `rehearse`'s configuration: the flags, the environment and a file only when one is
+/// named (never the machine's default config, [`Sources::NamedFileOnly`]).
+pub fn load_for_rehearsal(o: Overrides) -> Result<Config, LaunchError> {
+    Ok(config::load_with(o, &process_env, Sources::NamedFileOnly)?)
+}
+
+pub fn open_store(cfg: &Config) -> Result<Store, LaunchError> {
     Ok(Store::open(&Store::path_in(&cfg.data_dir))?)
 }
 
 /// With several phones (`cfg.devices`), each phone's configuration
-/// ([`cmautobuy_client::phones`]): its folder as the data directory, its serial as the
-/// device, `NAME · SERIAL` as the name when a name is configured (refused over 50
-/// characters). The logs, the lock directory and the ADB key stay the data directory's.
-pub fn phone_configs(cfg: &Config) -> Result<Vec<(String, Config)>, Failure> {
-    use cmautobuy_client::phones;
+/// ([`crate::phones`]): its folder as the data directory, its serial as the device,
+/// `NAME · SERIAL` as the name when a name is configured (refused over 50 characters).
+/// The logs, the lock directory and the ADB key stay the data directory's.
+pub fn phone_configs(cfg: &Config) -> Result<Vec<(String, Config)>, LaunchError> {
+    use crate::phones;
     let root_device = super::device::saved_if_any(cfg);
     let homes = phones::homes_on_disk(&cfg.data_dir, &cfg.devices, root_device.as_deref());
     let mut out = Vec::with_capacity(homes.len());
@@ -129,9 +146,7 @@ pub fn phone_configs(cfg: &Config) -> Result<Vec<(String, Config)>, Failure> {
         pc.device = Some(h.serial.clone());
         pc.devices = Vec::new();
         pc.name = match &cfg.name {
-            Some(n) => Some(
-                phones::phone_name(n, &h.serial).map_err(|e| Failure::usage(anyhow::anyhow!(e)))?,
-            ),
+            Some(n) => Some(phones::phone_name(n, &h.serial).map_err(LaunchError::usage)?),
             None => None,
         };
         out.push((h.serial, pc));
@@ -139,12 +154,12 @@ pub fn phone_configs(cfg: &Config) -> Result<Vec<(String, Config)>, Failure> {
     Ok(out)
 }
 
-/// The stores `status`, `ack` and `outbox` read ([`cmautobuy_client::phones`]): with
-/// `device`, that phone's (its folder's, else the root store when it is that phone's);
-/// without, the root store and every phone folder's (the root store alone — created as
-/// before — when there are no phone folders).
-pub fn phone_stores(cfg: &Config, device: Option<&str>) -> Result<Vec<Store>, Failure> {
-    use cmautobuy_client::phones;
+/// The stores `status`, `ack` and `outbox` read ([`crate::phones`]): with `device`,
+/// that phone's (its folder's, else the root store when it is that phone's); without,
+/// the root store and every phone folder's (the root store alone — created as before —
+/// when there are no phone folders).
+pub fn phone_stores(cfg: &Config, device: Option<&str>) -> Result<Vec<Store>, LaunchError> {
+    use crate::phones;
     let folders = phones::folders(&cfg.data_dir);
     let root = Store::path_in(&cfg.data_dir);
     if let Some(d) = device {
@@ -158,7 +173,7 @@ pub fn phone_stores(cfg: &Config, device: Option<&str>) -> Result<Vec<Store>, Fa
                 return Ok(vec![store]);
             }
         }
-        return Err(Failure::usage(anyhow::anyhow!(
+        return Err(LaunchError::usage(format!(
             "no store of the phone {d} in {} (its phones: {})",
             cfg.data_dir.display(),
             known_phones(cfg, &folders)
@@ -176,24 +191,24 @@ pub fn phone_stores(cfg: &Config, device: Option<&str>) -> Result<Vec<Store>, Fa
 
 /// The one store `ack` and `outbox` act on: `device`'s, or the only one; several phones
 /// without `--device` are refused (which phone's alert or item is meant is not a guess).
-pub fn one_phone_store(cfg: &Config, device: Option<&str>) -> Result<Store, Failure> {
+pub fn one_phone_store(cfg: &Config, device: Option<&str>) -> Result<Store, LaunchError> {
     let mut stores = phone_stores(cfg, device)?;
     if stores.len() == 1 {
         if let Some(s) = stores.pop() {
             return Ok(s);
         }
     }
-    Err(Failure::usage(anyhow::anyhow!(
+    Err(LaunchError::usage(format!(
         "{} holds several phones ({}): pick one with --device SERIAL (`cmautobuy-client status` shows each phone's alerts and outbox)",
         cfg.data_dir.display(),
-        known_phones(cfg, &cmautobuy_client::phones::folders(&cfg.data_dir))
+        known_phones(cfg, &crate::phones::folders(&cfg.data_dir))
     )))
 }
 
 /// The phones of a data directory as their stores name them (`A, B`).
-fn known_phones(cfg: &Config, folders: &[std::path::PathBuf]) -> String {
+fn known_phones(cfg: &Config, folders: &[PathBuf]) -> String {
     let root = Store::path_in(&cfg.data_dir);
-    let mut paths: Vec<std::path::PathBuf> = Vec::new();
+    let mut paths: Vec<PathBuf> = Vec::new();
     if root.exists() {
         paths.push(root);
     }
@@ -215,64 +230,102 @@ fn known_phones(cfg: &Config, folders: &[std::path::PathBuf]) -> String {
     }
 }
 
-/// Saves what the user gave (the §4.1 local save) and returns the store.
-pub fn open_and_save(cfg: &Config) -> Result<Store, Failure> {
-    // §4.1: at most 50 characters; refuse here rather than be rejected by the Admin.
+/// What the configuration gives that is also a setting (name, Admin URL, token, device).
+pub fn settings_patch(cfg: &Config) -> SettingsPatch {
+    SettingsPatch {
+        name: cfg.name.clone(),
+        admin_url: cfg.admin_url.clone(),
+        token: cfg.token.clone(),
+        device: cfg.device.clone(),
+    }
+}
+
+/// §4.1: at most 50 characters; refused here rather than by the Admin.
+fn check_name(cfg: &Config) -> Result<(), LaunchError> {
     if let Some(n) = &cfg.name {
         let max = cmautobuy_contract::validate::CLIENT_NAME_MAX_CHARS;
         if n.chars().count() > max {
-            return Err(Failure::usage(anyhow::anyhow!(
+            return Err(LaunchError::usage(format!(
                 "the client name is longer than {max} characters"
             )));
         }
     }
+    Ok(())
+}
+
+/// Saves what the user gave (the §4.1 local save) and returns the store.
+pub fn open_and_save(cfg: &Config) -> Result<Store, LaunchError> {
+    check_name(cfg)?;
     let store = open_store(cfg)?;
-    registration::save_locally(
-        &store,
-        &SettingsPatch {
-            name: cfg.name.clone(),
-            admin_url: cfg.admin_url.clone(),
-            token: cfg.token.clone(),
-            device: cfg.device.clone(),
-        },
-    )?;
+    registration::save_locally(&store, &settings_patch(cfg))?;
     Ok(store)
+}
+
+/// The settings a command would work with — the saved ones with what the configuration
+/// gives over them, by the save's own rules — without saving anything (`doctor`).
+pub fn effective_settings(
+    cfg: &Config,
+    store: &Store,
+) -> Result<(Settings, TokenBinding), LaunchError> {
+    check_name(cfg)?;
+    Ok(store.preview_settings(&settings_patch(cfg))?)
 }
 
 /// The Admin at the saved URL, with the configured timeouts and body limit. A token
 /// saved for another Admin URL is refused ([`TokenForOtherAdmin`], exit 2): it is never
 /// sent to this one.
-pub fn gateway(cfg: &Config, store: &Store) -> Result<HttpAdminGateway, Failure> {
+pub fn gateway(cfg: &Config, store: &Store) -> Result<HttpAdminGateway, LaunchError> {
+    gateway_for(cfg, &store.settings()?, &store.token_binding()?)
+}
+
+/// [`gateway`] for `settings` as given (saved, or [`effective_settings`]).
+pub fn gateway_for(
+    cfg: &Config,
+    settings: &Settings,
+    binding: &TokenBinding,
+) -> Result<HttpAdminGateway, LaunchError> {
     if let TokenBinding::OtherAdmin {
         saved_for,
         admin_url,
-    } = store.token_binding()?
+    } = binding
     {
-        return Err(Failure::usage(TokenForOtherAdmin {
-            saved_for,
-            admin_url,
-        }));
+        return Err(TokenForOtherAdmin {
+            saved_for: saved_for.clone(),
+            admin_url: admin_url.clone(),
+        }
+        .into());
     }
-    let settings = store.settings()?;
     let url = settings.admin_url.clone().ok_or_else(|| {
-        Failure::usage(anyhow::anyhow!(
-            "no Admin URL: use --admin URL, CMAUTOBUY_ADMIN_URL or admin_url in the config file"
-        ))
+        LaunchError::usage(
+            "no Admin URL: use --admin URL, CMAUTOBUY_ADMIN_URL or admin_url in the config file",
+        )
     })?;
+    crate::config::check_admin_url(&url)?;
     let mut gs = GatewaySettings::new(settings.client_id.clone(), settings.token.clone());
     gs.connect_timeout = cfg.connect_timeout;
     gs.request_timeout = cfg.request_timeout;
     gs.max_body_bytes = cfg.max_body_bytes;
-    HttpAdminGateway::new(&url, gs).map_err(Failure::usage)
+    HttpAdminGateway::new(&url, gs).map_err(LaunchError::usage)
 }
 
-pub fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+pub fn runtime() -> Result<tokio::runtime::Runtime, LaunchError> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-        .context("cannot start the async runtime")
-        .map_err(Failure::from)
+        .map_err(|e| LaunchError::Other(format!("cannot start the async runtime: {e}")))
+}
+
+/// The live policy a configuration gives (`purchase_mode`, `allow_live`, the self-test
+/// goods, the address fingerprint).
+pub fn live_policy(cfg: &Config) -> LivePolicy {
+    let dry_run_only = cfg.purchase_mode == PurchaseMode::DryRun;
+    LivePolicy {
+        dry_run_only,
+        vouched: cfg.allow_live && !dry_run_only,
+        self_test_goods_id: cfg.self_test_goods_id.clone(),
+        address_fingerprint: !cfg.expected_address.is_empty(),
+    }
 }
 
 /// The §4.1 profile a claim would declare now, computed from the store alone (no phone is
@@ -285,19 +338,21 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
 /// about the device yet (no PDD version read on it) it declares `dry_run`: never wider
 /// than a claim would declare. (`run --allow-live` is a flag of that process only; here
 /// only the config key `allow_live` vouches.)
-pub fn declared_profile(cfg: &Config, store: &Store) -> Result<ClientProfile, Failure> {
-    let settings = store.settings()?;
+pub fn declared_profile(cfg: &Config, store: &Store) -> Result<ClientProfile, LaunchError> {
+    declared_profile_for(cfg, store, &store.settings()?)
+}
+
+/// [`declared_profile`] for `settings` as given (saved, or [`effective_settings`]).
+pub fn declared_profile_for(
+    cfg: &Config,
+    store: &Store,
+    settings: &Settings,
+) -> Result<ClientProfile, LaunchError> {
     let device = settings.device.clone().filter(|d| !d.is_empty());
-    let dry_run_only = cfg.purchase_mode == PurchaseMode::DryRun;
-    let policy = LivePolicy {
-        dry_run_only,
-        vouched: cfg.allow_live && !dry_run_only,
-        self_test_goods_id: cfg.self_test_goods_id.clone(),
-        address_fingerprint: !cfg.expected_address.is_empty(),
-    };
+    let policy = live_policy(cfg);
     let ready = device.is_some();
     let mut p = client_profile(
-        &settings,
+        settings,
         Readiness {
             device_ready: ready,
             purchase_adapter_ready: ready,
@@ -314,15 +369,12 @@ pub fn declared_profile(cfg: &Config, store: &Store) -> Result<ClientProfile, Fa
 
 /// Why the store says a claim on `device` would not declare live now (`None`: it would):
 /// `doctor`'s live verdict, with the same policy [`declared_profile`] applies.
-pub fn live_refusal(cfg: &Config, store: &Store, device: &str) -> Result<Option<String>, Failure> {
-    let dry_run_only = cfg.purchase_mode == PurchaseMode::DryRun;
-    let policy = LivePolicy {
-        dry_run_only,
-        vouched: cfg.allow_live && !dry_run_only,
-        self_test_goods_id: cfg.self_test_goods_id.clone(),
-        address_fingerprint: !cfg.expected_address.is_empty(),
-    };
-    live_refused_by_store(cfg, store, &policy, Some(device))
+pub fn live_refusal(
+    cfg: &Config,
+    store: &Store,
+    device: &str,
+) -> Result<Option<String>, LaunchError> {
+    live_refused_by_store(cfg, store, &live_policy(cfg), Some(device))
 }
 
 /// Why the store says a claim would not declare live now (`None`: it would).
@@ -331,11 +383,9 @@ fn live_refused_by_store(
     store: &Store,
     policy: &LivePolicy,
     device: Option<&str>,
-) -> Result<Option<String>, Failure> {
+) -> Result<Option<String>, LaunchError> {
     if !policy.dry_run_only && !policy.address_fingerprint {
-        return Ok(Some(
-            cmautobuy_client::runner::NO_ADDRESS_FINGERPRINT.into(),
-        ));
+        return Ok(Some(crate::runner::NO_ADDRESS_FINGERPRINT.into()));
     }
     let Some(device) = device else {
         return Ok(Some("no device saved".into()));
@@ -351,7 +401,7 @@ fn live_refused_by_store(
         let record = store
             .self_test(device, &version.version)?
             .map(|r| r.record());
-        let why = cmautobuy_client::selftest::refusal(&cmautobuy_client::selftest::LiveInputs {
+        let why = crate::selftest::refusal(&crate::selftest::LiveInputs {
             dry_run_only: policy.dry_run_only,
             vouched: false,
             goods_configured: policy.self_test_goods_id.is_some(),
