@@ -50,6 +50,10 @@ pub struct RehearseArgs {
     /// Print the summary as one JSON object.
     #[arg(long)]
     json: bool,
+    /// Print the device work and the benchmark figures too: dumps, taps and time per
+    /// task, wall ÷ device time, the collect goal, the simulated device time.
+    #[arg(long)]
+    bench: bool,
     /// Leave the purchase demo tasks (dry runs) out of the demo batch.
     #[arg(long)]
     no_purchases: bool,
@@ -158,6 +162,7 @@ pub fn run(g: &Globals, a: RehearseArgs) -> Result<(), Failure> {
         data_dir: g.data_dir.clone(),
         timeout: a.timeout.map(|t| std::time::Duration::from_secs(t.max(1))),
         json: a.json,
+        bench: a.bench,
         purchases: !a.no_purchases,
         live: a.live,
         failure_paths: a.failure_paths,
@@ -172,6 +177,7 @@ pub fn run(g: &Globals, a: RehearseArgs) -> Result<(), Failure> {
         ..RehearseOptions::default()
     };
     let json = a.json;
+    let bench = a.bench;
     // The summary is printed as soon as it is known (with --keep-console, before the
     // console's last stretch; after a timeout too).
     let summary = rehearse::rehearse_with(opts, |summary| {
@@ -181,7 +187,7 @@ pub fn run(g: &Globals, a: RehearseArgs) -> Result<(), Failure> {
                 serde_json::to_string_pretty(summary).unwrap_or_default()
             );
         } else {
-            rehearse::print_summary(summary);
+            rehearse::print_summary(summary, bench);
         }
     })
     .map_err(|e| {

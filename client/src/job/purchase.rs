@@ -251,6 +251,7 @@ impl Ctx<'_> {
             stats,
             device_ms,
             artifact_ref: self.arts.as_ref().map(|a| a.reference(&self.job.client_id)),
+            operator: crate::job::attempt::operator_text(&outcome),
         }
     }
 

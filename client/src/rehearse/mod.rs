@@ -155,6 +155,8 @@ pub struct RehearseOptions {
     pub timeout: Option<Duration>,
     /// Print a line per finished task (to stderr when `json`).
     pub json: bool,
+    /// The progress lines carry the device work (dumps, taps, time) too.
+    pub bench: bool,
     /// Simulated phone only: popups on this percentage of page views.
     pub popups_percent: u8,
     /// Simulated phone only: the n-th dumps fail so.
@@ -206,6 +208,7 @@ impl Default for RehearseOptions {
             data_dir: None,
             timeout: None,
             json: false,
+            bench: false,
             popups_percent: 0,
             dump_faults: Vec::new(),
             purchases: false,
@@ -443,8 +446,9 @@ pub fn rehearse_with(
         // A replayed recording runs its live tasks live (its orders go to the replay's
         // ledger).
         allow_live: (opts.live || replaying) && sim.is_some(),
-        // The rehearsal vouches for its simulated phone (no self-test goods).
-        dry_run_only: false,
+        // The rehearsal vouches for its simulated phone (no self-test goods); without
+        // --live it runs dry, as the operator chose (no "live paused" warning).
+        dry_run_only: !((opts.live || replaying) && sim.is_some()),
         self_test_goods_id: None,
         artifacts_root: artifacts_dir.clone(),
         retention: Retention {
@@ -455,6 +459,7 @@ pub fn rehearse_with(
         on_report: Some(progress(
             ids.len(),
             opts.json,
+            opts.bench,
             reports.clone(),
             replay_phone
                 .clone()
@@ -683,11 +688,13 @@ type ReplayMarks = Arc<Mutex<Vec<(String, usize)>>>;
 /// With `--replay`: fired once every task of the batch has been reported.
 type AllReported = Arc<tokio::sync::Notify>;
 
-/// The progress hook: a line per finished task (to stderr when the summary is JSON),
-/// and every report kept for the summary.
+/// The progress hook: a line per finished task (to stderr when the summary is JSON) —
+/// its outcome in Chinese first, a failure's reason and next step, the device work with
+/// `bench` — and every report kept for the summary.
 fn progress(
     total: usize,
     json: bool,
+    bench: bool,
     reports: Arc<Mutex<Vec<TaskReport>>>,
     replay: Option<(Arc<SimPhoneHandle>, ReplayMarks, AllReported)>,
 ) -> ReportHook {
@@ -704,11 +711,7 @@ fn progress(
         }
         let mut all = reports.lock().unwrap_or_else(|p| p.into_inner());
         all.push(r.clone());
-        let n = all.len();
-        let line = format!(
-            "[{n}/{total}] {} {} → {} (dumps {}, taps {}, {} ms)",
-            r.task_type, r.task_id, r.outcome, r.stats.dumps, r.stats.taps, r.stats.wall_ms
-        );
+        let line = summary::progress_line(all.len(), total, r, bench);
         if json {
             eprintln!("{line}");
         } else {

@@ -63,6 +63,10 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
             .unwrap_or_else(|e| e.into_inner());
         if noted.as_ref() != Some(&refusal) {
             match &refusal {
+                // The operator's own choice (`purchase_mode = dry_run`) is no warning.
+                Some(why) if self.cfg.live.dry_run_only => {
+                    tracing::info!(reason = %why, "dry run only: declaring dry_run")
+                }
                 Some(why) => tracing::warn!(reason = %why, "live paused: declaring dry_run"),
                 None if purchase && self.cfg.live.self_test_goods_id.is_some() => {
                     tracing::info!(

@@ -39,17 +39,35 @@ fn rehearse_with_no_flags_succeeds_on_every_task_and_exits_0() {
         .filter(|l| l.starts_with('[') && l.contains("] "))
         .count();
     assert_eq!(progress, 12, "{stdout}");
-    assert!(stdout.contains("outcomes: succeeded=12\n"), "{stdout}");
+    assert!(stdout.contains("结果 outcomes: succeeded=12\n"), "{stdout}");
     assert!(
         stdout.contains("every task succeeded (12 of 12)"),
         "{stdout}"
     );
     assert!(!stdout.contains("BAD"), "{stdout}");
     // On this run's backend (u2 through the rehearsal's own adb server under the u2 pass).
-    let backend = format!("\ndevice backend: {}\n", rehearse_backend_from_env());
+    let backend = format!("device backend: {}\n", rehearse_backend_from_env());
     assert!(stdout.contains(&backend), "{stdout}");
     // Dry-run purchases are part of the demo batch.
     assert!(stdout.contains("-purchase-spec-602938475610"), "{stdout}");
+    // The happy path speaks to the operator, Chinese first: no warning, no benchmark
+    // figures (those are behind --bench / --json).
+    assert!(stdout.contains("全部任务成功"), "{stdout}");
+    assert!(stdout.contains("采购 purchase"), "{stdout}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !stderr.contains("WARN") && !stderr.contains("ERROR"),
+        "{stderr}"
+    );
+    for figure in [
+        "benchmarks:",
+        "dumps ",
+        "taps ",
+        "simulated device time",
+        " ms)",
+    ] {
+        assert!(!stdout.contains(figure), "{figure:?} in {stdout}");
+    }
 }
 
 /// `--failure-paths --live`: every failure page and refused purchase of the demo, and
@@ -340,7 +358,13 @@ fn rehearse_json_names_the_device_backend() {
     let mut c = Command::new(env!("CARGO_BIN_EXE_cmautobuy-client"));
     let out = c
         .arg("rehearse")
-        .args(["--timeout", "300", "--no-purchases", "--no-console"])
+        .args([
+            "--timeout",
+            "300",
+            "--no-purchases",
+            "--no-console",
+            "--bench",
+        ])
         .args(["--adb-server", &addr])
         .env_remove("CMAUTOBUY_CONFIG")
         .env("CMAUTOBUY_DEVICE_BACKEND", "u2")
@@ -353,7 +377,10 @@ fn rehearse_json_names_the_device_backend() {
         "{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(stdout.contains("\ndevice backend: u2\n"), "{stdout}");
+    assert!(stdout.contains("device backend: u2\n"), "{stdout}");
+    // --bench: the device work and the benchmark figures.
+    assert!(stdout.contains("benchmarks: "), "{stdout}");
+    assert!(stdout.contains("(dumps "), "{stdout}");
 }
 
 /// `CMAUTOBUY_DEVICE_BACKEND=u2` with no `--adb-server` (issue 15): the rehearsal brings a
