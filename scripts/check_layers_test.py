@@ -150,7 +150,7 @@ class Cycles(Base):
         self.assertEqual(set(edges(res)), {("k/src/m/a.rs", "k/src/m/b.rs"), ("k/src/m/c.rs", "k/src/m/a.rs")})
         code, out = self.ws.run()
         self.assertEqual(code, 0)
-        self.assertEqual(out.strip(), "check-layers: 1 crates, 5 files, 2 edges, 0 cycles, no client/src/flow/")
+        self.assertEqual(out.strip(), "check-layers: 1 crates, 5 files, 2 edges, 0 cycles, no pdd/src/")
 
     def test_nested_multi_line_use_groups(self):
         self.ws.crate(
@@ -331,14 +331,16 @@ class Cycles(Base):
 
 class Flow(Base):
     def client(self, flow_files, extra=None):
+        """The pure crate: its flows and its screens (the io module of `extra` is the
+        kind of file the crate must not have: checked like every other file)."""
         files = {
-            "src/lib.rs": "pub mod flow;\npub mod device;\npub mod store;\n",
-            "src/device.rs": "pub struct Point;\npub struct AdbDevice;\npub enum DeviceError {}\n",
-            "src/store.rs": "pub struct Store;\n",
+            "src/lib.rs": "pub mod flow;\npub mod screen;\n",
+            "src/screen.rs": "pub mod tree;\npub struct Screen;\npub use tree::{NodeRef, Tree};\n",
+            "src/screen/tree.rs": "pub struct Tree;\npub struct NodeRef;\n",
         }
         files.update(flow_files)
         files.update(extra or {})
-        self.ws.crate("client", files)
+        self.ws.crate("pdd", files)
         return self.ws.analyse()
 
     def test_sleep_and_clock_reads_are_flagged(self):
@@ -368,44 +370,55 @@ class Flow(Base):
         self.assertEqual(
             found,
             {
-                ("client/src/flow/a.rs", 3): ["std::thread", "thread::sleep"],
-                ("client/src/flow/a.rs", 4): ["Utc::now"],
-                ("client/src/flow/b.rs", 2): ["std::thread"],
-                ("client/src/flow/b.rs", 4): ["Utc::now"],
-                ("client/src/flow/b.rs", 5): ["thread::sleep"],  # std::thread: at its `use`
-                ("client/src/flow/b.rs", 6): [".sleep("],
-                ("client/src/flow/b.rs", 7): ["std::time::Instant", "Instant::now"],
+                ("pdd/src/flow/a.rs", 3): ["std::thread", "thread::sleep"],
+                ("pdd/src/flow/a.rs", 4): ["Utc::now"],
+                ("pdd/src/flow/b.rs", 2): ["std::thread"],
+                ("pdd/src/flow/b.rs", 4): ["Utc::now"],
+                ("pdd/src/flow/b.rs", 5): ["thread::sleep"],  # std::thread: at its `use`
+                ("pdd/src/flow/b.rs", 6): [".sleep("],
+                ("pdd/src/flow/b.rs", 7): ["std::time::Instant", "Instant::now"],
             },
         )
         code, out = self.ws.run()
         self.assertEqual(code, 1)
-        self.assertIn("client/src/flow/a.rs:3: std::thread::sleep(d);  [flow I/O: std::thread, thread::sleep]", out)
-        self.assertIn("7 flow I/O references", out)
+        self.assertIn("pdd/src/flow/a.rs:3: std::thread::sleep(d);  [pure-crate I/O: std::thread, thread::sleep]", out)
+        self.assertIn("7 pure-crate I/O references", out)
 
-    def test_internal_io_modules_and_the_allow_list(self):
+    def test_flows_read_screens_not_the_raw_tree(self):
         res = self.client(
             {
                 "src/flow/mod.rs": "pub mod a;\npub mod sub;\n",
                 "src/flow/a.rs": (
-                    "use crate::device::{DeviceError, Point};\n"
-                    "use crate::{\n    store::Store,\n    device::AdbDevice,\n};\n"
-                    "fn f(p: crate::device::Point) {}\n"
+                    "use crate::screen::{Screen, Tree};\n"
+                    "use crate::{\n    screen::tree::NodeRef,\n};\n"
+                    "fn f(s: crate::screen::Screen) {}\n"
                 ),
-                "src/flow/sub/mod.rs": "fn g() -> super::super::store::Store { todo!() }\nuse tokio::sync::Mutex;\n",
+                "src/flow/sub/mod.rs": "fn g() -> super::super::screen::Tree { todo!() }\nuse tokio::sync::Mutex;\n",
             }
         )
         found = {(p, ln): rules for p, ln, rules in flow(res)}
         self.assertEqual(
             found,
             {
-                # The allow-list is empty: flows name no device type at all.
-                ("client/src/flow/a.rs", 1): ["crate::device"],
-                ("client/src/flow/a.rs", 3): ["crate::store"],
-                ("client/src/flow/a.rs", 4): ["crate::device"],
-                ("client/src/flow/a.rs", 6): ["crate::device"],
-                ("client/src/flow/sub/mod.rs", 1): ["crate::store"],
-                ("client/src/flow/sub/mod.rs", 2): ["tokio"],
+                ("pdd/src/flow/a.rs", 1): ["crate::screen::Tree"],
+                ("pdd/src/flow/a.rs", 3): ["crate::screen::tree"],
+                ("pdd/src/flow/sub/mod.rs", 1): ["crate::screen::Tree"],
+                ("pdd/src/flow/sub/mod.rs", 2): ["tokio"],
             },
+        )
+
+    def test_the_whole_pure_crate_is_checked_for_io_the_tree_rule_only_in_flows(self):
+        res = self.client(
+            {"src/flow/mod.rs": "pub fn pure() {}\n"},
+            {
+                "src/lib.rs": "pub mod flow;\npub mod screen;\npub mod io;\n",
+                "src/io.rs": "fn f() { std::thread::sleep(D) }\n",
+                "src/screen.rs": "pub mod tree;\nfn g(t: crate::screen::tree::Tree) {}\n",
+            },
+        )
+        self.assertEqual(
+            [(p, ln) for p, ln, _ in flow(res)],
+            [("pdd/src/io.rs", 1)],
         )
 
     def test_test_code_in_flow_is_not_flagged(self):
@@ -427,12 +440,10 @@ class Flow(Base):
         self.assertEqual(flow(res), [])
         self.assertEqual(cycles(res), [])
 
-    def test_outside_flow_is_not_checked(self):
-        res = self.client(
-            {"src/flow/mod.rs": "pub fn pure() {}\n"},
-            {"src/lib.rs": "pub mod flow;\npub mod device;\npub mod store;\npub mod io;\n", "src/io.rs": "fn f() { std::thread::sleep(D) }\n"},
-        )
-        self.assertEqual(flow(res), [])
+    def test_outside_the_pure_crate_is_not_checked(self):
+        self.client({"src/flow/mod.rs": "pub fn pure() {}\n"})
+        self.ws.crate("client", {"src/lib.rs": "pub mod io;\n", "src/io.rs": "fn f() { std::thread::sleep(D) }\n"})
+        self.assertEqual(flow(self.ws.analyse()), [])
 
 
 class RealTree(unittest.TestCase):
@@ -445,7 +456,7 @@ class RealTree(unittest.TestCase):
         self.assertIn(p.returncode, (0, 1), p.stderr)
         self.assertRegex(
             p.stdout.strip().splitlines()[-1],
-            r"^check-layers: \d+ crates, \d+ files, \d+ edges, \d+ cycles, (\d+ flow I/O references|no \S+)$",
+            r"^check-layers: \d+ crates, \d+ files, \d+ edges, \d+ cycles, (\d+ pure-crate I/O references|no \S+)$",
         )
         self.assertLess(elapsed, 10)  # ~1 s of CPU; generous for a loaded machine
 

@@ -26,7 +26,9 @@
 //!
 //! The random-SIGKILL scenarios run on ordinary goods, on goods that go through the
 //! full-page 确认订单 (`confirm_page`, 811223344506: the kill can land between the sheet's
-//! 确定 and 提交订单), on goods whose total settles late (`total_lag_dumps`,
+//! 确定 and 提交订单 — a purchase killed after the note that precedes that 确定 ends
+//! `manual_review`, never `retry_wait`; "confirm-page+purchase.after_proceed_note" kills it
+//! there on purpose), on goods whose total settles late (`total_lag_dumps`,
 //! 811223344505: the kill can land while the total settles) and on goods whose sheet
 //! orders with 确定 (`checkout_button: confirm`, 811223344511, issue 25: the kill can
 //! land during the census, between the mark and the 确定 tap, or right after it). The
@@ -248,8 +250,11 @@ fn scenarios() -> Vec<Scenario> {
     }
     // On 确认订单: a crash between the mark and 提交订单 leaves the phone on 确认订单 —
     // the recovery must leave it without submitting; a crash right after the tap finds
-    // the order.
+    // the order. A crash right after the note that precedes the spec sheet's 确定 (the
+    // tap may or may not have gone out): never "nothing was submitted", never a second
+    // run — manual_review, and here no order (the kill came before the tap).
     for (p, status, orders) in [
+        ("purchase.after_proceed_note", "manual_review", 0),
         ("purchase.after_mark", "manual_review", 0),
         ("purchase.after_submit_tap", "succeeded", 1),
     ] {
@@ -743,7 +748,11 @@ fn drive_scenario(
             status => status,
         };
         if !key.exists() && data.join("adbkey").exists() {
-            let _ = std::fs::copy(data.join("adbkey"), key);
+            // Scenarios run side by side: a copy renamed into place, never half a key.
+            let tmp = dir.join("adbkey.shared");
+            if std::fs::copy(data.join("adbkey"), &tmp).is_ok() {
+                let _ = std::fs::rename(&tmp, key);
+            }
         }
         match status {
             Some(st) if st.success() => {
@@ -1311,6 +1320,9 @@ fn main() {
     let mut backend = String::from("uiautomator");
     let mut u2_jar: Option<PathBuf> = None;
     let mut list = false;
+    // Scenarios side by side: each has its own mock Admin, phone, data directory and
+    // (on u2) adb server, and mostly waits on them.
+    let mut jobs = 3;
     while let Some(a) = args.next() {
         match a.as_str() {
             "--backend" => backend = args.next().unwrap_or_default(),
@@ -1321,6 +1333,15 @@ fn main() {
             "--catalog" => catalog = args.next().map(PathBuf::from).unwrap_or(catalog),
             "--only" => only = args.next(),
             "--list" => list = true,
+            "--jobs" => {
+                jobs = match args.next().and_then(|j| j.parse::<usize>().ok()) {
+                    Some(j) if j > 0 => j,
+                    _ => {
+                        eprintln!("crash_matrix: --jobs takes a positive number");
+                        std::process::exit(2);
+                    }
+                }
+            }
             other => {
                 eprintln!("crash_matrix: unknown argument {other}");
                 std::process::exit(2);
@@ -1332,7 +1353,7 @@ fn main() {
         return;
     }
     let usage = "usage: crash_matrix --client BIN --mock-admin BIN --sim-phone BIN \
-                 [--backend uiautomator|u2] [--u2-jar PATH] [--only NAME] | --list [--only NAME]";
+                 [--backend uiautomator|u2] [--u2-jar PATH] [--only NAME] [--jobs N] | --list [--only NAME]";
     let (Some(client), Some(admin), Some(phone)) = (client, admin, phone) else {
         eprintln!("{usage}");
         std::process::exit(2);
@@ -1370,37 +1391,49 @@ fn main() {
         .expect("temp dir");
     let key = root.path().join("adbkey");
     let t0 = Instant::now();
-    let mut failed = 0;
     let u2 = matches!(bins.backend, Backend::U2 { .. });
     let all: Vec<Scenario> = scenarios()
         .into_iter()
         .filter(|s| u2 || !s.stray_u2_server)
         .filter(|s| only.as_deref().is_none_or(|o| s.name.contains(o)))
         .collect();
-    for s in &all {
-        let t = Instant::now();
-        match run_scenario(&bins, s, root.path(), &key) {
-            Ok(o) => {
-                println!(
-                    "{} {tag:<13} {:<40} runs {} ({} ms)",
-                    if o.ok { "ok  " } else { "FAIL" },
-                    s.name,
-                    o.runs,
-                    t.elapsed().as_millis()
-                );
-                for l in &o.lines {
-                    println!("       {l}");
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let failures = std::sync::atomic::AtomicUsize::new(0);
+    let print = std::sync::Mutex::new(());
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.min(all.len()) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let Some(s) = all.get(i) else { break };
+                let t = Instant::now();
+                let result = run_scenario(&bins, s, root.path(), &key);
+                // One scenario's lines together.
+                let _printing = print.lock().unwrap_or_else(|p| p.into_inner());
+                match result {
+                    Ok(o) => {
+                        println!(
+                            "{} {tag:<13} {:<40} runs {} ({} ms)",
+                            if o.ok { "ok  " } else { "FAIL" },
+                            s.name,
+                            o.runs,
+                            t.elapsed().as_millis()
+                        );
+                        for l in &o.lines {
+                            println!("       {l}");
+                        }
+                        if !o.ok {
+                            failures.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        }
+                    }
+                    Err(e) => {
+                        println!("FAIL {tag:<13} {:<40} {e}", s.name);
+                        failures.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    }
                 }
-                if !o.ok {
-                    failed += 1;
-                }
-            }
-            Err(e) => {
-                println!("FAIL {tag:<13} {:<40} {e}", s.name);
-                failed += 1;
-            }
+            });
         }
-    }
+    });
+    let failed = failures.into_inner();
     println!(
         "crash matrix {tag}: {} scenario(s), {failed} failed, {} s",
         all.len(),

@@ -2,9 +2,28 @@
 //! relay, the claim loop ([`Runner`]) and the executor together and stops them in order.
 //!
 //! `cmautobuy-client run` and `cmautobuy-client rehearse` both start the client through
-//! here; what differs between them is data ([`ClientConfig`], the [`Phone`], the gateway,
-//! the stop signal), never a second copy of this code — a rehearsal must run exactly what
+//! here — through the one launch of [`launch`] (console, stop signal, workers) —; what
+//! differs between them is data ([`ClientConfig`], the [`Phone`], the gateway, the stop
+//! signal), never a second copy of this code — a rehearsal must run exactly what
 //! production runs.
+//!
+//! The binary only turns what the user typed into a configuration and errors into exit
+//! codes; what a command does with the configuration lives here:
+//!
+//! - [`setup`] — the configuration with logging, the stores of a data directory, the
+//!   local save, the gateway, the profile a claim would declare, the runtime;
+//! - [`device`] — the one device resolution (`--device`, the configured, the saved);
+//! - [`launch`] — the one launch of running clients, shared by `run` and `rehearse`;
+//! - [`run`] — `run`'s locks, phones and workers, handed to [`launch`];
+//! - [`lines`] — `run`'s progress lines;
+//! - [`error`] — [`error::LaunchError`], by what the operator does about it.
+
+pub mod device;
+pub mod error;
+pub mod launch;
+pub mod lines;
+pub mod run;
+pub mod setup;
 
 use std::future::Future;
 use std::path::PathBuf;

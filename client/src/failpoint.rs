@@ -15,6 +15,7 @@
 pub const ALL: &[&str] = &[
     "claim.before_save",
     "spec.before_send",
+    "purchase.after_proceed_note",
     "purchase.before_mark",
     "purchase.after_mark",
     "purchase.after_submit_tap",

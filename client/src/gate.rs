@@ -18,10 +18,12 @@
 //!   `cancelled`) resets the count; a 204 does not.
 //! - **Account trouble** ([`DeviceGate::on_account`], issue 12 item 2): an outcome with
 //!   one of [`ACCOUNT_TROUBLE_CODES`] (a login page, a risk/verification page — 操作过于频繁
-//!   included — or a refused payment method), or [`GateConfig::unrecognized_pause_after`]
-//!   `PAGE_NOT_RECOGNIZED` outcomes in a row (default 3; 0 = never), is account trouble:
-//!   the runner raises an `account_paused` operator alert and claims nothing until it is
-//!   acknowledged (`ack`). Any other outcome resets the unrecognised count.
+//!   included — or a refused payment method), or `PAGE_NOT_RECOGNIZED` outcomes in a row
+//!   on [`GateConfig::unrecognized_pause_after`] **different goods** (default 3; 0 =
+//!   never), is account trouble: the runner raises an `account_paused` operator alert and
+//!   claims nothing until it is acknowledged (`ack`). One goods whose page the client
+//!   cannot read (a dead link, a page of its own) is that goods' failure however often it
+//!   is retried, never the account's. Any other outcome resets the unrecognised count.
 
 use std::time::Duration;
 
@@ -111,8 +113,9 @@ pub const PAGE_NOT_RECOGNIZED: &str = "PAGE_NOT_RECOGNIZED";
 pub struct AccountTrouble {
     /// The failure code of the outcome that tipped it.
     pub code: String,
-    /// `PAGE_NOT_RECOGNIZED` outcomes in a row (0 for the other codes).
-    pub unrecognized_in_a_row: u32,
+    /// The different goods of the `PAGE_NOT_RECOGNIZED` outcomes in a row (0 for the
+    /// other codes).
+    pub unrecognized_goods: u32,
 }
 
 /// The gate's timings (config keys `device_check_max_age_secs`, `device_probe_max_secs`,
@@ -209,7 +212,8 @@ pub struct DeviceGate {
     pause: Option<Pause>,
     retry_waits: u32,
     not_before: Option<DateTime<Utc>>,
-    unrecognized: u32,
+    /// The goods of the `PAGE_NOT_RECOGNIZED` outcomes in a row, each once.
+    unrecognized: Vec<String>,
     rate: UnrecognizedRate,
 }
 
@@ -229,7 +233,7 @@ impl DeviceGate {
             pause: None,
             retry_waits: 0,
             not_before: None,
-            unrecognized: 0,
+            unrecognized: Vec::new(),
             rate: UnrecognizedRate::new(cfg.unrecognized_rate_count, cfg.unrecognized_rate_window),
         }
     }
@@ -305,37 +309,55 @@ impl DeviceGate {
     }
 
     /// A task's outcome was recorded: `Some(code)` for a failure of any status, `None` for
-    /// a result. `Some(trouble)`: the account needs a human — pause until acknowledged.
-    pub fn on_account(&mut self, failure_code: Option<&str>) -> Option<AccountTrouble> {
+    /// a result; `refusal`: a payment refusal's stable name (`diagnostics.refusal`);
+    /// `goods`: the task's goods (its id, else anything that names the task).
+    /// `Some(trouble)`: the account needs a human — pause until acknowledged. A
+    /// `PAYMENT_METHOD_NOT_ALLOWED` about one goods' checkout (its button pays in the same
+    /// tap, no payment row, no order button: [`crate::screen::payment::refusal_pauses_account`]
+    /// is false) is that task's refusal, not the account's: no pause.
+    pub fn on_account(
+        &mut self,
+        failure_code: Option<&str>,
+        refusal: Option<&str>,
+        goods: &str,
+    ) -> Option<AccountTrouble> {
         let code = match failure_code {
             Some(c) if c == PAGE_NOT_RECOGNIZED => {
-                self.unrecognized = self.unrecognized.saturating_add(1);
+                if !self.unrecognized.iter().any(|g| g == goods) {
+                    self.unrecognized.push(goods.to_string());
+                }
                 let k = self.cfg.unrecognized_pause_after;
-                if !self.cfg.account_pause || k == 0 || self.unrecognized < k {
+                let n = u32::try_from(self.unrecognized.len()).unwrap_or(u32::MAX);
+                if !self.cfg.account_pause || k == 0 || n < k {
                     return None;
                 }
-                let n = std::mem::take(&mut self.unrecognized);
+                self.unrecognized.clear();
                 return Some(AccountTrouble {
                     code: c.to_string(),
-                    unrecognized_in_a_row: n,
+                    unrecognized_goods: n,
                 });
             }
             Some(c) => c,
             None => {
-                self.unrecognized = 0;
+                self.unrecognized.clear();
                 return None;
             }
         };
-        self.unrecognized = 0;
-        (self.cfg.account_pause && ACCOUNT_TROUBLE_CODES.contains(&code)).then(|| AccountTrouble {
-            code: code.to_string(),
-            unrecognized_in_a_row: 0,
-        })
+        self.unrecognized.clear();
+        let goods_only = code == "PAYMENT_METHOD_NOT_ALLOWED"
+            && refusal.is_some_and(|r| !crate::screen::payment::refusal_pauses_account(r));
+        (self.cfg.account_pause && !goods_only && ACCOUNT_TROUBLE_CODES.contains(&code)).then(
+            || AccountTrouble {
+                code: code.to_string(),
+                unrecognized_goods: 0,
+            },
+        )
     }
 
     /// `PAGE_NOT_RECOGNIZED` outcomes in a row.
+    /// The different goods of the `PAGE_NOT_RECOGNIZED` outcomes in a row.
     pub fn unrecognized(&self) -> u32 {
-        self.unrecognized
+        u32::try_from(self.unrecognized.len()).unwrap_or(u32::MAX)
     }
 
     /// The phone went away after a purchase's irreversible mark (its run stays open for
@@ -719,45 +741,82 @@ mod tests {
         ] {
             let mut g = DeviceGate::new(GateConfig::default());
             assert_eq!(
-                g.on_account(Some(code)),
+                g.on_account(Some(code), None, "g1"),
                 Some(AccountTrouble {
                     code: code.into(),
-                    unrecognized_in_a_row: 0
+                    unrecognized_goods: 0
                 })
+            );
+        }
+        // A refusal about one goods' checkout does not pause; one about the account's
+        // payment setting does.
+        for r in [
+            "pays_in_same_tap",
+            "no_payment_row",
+            "no_order_button",
+            "unknown_order_button",
+        ] {
+            let mut g = DeviceGate::new(GateConfig::default());
+            assert_eq!(
+                g.on_account(Some("PAYMENT_METHOD_NOT_ALLOWED"), Some(r), "g1"),
+                None,
+                "{r}"
+            );
+        }
+        for r in ["pay_later", "password_free", "method_not_interactive"] {
+            let mut g = DeviceGate::new(GateConfig::default());
+            assert!(
+                g.on_account(Some("PAYMENT_METHOD_NOT_ALLOWED"), Some(r), "g1")
+                    .is_some(),
+                "{r}"
             );
         }
         let mut g = DeviceGate::new(GateConfig::default());
         for other in ["GOODS_UNAVAILABLE", "DEVICE_OFFLINE", "PRICE_CHANGED"] {
-            assert_eq!(g.on_account(Some(other)), None);
+            assert_eq!(g.on_account(Some(other), None, "g1"), None);
         }
-        assert_eq!(g.on_account(None), None);
+        assert_eq!(g.on_account(None, None, "g1"), None);
     }
 
     #[test]
-    fn k_unrecognised_pages_in_a_row_pause_and_anything_else_resets() {
+    fn unrecognised_pages_on_k_goods_in_a_row_pause_and_anything_else_resets() {
         let mut g = DeviceGate::new(GateConfig::default());
         let u = Some(PAGE_NOT_RECOGNIZED);
-        assert_eq!(g.on_account(u), None);
-        assert_eq!(g.on_account(u), None);
+        assert_eq!(g.on_account(u, None, "g1"), None);
+        assert_eq!(g.on_account(u, None, "g2"), None);
         assert_eq!(g.unrecognized(), 2);
         // A result resets; so does another failure.
-        assert_eq!(g.on_account(None), None);
-        assert_eq!(g.on_account(u), None);
-        assert_eq!(g.on_account(u), None);
-        assert_eq!(g.on_account(Some("GOODS_UNAVAILABLE")), None);
+        assert_eq!(g.on_account(None, None, "g3"), None);
+        assert_eq!(g.on_account(u, None, "g1"), None);
+        assert_eq!(g.on_account(u, None, "g2"), None);
+        assert_eq!(g.on_account(Some("GOODS_UNAVAILABLE"), None, "g3"), None);
         assert_eq!(g.unrecognized(), 0);
-        assert_eq!(g.on_account(u), None);
-        assert_eq!(g.on_account(u), None);
+        assert_eq!(g.on_account(u, None, "g1"), None);
+        assert_eq!(g.on_account(u, None, "g2"), None);
         assert_eq!(
-            g.on_account(u),
+            g.on_account(u, None, "g3"),
             Some(AccountTrouble {
                 code: PAGE_NOT_RECOGNIZED.into(),
-                unrecognized_in_a_row: 3
+                unrecognized_goods: 3
             })
         );
         // Counting starts again after the pause.
         assert_eq!(g.unrecognized(), 0);
-        assert_eq!(g.on_account(u), None);
+        assert_eq!(g.on_account(u, None, "g1"), None);
+    }
+
+    /// One dead link retried again and again is that goods' failure: it never pauses
+    /// the account, and it does not count twice towards a pause with other goods.
+    #[test]
+    fn one_goods_unrecognised_again_and_again_never_pauses_the_account() {
+        let mut g = DeviceGate::new(GateConfig::default());
+        let u = Some(PAGE_NOT_RECOGNIZED);
+        for _ in 0..10 {
+            assert_eq!(g.on_account(u, None, "dead-link"), None);
+        }
+        assert_eq!(g.unrecognized(), 1);
+        assert_eq!(g.on_account(u, None, "g2"), None);
+        assert!(g.on_account(u, None, "g3").is_some());
     }
 
     #[test]
@@ -767,18 +826,20 @@ mod tests {
             ..GateConfig::default()
         };
         let mut g = DeviceGate::new(never);
-        for _ in 0..10 {
-            assert_eq!(g.on_account(Some(PAGE_NOT_RECOGNIZED)), None);
+        for i in 0..10 {
+            let goods = format!("g{i}");
+            assert_eq!(g.on_account(Some(PAGE_NOT_RECOGNIZED), None, &goods), None);
         }
-        assert!(g.on_account(Some("LOGIN_REQUIRED")).is_some());
+        assert!(g.on_account(Some("LOGIN_REQUIRED"), None, "g").is_some());
         let off = GateConfig {
             account_pause: false,
             ..GateConfig::default()
         };
         let mut g = DeviceGate::new(off);
-        assert_eq!(g.on_account(Some("RISK_VERIFICATION")), None);
-        for _ in 0..5 {
-            assert_eq!(g.on_account(Some(PAGE_NOT_RECOGNIZED)), None);
+        assert_eq!(g.on_account(Some("RISK_VERIFICATION"), None, "g"), None);
+        for i in 0..5 {
+            let goods = format!("g{i}");
+            assert_eq!(g.on_account(Some(PAGE_NOT_RECOGNIZED), None, &goods), None);
         }
     }
 

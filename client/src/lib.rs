@@ -47,11 +47,11 @@
 
 pub mod device;
 pub mod doctor;
-pub mod money;
-pub mod screen;
 
-pub mod account;
+pub mod alert;
 pub mod app;
+// The pure core (cmautobuy-pdd) under its old paths: `crate::screen`, `crate::flow`, …
+pub use cmautobuy_pdd::{account, flow, money, reasons, screen, selftest};
 pub mod artifacts;
 pub mod clock;
 pub mod clock_check;
@@ -59,7 +59,6 @@ pub mod config;
 pub mod console;
 pub mod executor;
 pub mod failpoint;
-pub mod flow;
 pub mod gate;
 pub mod gateway;
 pub mod job;
@@ -72,7 +71,6 @@ pub mod pacing;
 pub mod phones;
 pub mod private;
 pub mod progress;
-pub mod reasons;
 pub mod registration;
 #[cfg(feature = "rehearse")]
 pub mod rehearse;
@@ -80,7 +78,6 @@ pub mod replay;
 pub mod retry;
 pub mod runner;
 pub mod secret;
-pub mod selftest;
 pub mod spec;
 pub mod store;
 pub mod upkeep;

@@ -17,6 +17,7 @@
 //!   resolved by the client itself when space returns — claiming then resumes without an
 //!   `ack`.
 
+use crate::alert::AlertKind;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -26,10 +27,6 @@ use chrono::{DateTime, Utc};
 
 use crate::artifacts::{safe_component, ArtifactIndex, Retention, SweepReport};
 use crate::store::Store;
-
-/// The alert kind of the free-disk floor (`operator_alerts.kind`). Unlike the other
-/// kinds it does not wait for `ack`: the client resolves it when space returns.
-pub const ALERT_LOW_DISK: &str = "low_disk";
 
 /// How often the outbox is compacted after the start.
 pub const COMPACT_EVERY: Duration = Duration::from_secs(3600);
@@ -284,7 +281,7 @@ impl Upkeep {
             .filter(|&f| f < floor)
             .map(|free| LowDisk { free, floor });
         let open = match self.store.open_alerts() {
-            Ok(a) => a.iter().any(|a| a.kind == ALERT_LOW_DISK),
+            Ok(a) => a.iter().any(|a| a.kind == AlertKind::LowDisk),
             Err(e) => {
                 tracing::warn!(error = %e, "cannot read operator alerts");
                 low.is_some()
@@ -299,8 +296,11 @@ impl Upkeep {
                     mb(l.floor)
                 );
                 if !open {
-                    tracing::error!(alert = ALERT_LOW_DISK, %reason, "claiming paused");
-                    if let Err(e) = self.store.raise_alert(ALERT_LOW_DISK, None, &reason, now) {
+                    tracing::error!(alert = AlertKind::LowDisk.as_str(), %reason, "claiming paused");
+                    if let Err(e) = self
+                        .store
+                        .raise_alert(AlertKind::LowDisk, None, &reason, now)
+                    {
                         tracing::warn!(error = %e, "cannot save the low_disk alert");
                     }
                 }
@@ -308,7 +308,7 @@ impl Upkeep {
             }
             None => {
                 if open {
-                    match self.store.resolve_alerts(ALERT_LOW_DISK, now) {
+                    match self.store.resolve_alerts(AlertKind::LowDisk, now) {
                         Ok(n) => tracing::info!(
                             resolved = n,
                             free_mb = free.map(mb),

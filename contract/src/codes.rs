@@ -317,6 +317,10 @@ string_enum! {
         // A tap target is covered by something PDD drew over it (a promo bubble) that
         // could not be put away: nothing was tapped (retry_wait).
         TargetCovered = "TARGET_COVERED",
+        // After the mark no new order was found under 待付款 and the 全部 list could not
+        // be read to its end: an order in another state (paid, 先用后付) cannot be ruled
+        // out (manual_review).
+        OrderListIncomplete = "ORDER_LIST_INCOMPLETE",
     }
 }
 

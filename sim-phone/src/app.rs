@@ -762,6 +762,9 @@ impl App {
             options,
             quantity: s.qty,
             total_cent: g.total_cent(&s.sel, s.qty),
+            // An account that pays by itself at a 多多支付 discount: 实付 ≠ the total.
+            paid_cent: (silently && g.silent_discount_cent > 0)
+                .then(|| g.total_cent(&s.sel, s.qty) - g.silent_discount_cent),
             created_at: now.to_rfc3339_opts(chrono::SecondsFormat::Secs, false),
             status: if pays || silently {
                 crate::variants::STATUS_PAID.into()

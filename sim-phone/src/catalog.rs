@@ -147,6 +147,11 @@ pub struct Goods {
     /// find out afterwards, under 全部 (issue 25: a critical alert, live stopped).
     #[serde(default)]
     pub pays_silently: bool,
+    /// With `pays_silently`: the account's 多多支付 pays at a discount (field notes §3a:
+    /// "用多多支付减7.53元" beside the payment row), so the order list and the detail show
+    /// 实付 = total − this, not the total the checkout confirmed.
+    #[serde(default)]
+    pub silent_discount_cent: i64,
     /// How the profile page draws its 待付款 entry once this goods was opened or ordered:
     /// `label` (default) or `canvas` (no accessible entry; only the deep link reaches the list).
     #[serde(default)]
@@ -366,6 +371,15 @@ impl Goods {
         {
             return Err(format!(
                 "{id}: pays_silently pays a 微信支付 order without its cashier (payment_method wechat, no pay_now, no payment_offer, no payment_handoff)"
+            ));
+        }
+        if self.silent_discount_cent != 0
+            && (!self.pays_silently
+                || self.silent_discount_cent < 0
+                || self.silent_discount_cent >= self.price_cent)
+        {
+            return Err(format!(
+                "{id}: silent_discount_cent is a discount on an order the account pays by itself (pays_silently, 0 < discount < price_cent)"
             ));
         }
         if self.checkout_button == CheckoutButton::PayNow

@@ -30,6 +30,10 @@ pub struct Order {
     pub quantity: u32,
     /// unit × quantity − discount, in fen.
     pub total_cent: i64,
+    /// What was paid when it differs from `total_cent` (an account that pays by itself at
+    /// a 多多支付 discount): the 实付 the order pages show.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paid_cent: Option<i64>,
     /// RFC 3339 with the phone's UTC offset (e.g. `2026-11-30T16:02:10+08:00`).
     pub created_at: String,
     /// "unpaid" (the simulated cashier never completes a payment), "committed_unpaid"
@@ -48,6 +52,13 @@ pub struct Order {
     /// written before addresses were modelled).
     #[serde(default)]
     pub ship_to: Option<crate::account::Address>,
+}
+
+impl Order {
+    /// The amount the order pages show as 实付: what was paid, else the total.
+    pub fn shown_paid_cent(&self) -> i64 {
+        self.paid_cent.unwrap_or(self.total_cent)
+    }
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

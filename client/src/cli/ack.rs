@@ -8,7 +8,7 @@ use clap::Args;
 
 use super::args::Globals;
 use super::exit::Failure;
-use super::setup;
+use cmautobuy_client::app::setup::{self, LogTo};
 
 #[derive(Args)]
 pub struct AckArgs {
@@ -19,7 +19,7 @@ pub struct AckArgs {
 }
 
 pub fn run(g: &Globals, a: AckArgs) -> Result<(), Failure> {
-    let cfg = setup::load(g.overrides(None, None))?;
+    let cfg = setup::load(g.overrides(), LogTo::Stderr)?;
     let store = setup::one_phone_store(&cfg, a.device.as_deref())?;
     let now = chrono::Utc::now();
     if let Some(id) = a.id {

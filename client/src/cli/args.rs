@@ -1,12 +1,12 @@
 //! The options several commands share: the globals every command takes and the
-//! connection flags of `run` and `register`.
+//! connection flags of `run` and `register`, and what each sets in the configuration
+//! (its key; the flag is named in any error about its value).
 
 use std::path::PathBuf;
 
 use clap::Args;
 
 use cmautobuy_client::config::Overrides;
-use cmautobuy_client::secret::Secret;
 
 // Options every command takes.
 #[derive(Args)]
@@ -23,33 +23,19 @@ pub struct Globals {
 }
 
 impl Globals {
-    /// The configuration overrides of the command line: the globals, the connection
-    /// flags and `run`'s poll interval.
-    pub fn overrides(&self, conn: Option<&Conn>, poll_interval_secs: Option<f64>) -> Overrides {
-        Overrides {
-            config: self.config.clone(),
-            data_dir: self.data_dir.clone(),
-            admin_url: conn.and_then(|c| c.admin.clone()),
-            token: conn.and_then(|c| c.token.clone()).map(Secret::new),
-            device: conn.and_then(|c| match c.device.as_slice() {
-                [one] => Some(one.clone()),
-                _ => None,
-            }),
-            devices: conn
-                .map(|c| c.device.clone())
-                .filter(|d| d.len() > 1)
-                .unwrap_or_default(),
-            name: conn.and_then(|c| c.name.clone()),
-            poll_interval_secs,
-            log_format: self.log_format.clone(),
-        }
+    /// The configuration the globals give.
+    pub fn overrides(&self) -> Overrides {
+        Overrides::default()
+            .with_config(self.config.clone())
+            .path("data_dir", "--data-dir", self.data_dir.as_deref())
+            .text("log_format", "--log-format", self.log_format.clone())
     }
 }
 
 /// Connection settings; given values are saved to the store.
 #[derive(Args, Clone, Debug, Default)]
 pub struct Conn {
-    /// Admin base URL, e.g. http://127.0.0.1:8080
+    /// Admin base URL, e.g. http://127.0.0.1:8080 (the client adds /api/v1/client)
     #[arg(long = "admin", value_name = "URL")]
     pub admin: Option<String>,
     /// Admin token (prefer CMAUTOBUY_TOKEN or the config file: flags show up in `ps`).
@@ -63,4 +49,20 @@ pub struct Conn {
     /// Display name sent to the Admin (at most 50 characters).
     #[arg(long)]
     pub name: Option<String>,
+}
+
+impl Conn {
+    /// `o` with the connection flags over it: `--device` once is `device`, repeated
+    /// `devices`.
+    pub fn over(&self, o: Overrides) -> Overrides {
+        let o = o
+            .text("admin_url", "--admin", self.admin.clone())
+            .text("token", "--token", self.token.clone())
+            .text("name", "--name", self.name.clone());
+        match self.device.as_slice() {
+            [] => o,
+            [one] => o.text("device", "--device", Some(one.clone())),
+            many => o.list("devices", "--device", many),
+        }
+    }
 }

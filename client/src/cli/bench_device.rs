@@ -21,7 +21,8 @@ use cmautobuy_client::screen::Point;
 
 use super::args::{Conn, Globals};
 use super::exit::Failure;
-use super::{device, setup};
+use cmautobuy_client::app::device;
+use cmautobuy_client::app::setup::{self, LogTo};
 
 #[derive(Args)]
 pub struct BenchDeviceArgs {
@@ -99,7 +100,7 @@ pub fn run(g: &Globals, a: BenchDeviceArgs) -> Result<(), Failure> {
         device: a.device.clone().into_iter().collect(),
         name: None,
     };
-    let cfg = setup::load(g.overrides(Some(&conn), None)).map_err(in_cmd)?;
+    let cfg = setup::load(conn.over(g.overrides()), LogTo::Stderr).map_err(|e| in_cmd(e.into()))?;
     let target = device::resolve(
         &cfg,
         a.device.as_deref(),
@@ -107,7 +108,7 @@ pub fn run(g: &Globals, a: BenchDeviceArgs) -> Result<(), Failure> {
         a.adb_server.as_deref(),
         a.adb_key.as_deref(),
     )
-    .map_err(in_cmd)?
+    .map_err(|e| in_cmd(e.into()))?
     .ok_or_else(|| {
         in_cmd(Failure::usage(anyhow::anyhow!(
             "no device: use --device SERIAL or --device tcp:HOST:PORT"

@@ -13,7 +13,7 @@ use cmautobuy_client::store::Store;
 
 use super::args::Globals;
 use super::exit::{Code, Failure};
-use super::setup;
+use cmautobuy_client::app::setup::{self, LogTo};
 
 #[derive(Args)]
 pub struct DiagnoseBundleArgs {
@@ -29,7 +29,7 @@ pub struct DiagnoseBundleArgs {
 }
 
 pub fn run(g: &Globals, a: DiagnoseBundleArgs) -> Result<(), Failure> {
-    let cfg = setup::load(g.overrides(None, None))?;
+    let cfg = setup::load(g.overrides(), LogTo::Stderr)?;
     // The artifact roots: the data directory's and every phone's (several phones).
     let mut roots = vec![cfg.data_dir.join("artifacts")];
     if let Ok(phones) = std::fs::read_dir(cfg.data_dir.join("phones")) {

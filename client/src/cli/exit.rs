@@ -1,19 +1,22 @@
 //! The one exit-code mapping: every command returns `Result<(), Failure>`, and
-//! [`exit_code`] prints the failure and turns it into the process's exit code.
+//! [`exit_code`] prints the failure and turns it into the process's exit code. The
+//! library's errors come in by what the operator does about them
+//! ([`LaunchError`]: what was given → 2, the store → 3, anything else → 1).
 //!
 //! | code | meaning |
 //! |---|---|
 //! | 0 | success (`inspect`: the dump was classified, `unknown` included; `doctor`: ready; `rehearse`: every task ended as expected) |
 //! | 1 | unexpected error (`inspect`: the file cannot be read; `rehearse`: a task did not end as expected, or the rehearsal failed) |
-//! | 2 | usage or configuration error (`inspect`: the dump is unusable; `replay-export`: no manifest, recorded before replay support, no dump, or the output folder is not empty; `diagnose-bundle`: no such task or attempt; `rehearse` in a build without the `rehearse` feature; `rehearse` on the `u2` backend with no `adb` for its private adb server); `run` (and `rehearse --data-dir`/`--device`) refused at start because another process holds the data directory's or the phone's lock: one line names it and the holder's pid (see `cmautobuy_client::lock`) |
+//! | 2 | usage or configuration error (`inspect`: the dump is unusable; `replay-export`: no manifest, recorded before replay support, no dump, or the output folder is not empty; `diagnose-bundle`: no such task or attempt; `rehearse` in a build without the `rehearse` feature; `rehearse` on the `u2` backend with no `adb` for its private adb server; `rehearse --device` naming a phone that does not answer; a config error — the file's line and column, the key, the known key a typo meant —, or an Admin URL that is not the Admin's base URL); `run` (and `rehearse --data-dir`/`--device`) refused at start because another process holds the data directory's or the phone's lock: one line names it and the holder's pid (see `cmautobuy_client::lock`) |
 //! | 3 | the local store cannot be opened (e.g. the schema self-check failed) or fails; it is missing or empty in a data directory an earlier client used (`STORE_MISSING`), or damaged (`STORE_DAMAGED`: `run` checks it before its first claim) — the message points at `backups/` |
 //! | 4 | the Admin could not be reached or refused (`register`) |
 //! | 5 | `run --exit-when-idle` stopped because claiming is blocked by an operator alert (a `protocol_error` included: a claim answered `200` that could not be read or was cut off — the Admin may have assigned a task) |
-//! | 6 | `doctor`: the device is not ready |
+//! | 6 | `doctor`: a check failed (no phone configured included) |
 //! | 130 | `run`: a second Ctrl-C / SIGTERM during the drain, taken at a safe point for money (a first signal drains and exits 0) |
 
 use std::process::ExitCode;
 
+use cmautobuy_client::app::error::LaunchError;
 use cmautobuy_client::config::ConfigError;
 use cmautobuy_client::store::StoreError;
 
@@ -81,14 +84,6 @@ impl Failure {
         Failure::silent(self.code)
     }
 
-    /// The message (without the command's name), for a caller that reports it elsewhere.
-    pub fn message(&self) -> String {
-        self.error
-            .as_ref()
-            .map(|e| format!("{e:#}"))
-            .unwrap_or_else(|| format!("exit {}", self.code as i32))
-    }
-
     /// Names the command in the printed message.
     pub fn in_command(mut self, command: &'static str) -> Self {
         self.command = Some(command);
@@ -105,6 +100,19 @@ impl From<ConfigError> for Failure {
 impl From<StoreError> for Failure {
     fn from(e: StoreError) -> Self {
         Failure::new(Code::Store, e)
+    }
+}
+
+impl From<LaunchError> for Failure {
+    fn from(e: LaunchError) -> Self {
+        let code = if e.is_usage() {
+            Code::Usage
+        } else if matches!(e, LaunchError::Store(_)) {
+            Code::Store
+        } else {
+            Code::Unexpected
+        };
+        Failure::new(code, e)
     }
 }
 

@@ -1,25 +1,25 @@
 //! The command line: the clap definitions of `cmautobuy-client` (global options,
 //! subcommands, the connection flags `run` and `register` share) and the dispatch to
-//! the one file per command. Every command returns `Result<(), Failure>`; `main` maps
-//! it to the exit code through [`exit::exit_code`], the one mapping.
+//! the one file per command. A command turns what the user typed into configuration
+//! ([`args`]: each flag sets a config key) and calls the library
+//! ([`cmautobuy_client::app`], [`cmautobuy_client::doctor`],
+//! [`cmautobuy_client::rehearse`], …); it returns `Result<(), Failure>`, which `main`
+//! maps to the exit code through [`exit::exit_code`], the one mapping.
 
 pub mod exit;
 
 mod ack;
 mod args;
 mod bench_device;
-mod device;
 mod diagnose_bundle;
 mod doctor;
 mod inspect;
 mod outbox;
-mod progress;
 mod register;
 mod rehearse;
 mod replay_export;
 mod run;
 mod self_test;
-mod setup;
 mod spec_resolution_key;
 mod status;
 
@@ -57,8 +57,9 @@ enum Command {
     SpecResolutionKey(spec_resolution_key::SpecResolutionKeyArgs),
     /// Classify a UI dump (uiautomator XML) and print what was read from it.
     Inspect(inspect::InspectArgs),
-    /// Check the phone: state, authorization, model, screen size, PDD installed,
-    /// foreground activity. Exit 0 when ready, 6 when not.
+    /// Check everything a run needs: the adb server and the phone, the configuration,
+    /// the data directory and store, the Admin and token, the clock. Saves nothing.
+    /// Exit 0 when every check passes, 6 when one fails.
     Doctor(doctor::DoctorArgs),
     /// Ask the running client for a new self-test of the phone (a dry-run purchase on
     /// `self_test_goods_id`, no Admin involved) before its next claim.

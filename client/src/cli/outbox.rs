@@ -5,7 +5,7 @@ use clap::{Args, Subcommand};
 
 use super::args::Globals;
 use super::exit::Failure;
-use super::setup;
+use cmautobuy_client::app::setup::{self, LogTo};
 
 #[derive(Args)]
 pub struct OutboxArgs {
@@ -30,7 +30,7 @@ enum OutboxCommand {
 }
 
 pub fn run(g: &Globals, a: OutboxArgs) -> Result<(), Failure> {
-    let cfg = setup::load(g.overrides(None, None))?;
+    let cfg = setup::load(g.overrides(), LogTo::Stderr)?;
     let store = setup::one_phone_store(&cfg, a.device.as_deref())?;
     match a.command {
         OutboxCommand::List { all, json } => {

@@ -7,12 +7,12 @@ use std::sync::Arc;
 
 use clap::Args;
 
+use cmautobuy_client::app::setup::{self, LogTo};
 use cmautobuy_client::clock::TokioClock;
 use cmautobuy_client::registration;
 
 use super::args::{Conn, Globals};
 use super::exit::{Code, Failure};
-use super::setup;
 
 #[derive(Args)]
 pub struct RegisterArgs {
@@ -21,7 +21,7 @@ pub struct RegisterArgs {
 }
 
 pub fn run(g: &Globals, a: RegisterArgs) -> Result<(), Failure> {
-    let cfg = setup::load(g.overrides(Some(&a.conn), None))?;
+    let cfg = setup::load(a.conn.over(g.overrides()), LogTo::Stderr)?;
     if cfg.devices.is_empty() {
         return register(&cfg);
     }

@@ -1,5 +1,8 @@
 //! `cmautobuy-client rehearse`: the whole system on this machine (the library's
 //! [`cmautobuy_client::rehearse`], built with the `rehearse` feature, on by default).
+//! It honours a config file only when one is named (`--config`, `$CMAUTOBUY_CONFIG`, a
+//! `--data-dir`'s `config.toml`): `device_backend`, `u2_jar`, `lock_dir` and the console's
+//! keys; the environment's `CMAUTOBUY_*` too.
 //! Exit 0 when every task ended as expected, 1 when not (or on error), 2 on bad
 //! arguments — and 2 in a build without the `rehearse` feature, which keeps the command
 //! so that the command line is the same in every build.
@@ -15,7 +18,8 @@ use super::exit::Failure;
 #[cfg_attr(not(feature = "rehearse"), allow(dead_code))]
 pub struct RehearseArgs {
     /// A real phone (adb serial or `tcp:HOST:PORT`) instead of the simulated one;
-    /// purchases then run as dry runs only.
+    /// purchases then run as dry runs only. A phone that does not answer is refused at
+    /// once (exit 2).
     #[arg(long, value_name = "SERIAL")]
     device: Option<String>,
     /// An Admin to use instead of the bundled mock (tasks are seeded and read
@@ -33,18 +37,23 @@ pub struct RehearseArgs {
     #[arg(long, value_name = "PROFILE", default_value = "zero")]
     profile: String,
     /// Reach the simulated phone through this adb server (`adb connect` first)
-    /// instead of directly over TCP. Without it, CMAUTOBUY_DEVICE_BACKEND=u2 starts a
-    /// private adb server (`adb` from PATH or $ADB, a free loopback port, its own home)
+    /// instead of directly over TCP. Without it, `device_backend = "u2"` (config file or
+    /// CMAUTOBUY_DEVICE_BACKEND) starts a private adb server (`adb` from PATH or $ADB, a free loopback port, its own home)
     /// for the simulated phone and stops it at the end; no `adb` is exit 2.
     #[arg(long, value_name = "HOST:PORT")]
     adb_server: Option<String>,
-    /// Give up after this many seconds (default: 600, or 60 per task of the batch under
-    /// --profile realistic, whichever is longer).
+    /// Stop after this many seconds (default: 600, or 60 per task of the batch under
+    /// --profile realistic, whichever is longer): the task in hand finishes, the summary
+    /// says what finished and what did not, the artifacts are kept (exit 1).
     #[arg(long, value_name = "SECS")]
     timeout: Option<u64>,
     /// Print the summary as one JSON object.
     #[arg(long)]
     json: bool,
+    /// Print the device work and the benchmark figures too: dumps, taps and time per
+    /// task, wall ÷ device time, the collect goal, the simulated device time.
+    #[arg(long)]
+    bench: bool,
     /// Leave the purchase demo tasks (dry runs) out of the demo batch.
     #[arg(long)]
     no_purchases: bool,
@@ -71,7 +80,8 @@ pub struct RehearseArgs {
     #[arg(long, value_name = "IP:PORT", conflicts_with = "no_console")]
     console: Option<String>,
     /// The console's password (prefer the environment variable
-    /// `CMAUTOBUY_CONSOLE_PASSWORD`, which other users cannot read in `ps`).
+    /// `CMAUTOBUY_CONSOLE_PASSWORD` or `console_password` in a config file, which other
+    /// users cannot read in `ps`).
     #[arg(long, value_name = "PASSWORD")]
     console_password: Option<String>,
     /// No console listener.
@@ -102,11 +112,29 @@ pub struct RehearseArgs {
 #[cfg(feature = "rehearse")]
 pub fn run(g: &Globals, a: RehearseArgs) -> Result<(), Failure> {
     use super::exit::Code;
-    use cmautobuy_client::console::ConsoleAddr;
+    use cmautobuy_client::app::setup;
     use cmautobuy_client::rehearse::{self, RehearseOptions, SimRoute};
 
-    super::setup::init_tracing("warn");
+    setup::init_tracing("warn");
     let in_rehearse = |f: Failure| f.in_command("rehearse");
+    // The configuration a rehearsal honours — `device_backend`, `u2_jar`, `lock_dir`,
+    // the console — from a file only when one is named (`--config`, `$CMAUTOBUY_CONFIG`,
+    // `--data-dir`'s `config.toml`), the environment and the flags; never the machine's
+    // default config.
+    let o = g
+        .overrides()
+        .text("console_addr", "--console", a.console.clone())
+        .text(
+            "console_addr",
+            "--no-console",
+            a.no_console.then_some("off"),
+        )
+        .text(
+            "console_password",
+            "--console-password",
+            a.console_password.clone(),
+        );
+    let cfg = setup::load_for_rehearsal(o).map_err(|e| in_rehearse(e.into()))?;
     let profile = a
         .profile
         .parse()
@@ -117,42 +145,13 @@ pub fn run(g: &Globals, a: RehearseArgs) -> Result<(), Failure> {
             in_rehearse(Failure::usage(anyhow::anyhow!("--adb-server {s:?}: {e}")))
         })?),
     };
-    // A kept data directory and a real phone are locked as `run` locks them (a plain
-    // rehearsal's temporary directory and simulated phone are its own).
-    let console = match (&a.console, a.no_console) {
-        (_, true) => ConsoleAddr::Off,
-        (Some(c), false) => ConsoleAddr::parse(c)
-            .map_err(|e| in_rehearse(Failure::usage(anyhow::anyhow!("--console {e}"))))?,
-        (None, false) => ConsoleAddr::Default,
-    };
-    let console_password = a
-        .console_password
-        .or_else(|| std::env::var("CMAUTOBUY_CONSOLE_PASSWORD").ok())
-        .filter(|p| !p.is_empty())
-        .map(cmautobuy_client::secret::Secret::new);
-    if let Some(p) = &console_password {
-        cmautobuy_client::console::listen::check_password_length(p.expose())
-            .map_err(|e| in_rehearse(Failure::usage(anyhow::anyhow!("--console-password {e}"))))?;
-    }
-    console
-        .check_password(console_password.is_some())
-        .map_err(|e| in_rehearse(Failure::usage(anyhow::anyhow!("--console {e}"))))?;
     // A bad scenario is refused before anything starts, with the loader's message.
     if let Some(dir) = &a.replay {
         rehearse::replay::load(dir).map_err(|e| in_rehearse(Failure::usage(anyhow::anyhow!(e))))?;
     }
-    // The device backend (issue 15), from the environment as `run` reads it.
-    let env_of = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
-    let device_backend = match env_of("CMAUTOBUY_DEVICE_BACKEND") {
-        None => cmautobuy_client::config::DeviceBackend::Auto,
-        Some(v) => cmautobuy_client::config::DeviceBackend::parse(v.trim()).ok_or_else(|| {
-            in_rehearse(Failure::usage(anyhow::anyhow!(
-                "CMAUTOBUY_DEVICE_BACKEND={v:?}: expected auto, u2 or uiautomator"
-            )))
-        })?,
-    };
-    let u2_jar = env_of("CMAUTOBUY_U2_JAR").map(std::path::PathBuf::from);
-    let _locks = lock(g, a.device.as_deref()).map_err(in_rehearse)?;
+    // A kept data directory and a real phone are locked as `run` locks them (a plain
+    // rehearsal's temporary directory and simulated phone are its own).
+    let _locks = lock(g, &cfg, a.device.as_deref()).map_err(in_rehearse)?;
     let opts = RehearseOptions {
         device: a.device,
         sim_route,
@@ -163,22 +162,24 @@ pub fn run(g: &Globals, a: RehearseArgs) -> Result<(), Failure> {
         data_dir: g.data_dir.clone(),
         timeout: a.timeout.map(|t| std::time::Duration::from_secs(t.max(1))),
         json: a.json,
+        bench: a.bench,
         purchases: !a.no_purchases,
         live: a.live,
         failure_paths: a.failure_paths,
-        console,
-        console_password,
+        console: cfg.console,
+        console_password: cfg.console_password.clone(),
         keep_console: a.keep_console,
         replay: a.replay,
         replay_log: a.replay_log,
-        device_backend,
-        u2_jar,
+        device_backend: cfg.device_backend,
+        u2_jar: cfg.u2_jar.clone(),
         animated_pages: a.animated_pages,
         ..RehearseOptions::default()
     };
     let json = a.json;
+    let bench = a.bench;
     // The summary is printed as soon as it is known (with --keep-console, before the
-    // console's last stretch).
+    // console's last stretch; after a timeout too).
     let summary = rehearse::rehearse_with(opts, |summary| {
         if json {
             println!(
@@ -186,15 +187,18 @@ pub fn run(g: &Globals, a: RehearseArgs) -> Result<(), Failure> {
                 serde_json::to_string_pretty(summary).unwrap_or_default()
             );
         } else {
-            rehearse::print_summary(summary);
+            rehearse::print_summary(summary, bench);
         }
     })
     .map_err(|e| {
-        // No `adb` for the private adb server u2 needs: a configuration error.
-        let code = match e.downcast_ref::<cmautobuy_sim_phone::adb_server::AdbServerError>() {
-            Some(cmautobuy_sim_phone::adb_server::AdbServerError::NotFound(_)) => Code::Usage,
-            _ => Code::Unexpected,
-        };
+        // Refused for what was given: no `adb` for the private adb server u2 needs, a
+        // `--device` that does not answer.
+        let usage = e.downcast_ref::<rehearse::Refused>().is_some()
+            || matches!(
+                e.downcast_ref::<cmautobuy_sim_phone::adb_server::AdbServerError>(),
+                Some(cmautobuy_sim_phone::adb_server::AdbServerError::NotFound(_))
+            );
+        let code = if usage { Code::Usage } else { Code::Unexpected };
         in_rehearse(Failure::new(code, e))
     })?;
     if summary.ok {
@@ -208,6 +212,7 @@ pub fn run(g: &Globals, a: RehearseArgs) -> Result<(), Failure> {
 #[cfg(feature = "rehearse")]
 fn lock(
     g: &Globals,
+    cfg: &cmautobuy_client::config::Config,
     device: Option<&str>,
 ) -> Result<Vec<cmautobuy_client::lock::ProcessLock>, Failure> {
     use cmautobuy_client::device::{adb::default_adb_server, DeviceAddress};
@@ -219,8 +224,6 @@ fn lock(
         locks.push(lock::lock_data_dir(dir, HOLDER).map_err(Failure::usage)?);
     }
     if let Some(serial) = device {
-        let cfg =
-            cmautobuy_client::config::load(g.overrides(None, None), &|k| std::env::var(k).ok())?;
         let server = default_adb_server(std::env::var("ANDROID_ADB_SERVER_PORT").ok().as_deref());
         let addr = DeviceAddress::parse(serial, server)
             .map_err(|e| Failure::usage(anyhow::anyhow!("device {serial}: {e}")))?;

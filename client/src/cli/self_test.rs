@@ -8,7 +8,7 @@ use clap::Args;
 
 use super::args::Globals;
 use super::exit::Failure;
-use super::setup;
+use cmautobuy_client::app::setup::{self, LogTo};
 
 #[derive(Args)]
 pub struct SelfTestArgs {
@@ -19,7 +19,7 @@ pub struct SelfTestArgs {
 }
 
 pub fn run(g: &Globals, a: SelfTestArgs) -> Result<(), Failure> {
-    let cfg = setup::load(g.overrides(None, None))?;
+    let cfg = setup::load(g.overrides(), LogTo::Stderr)?;
     // Several phones (`cmautobuy_client::phones`): `--device` picks the phone's store
     // (the root store when no phone has that serial); without it every phone's store
     // gets the request.

@@ -1,13 +1,17 @@
 //! `cmautobuy-client status`: identity, registration outcome, operator alerts, task and
-//! outbox counts, tasks in flight, orders waiting for their phone to be reconciled and
-//! undelivered outbox items (`--json`: one object).
+//! outbox counts, tasks in flight, the recent outcomes with their reason and next step
+//! (Chinese first, English beside: [`cmautobuy_client::reasons`]), orders waiting for
+//! their phone to be reconciled and undelivered outbox items. The text shows times in
+//! this host's time zone (the store keeps UTC); `--json` is one object, its times RFC
+//! 3339 UTC as stored.
 
 use clap::Args;
+use cmautobuy_client::alert::AlertKind;
 use cmautobuy_client::secret::scrub;
 
 use super::args::Globals;
 use super::exit::Failure;
-use super::setup;
+use cmautobuy_client::app::setup::{self, LogTo};
 
 #[derive(Args)]
 pub struct StatusArgs {
@@ -20,7 +24,7 @@ pub struct StatusArgs {
 }
 
 pub fn run(g: &Globals, a: StatusArgs) -> Result<(), Failure> {
-    let cfg = setup::load(g.overrides(None, None))?;
+    let cfg = setup::load(g.overrides(), LogTo::Stderr)?;
     let stores = setup::phone_stores(&cfg, a.device.as_deref())?;
     if let [store] = stores.as_slice() {
         if let Some(v) = report(&cfg, store, a.json)? {
@@ -52,6 +56,68 @@ fn print_json(v: &serde_json::Value) {
         "{}",
         scrub(&serde_json::to_string_pretty(v).unwrap_or_default())
     );
+}
+
+/// A stored time (RFC 3339, UTC) in this host's time zone, with its offset
+/// (`2026-12-05 19:02:03+08:00`); as stored when it does not parse.
+fn local(t: &str) -> String {
+    chrono::DateTime::parse_from_rfc3339(t)
+        .map(|t| {
+            t.with_timezone(&chrono::Local)
+                .format("%Y-%m-%d %H:%M:%S%:z")
+                .to_string()
+        })
+        .unwrap_or_else(|_| t.to_string())
+}
+
+/// How many recent outcomes the text lists.
+const RECENT: u32 = 10;
+
+/// A recent outcome in two lines: when, what, the code; then its reason and next step,
+/// Chinese first — the text the failure was reported with (`diagnostics.operator`), else
+/// its code's ([`cmautobuy_client::reasons::for_code`]).
+fn outcome_lines(o: &cmautobuy_client::store::RecentOutcome) -> String {
+    use cmautobuy_client::reasons::{for_code, OperatorText};
+    let label = o.outcome.clone().unwrap_or_else(|| o.state.clone());
+    let mut what = match (&o.code, &o.order_sn) {
+        (Some(code), _) => format!("{} {code}", failure_state(o)),
+        (None, Some(sn)) => format!("{label}, order {sn}"),
+        (None, None) => label,
+    };
+    if o.state == "reporting" {
+        what.push_str(" (待 Admin 接收 / not yet accepted by the Admin)");
+    }
+    let mut out = format!(
+        "  {} task {} ({}) {what}",
+        local(&o.updated_at),
+        o.remote_task_id,
+        o.task_type
+    );
+    if let Some(code) = &o.code {
+        let text = o
+            .operator
+            .clone()
+            .and_then(|v| serde_json::from_value::<OperatorText>(v).ok())
+            .unwrap_or_else(|| for_code(&cmautobuy_contract::FailureCode::parse(code)));
+        out.push_str(&format!(
+            "\n      {}：{} / {}: {}",
+            scrub(&text.zh),
+            scrub(&text.next_zh),
+            scrub(&text.en),
+            scrub(&text.next_en)
+        ));
+    }
+    out
+}
+
+/// A failure's status: the run's outcome label says it (`manual_review:CODE`), also
+/// while the Admin has not accepted it yet (`reporting`).
+fn failure_state(o: &cmautobuy_client::store::RecentOutcome) -> String {
+    o.outcome
+        .as_deref()
+        .and_then(|l| l.split(':').next())
+        .unwrap_or(o.state.as_str())
+        .to_string()
 }
 
 /// When the claim loop waits for a transient claim error, above all the Admin's
@@ -171,7 +237,7 @@ fn report(
     if let Some(p) = &pause {
         println!(
             "PAUSED for the phone since {}: [{}] {} (no claims; resumes by itself when the phone answers)",
-            p.since, p.code, p.message
+            local(&p.since), p.code, p.message
         );
     }
     for r in &awaiting {
@@ -180,7 +246,7 @@ fn report(
             s.device.as_deref().unwrap_or("the phone"),
             r.remote_task_id,
             r.attempt_id,
-            r.marked_at
+            local(&r.marked_at)
         );
     }
     if let Some(why) = &clock_skew {
@@ -192,15 +258,18 @@ fn report(
     for v in versions.iter().take(5) {
         match (&v.proven_at, &v.proven_by) {
             (Some(at), by) => println!(
-                "pdd version: {} on {} proven {at} by {} (first seen {})",
+                "pdd version: {} on {} proven {} by {} (first seen {})",
                 v.version,
                 v.device,
+                local(at),
                 by.as_deref().unwrap_or("-"),
-                v.first_seen
+                local(&v.first_seen)
             ),
             (None, _) => println!(
                 "pdd version: {} on {} NOT proven (first seen {})",
-                v.version, v.device, v.first_seen
+                v.version,
+                v.device,
+                local(&v.first_seen)
             ),
         }
     }
@@ -217,10 +286,10 @@ fn report(
                 (Some(c), Some(m)) => format!("[{c}] {m}"),
                 _ => "-".into(),
             },
-            t.started_at,
+            local(&t.started_at),
             t.finished_at
                 .as_deref()
-                .map(|f| format!(", finished {f}"))
+                .map(|f| format!(", finished {}", local(f)))
                 .unwrap_or_default(),
             t.attempt_id
         );
@@ -229,24 +298,23 @@ fn report(
         println!(
             "account:      {} (first seen {}, last checked {})",
             f.baseline.describe(),
-            f.first_seen,
-            f.last_checked
+            local(&f.first_seen),
+            local(&f.last_checked)
         );
     }
     for a in alerts
         .iter()
-        .filter(|a| a.kind == cmautobuy_client::account::ALERT_ACCOUNT_CHANGED)
+        .filter(|a| a.kind == AlertKind::AccountChanged)
     {
         println!(
             "live paused: account changed on this phone ({}); collects and dry runs continue. Run `cmautobuy-client ack {}` to accept the new account as this phone's",
             a.message, a.id
         );
     }
-    if let Some(why) = account_refusal.as_deref().filter(|_| {
-        !alerts
-            .iter()
-            .any(|a| a.kind == cmautobuy_client::account::ALERT_ACCOUNT_CHANGED)
-    }) {
+    if let Some(why) = account_refusal
+        .as_deref()
+        .filter(|_| !alerts.iter().any(|a| a.kind == AlertKind::AccountChanged))
+    {
         println!("live paused: {why}; declaring dry_run until an account check succeeds (collects and dry runs continue)");
     }
     if let Some(c) = &live_cap {
@@ -262,32 +330,30 @@ fn report(
     if let Some(w) = &claim_wait {
         println!("{}", claim_wait_line(w));
     }
-    for a in alerts
-        .iter()
-        .filter(|a| a.kind == cmautobuy_client::runner::ALERT_ACCOUNT)
-    {
+    for a in alerts.iter().filter(|a| a.kind == AlertKind::AccountPaused) {
         println!(
             "PAUSED for the account (task {}) since {}, run `cmautobuy-client ack {}` once a human has dealt with the phone",
             a.remote_task_id.as_deref().unwrap_or("-"),
-            a.raised_at,
+            local(&a.raised_at),
             a.id
         );
     }
     for a in alerts
         .iter()
-        .filter(|a| a.kind == cmautobuy_client::runner::ALERT_DEVICE)
+        .filter(|a| a.kind == AlertKind::DeviceAttention)
     {
         println!(
             "PHONE NEEDS A HUMAN since {}: {} (closes by itself once the phone passes a check)",
-            a.raised_at, a.message
+            local(&a.raised_at),
+            a.message
         );
     }
     match &s.registration {
-        Some(r) if r.state == "ok" => println!("registration: ok ({})", r.at),
+        Some(r) if r.state == "ok" => println!("registration: ok ({})", local(&r.at)),
         Some(r) => println!(
             "registration: {} ({}){}",
             r.state,
-            r.at,
+            local(&r.at),
             r.error
                 .as_deref()
                 .map(|e| format!(": {}", scrub(e)))
@@ -305,9 +371,7 @@ fn report(
             }
         );
     } else {
-        let stops = alerts
-            .iter()
-            .any(|a| !cmautobuy_client::runner::NON_BLOCKING_ALERTS.contains(&a.kind.as_str()));
+        let stops = alerts.iter().any(|a| a.kind.blocks_claims());
         if stops {
             println!("ALERTS — claiming is stopped until acknowledged (`cmautobuy-client ack`):");
         } else {
@@ -315,10 +379,11 @@ fn report(
         }
         for a in &alerts {
             println!(
-                "  #{} [{}] task {}: {}",
+                "  #{} [{}] task {} ({}): {}",
                 a.id,
                 a.kind,
                 a.remote_task_id.as_deref().unwrap_or("-"),
+                local(&a.raised_at),
                 scrub(&a.message)
             );
         }
@@ -349,8 +414,15 @@ fn report(
             t.task_type,
             t.execution_mode,
             t.state.as_str(),
-            t.claimed_at
+            local(&t.claimed_at)
         );
+    }
+    let recent = store.recent_outcomes(RECENT)?;
+    if !recent.is_empty() {
+        println!("recent outcomes 最近结果 (newest first; reason — next step 原因 — 下一步):");
+        for o in &recent {
+            println!("{}", outcome_lines(o));
+        }
     }
     println!(
         "outbox:       {}",

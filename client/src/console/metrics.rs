@@ -11,6 +11,7 @@
 //! With several workers the store of the first one is rendered (one store per process
 //! today).
 
+use crate::alert::AlertKind;
 use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -101,11 +102,11 @@ pub fn render(
     let account = c
         .open_alerts
         .iter()
-        .any(|(k, _)| k == crate::runner::ALERT_ACCOUNT);
+        .any(|(k, _)| k == AlertKind::AccountPaused.as_str());
     let other = c
         .open_alerts
         .iter()
-        .any(|(k, _)| k != crate::runner::ALERT_ACCOUNT);
+        .any(|(k, _)| k != AlertKind::AccountPaused.as_str());
     e.family(
         "cmautobuy_paused",
         "gauge",

@@ -176,7 +176,7 @@ async fn ack_needs_the_csrf_token_and_acknowledges_the_alert() {
     let id = f
         .store
         .raise_alert(
-            "protocol_error",
+            crate::alert::AlertKind::ProtocolError,
             Some("T-9"),
             "HTTP 200 with a bad body",
             chrono::Utc::now(),
@@ -480,7 +480,7 @@ async fn no_served_byte_carries_the_token_or_the_password() {
     let f = fixture();
     f.store
         .raise_alert(
-            "protocol_error",
+            crate::alert::AlertKind::ProtocolError,
             Some("T-1"),
             "bad body",
             chrono::Utc::now(),

@@ -179,6 +179,8 @@ pub struct TrailView {
 pub struct AlertView {
     pub id: i64,
     pub kind: String,
+    /// The kind's title, effect and next step (Chinese first).
+    pub title: crate::reasons::OperatorText,
     pub task: Option<String>,
     pub at: When,
     pub message: String,
@@ -373,7 +375,7 @@ fn health(s: &Snapshot, zone: &Zone) -> Vec<Line> {
     let blocking: Vec<&str> = s
         .alerts
         .iter()
-        .filter(|a| blocks_claiming(&a.kind))
+        .filter(|a| a.kind.blocks_claims())
         .map(|a| a.kind.as_str())
         .collect();
     if s.pause.is_none() && blocking.is_empty() {
@@ -524,7 +526,8 @@ pub fn card(
         .iter()
         .map(|a| AlertView {
             id: a.id,
-            kind: a.kind.clone(),
+            kind: a.kind.as_str().to_string(),
+            title: a.kind.text(),
             task: a.remote_task_id.clone(),
             at: zone.when_text(&a.raised_at),
             message: a.message.clone(),
@@ -608,12 +611,6 @@ pub fn card(
         card.badge.clone()
     };
     card
-}
-
-/// Whether an open alert of `kind` stops claiming (`device_attention` does not by
-/// itself; the device pause does).
-fn blocks_claiming(kind: &str) -> bool {
-    kind != crate::runner::ALERT_DEVICE
 }
 
 /// Every worker's card, now (the stores read on a blocking thread).

@@ -11,7 +11,6 @@
 //! on a phone card is the same day for every viewer.
 
 use chrono::{DateTime, FixedOffset, Local, NaiveTime, TimeZone, Utc};
-use cmautobuy_contract::FailureCode;
 
 /// The zone pages show times in.
 #[derive(Clone, Copy, Debug, Default)]
@@ -107,9 +106,10 @@ pub fn outcome_reason(outcome: Option<&str>, report: Option<&str>) -> Option<Rea
                 .map(|(_, c)| c.to_string())
         })
         .filter(|c| !c.is_empty())?;
+    let none = serde_json::Value::Null;
     let text = crate::reasons::of_failure(
-        &FailureCode::parse(&code),
-        report.as_ref().map(|r| &r["diagnostics"]),
+        &code,
+        report.as_ref().map(|r| &r["diagnostics"]).unwrap_or(&none),
     );
     Some(Reason {
         code,

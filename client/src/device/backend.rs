@@ -14,7 +14,38 @@ use serde::Serialize;
 use super::adb::{AdbDevice, DeviceAddress};
 use super::port::Device;
 use super::u2::{self, U2Device, U2Options, U2Timing};
-use crate::config::DeviceBackend;
+
+/// How the client reads the screen and sends input (the `device_backend` setting).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DeviceBackend {
+    /// uiautomator2's server when its jar is found and the server starts, else
+    /// uiautomator.
+    #[default]
+    Auto,
+    /// uiautomator2's server, required: a server that does not start is a device error.
+    U2,
+    /// `uiautomator dump` and `input` per call.
+    Uiautomator,
+}
+
+impl DeviceBackend {
+    pub fn parse(v: &str) -> Option<DeviceBackend> {
+        match v {
+            "auto" => Some(DeviceBackend::Auto),
+            "u2" => Some(DeviceBackend::U2),
+            "uiautomator" => Some(DeviceBackend::Uiautomator),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeviceBackend::Auto => "auto",
+            DeviceBackend::U2 => "u2",
+            DeviceBackend::Uiautomator => "uiautomator",
+        }
+    }
+}
 
 /// The device a backend choice came to.
 pub struct Chosen {

@@ -62,10 +62,23 @@ pub struct TaskReport {
     /// Device time spent during the job (ms), when the source can tell.
     pub device_ms: Option<u64>,
     pub artifact_ref: Option<String>,
+    /// A failure's reason and next step for the operator ([`operator_text`]).
+    pub operator: Option<crate::reasons::OperatorText>,
 }
 
 /// Called with every finished job (progress lines).
 pub type ReportHook = Arc<dyn Fn(&TaskReport) + Send + Sync>;
+
+/// A failure's operator text (the one it carries, else the table's); `None` for a result.
+pub fn operator_text(o: &Outcome) -> Option<crate::reasons::OperatorText> {
+    match o {
+        Outcome::Result(_) => None,
+        Outcome::Failure(f) => Some(crate::reasons::of_failure(
+            f.error.code.as_str(),
+            &serde_json::Value::Object(f.diagnostics.clone()),
+        )),
+    }
+}
 
 /// `succeeded` or `{status}:{code}` (progress lines, summaries).
 pub fn label(o: &Outcome) -> String {

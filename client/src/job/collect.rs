@@ -41,6 +41,7 @@ pub fn run_job<S: DeviceSource + ?Sized>(
         stats,
         device_ms,
         artifact_ref: artifact_ref.clone(),
+        operator: crate::job::attempt::operator_text(outcome),
     };
 
     let fail_now = |f: FlowFailure, arts: &Option<AttemptArtifacts>| {

@@ -717,7 +717,9 @@ fn step_of(a: &Action) -> Option<FlowStep> {
         | Action::Back { step }
         | Action::CollapseShade { step }
         | Action::ReadGoodsId { step } => Some(step.clone()),
-        Action::Effect(e @ Effect::MarkIrreversible { .. }) => Some(e.step()),
+        Action::Effect(e @ (Effect::MarkIrreversible { .. } | Effect::NoteProceed { .. })) => {
+            Some(e.step())
+        }
         _ => None,
     }
 }
@@ -804,6 +806,10 @@ fn effect_detail(e: &Effect) -> String {
             "resolve_spec {} candidates, target size {}",
             req.candidates.len(),
             req.target_size.chars().take(40).collect::<String>()
+        ),
+        Effect::NoteProceed { confirmation } => format!(
+            "note_proceed goods {} (a 确定 that should open 确认订单)",
+            confirmation.goods_id
         ),
     }
 }

@@ -123,6 +123,7 @@ fn refuse_before_start(
         stats: DriveStats::default(),
         device_ms: None,
         artifact_ref: None,
+        operator: crate::job::attempt::operator_text(&out),
     };
     (out, rep)
 }
@@ -322,6 +323,7 @@ impl<S: DeviceSource> Executor for FlowExecutor<S> {
                     stats: DriveStats::default(),
                     device_ms: None,
                     artifact_ref: None,
+                    operator: crate::job::attempt::operator_text(&out),
                 };
                 (out, rep)
             }

@@ -28,7 +28,11 @@
 //!   as Android dispatches it ([`crate::screen::cover`]: z-order from `drawing-order`);
 //!   when that is neither the aimed control nor inside it — a 多多支付 promo bubble drawn
 //!   over the 提交订单 footer — the tap is refused naming both, and the one submit is not
-//!   spent.
+//!   spent. A PDD window of its own (a PopupWindow: a separate PDD root of the dump,
+//!   listed after the target's) that holds the point covers the tap the same way.
+//! - **A 确定 / 立即购买 that places the order is a submit control**: on a checkout screen
+//!   ([`is_checkout`]: a payment row, a total line, an address beside a stepper), and on
+//!   any screen when the button quotes an amount ("确定 ¥59").
 //! - **A point another package's window would receive → refused** (issue 12 item 4): the
 //!   window stack (`dumpsys window windows`, [`crate::screen::windows`]) is read once per
 //!   fresh dump, at the first tap judged on it (dumps no tap follows cost nothing), and
@@ -782,6 +786,98 @@ mod tests {
             .collect();
         assert_eq!(taps, ["tap 150,1550", "tap 700,2280"]);
         assert_eq!(g.refused(), 2);
+    }
+
+    #[test]
+    fn a_proceed_quoting_an_amount_is_a_submit_control_without_checkout_rows() {
+        // A sheet with no address, payment row or total line: a plain 确定 opens 确认订单
+        // and passes; the same 确定 quoting an amount places the order.
+        let plain = sheet("确定");
+        assert!(!is_checkout(&plain));
+        assert_eq!(
+            judge(
+                Some(&plain),
+                SubmitState::AwaitingMark,
+                FOOTER,
+                TapKind::ChangesScreen,
+                "确定"
+            ),
+            Ok(false)
+        );
+        for label in ["确定 ¥59", "立即购买 ¥47.2"] {
+            let t = sheet(label);
+            assert!(!is_checkout(&t), "{label}");
+            for state in [SubmitState::AwaitingMark, SubmitState::NotAllowed] {
+                let e = judge(Some(&t), state, FOOTER, TapKind::ChangesScreen, label).unwrap_err();
+                assert!(e.contains("submit control"), "{label}: {e}");
+            }
+            // Only as the one submit after the mark.
+            assert_eq!(
+                judge(Some(&t), SubmitState::Armed, FOOTER, TapKind::Submit, label),
+                Ok(true),
+                "{label}"
+            );
+        }
+        // The amount in a sibling text of the same button counts too.
+        let split = tree(
+            r#"<node class="android.widget.FrameLayout" clickable="true" bounds="[334,2213][1080,2354]"><node text="确定" bounds="[548,2251][700,2316]"/><node text="¥59" bounds="[710,2251][865,2316]"/></node>"#,
+        );
+        assert!(judge(
+            Some(&split),
+            SubmitState::AwaitingMark,
+            FOOTER,
+            TapKind::ChangesScreen,
+            "确定"
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn a_pdd_window_over_the_target_refuses_the_tap() {
+        // The sheet, then a 多多支付 bubble drawn as its own PDD window over the footer.
+        let xml = format!(
+            r#"<hierarchy rotation="0">{}<node index="0" package="com.xunmeng.pinduoduo" class="android.widget.FrameLayout" bounds="[480,2160][1020,2320]"><node text="用多多支付减7.53元" clickable="true" bounds="[500,2180][1000,2300]"/></node></hierarchy>"#,
+            sheet_xml("提交订单 ¥47.2")
+                .trim_start_matches(r#"<hierarchy rotation="0">"#)
+                .trim_end_matches("</hierarchy>")
+        );
+        let t = Tree::parse(&xml).unwrap();
+        let e = judge(
+            Some(&t),
+            SubmitState::Armed,
+            FOOTER,
+            TapKind::Submit,
+            "提交订单 ¥47.2",
+        )
+        .unwrap_err();
+        assert_eq!(
+            e,
+            "`用多多支付减7.53元` is drawn over `提交订单 ¥47.2` (a tap there would press it)"
+        );
+        // The option above it is not under that window.
+        assert_eq!(
+            judge(
+                Some(&t),
+                SubmitState::Armed,
+                OPTION,
+                TapKind::InPage,
+                "黑色"
+            ),
+            Ok(false)
+        );
+        // Through the guard: refused before the phone, the one submit not spent.
+        let fake = Fake::new(&xml);
+        let g = GuardedDevice::new(&fake, true);
+        g.marked();
+        g.dump_ui().unwrap();
+        assert_eq!(
+            g.tap_labelled(FOOTER, TapKind::Submit, "提交订单 ¥47.2")
+                .unwrap_err()
+                .code(),
+            "TAP_REFUSED"
+        );
+        assert_eq!(g.submit_state(), SubmitState::Armed);
+        assert!(fake.log().iter().all(|l| !l.starts_with("tap")));
     }
 
     #[test]

@@ -177,6 +177,34 @@ impl Effects for JobEffects<'_> {
                     },
                 }
             }
+            Effect::NoteProceed { confirmation } => {
+                let snapshot = match serde_json::to_string(&**confirmation) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        return EffectOutcome::Failed {
+                            message: format!("the note cannot be stored: {e}"),
+                            retryable: false,
+                        }
+                    }
+                };
+                match self.backend.store().note_proceed(self.run.id, &snapshot) {
+                    Ok(true) => {
+                        crate::failpoint::hit("purchase.after_proceed_note");
+                        tracing::info!(
+                            run_id = self.run.id,
+                            "noted: the spec sheet's 确定 is about to be tapped"
+                        );
+                        EffectOutcome::Noted
+                    }
+                    Ok(false) => EffectOutcome::Refused {
+                        reason: format!("run {} is already marked or has an outcome", self.run.id),
+                    },
+                    Err(e) => EffectOutcome::Failed {
+                        message: e.to_string(),
+                        retryable: e.is_retryable(),
+                    },
+                }
+            }
             Effect::ResolveSpec(req) => {
                 match self
                     .backend
@@ -238,6 +266,7 @@ impl Ctx<'_> {
             stats,
             device_ms,
             artifact_ref: self.arts.as_ref().map(|a| a.reference(&self.job.client_id)),
+            operator: crate::job::attempt::operator_text(outcome),
         }
     }
 

@@ -2,6 +2,7 @@
 //! pause has lasted too long or successes stopped, and the [`Message`] each event
 //! becomes. Inputs are store rows and `now`; nothing here reads a clock or the store.
 
+use crate::alert::AlertKind;
 use chrono::{DateTime, Duration as ChronoDuration, FixedOffset, NaiveTime, TimeZone, Utc};
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -157,79 +158,39 @@ fn message(
     }
 }
 
-/// An operator alert of any kind (claiming is stopped until `ack`).
+/// An operator alert of any kind: its title, the message, what it does to the work and
+/// the next step, from the one table ([`AlertKind::text`], [`AlertKind::effect`]).
 pub fn alert_message(a: &Alert, client: &Origin) -> Message {
-    let what = match a.kind.as_str() {
-        "account_paused" => "账号暂停 / account paused".to_string(),
-        "account_changed" => {
-            "手机上的拼多多账号已变更，暂停实单 / the account on this phone changed: live paused (collects and dry runs continue)".to_string()
-        }
-        "unrecognized_rate" => {
-            "页面识别率下降 / many unrecognised pages (claiming continues)".to_string()
-        }
-        "protocol_error" => "Admin 协议错误 / protocol error".to_string(),
-        "claim_not_saved" => "领取的任务未保存 / a claimed task was not saved".to_string(),
-        "claim_rejected" => "Admin 拒绝领取 / the Admin rejected the claim".to_string(),
-        "device_attention" => "手机需要人工处理 / the phone needs a human".to_string(),
-        "order_not_unpaid" => {
-            "严重：订单已被付款或先用后付，真实下单已停止 / critical: an order was paid or bound: live stopped on this phone".to_string()
-        }
-        "pdd_version_unproven" => {
-            "拼多多版本未验证，暂停实单 / PDD version not proven: live paused (claiming continues)"
-                .to_string()
-        }
-        other => format!("需要人工处理 / a human is needed: {other}"),
-    };
+    let t = a.kind.text();
+    let (effect_zh, effect_en) = a.kind.effect();
     let task = a
         .remote_task_id
         .as_deref()
-        .map(|t| format!("task {t}: "))
+        .map(|t| format!("任务 task {t}: "))
         .unwrap_or_default();
     // One alert per PDD version: each is its own subject, so a new version's alert is
     // not taken for a repeat of the last one's.
     let own_subject = format!("alert {}", a.id);
-    let subject = match (a.kind.as_str(), a.remote_task_id.as_deref()) {
-        ("pdd_version_unproven", _) => own_subject.as_str(),
+    let subject = match (a.kind, a.remote_task_id.as_deref()) {
+        (AlertKind::PddVersionUnproven, _) => own_subject.as_str(),
         (_, t) => t.unwrap_or(""),
     };
+    let next = |s: &str| s.replace("ack N", &format!("ack {}", a.id));
     message(
-        (&a.kind, CATEGORY_ALERT),
+        (a.kind.as_str(), CATEGORY_ALERT),
         subject,
-        what,
-        if a.kind == "pdd_version_unproven" {
-            // Non-blocking: collects and dry runs go on; it closes by itself.
-            format!(
-                "{task}{}\n实单暂停，试运行成功后自动恢复 / live paused; resumes by itself after a successful dry-run purchase on this version, or `cmautobuy-client ack {}` after checking it by hand",
-                a.message, a.id
-            )
-        } else if a.kind == "device_attention" {
-            // A device pause: it ends by itself at the first passing check, no `ack`.
-            format!(
-                "{task}{}\n暂停领取，手机恢复后自动继续 / paused; resumes by itself once the phone passes a check",
-                a.message
-            )
-        } else if a.kind == "order_not_unpaid" {
-            // Live only: claims continue (`runner::NON_BLOCKING_ALERTS`).
-            format!(
-                "{task}{}\n立即核对是否被扣款、账号的免密/先用后付设置；确认后执行 / check the money and the account's 免密 / 先用后付 settings now; live resumes after `cmautobuy-client ack {}`",
-                a.message, a.id
-            )
-        } else if a.kind == "account_changed" {
-            // Live only: claims continue (`runner::NON_BLOCKING_ALERTS`).
-            format!(
-                "{task}{}\n暂停实单，确认后执行 / no live orders until `cmautobuy-client ack {}` accepts the new account",
-                a.message, a.id
-            )
-        } else {
-            format!(
-                "{task}{}\n停止领取任务，处理后执行 / no claims until `cmautobuy-client ack {}`",
-                a.message, a.id
-            )
-        },
+        format!("{} / {}", t.zh, t.en),
+        format!(
+            "{task}{}\n{effect_zh} / {effect_en}\n下一步：{}\nNext: {}",
+            a.message,
+            next(&t.next_zh),
+            next(&t.next_en)
+        ),
         &a.raised_at,
         client,
-        json!({"alert_id": a.id, "alert_kind": a.kind, "task_id": a.remote_task_id,
-               "message": a.message}),
+        json!({"alert_id": a.id, "alert_kind": a.kind.as_str(), "task_id": a.remote_task_id,
+               "message": a.message, "blocks_claims": a.kind.blocks_claims(),
+               "next_zh": next(&t.next_zh), "next_en": next(&t.next_en)}),
     )
 }
 
@@ -239,20 +200,26 @@ pub fn manual_review_message(item: &OutboxItem, client: &Origin) -> Message {
     let code = body["error"]["code"].as_str().unwrap_or("?");
     let text = body["error"]["message"].as_str().unwrap_or("");
     let evidence = body["diagnostics"]["artifact_ref"].as_str();
+    let why = crate::reasons::of_failure(code, &body["diagnostics"]);
     message(
         (KIND_MANUAL_REVIEW, KIND_MANUAL_REVIEW),
         &item.remote_task_id,
-        format!("人工复核 / manual_review: {code}"),
+        format!("人工复核：{} / manual review: {}", why.zh, why.en),
         format!(
-            "task {}: [{code}] {text}{}",
+            "任务 task {}: {}\n下一步：{}\nNext: {}\n[{code}] {text}{}",
             item.remote_task_id,
+            why.zh,
+            why.next_zh,
+            why.next_en,
             evidence
-                .map(|r| format!("\nevidence: {r}"))
+                .map(|r| format!("\n证据 evidence: {r}"))
                 .unwrap_or_default()
         ),
         &item.created_at,
         client,
         json!({"task_id": item.remote_task_id, "code": code, "message": text,
+               "reason_zh": why.zh, "reason_en": why.en,
+               "next_zh": why.next_zh, "next_en": why.next_en,
                "attempt_id": body["attempt_id"], "artifact_ref": evidence}),
     )
 }

@@ -13,9 +13,15 @@
 //! will be dry runs only), `--tasks FILE` (a batch of your own), `--profile realistic`
 //! (the simulated phone sleeps like a phone, for the wall-time benchmark).
 //!
-//! The client itself starts through [`crate::app::Client::start`], the same wiring as
+//! The client itself starts through the one launch of [`crate::app::launch`] (the
+//! console, the stop signal, [`crate::app::Client::start`]), the same as
 //! `cmautobuy-client run`; what a rehearsal changes is data: a 200 ms poll interval,
-//! exit when idle, a progress hook, live purchases only on the simulated phone.
+//! exit when idle, a progress hook, live purchases only on the simulated phone, and a
+//! stop at `--timeout` — after which the summary still says what finished and what did
+//! not, and the artifacts are kept.
+//!
+//! A real phone (`--device`) must answer before anything starts ([`check_phone`]); one
+//! that does not is refused at once ([`Refused`]), not waited for until `--timeout`.
 //!
 //! `--replay DIR` (issue 14): the simulated phone serves a recorded scenario instead of
 //! the catalog ([`replay`]); the batch comes from `--tasks`, live tasks run live on it,
@@ -54,10 +60,11 @@ use cmautobuy_sim_phone::{
     DumpFault, LatencyProfile, PopupSchedule, SimConfig, SimPhone, SimPhoneHandle,
 };
 
-use crate::app::{Client, ClientConfig, Phone};
+use crate::app::launch::{self, Announce, ConsoleSpec, End, Worker};
+use crate::app::{ClientConfig, Phone};
 use crate::artifacts::Retention;
 use crate::console::ConsoleAddr;
-use crate::device::{adb::default_adb_server, AdbOptions, DeviceAddress};
+use crate::device::{adb::default_adb_server, AdbDevice, AdbOptions, DeviceAddress};
 use crate::gateway::{GatewaySettings, HttpAdminGateway};
 use crate::job::adb::AdbSource;
 use crate::job::attempt::{ReportHook, TaskReport};
@@ -83,6 +90,49 @@ pub enum SimRoute {
     AdbServer(std::net::SocketAddrV4),
 }
 
+/// A rehearsal refused before anything started, for what it was given (the command
+/// exits 2): a `--device` that does not answer.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Refused(pub String);
+
+/// How long a phone given with `--device` has to answer before the rehearsal starts.
+const PHONE_ANSWER: Duration = Duration::from_secs(5);
+
+/// After `--timeout` the client stops claiming and finishes the task in hand; this is how
+/// much longer it gets before the rehearsal is summed up without it.
+const TIMEOUT_GRACE: Duration = Duration::from_secs(120);
+
+/// Whether the phone `serial` answers: listed as `device` by the adb server at
+/// `server` (a `HOST:PORT` serial is `adb connect`ed first), or, for `tcp:HOST:PORT`,
+/// accepting a connection — within a few seconds, before anything heavy starts.
+pub fn check_phone(serial: &str, server: std::net::SocketAddrV4) -> Result<(), Refused> {
+    let refused = |why: String| {
+        Refused(format!(
+            "--device {serial}: {why} — check `adb devices` (cable, wireless debugging, `adb connect HOST:PORT`), or leave --device out to rehearse on the simulated phone"
+        ))
+    };
+    let addr = DeviceAddress::parse(serial, server).map_err(|e| refused(e.to_string()))?;
+    match &addr {
+        DeviceAddress::Tcp(a) => std::net::TcpStream::connect_timeout(a, PHONE_ANSWER)
+            .map(drop)
+            .map_err(|e| refused(format!("nothing answers at {a} ({e})"))),
+        DeviceAddress::Server { .. } => {
+            // No key is read for a phone behind an adb server.
+            let dev = AdbDevice::open(
+                addr.clone(),
+                AdbOptions::new(std::env::temp_dir().join("cmautobuy-rehearse-adbkey")),
+            )
+            .map_err(|e| refused(e.to_string()))?;
+            match dev.state() {
+                Ok(s) if s == "device" => Ok(()),
+                Ok(s) => Err(refused(format!("the adb server at {server} says {s}"))),
+                Err(e) => Err(refused(e.to_string())),
+            }
+        }
+    }
+}
+
 /// What `rehearse` was asked to do.
 #[derive(Clone, Debug)]
 pub struct RehearseOptions {
@@ -105,6 +155,8 @@ pub struct RehearseOptions {
     pub timeout: Option<Duration>,
     /// Print a line per finished task (to stderr when `json`).
     pub json: bool,
+    /// The progress lines carry the device work (dumps, taps, time) too.
+    pub bench: bool,
     /// Simulated phone only: popups on this percentage of page views.
     pub popups_percent: u8,
     /// Simulated phone only: the n-th dumps fail so.
@@ -156,6 +208,7 @@ impl Default for RehearseOptions {
             data_dir: None,
             timeout: None,
             json: false,
+            bench: false,
             popups_percent: 0,
             dump_faults: Vec::new(),
             purchases: false,
@@ -214,6 +267,15 @@ pub fn rehearse_with(
         }
     };
     let replaying = scenario.is_some();
+    if let Some(d) = &opts.device {
+        let server = match &opts.sim_route {
+            SimRoute::AdbServer(s) => *s,
+            SimRoute::Direct => {
+                default_adb_server(std::env::var("ANDROID_ADB_SERVER_PORT").ok().as_deref())
+            }
+        };
+        check_phone(d, server)?;
+    }
     // u2 required on our own simulated phone, no adb server given: bring a private one
     // (found before anything starts; started once the phone listens).
     let own_adb_bin = match (&opts.device, &opts.sim_route, opts.device_backend) {
@@ -384,8 +446,9 @@ pub fn rehearse_with(
         // A replayed recording runs its live tasks live (its orders go to the replay's
         // ledger).
         allow_live: (opts.live || replaying) && sim.is_some(),
-        // The rehearsal vouches for its simulated phone (no self-test goods).
-        dry_run_only: false,
+        // The rehearsal vouches for its simulated phone (no self-test goods); without
+        // --live it runs dry, as the operator chose (no "live paused" warning).
+        dry_run_only: !((opts.live || replaying) && sim.is_some()),
         self_test_goods_id: None,
         artifacts_root: artifacts_dir.clone(),
         retention: Retention {
@@ -396,6 +459,7 @@ pub fn rehearse_with(
         on_report: Some(progress(
             ids.len(),
             opts.json,
+            opts.bench,
             reports.clone(),
             replay_phone
                 .clone()
@@ -439,56 +503,71 @@ pub fn rehearse_with(
         max_clock_skew: crate::clock_check::DEFAULT_MAX_SKEW,
         progress: Some(progress_board.clone()),
     };
-    let served = {
-        let _in_rt = rt.enter();
-        console::start(
-            opts.console,
-            console::Parts {
-                label: device_label.clone(),
-                store: store.clone(),
-                progress: progress_board,
-                artifacts_root: artifacts_dir.clone(),
-                gateway: gw.clone(),
-                live: opts.live && sim.is_some(),
-                adb_server: (opts.device.is_some() || matches!(sim_route, SimRoute::AdbServer(_)))
-                    .then_some(server),
-                password: opts.console_password.clone(),
-                // The phone card's live screenshot: the same phone, under the worker's
-                // turn (`console::screens`).
-                // Screenshots go through ADB (`screencap`) with either backend.
-                screen: Some(crate::console::PhoneScreen::new(source.device())),
-            },
-        )
-    };
-    if let Some(c) = &served {
-        // On stderr: stdout is the progress and the summary (with --json, only the summary).
-        eprintln!(
-            "console: http://{}/ (状态 Status, 设置 Settings, 历史 History; GET /metrics, /healthz)",
-            c.addr
-        );
-    }
-    let exit = rt.block_on(async {
-        let client = Client::start(config, store, Phone::Adb(source), gw, {
-            let all_reported = all_reported.clone();
-            async move {
+    // The stop: every task reported once (a replay), or the deadline.
+    let timed_out = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop = {
+        let all_reported = all_reported.clone();
+        let timed_out = timed_out.clone();
+        async move {
+            let done = async {
                 if replaying {
                     all_reported.notified().await
                 } else {
                     std::future::pending().await
                 }
+            };
+            tokio::select! {
+                _ = done => {}
+                _ = tokio::time::sleep(timeout) => {
+                    timed_out.store(true, std::sync::atomic::Ordering::SeqCst);
+                    eprintln!(
+                        "rehearse: the batch was not done within {} s (--timeout SECS gives it longer): stopping — the task in hand finishes, then the summary",
+                        timeout.as_secs()
+                    );
+                }
             }
-        })?;
-        anyhow::Ok(tokio::time::timeout(timeout, client.wait()).await)
-    })?;
-    let exit = match exit {
-        Ok(Ok(e)) => e,
-        Ok(Err(e)) => bail!("the client stopped: {e}"),
-        Err(_) => bail!(
-            "the batch was not done within {} s (--timeout SECS gives it longer)",
-            timeout.as_secs()
-        ),
+        }
     };
-    if let RunExit::Blocked(reason) = &exit {
+    let worker = Worker {
+        serial: None,
+        label: device_label.clone(),
+        progress: progress_board,
+        config,
+        store,
+        phone: Phone::Adb(source),
+        gateway: gw.clone(),
+        lock: None,
+    };
+    let console = ConsoleSpec {
+        addr: opts.console,
+        password: opts.console_password.clone(),
+        registrar: console::registrar(gw.clone(), opts.live && sim.is_some()),
+        adb_server: (opts.device.is_some() || matches!(sim_route, SimRoute::AdbServer(_)))
+            .then_some(server),
+        // On stderr: stdout is the progress and the summary (with --json, only the summary).
+        announce: Announce::Stderr,
+        // No webhooks: a rehearsal tells nobody.
+        webhooks: Vec::new(),
+    };
+    let launched = rt.block_on(async {
+        tokio::time::timeout(
+            timeout + TIMEOUT_GRACE,
+            launch::launch(vec![worker], Some(console), stop, false),
+        )
+        .await
+    });
+    let (exit, served) = match launched {
+        Ok(mut l) => match l.ends.pop().map(|(_, e)| e) {
+            Some(End::Exit(e)) => (Some(e), l.console.take()),
+            Some(End::Error(e)) => bail!("the client stopped: {e}"),
+            Some(End::Panic(e)) => bail!("the client panicked: {e}"),
+            None => (None, l.console.take()),
+        },
+        // The task in hand did not finish in the grace either: summed up without it.
+        Err(_) => (None, None),
+    };
+    let timed_out = timed_out.load(std::sync::atomic::Ordering::SeqCst);
+    if let Some(RunExit::Blocked(reason)) = &exit {
         eprintln!("claiming stopped: {reason}");
     }
 
@@ -525,9 +604,10 @@ pub fn rehearse_with(
         }
         None => None,
     };
-    let ok = lines
-        .iter()
-        .all(|l| l.as_expected && l.off_script.unwrap_or(0) == 0)
+    let ok = !timed_out
+        && lines
+            .iter()
+            .all(|l| l.as_expected && l.off_script.unwrap_or(0) == 0)
         && replay_summary.as_ref().is_none_or(|r| r.off_script == 0);
     let simulated_device_ms = sim.as_ref().map(|p| p.counters().device_time_ms);
     let simulated_dump_failures = sim.as_ref().map(|p| p.counters().dump_failures);
@@ -540,10 +620,18 @@ pub fn rehearse_with(
             artifacts_dir.display()
         )
     } else {
-        // Keep the evidence of a rehearsal that went wrong.
+        // Keep the evidence of a rehearsal that went wrong (a timeout included).
         let kept = temp.keep();
         kept.join("artifacts").display().to_string()
     };
+    let timed_out = timed_out.then(|| summary::TimedOut {
+        after_secs: timeout.as_secs(),
+        unfinished: lines
+            .iter()
+            .filter(|l| l.outcome == summary::NOT_FINISHED)
+            .map(|l| l.id.clone())
+            .collect(),
+    });
     let summary = Summary {
         ok,
         profile: match opts.profile {
@@ -564,6 +652,7 @@ pub fn rehearse_with(
             .map_or("uiautomator", |d| d.backend_name())
             .to_string(),
         device_backend_fallback: u2_device.as_ref().and_then(|d| d.fallback_reason()),
+        timed_out,
     };
     if let Some(d) = &u2_device {
         // The simulated phone outlives nothing: stop our server with the rehearsal.
@@ -601,11 +690,13 @@ type ReplayMarks = Arc<Mutex<Vec<(String, usize)>>>;
 /// With `--replay`: fired once every task of the batch has been reported.
 type AllReported = Arc<tokio::sync::Notify>;
 
-/// The progress hook: a line per finished task (to stderr when the summary is JSON),
-/// and every report kept for the summary.
+/// The progress hook: a line per finished task (to stderr when the summary is JSON) —
+/// its outcome in Chinese first, a failure's reason and next step, the device work with
+/// `bench` — and every report kept for the summary.
 fn progress(
     total: usize,
     json: bool,
+    bench: bool,
     reports: Arc<Mutex<Vec<TaskReport>>>,
     replay: Option<(Arc<SimPhoneHandle>, ReplayMarks, AllReported)>,
 ) -> ReportHook {
@@ -622,11 +713,7 @@ fn progress(
         }
         let mut all = reports.lock().unwrap_or_else(|p| p.into_inner());
         all.push(r.clone());
-        let n = all.len();
-        let line = format!(
-            "[{n}/{total}] {} {} → {} (dumps {}, taps {}, {} ms)",
-            r.task_type, r.task_id, r.outcome, r.stats.dumps, r.stats.taps, r.stats.wall_ms
-        );
+        let line = summary::progress_line(all.len(), total, r, bench);
         if json {
             eprintln!("{line}");
         } else {

@@ -36,6 +36,9 @@ pub struct TaskLine {
     /// wall_ms ÷ device_ms (meaningful under `--profile realistic`).
     pub wall_over_device: Option<f64>,
     pub artifact_ref: Option<String>,
+    /// A failure's reason and next step for the operator (Chinese and English).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<crate::reasons::OperatorText>,
     /// With `--replay`: the actions of this task that went off-script …
     #[serde(skip_serializing_if = "Option::is_none")]
     pub off_script: Option<usize>,
@@ -81,7 +84,23 @@ pub struct Summary {
     /// Why the last job fell back from the u2 server to `uiautomator dump`, if it did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub device_backend_fallback: Option<String>,
+    /// The batch was not done by `--timeout`: the rehearsal stopped (the task in hand
+    /// finished first), and this is what did not finish.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timed_out: Option<TimedOut>,
 }
+
+/// A rehearsal stopped at its `--timeout`.
+#[derive(Clone, Debug, Serialize)]
+pub struct TimedOut {
+    pub after_secs: u64,
+    /// The tasks that have no outcome at the Admin (their `outcome` is
+    /// [`NOT_FINISHED`]).
+    pub unfinished: Vec<String>,
+}
+
+/// The outcome of a task the Admin has no result for.
+pub const NOT_FINISHED: &str = "missing";
 
 impl TaskLine {
     /// The line of task `id` (stored at the Admin as `admin_task`, the operator API's
@@ -98,10 +117,12 @@ impl TaskLine {
             .and_then(Value::as_array)
             .and_then(|a| a.last())
             .cloned();
-        let (outcome, combinations) = match &last {
-            Some(r) if r.get("kind").and_then(Value::as_str) == Some("result") => {
-                ("succeeded".to_string(), combinations_of(r.get("body")))
-            }
+        let (outcome, combinations, reason) = match &last {
+            Some(r) if r.get("kind").and_then(Value::as_str) == Some("result") => (
+                "succeeded".to_string(),
+                combinations_of(r.get("body")),
+                None,
+            ),
             Some(r) => {
                 let b = r.get("body").cloned().unwrap_or(Value::Null);
                 let status = b.get("status").and_then(Value::as_str).unwrap_or("?");
@@ -109,9 +130,10 @@ impl TaskLine {
                     .pointer("/error/code")
                     .and_then(Value::as_str)
                     .unwrap_or("?");
-                (format!("{status}:{code}"), None)
+                let reason = crate::reasons::of_failure(code, &b["diagnostics"]);
+                (format!("{status}:{code}"), None, Some(reason))
             }
-            None => ("missing".to_string(), None),
+            None => (NOT_FINISHED.to_string(), None, None),
         };
         let stats = report.map(|r| r.stats.clone()).unwrap_or_default();
         let device_ms = report.and_then(|r| r.device_ms);
@@ -135,6 +157,7 @@ impl TaskLine {
             device_ms,
             wall_over_device: ratio,
             artifact_ref: report.and_then(|r| r.artifact_ref.clone()),
+            reason,
             off_script: None,
             first_off_script: None,
         }
@@ -199,15 +222,68 @@ fn combinations_of(body: Option<&Value>) -> Option<usize> {
     Some(seen.len())
 }
 
-/// The human summary.
-pub fn print_summary(s: &Summary) {
+/// A task type in Chinese, then English.
+fn type_words(t: &str) -> String {
+    match t {
+        "collect" => "采集 collect".into(),
+        "purchase" => "采购 purchase".into(),
+        other => other.into(),
+    }
+}
+
+/// An outcome (`succeeded`, `{status}:{code}`, `missing`) in Chinese, then English.
+fn outcome_words(outcome: &str) -> String {
+    let (status, code) = outcome.split_once(':').unwrap_or((outcome, ""));
+    let zh = match status {
+        "succeeded" => "成功",
+        "failed" => "失败",
+        "manual_review" => "需人工复核",
+        "retry_wait" => "稍后重试",
+        "cancelled" => "已取消",
+        s if s == NOT_FINISHED => "未完成",
+        _ => "",
+    };
+    match (zh, code) {
+        ("", _) => outcome.to_string(),
+        (zh, "") => format!("{zh} {status}"),
+        (zh, code) => format!("{zh} {status} [{code}]"),
+    }
+}
+
+/// A task's progress line: `[n/N] 采集 collect ID → 成功 succeeded`; a failure adds its
+/// reason and next step, Chinese first; `bench` adds the device work.
+pub fn progress_line(n: usize, total: usize, r: &TaskReport, bench: bool) -> String {
+    let mut line = format!(
+        "[{n}/{total}] {} {} → {}",
+        type_words(&r.task_type),
+        r.task_id,
+        outcome_words(&r.outcome)
+    );
+    if let Some(t) = &r.operator {
+        line.push_str(&format!(
+            "：{}；下一步：{}（{} — {}）",
+            t.zh, t.next_zh, t.en, t.next_en
+        ));
+    }
+    if bench {
+        line.push_str(&format!(
+            " (dumps {}, taps {}, {} ms)",
+            r.stats.dumps, r.stats.taps, r.stats.wall_ms
+        ));
+    }
+    line
+}
+
+/// The human summary: each task's outcome against the batch's expectation (a failure
+/// with its reason), the counts, where the artifacts are and the verdict — Chinese first;
+/// `bench` adds the device work and the benchmark figures.
+pub fn print_summary(s: &Summary, bench: bool) {
     println!();
     println!(
-        "rehearse: admin {} · device {} · profile {}",
-        s.admin, s.device, s.profile
-    );
-    println!(
-        "device backend: {}{}",
+        "演练 rehearse: Admin {} · 手机 device {} · profile {} · device backend: {}{}",
+        s.admin,
+        s.device,
+        s.profile,
         s.device_backend,
         s.device_backend_fallback
             .as_ref()
@@ -216,27 +292,43 @@ pub fn print_summary(s: &Summary) {
     );
     for l in &s.tasks {
         let off = l.off_script.unwrap_or(0);
+        let expected = if l.outcome == l.expected {
+            String::new()
+        } else {
+            format!(" — 应为 expected {}", outcome_words(&l.expected))
+        };
+        let work = if bench {
+            format!(
+                " · dumps {} taps {}{}",
+                l.dumps,
+                l.taps,
+                l.wall_over_device
+                    .map(|r| format!(" wall/device {r:.2}"))
+                    .unwrap_or_default()
+            )
+        } else {
+            String::new()
+        };
         println!(
-            "  {} {:<36} {:<34} expected {:<34} dumps {:>2} taps {:>2}{}{}",
+            "  {} {} {} → {}{expected}{work}{}",
             if l.as_expected && off == 0 {
                 "ok "
             } else {
                 "BAD"
             },
+            type_words(&l.task_type),
             l.id,
-            l.outcome,
-            l.expected,
-            l.dumps,
-            l.taps,
-            l.wall_over_device
-                .map(|r| format!(" wall/device {r:.2}"))
-                .unwrap_or_default(),
+            outcome_words(&l.outcome),
             match (&l.off_script, &l.first_off_script) {
                 (Some(n), Some(first)) if *n > 0 => format!(" OFF-SCRIPT {n} (first: {first})"),
                 (Some(_), _) => " on script".to_string(),
                 _ => String::new(),
             }
         );
+        if let Some(t) = &l.reason {
+            println!("        {} — 下一步：{}", t.zh, t.next_zh);
+            println!("        {} — next: {}", t.en, t.next_en);
+        }
     }
     if let Some(r) = &s.replay {
         println!(
@@ -257,30 +349,50 @@ pub fn print_summary(s: &Summary) {
         }
     }
     let counts: Vec<String> = s.counts.iter().map(|(k, n)| format!("{k}={n}")).collect();
-    println!("outcomes: {}", counts.join(" "));
-    if let Some(ms) = s.simulated_device_ms {
-        println!("simulated device time: {ms} ms");
+    println!("结果 outcomes: {}", counts.join(" "));
+    if bench {
+        if let Some(ms) = s.simulated_device_ms {
+            println!("simulated device time: {ms} ms");
+        }
+        if let Some(n) = s.simulated_dump_failures.filter(|n| *n > 0) {
+            println!("simulated failed dumps: {n}");
+        }
+        println!("benchmarks: {}", s.benchmarks);
     }
-    if let Some(n) = s.simulated_dump_failures.filter(|n| *n > 0) {
-        println!("simulated failed dumps: {n}");
+    println!("证据 artifacts: {}", s.artifacts_dir);
+    if let Some(t) = &s.timed_out {
+        let finished = s.tasks.len() - t.unfinished.len();
+        println!(
+            "超时 TIMED OUT after {} s: {finished} of {} tasks finished; not finished: {} (artifacts kept in {})",
+            t.after_secs,
+            s.tasks.len(),
+            if t.unfinished.is_empty() {
+                "none".to_string()
+            } else {
+                t.unfinished.join(", ")
+            },
+            s.artifacts_dir
+        );
     }
-    println!("benchmarks: {}", s.benchmarks);
-    println!("artifacts: {}", s.artifacts_dir);
     let succeeded = s.tasks.iter().filter(|l| l.outcome == "succeeded").count();
     let total = s.tasks.len();
     if s.replay.as_ref().is_some_and(|r| r.off_script > 0) {
-        println!("SOME ACTIONS WENT OFF-SCRIPT (the replay log shows where)");
+        println!(
+            "有操作偏离了录制脚本 / SOME ACTIONS WENT OFF-SCRIPT (the replay log shows where)"
+        );
     }
-    if s.tasks.iter().any(|l| !l.as_expected) {
-        println!("SOME TASKS DID NOT END AS EXPECTED");
+    if s.timed_out.is_some() {
+        println!("演练超时 / THE REHEARSAL TIMED OUT");
+    } else if s.tasks.iter().any(|l| !l.as_expected) {
+        println!("有任务的结果与预期不同 / SOME TASKS DID NOT END AS EXPECTED");
     } else if !s.ok {
-        println!("every task ended as expected, but the replay went off-script");
+        println!("每个任务都如预期结束，但回放偏离了脚本 / every task ended as expected, but the replay went off-script");
     } else if succeeded == total {
-        println!("every task succeeded ({succeeded} of {total})");
+        println!("全部任务成功 / every task succeeded ({succeeded} of {total})");
     } else {
         println!(
-            "every task ended as expected ({succeeded} of {total} succeeded, the rest with \
-             their expected codes)"
+            "每个任务都如预期结束 / every task ended as expected ({succeeded} of {total} succeeded, \
+             the rest with their expected codes)"
         );
     }
 }

@@ -187,7 +187,7 @@ mod tests {
         assert_eq!(f.baseline, a2);
         assert_eq!(f.pending, Some((b.clone(), ts(later))));
         // The operator acknowledges the account_changed alert: b is the baseline.
-        s.raise_alert(crate::account::ALERT_ACCOUNT_CHANGED, None, "x", later)
+        s.raise_alert(crate::alert::AlertKind::AccountChanged, None, "x", later)
             .unwrap();
         assert_eq!(s.ack_alerts(None, later).unwrap(), 1);
         let f = s.account_fingerprint("127.0.0.1:5555").unwrap().unwrap();
@@ -207,7 +207,9 @@ mod tests {
             .unwrap();
         s.record_account_check("p", &r("b", "139****0000"), t0())
             .unwrap();
-        let id = s.raise_alert("account_paused", None, "x", t0()).unwrap();
+        let id = s
+            .raise_alert(crate::alert::AlertKind::AccountPaused, None, "x", t0())
+            .unwrap();
         s.ack_alerts(Some(id), t0()).unwrap();
         let f = s.account_fingerprint("p").unwrap().unwrap();
         assert_eq!(f.baseline.masked_phone.as_deref(), Some("138****0000"));

@@ -2,28 +2,45 @@
 //! Admin, a claim that was not saved here, a rejected claim). Open alerts stop claiming
 //! until acknowledged.
 
+use crate::alert::AlertKind;
 use chrono::{DateTime, Utc};
 use rusqlite::params;
 
 use super::db::{ts, Store};
 use super::error::Result;
-use crate::account::ALERT_ACCOUNT_CHANGED;
 
-/// An operator alert: something only a human can resolve; open alerts stop claiming.
+/// An operator alert: something a human must see; an open one of a blocking kind stops
+/// claiming ([`AlertKind::blocks_claims`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Alert {
     pub id: i64,
-    /// `protocol_error`, `claim_not_saved` or `claim_rejected`.
-    pub kind: String,
+    pub kind: AlertKind,
     pub remote_task_id: Option<String>,
     pub message: String,
     pub raised_at: String,
 }
 
+/// Stored as its stable name ([`AlertKind::as_str`]).
+impl rusqlite::ToSql for AlertKind {
+    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+        Ok(self.as_str().into())
+    }
+}
+
+/// A name no kind has is a damaged (or newer) store, never a silent default.
+impl rusqlite::types::FromSql for AlertKind {
+    fn column_result(v: rusqlite::types::ValueRef<'_>) -> rusqlite::types::FromSqlResult<Self> {
+        let name = v.as_str()?;
+        AlertKind::parse(name).ok_or_else(|| {
+            rusqlite::types::FromSqlError::Other(format!("unknown alert kind {name:?}").into())
+        })
+    }
+}
+
 impl Store {
     pub fn raise_alert(
         &self,
-        kind: &str,
+        kind: AlertKind,
         remote_task_id: Option<&str>,
         message: &str,
         now: DateTime<Utc>,
@@ -57,11 +74,28 @@ impl Store {
 
     /// Resolves every open alert of `kind` (the client's own resolution of a condition
     /// that has passed, such as `low_disk`); returns how many were open.
-    pub fn resolve_alerts(&self, kind: &str, now: DateTime<Utc>) -> Result<usize> {
+    pub fn resolve_alerts(&self, kind: AlertKind, now: DateTime<Utc>) -> Result<usize> {
         let conn = self.lock();
         Ok(conn.execute(
             "UPDATE operator_alerts SET acked_at = ?2 WHERE kind = ?1 AND acked_at IS NULL",
             params![kind, ts(now)],
+        )?)
+    }
+
+    /// Resolves every open alert of `kind` whose message starts with `prefix` (a
+    /// condition the client saw pass, e.g. a refused token that now works); returns how
+    /// many were open.
+    pub fn resolve_alerts_starting(
+        &self,
+        kind: AlertKind,
+        prefix: &str,
+        now: DateTime<Utc>,
+    ) -> Result<usize> {
+        let conn = self.lock();
+        Ok(conn.execute(
+            "UPDATE operator_alerts SET acked_at = ?3
+             WHERE kind = ?1 AND acked_at IS NULL AND substr(message, 1, length(?2)) = ?2",
+            params![kind, prefix, ts(now)],
         )?)
     }
 
@@ -92,12 +126,12 @@ impl Store {
                 Some(id) => tx.query_row(
                     "SELECT COUNT(*) FROM operator_alerts
                      WHERE id = ?1 AND acked_at IS NULL AND kind = ?2",
-                    params![id, ALERT_ACCOUNT_CHANGED],
+                    params![id, AlertKind::AccountChanged],
                     |r| r.get(0),
                 )?,
                 None => tx.query_row(
                     "SELECT COUNT(*) FROM operator_alerts WHERE acked_at IS NULL AND kind = ?1",
-                    [ALERT_ACCOUNT_CHANGED],
+                    [AlertKind::AccountChanged],
                     |r| r.get(0),
                 )?,
             };
@@ -129,7 +163,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let s = Store::open(&Store::path_in(dir.path())).unwrap();
         let a = s
-            .raise_alert("claim_not_saved", Some("cg9"), "disk", t0())
+            .raise_alert(
+                crate::alert::AlertKind::ClaimNotSaved,
+                Some("cg9"),
+                "disk",
+                t0(),
+            )
             .unwrap();
         assert_eq!(s.open_alerts().unwrap().len(), 1);
         assert_eq!(s.ack_alerts(Some(a), t0()).unwrap(), 1);

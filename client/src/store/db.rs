@@ -221,11 +221,13 @@ fn check_not_replaced(path: &Path) -> Result<()> {
 /// What a client leaves in its data directory besides its store: a folder counts when it
 /// holds a file, [`EARLIER_CLIENT_FILES`] count as they are.
 const EARLIER_CLIENT_DIRS: &[&str] = &["backups", "logs", "artifacts", "phones"];
-/// Files a client leaves: its lock file, its ADB key, the store's WAL and shared memory.
+/// Files a client leaves: its lock file, the store's WAL and shared memory. Not its ADB
+/// key: an operator may bring the key the phones already trust (`adbkey`) into a new
+/// data directory before the first start, and the crash matrix seeds one to skip RSA
+/// generation — neither is a store that was there.
 const EARLIER_CLIENT_FILES: &[&str] = &[
     // `crate::lock::DATA_DIR_LOCK_FILE`
     "client.lock",
-    "adbkey",
     "client.sqlite3-wal",
     "client.sqlite3-shm",
 ];
@@ -647,6 +649,15 @@ mod tests {
         std::fs::create_dir(refused.path().join("logs")).unwrap();
         std::fs::write(refused.path().join("logs/cmautobuy-client.log"), b"").unwrap();
         Store::open(&Store::path_in(refused.path())).unwrap();
+        // The ADB key the phones already trust, brought in before the first start (the
+        // crash matrix seeds one too): no sign of a store.
+        let keyed = tempfile::tempdir().unwrap();
+        std::fs::write(
+            keyed.path().join("adbkey"),
+            b"-----BEGIN PRIVATE KEY-----\n",
+        )
+        .unwrap();
+        Store::open(&Store::path_in(keyed.path())).unwrap();
         // Another file name beside anything: opened as given.
         let other = tempfile::tempdir().unwrap();
         std::fs::write(other.path().join("mock-admin.sqlite"), b"x").unwrap();
@@ -746,7 +757,7 @@ mod tests {
              NULL, 'psr-1', 'matched', CAST('{}' AS BLOB), '2026-01-01T00:02:00.000Z',
              '2026-01-01T00:02:01.000Z')",
         "INSERT INTO operator_alerts (id, kind, remote_task_id, message, raised_at, acked_at)
-            VALUES (1, 'protocol', 'cg9', '任务不完整', '2026-01-01T00:00:30.000Z', NULL)",
+            VALUES (1, 'protocol_error', 'cg9', '任务不完整', '2026-01-01T00:00:30.000Z', NULL)",
     ];
 
     /// Every row of every table (as `(table, rows)`), for before/after comparison.

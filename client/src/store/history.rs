@@ -65,6 +65,26 @@ pub struct HistoryRun {
     pub report: Option<HistoryReport>,
 }
 
+/// A task's latest outcome as `status` lists it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecentOutcome {
+    pub remote_task_id: String,
+    pub task_type: String,
+    /// The local state (`reporting` until the Admin accepted the outcome).
+    pub state: String,
+    pub updated_at: String,
+    /// The last run's outcome label (`succeeded`, `failed:CODE`, …).
+    pub outcome: Option<String>,
+    /// A failure's `error.code` …
+    pub code: Option<String>,
+    /// … its `error.message` …
+    pub message: Option<String>,
+    /// … and its `diagnostics.operator`: the reason and next step it was reported with.
+    pub operator: Option<serde_json::Value>,
+    /// A result's `purchase.order_sn`.
+    pub order_sn: Option<String>,
+}
+
 const RUN_COLUMNS: &str = "r.id, r.task_id, t.remote_task_id, r.attempt_id, r.started_at,
      r.finished_at, r.irreversible_action_at, r.outcome,
      (SELECT o.kind FROM outbox o WHERE o.run_id = r.id ORDER BY o.id DESC LIMIT 1),
@@ -149,6 +169,62 @@ impl Store {
             }
         }
         Ok(out)
+    }
+
+    /// The newest `limit` tasks with an outcome recorded (claimed and running ones
+    /// aside), newest first, each with what its last outbox item says (a compacted or
+    /// unreadable body says nothing).
+    pub fn recent_outcomes(&self, limit: u32) -> Result<Vec<RecentOutcome>> {
+        let conn = self.lock();
+        let mut st = conn.prepare(
+            "SELECT t.id, t.remote_task_id, t.task_type, t.state, t.updated_at,
+                    (SELECT r.outcome FROM task_runs r WHERE r.task_id = t.id
+                     ORDER BY r.id DESC LIMIT 1)
+             FROM tasks t WHERE t.state NOT IN ('claimed', 'running')
+             ORDER BY t.updated_at DESC, t.id DESC LIMIT ?1",
+        )?;
+        let rows = st.query_map([limit], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                RecentOutcome {
+                    remote_task_id: r.get(1)?,
+                    task_type: r.get(2)?,
+                    state: r.get(3)?,
+                    updated_at: r.get(4)?,
+                    outcome: r.get(5)?,
+                    code: None,
+                    message: None,
+                    operator: None,
+                    order_sn: None,
+                },
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            out.push(row?);
+        }
+        let mut st = conn
+            .prepare("SELECT kind, body FROM outbox WHERE task_id = ?1 ORDER BY id DESC LIMIT 1")?;
+        for (id, o) in &mut out {
+            let last = st
+                .query_row([*id], |r| {
+                    Ok((r.get::<_, String>(0)?, r.get::<_, Vec<u8>>(1)?))
+                })
+                .optional()?;
+            let Some((kind, body)) = last else { continue };
+            let Ok(v) = serde_json::from_slice::<serde_json::Value>(&body) else {
+                continue;
+            };
+            let text = |p: &str| v.pointer(p).and_then(|x| x.as_str()).map(str::to_string);
+            if kind == "result" {
+                o.order_sn = text("/purchase/order_sn").filter(|s| !s.is_empty());
+            } else {
+                o.code = text("/error/code");
+                o.message = text("/error/message");
+                o.operator = v.pointer("/diagnostics/operator").cloned();
+            }
+        }
+        Ok(out.into_iter().map(|(_, o)| o).collect())
     }
 
     /// The task's attempts, oldest first.
@@ -267,6 +343,15 @@ mod tests {
             "failed:GOODS_MISMATCH",
         );
         let c = s.save_claimed_task(&task("c"), "{}", t0()).unwrap();
+
+        // `status`'s list: outcomes only (not the claimed task), what each says.
+        let recent = s.recent_outcomes(10).unwrap();
+        let ids: Vec<&str> = recent.iter().map(|o| o.remote_task_id.as_str()).collect();
+        assert_eq!(ids, ["b", "a"]);
+        assert_eq!(recent[0].code.as_deref(), Some("GOODS_MISMATCH"));
+        assert_eq!(recent[0].outcome.as_deref(), Some("failed:GOODS_MISMATCH"));
+        assert_eq!(recent[1].order_sn.as_deref(), Some("261130-1"));
+        assert_eq!(recent[1].code, None);
 
         let all = s.history_tasks(None, 50).unwrap();
         assert_eq!(all.iter().map(|t| t.id).collect::<Vec<_>>(), vec![c, b, a]);

@@ -78,7 +78,7 @@ pub use alerts::Alert;
 pub use artifacts::ArtifactEntry;
 pub use db::{Store, BUSY_TIMEOUT};
 pub use error::{Result, StoreError};
-pub use history::{DayCounts, HistoryReport, HistoryRun, HistoryTask};
+pub use history::{DayCounts, HistoryReport, HistoryRun, HistoryTask, RecentOutcome};
 pub use metrics::MetricsCounts;
 pub use notify::{DueDelivery, NewEvent, PeriodReport, Resolution};
 pub use operator::OperatorSettings;

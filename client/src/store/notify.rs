@@ -440,11 +440,16 @@ mod tests {
     #[test]
     fn an_alert_of_any_kind_becomes_an_event_in_its_own_transaction() {
         let (_d, s) = store();
-        let a = s.raise_alert("low_disk", None, "12 MB free", t0()).unwrap();
+        let a = s
+            .raise_alert(crate::alert::AlertKind::LowDisk, None, "12 MB free", t0())
+            .unwrap();
         let ev = s.notify_new_events(10).unwrap();
         assert_eq!(ev.len(), 1);
         assert_eq!((ev[0].source.as_str(), ev[0].source_id), ("alert", Some(a)));
-        assert_eq!(s.alert(a).unwrap().unwrap().kind, "low_disk");
+        assert_eq!(
+            s.alert(a).unwrap().unwrap().kind,
+            crate::alert::AlertKind::LowDisk
+        );
     }
 
     #[test]

@@ -108,24 +108,62 @@ impl Store {
         })
     }
 
-    /// The order numbers this client reported — or stored in its outbox to report — in
-    /// purchase results of tasks other than `remote_task_id`: reconciliation never adopts
-    /// one of them for this task (issue 11, A.6). Read from the result bodies as they go
-    /// on the wire (`purchase.order_sn`); a body that does not parse is skipped.
+    /// Records durably (`synchronous=FULL`), before the spec sheet's 确定 / 立即购买 is
+    /// tapped, that a tap which should only open 确认订单 is about to go out: the run's
+    /// purchase snapshot is set without a mark. Crash recovery of an unmarked run that
+    /// carries one reports `manual_review ORDER_PLACED_UNCONFIRMED` (the 确定 may have
+    /// led to a cashier), never "nothing was submitted"; the mark, when it comes, replaces
+    /// the snapshot. `false` (nothing written) when the run is already marked or has an
+    /// outcome.
+    pub fn note_proceed(&self, run_id: i64, snapshot: &str) -> Result<bool> {
+        self.durable(|tx| {
+            let n = tx.execute(
+                "UPDATE task_runs SET purchase_snapshot = ?2
+                 WHERE id = ?1 AND irreversible_action_at IS NULL AND outcome IS NULL",
+                params![run_id, snapshot],
+            )?;
+            Ok(n == 1)
+        })
+    }
+
+    /// The order numbers this client reported — or stored in its outbox to report — for
+    /// tasks other than `remote_task_id`: reconciliation never adopts one of them for this
+    /// task (issue 11, A.6). Read from the bodies as they go on the wire: a result's
+    /// `purchase.order_sn`, and every order a failure names — its `diagnostics.order_sn`
+    /// (a `manual_review` such as `PAYMENT_OFFER_SHOWN` or `ORDER_PLACED_UNCONFIRMED`
+    /// naming the order it found) and each of its `diagnostics.candidates` (the fitting
+    /// orders it read). A failure of another task was recorded before this task started
+    /// (one task at a time per phone and store), so every order it names existed before
+    /// this task's submit: none can be this task's. A body that does not parse is skipped.
     pub fn order_sns_of_other_tasks(&self, remote_task_id: &str) -> Result<BTreeSet<String>> {
         let conn = self.lock();
-        let mut st =
-            conn.prepare("SELECT body FROM outbox WHERE kind = 'result' AND remote_task_id <> ?1")?;
-        let rows = st.query_map([remote_task_id], |r| r.get::<_, Vec<u8>>(0))?;
+        let mut st = conn.prepare("SELECT kind, body FROM outbox WHERE remote_task_id <> ?1")?;
+        let rows = st.query_map([remote_task_id], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, Vec<u8>>(1)?))
+        })?;
         let mut out = BTreeSet::new();
-        for body in rows {
-            let body = body?;
-            let sn = serde_json::from_slice::<serde_json::Value>(&body)
-                .ok()
-                .and_then(|v| v["purchase"]["order_sn"].as_str().map(str::to_string));
-            if let Some(sn) = sn.filter(|s| !s.is_empty()) {
-                out.insert(sn);
+        for row in rows {
+            let (kind, body) = row?;
+            let Ok(v) = serde_json::from_slice::<serde_json::Value>(&body) else {
+                continue;
+            };
+            let mut named: Vec<&serde_json::Value> = Vec::new();
+            if kind == "result" {
+                named.push(&v["purchase"]["order_sn"]);
+            } else {
+                let d = &v["diagnostics"];
+                named.push(&d["order_sn"]);
+                if let Some(c) = d["candidates"].as_array() {
+                    named.extend(c.iter().map(|o| &o["order_sn"]));
+                }
             }
+            out.extend(
+                named
+                    .into_iter()
+                    .filter_map(|s| s.as_str())
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string),
+            );
         }
         Ok(out)
     }
@@ -165,7 +203,8 @@ impl Store {
         Ok((open == 0).then(f))
     }
 
-    /// The confirmation snapshot stored with a run's mark, if any.
+    /// The confirmation snapshot stored with a run's mark — or, on a run without a mark,
+    /// the note before a spec sheet's 确定 ([`Store::note_proceed`]) — if any.
     pub fn purchase_snapshot(&self, run_id: i64) -> Result<Option<String>> {
         let conn = self.lock();
         Ok(conn
@@ -253,6 +292,42 @@ mod tests {
     }
 
     #[test]
+    fn a_proceed_note_is_a_snapshot_without_a_mark_and_the_mark_replaces_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&dir.path().join("c.db")).unwrap();
+        let a = s.save_claimed_task(&task("cg1"), "{}", t0()).unwrap();
+        let r = s.start_run(a, t0()).unwrap();
+        assert!(s.note_proceed(r.id, "{\"unconfirmed\":1}").unwrap());
+        assert_eq!(
+            s.purchase_snapshot(r.id).unwrap().as_deref(),
+            Some("{\"unconfirmed\":1}")
+        );
+        let run = s.run(r.id).unwrap();
+        assert!(run.irreversible_action_at.is_none());
+        // Not a mark: no safe-point hold, no pacing count.
+        assert_eq!(s.at_safe_point(|| ()).unwrap(), Some(()));
+        assert!(s
+            .order_marks_since(t0() - chrono::Duration::hours(1))
+            .unwrap()
+            .is_empty());
+        // The mark still goes through once, and replaces the note.
+        assert!(matches!(
+            s.mark_irreversible_once(r.id, t0(), "{\"q\":1}").unwrap(),
+            MarkOutcome::Marked { .. }
+        ));
+        assert_eq!(
+            s.purchase_snapshot(r.id).unwrap().as_deref(),
+            Some("{\"q\":1}")
+        );
+        // A marked run takes no note.
+        assert!(!s.note_proceed(r.id, "{}").unwrap());
+        assert_eq!(
+            s.purchase_snapshot(r.id).unwrap().as_deref(),
+            Some("{\"q\":1}")
+        );
+    }
+
+    #[test]
     fn order_numbers_of_other_tasks_come_from_their_stored_results() {
         use crate::store::outbox::{OutboxDraft, OutboxKind};
         use crate::store::tasks::TaskState;
@@ -288,7 +363,7 @@ mod tests {
             OutboxKind::Result,
             serde_json::json!({"purchase": {"order_sn": "261130-2"}}),
         );
-        // A collect result, a dry run (no number) and a failure naming candidates: none.
+        // A collect result and a dry run (no number): none.
         put(
             "c",
             OutboxKind::Result,
@@ -299,10 +374,18 @@ mod tests {
             OutboxKind::Result,
             serde_json::json!({"purchase": {"order_sn": null}}),
         );
+        // A failure naming the order it found (PAYMENT_OFFER_SHOWN) and the fitting
+        // orders it read: every one of them.
         put(
             "e",
             OutboxKind::Failure,
-            serde_json::json!({"diagnostics": {"candidates": [{"order_sn": "261130-3"}]}}),
+            serde_json::json!({"diagnostics": {"order_sn": "261130-4", "candidates": [{"order_sn": "261130-3"}, {"order_sn": "261130-4"}]}}),
+        );
+        // A failure that names nothing.
+        put(
+            "f",
+            OutboxKind::Failure,
+            serde_json::json!({"diagnostics": {"candidates": []}}),
         );
         let of = |t: &str| {
             s.order_sns_of_other_tasks(t)
@@ -310,11 +393,13 @@ mod tests {
                 .into_iter()
                 .collect::<Vec<_>>()
         };
-        assert_eq!(of("a"), vec!["261130-2".to_string()]);
+        assert_eq!(of("a"), vec!["261130-2", "261130-3", "261130-4"]);
         assert_eq!(
             of("z"),
-            vec!["261130-1".to_string(), "261130-2".to_string()]
+            vec!["261130-1", "261130-2", "261130-3", "261130-4"]
         );
+        // A task's own failure does not hide its orders from itself.
+        assert_eq!(of("e"), vec!["261130-1", "261130-2"]);
     }
 
     #[test]

@@ -53,6 +53,95 @@ fn binding(token: Option<&str>, admin_url: Option<&str>, saved_for: Option<&str>
     }
 }
 
+/// The settings as stored on `conn` (a connection or a transaction).
+fn read_settings(conn: &rusqlite::Connection) -> Result<Settings> {
+    let client_id = get_setting(conn, SETTING_CLIENT_ID)?
+        .ok_or_else(|| StoreError::NotFound("client id".into()))?;
+    let registration = match get_setting(conn, SETTING_REGISTRATION)? {
+        Some(s) => Some(
+            serde_json::from_str(&s)
+                .map_err(|e| StoreError::Corrupt(format!("registration status: {e}")))?,
+        ),
+        None => None,
+    };
+    let admin_url = get_setting(conn, SETTING_ADMIN_URL)?;
+    let token = get_setting(conn, SETTING_TOKEN)?;
+    let saved_for = get_setting(conn, SETTING_TOKEN_ADMIN_URL)?;
+    let token = match binding(token.as_deref(), admin_url.as_deref(), saved_for.as_deref()) {
+        TokenBinding::Bound => token.map(Secret::new),
+        TokenBinding::NoToken | TokenBinding::OtherAdmin { .. } => {
+            // Not handed out, but still a secret of this process: scrubbed wherever
+            // it would show.
+            if let Some(t) = &token {
+                crate::secret::register(t);
+            }
+            None
+        }
+    };
+    Ok(Settings {
+        client_id,
+        name: get_setting(conn, SETTING_NAME)?,
+        admin_url,
+        token,
+        device: get_setting(conn, SETTING_DEVICE)?,
+        registration,
+    })
+}
+
+fn read_binding(conn: &rusqlite::Connection) -> Result<TokenBinding> {
+    let token = get_setting(conn, SETTING_TOKEN)?;
+    let admin_url = get_setting(conn, SETTING_ADMIN_URL)?;
+    let saved_for = get_setting(conn, SETTING_TOKEN_ADMIN_URL)?;
+    Ok(binding(
+        token.as_deref(),
+        admin_url.as_deref(),
+        saved_for.as_deref(),
+    ))
+}
+
+/// [`Store::save_settings`]'s rules, in the caller's transaction.
+fn apply_patch(
+    tx: &rusqlite::Transaction<'_>,
+    patch: &SettingsPatch,
+    now: chrono::DateTime<Utc>,
+) -> Result<()> {
+    let has_token = get_setting(tx, SETTING_TOKEN)?.is_some();
+    if has_token && get_setting(tx, SETTING_TOKEN_ADMIN_URL)?.is_none() {
+        if let Some(old) = get_setting(tx, SETTING_ADMIN_URL)? {
+            put_setting(tx, SETTING_TOKEN_ADMIN_URL, &old, now)?;
+        }
+    }
+    if let Some(v) = &patch.name {
+        put_setting(tx, SETTING_NAME, v, now)?;
+    }
+    if let Some(v) = &patch.admin_url {
+        put_setting(tx, SETTING_ADMIN_URL, v, now)?;
+    }
+    if let Some(v) = &patch.token {
+        put_setting(tx, SETTING_TOKEN, v.expose(), now)?;
+    }
+    if let Some(v) = &patch.device {
+        put_setting(tx, SETTING_DEVICE, v, now)?;
+    }
+    let admin = get_setting(tx, SETTING_ADMIN_URL)?;
+    let bound = get_setting(tx, SETTING_TOKEN_ADMIN_URL)?;
+    let token_now = get_setting(tx, SETTING_TOKEN)?.is_some();
+    // A new token is for the Admin URL it comes with; a token saved before any
+    // URL is bound to the first one.
+    if patch.token.is_some() || (token_now && bound.is_none()) {
+        match &admin {
+            Some(url) => put_setting(tx, SETTING_TOKEN_ADMIN_URL, url, now)?,
+            None => {
+                tx.execute(
+                    "DELETE FROM settings WHERE key = ?1",
+                    [SETTING_TOKEN_ADMIN_URL],
+                )?;
+            }
+        }
+    }
+    Ok(())
+}
+
 const SETTING_LIVE_CAP: &str = "live_cap";
 const SETTING_CLAIM_WAIT: &str = "claim_wait";
 const SETTING_CLOCK_SKEW: &str = "clock_skew";
@@ -142,52 +231,18 @@ impl Store {
             .ok_or_else(|| StoreError::NotFound("client id".into()))
     }
 
+    /// Saves the given settings durably (the §4.1 "save locally first" step). A token is
+    /// bound to the Admin URL it is saved with (the patch's, else the saved one); a new
+    /// Admin URL without a token leaves the old token bound to the old URL, so it is not
+    /// sent ([`Store::token_binding`]). A token saved by a client that did not bind
+    /// tokens is bound to the Admin URL saved with it.
     pub fn settings(&self) -> Result<Settings> {
-        let conn = self.lock();
-        let client_id = get_setting(&conn, SETTING_CLIENT_ID)?
-            .ok_or_else(|| StoreError::NotFound("client id".into()))?;
-        let registration = match get_setting(&conn, SETTING_REGISTRATION)? {
-            Some(s) => Some(
-                serde_json::from_str(&s)
-                    .map_err(|e| StoreError::Corrupt(format!("registration status: {e}")))?,
-            ),
-            None => None,
-        };
-        let admin_url = get_setting(&conn, SETTING_ADMIN_URL)?;
-        let token = get_setting(&conn, SETTING_TOKEN)?;
-        let saved_for = get_setting(&conn, SETTING_TOKEN_ADMIN_URL)?;
-        let token = match binding(token.as_deref(), admin_url.as_deref(), saved_for.as_deref()) {
-            TokenBinding::Bound => token.map(Secret::new),
-            TokenBinding::NoToken | TokenBinding::OtherAdmin { .. } => {
-                // Not handed out, but still a secret of this process: scrubbed wherever
-                // it would show.
-                if let Some(t) = &token {
-                    crate::secret::register(t);
-                }
-                None
-            }
-        };
-        Ok(Settings {
-            client_id,
-            name: get_setting(&conn, SETTING_NAME)?,
-            admin_url,
-            token,
-            device: get_setting(&conn, SETTING_DEVICE)?,
-            registration,
-        })
+        read_settings(&self.lock())
     }
 
     /// Whether the saved token may be sent to the saved Admin URL (see [`TokenBinding`]).
     pub fn token_binding(&self) -> Result<TokenBinding> {
-        let conn = self.lock();
-        let token = get_setting(&conn, SETTING_TOKEN)?;
-        let admin_url = get_setting(&conn, SETTING_ADMIN_URL)?;
-        let saved_for = get_setting(&conn, SETTING_TOKEN_ADMIN_URL)?;
-        Ok(binding(
-            token.as_deref(),
-            admin_url.as_deref(),
-            saved_for.as_deref(),
-        ))
+        read_binding(&self.lock())
     }
 
     /// Saves the given settings durably (the §4.1 "save locally first" step). A token is
@@ -197,44 +252,21 @@ impl Store {
     /// tokens is bound to the Admin URL saved with it.
     pub fn save_settings(&self, patch: &SettingsPatch) -> Result<Settings> {
         let now = Utc::now();
-        self.durable(|tx| {
-            let has_token = get_setting(tx, SETTING_TOKEN)?.is_some();
-            if has_token && get_setting(tx, SETTING_TOKEN_ADMIN_URL)?.is_none() {
-                if let Some(old) = get_setting(tx, SETTING_ADMIN_URL)? {
-                    put_setting(tx, SETTING_TOKEN_ADMIN_URL, &old, now)?;
-                }
-            }
-            if let Some(v) = &patch.name {
-                put_setting(tx, SETTING_NAME, v, now)?;
-            }
-            if let Some(v) = &patch.admin_url {
-                put_setting(tx, SETTING_ADMIN_URL, v, now)?;
-            }
-            if let Some(v) = &patch.token {
-                put_setting(tx, SETTING_TOKEN, v.expose(), now)?;
-            }
-            if let Some(v) = &patch.device {
-                put_setting(tx, SETTING_DEVICE, v, now)?;
-            }
-            let admin = get_setting(tx, SETTING_ADMIN_URL)?;
-            let bound = get_setting(tx, SETTING_TOKEN_ADMIN_URL)?;
-            let token_now = get_setting(tx, SETTING_TOKEN)?.is_some();
-            // A new token is for the Admin URL it comes with; a token saved before any
-            // URL is bound to the first one.
-            if patch.token.is_some() || (token_now && bound.is_none()) {
-                match &admin {
-                    Some(url) => put_setting(tx, SETTING_TOKEN_ADMIN_URL, url, now)?,
-                    None => {
-                        tx.execute(
-                            "DELETE FROM settings WHERE key = ?1",
-                            [SETTING_TOKEN_ADMIN_URL],
-                        )?;
-                    }
-                }
-            }
-            Ok(())
-        })?;
+        self.durable(|tx| apply_patch(tx, patch, now))?;
         self.settings()
+    }
+
+    /// What [`Store::settings`] and [`Store::token_binding`] would say after
+    /// [`Store::save_settings`] of `patch` — without saving it: the same rules run in a
+    /// transaction that is rolled back (`doctor` checks the settings it is given and
+    /// changes none).
+    pub fn preview_settings(&self, patch: &SettingsPatch) -> Result<(Settings, TokenBinding)> {
+        let mut conn = self.lock();
+        let tx = conn.transaction()?;
+        apply_patch(&tx, patch, Utc::now())?;
+        let out = (read_settings(&tx)?, read_binding(&tx)?);
+        tx.rollback()?;
+        Ok(out)
     }
 
     pub fn set_registration_status(&self, status: &RegistrationStatus) -> Result<()> {
@@ -434,6 +466,47 @@ mod tests {
             ..Default::default()
         })
         .unwrap()
+    }
+
+    /// A preview says what a save would leave — the token for the URL it comes with,
+    /// the old token not handed to another URL — and leaves the store as it was.
+    #[test]
+    fn a_preview_applies_the_save_rules_and_saves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&Store::path_in(dir.path())).unwrap();
+        store
+            .save_settings(&SettingsPatch {
+                name: Some("n".into()),
+                admin_url: Some("http://a".into()),
+                token: Some(Secret::new("tok-a".to_string())),
+                device: Some("D".into()),
+            })
+            .unwrap();
+        let before = format!("{:?}", store.settings().unwrap());
+        let (s, b) = store
+            .preview_settings(&SettingsPatch {
+                admin_url: Some("http://b".into()),
+                token: Some(Secret::new("tok-b".to_string())),
+                ..Default::default()
+            })
+            .unwrap();
+        assert_eq!(b, TokenBinding::Bound);
+        assert_eq!(s.admin_url.as_deref(), Some("http://b"));
+        assert_eq!(s.token.as_ref().map(Secret::expose), Some("tok-b"));
+        let (s, b) = store
+            .preview_settings(&SettingsPatch {
+                admin_url: Some("http://b".into()),
+                ..Default::default()
+            })
+            .unwrap();
+        assert!(matches!(b, TokenBinding::OtherAdmin { .. }), "{b:?}");
+        assert!(s.token.is_none());
+        assert_eq!(format!("{:?}", store.settings().unwrap()), before);
+        assert_eq!(store.token_binding().unwrap(), TokenBinding::Bound);
+        assert_eq!(
+            store.settings().unwrap().token.as_ref().map(Secret::expose),
+            Some("tok-a")
+        );
     }
 
     #[test]

@@ -194,7 +194,12 @@ mod tests {
         let s = Store::open(&Store::path_in(dir.path())).unwrap();
         s.note_pdd_version("tcp:p1", "7.99.0", t0()).unwrap();
         let a = s
-            .raise_alert("pdd_version_unproven", None, "PDD 7.99.0", t0())
+            .raise_alert(
+                crate::alert::AlertKind::PddVersionUnproven,
+                None,
+                "PDD 7.99.0",
+                t0(),
+            )
             .unwrap();
         s.set_pdd_version_alert("tcp:p1", "7.99.0", a).unwrap();
         assert_eq!(

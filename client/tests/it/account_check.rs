@@ -11,12 +11,12 @@
 //!   reason for `status`, collects continue, and it is tried again 5 min later, not
 //!   sooner.
 
+use cmautobuy_client::alert::AlertKind;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::support::claim_loop::{loop_world, LoopRunner, LoopWorld};
-use cmautobuy_client::account::ALERT_ACCOUNT_CHANGED;
 use cmautobuy_client::clock::Clock;
 use cmautobuy_client::executor::{AccountCheck, Executor, Job, Outcome, Readiness, StubExecutor};
 use cmautobuy_client::runner::ClaimStep;
@@ -80,7 +80,7 @@ fn open_kinds(w: &World) -> Vec<String> {
         .open_alerts()
         .unwrap()
         .into_iter()
-        .map(|a| a.kind)
+        .map(|a| a.kind.to_string())
         .collect()
 }
 
@@ -108,7 +108,7 @@ async fn checked_at_start_and_daily_another_account_pauses_live_until_ack() {
     w.clock.advance(Duration::from_secs(3600));
     assert_eq!(claim(&w, r).await, ExecutionMode::DryRun);
     assert_eq!(w.phone.checks.load(Ordering::SeqCst), 2);
-    assert_eq!(open_kinds(&w), vec![ALERT_ACCOUNT_CHANGED.to_string()]);
+    assert_eq!(open_kinds(&w), vec![AlertKind::AccountChanged.to_string()]);
     let alert = &w.store.open_alerts().unwrap()[0];
     assert!(
         alert.message.contains("138****0000 / 拼多多用户")

@@ -4,6 +4,7 @@
 //! raise an `account_paused` alert; no claim happens until `ack`; the pause survives a
 //! restart (it is the unacknowledged alert in the store).
 
+use cmautobuy_client::alert::AlertKind;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
@@ -12,7 +13,7 @@ use serde_json::json;
 use crate::support::claim_loop::{loop_world, LoopRunner, LoopWorld};
 use cmautobuy_client::clock::Clock;
 use cmautobuy_client::executor::{failure, DeviceCheck, Executor, Job, Outcome, Readiness};
-use cmautobuy_client::runner::{ClaimStep, ALERT_ACCOUNT, ALERT_UNRECOGNIZED_RATE};
+use cmautobuy_client::runner::ClaimStep;
 use cmautobuy_contract::FailureStatus;
 
 /// One scripted answer: a failure (status, code), or `None` for a result.
@@ -44,7 +45,15 @@ impl Executor for Phone {
         match next {
             None => cmautobuy_client::executor::StubExecutor.execute(job).await,
             Some((status, code)) => {
+                // `CODE:refusal` carries a payment refusal's name in `diagnostics.refusal`.
+                let (code, refusal) = match code.split_once(':') {
+                    Some((c, r)) => (c, Some(r)),
+                    None => (code, None),
+                };
                 let mut f = failure(&job, status, code, "scripted page", Some("open_goods"));
+                if let Some(r) = refusal {
+                    f.diagnostics.insert("refusal".into(), json!(r));
+                }
                 f.diagnostics.insert(
                     "artifact_ref".into(),
                     json!(format!(
@@ -91,7 +100,10 @@ async fn a_risk_page_pauses_until_ack_and_the_pause_survives_a_restart() {
         let step = cycle(&w, &w.runner).await;
         match step {
             ClaimStep::Blocked(reason) => {
-                assert!(reason.contains(ALERT_ACCOUNT), "{reason}");
+                assert!(
+                    reason.contains(AlertKind::AccountPaused.as_str()),
+                    "{reason}"
+                );
                 assert!(reason.contains("RISK_VERIFICATION"), "{reason}");
             }
             other => panic!("paused: {other:?}"),
@@ -101,7 +113,7 @@ async fn a_risk_page_pauses_until_ack_and_the_pause_survives_a_restart() {
     let alerts = w.store.open_alerts().unwrap();
     assert_eq!(alerts.len(), 1);
     let a = &alerts[0];
-    assert_eq!(a.kind, ALERT_ACCOUNT);
+    assert_eq!(a.kind, AlertKind::AccountPaused);
     let first = w.phone.jobs.lock().unwrap()[0].clone();
     assert_eq!(a.remote_task_id.as_deref(), Some(first.as_str()));
     assert!(
@@ -126,17 +138,48 @@ async fn a_risk_page_pauses_until_ack_and_the_pause_survives_a_restart() {
 
 #[tokio::test]
 async fn login_and_payment_method_pause_too() {
-    for code in ["LOGIN_REQUIRED", "PAYMENT_METHOD_NOT_ALLOWED"] {
+    for code in [
+        "LOGIN_REQUIRED",
+        "PAYMENT_METHOD_NOT_ALLOWED",
+        "PAYMENT_METHOD_NOT_ALLOWED:pay_later",
+    ] {
         let w = world(vec![Some((FailureStatus::Failed, code))], 2).await;
         assert!(processed(&cycle(&w, &w.runner).await));
         let step = cycle(&w, &w.runner).await;
+        let bare = code.split(':').next().unwrap_or(code);
         assert!(
-            matches!(&step, ClaimStep::Blocked(r) if r.contains(code)),
+            matches!(&step, ClaimStep::Blocked(r) if r.contains(bare)),
             "{code}: {step:?}"
         );
         assert_eq!(w.claims(), 1, "{code}");
         w.store.ack_alerts(None, w.clock.now()).unwrap();
         assert!(processed(&cycle(&w, &w.runner).await), "{code}");
+    }
+}
+
+/// A payment refusal about one goods' checkout — its button pays in the same tap (立即支付),
+/// it shows no payment method — is that task's: the next task is claimed, no alert.
+#[tokio::test]
+async fn a_goods_checkout_that_pays_in_one_tap_does_not_pause_the_account() {
+    for code in [
+        "PAYMENT_METHOD_NOT_ALLOWED:pays_in_same_tap",
+        "PAYMENT_METHOD_NOT_ALLOWED:no_payment_row",
+    ] {
+        let w = world(vec![Some((FailureStatus::ManualReview, code))], 2).await;
+        assert!(processed(&cycle(&w, &w.runner).await), "{code}");
+        assert!(
+            processed(&cycle(&w, &w.runner).await),
+            "{code}: the next task is claimed"
+        );
+        assert_eq!(w.claims(), 2, "{code}");
+        assert!(
+            w.store
+                .open_alerts()
+                .unwrap()
+                .iter()
+                .all(|a| a.kind != AlertKind::AccountPaused),
+            "{code}: no account_paused alert"
+        );
     }
 }
 
@@ -156,7 +199,9 @@ async fn next_claim(w: &World) -> Option<ClaimStep> {
 
 #[tokio::test]
 async fn three_unrecognised_pages_in_a_row_pause_two_do_not() {
-    let u = Some((FailureStatus::RetryWait, "PAGE_NOT_RECOGNIZED"));
+    // Ended `failed`, so the Admin hands out the next goods rather than the same task
+    // again: unrecognised pages of different goods (one goods retried is one goods).
+    let u = Some((FailureStatus::Failed, "PAGE_NOT_RECOGNIZED"));
     // Two, a result (resets), then three.
     let w = world(vec![u, u, None, u, u, u], 10).await;
     for _ in 0..5 {
@@ -169,9 +214,9 @@ async fn three_unrecognised_pages_in_a_row_pause_two_do_not() {
         .open_alerts()
         .unwrap()
         .into_iter()
-        .map(|a| a.kind)
+        .map(|a| a.kind.to_string())
         .collect();
-    assert_eq!(kinds, vec![ALERT_UNRECOGNIZED_RATE.to_string()]);
+    assert_eq!(kinds, vec![AlertKind::UnrecognizedRate.to_string()]);
     assert!(next_claim(&w).await.is_some(), "the third in a row is run");
     assert_eq!(w.claims(), 6);
     assert!(next_claim(&w).await.is_none(), "then paused");
@@ -184,12 +229,14 @@ async fn three_unrecognised_pages_in_a_row_pause_two_do_not() {
         .open_alerts()
         .unwrap()
         .into_iter()
-        .filter(|a| a.kind == ALERT_ACCOUNT)
+        .filter(|a| a.kind == AlertKind::AccountPaused)
         .collect();
     assert_eq!(alerts.len(), 1);
     assert!(
         alerts[0].message.contains("PAGE_NOT_RECOGNIZED")
-            && alerts[0].message.contains("3 unrecognised pages in a row"),
+            && alerts[0]
+                .message
+                .contains("pages of 3 different goods in a row were not recognised"),
         "{}",
         alerts[0].message
     );
@@ -198,6 +245,25 @@ async fn three_unrecognised_pages_in_a_row_pause_two_do_not() {
         .unwrap();
     assert!(next_claim(&w).await.is_some(), "resumed after ack");
     assert_eq!(w.claims(), 7);
+}
+
+/// One goods whose page is never recognised (a dead link), claimed again after each
+/// `retry_wait`: that goods' failure however often it is retried, never the account's —
+/// no pause, no `account_paused` alert.
+#[tokio::test]
+async fn one_goods_unrecognised_again_and_again_never_pauses_the_account() {
+    let u = Some((FailureStatus::RetryWait, "PAGE_NOT_RECOGNIZED"));
+    let w = world(vec![u, u, u, u], 1).await;
+    for _ in 0..4 {
+        assert!(next_claim(&w).await.is_some(), "never paused");
+    }
+    assert_eq!(w.claims(), 4, "the one task, claimed four times");
+    assert!(w
+        .store
+        .open_alerts()
+        .unwrap()
+        .iter()
+        .all(|a| a.kind != AlertKind::AccountPaused));
 }
 
 /// Issue 12 item 6: unrecognised pages that never come in a row (so never pause) but
@@ -212,7 +278,7 @@ async fn three_unrecognised_pages_in_twenty_tasks_alert_without_pausing() {
             .open_alerts()
             .unwrap()
             .into_iter()
-            .map(|a| a.kind)
+            .map(|a| a.kind.to_string())
             .collect()
     };
     for _ in 0..5 {
@@ -220,7 +286,7 @@ async fn three_unrecognised_pages_in_twenty_tasks_alert_without_pausing() {
     }
     assert!(open(&w).is_empty(), "two in five tasks: no alert");
     assert!(next_claim(&w).await.is_some());
-    assert_eq!(open(&w), vec![ALERT_UNRECOGNIZED_RATE.to_string()]);
+    assert_eq!(open(&w), vec![AlertKind::UnrecognizedRate.to_string()]);
     let a = &w.store.open_alerts().unwrap()[0];
     assert!(
         a.message
@@ -236,7 +302,7 @@ async fn three_unrecognised_pages_in_twenty_tasks_alert_without_pausing() {
         );
     }
     assert_eq!(w.claims(), 20);
-    assert_eq!(open(&w), vec![ALERT_UNRECOGNIZED_RATE.to_string()]);
+    assert_eq!(open(&w), vec![AlertKind::UnrecognizedRate.to_string()]);
     // Task 21 pushes the first unrecognised page out of the window: 2 left, resolved.
     assert!(next_claim(&w).await.is_some());
     assert!(open(&w).is_empty(), "resolved: {:?}", open(&w));

@@ -7,6 +7,7 @@
 //! - the real binary: SIGKILL with results in the outbox, and a full run whose complete
 //!   trace output must not contain the token.
 
+use cmautobuy_client::alert::AlertKind;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
@@ -798,7 +799,7 @@ async fn a_claimed_task_that_cannot_be_saved_stops_claiming_and_keeps_its_id_vis
     assert_eq!(claims(), 1, "no silent next claim");
     assert_eq!(exec.job_count(), 0);
     let alerts = store.open_alerts().unwrap();
-    assert_eq!(alerts[0].kind, "claim_not_saved");
+    assert_eq!(alerts[0].kind, AlertKind::ClaimNotSaved);
     assert_eq!(alerts[0].remote_task_id.as_deref(), Some(id.as_str()));
     // The operator repairs and acknowledges: claiming resumes with the next task.
     rusqlite::Connection::open(Store::path_in(dir.path()))
@@ -855,7 +856,7 @@ async fn a_task_id_that_cannot_be_carried_in_a_key_is_not_run_and_stops_claiming
         assert_eq!(store.outbox_undelivered_count().unwrap(), 0);
         let alerts = store.open_alerts().unwrap();
         assert_eq!(alerts.len(), 1);
-        assert_eq!(alerts[0].kind, "protocol_error");
+        assert_eq!(alerts[0].kind, AlertKind::ProtocolError);
         assert_eq!(alerts[0].remote_task_id.as_deref(), Some(bad));
         let t = a.op.get_task(&id).await.unwrap();
         assert!(t["results"].as_array().unwrap().is_empty(), "{t}");
@@ -1244,7 +1245,7 @@ async fn operator_commands_status_ack_outbox_and_register() {
     let store = Store::open(&Store::path_in(dir.path())).unwrap();
     store
         .raise_alert(
-            "claim_not_saved",
+            AlertKind::ClaimNotSaved,
             Some("cg42"),
             "disk full",
             chrono::Utc::now(),
@@ -1430,6 +1431,85 @@ async fn an_interrupted_run_is_resumed_with_its_previous_run_visible() {
             .len(),
         1
     );
+}
+
+/// A purchase run cut short after its spec sheet's 确定 was noted (`note_proceed`: a
+/// snapshot, no mark) is never reported "nothing was submitted": `manual_review
+/// ORDER_PLACED_UNCONFIRMED`, not run again. Another one cut short before any note stays
+/// `retry_wait INTERRUPTED_BEFORE_SUBMIT`.
+#[tokio::test]
+async fn a_run_cut_short_after_the_spec_sheets_confirm_may_have_ordered() {
+    let a = admin().await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(dir.path(), &a.url, Some("192.168.0.173:5555"));
+    let g = inproc_gw(&a, &store, Duration::from_secs(5));
+    let clock = test_clock();
+    let exec = ScriptedExecutor::new(Script::Result).ready_for_purchase(false);
+    let profile = client_profile(
+        &store.settings().unwrap(),
+        cmautobuy_client::executor::Executor::readiness(&exec),
+    );
+    let mut runs = Vec::new();
+    for goods in ["937122477375", "937122477376"] {
+        create(&a.op, purchase_body(goods)).await;
+        let task = g.claim_next(&profile).await.unwrap().unwrap();
+        let local = store.save_claimed_task(&task, "{}", clock.now()).unwrap();
+        runs.push((
+            task.id.clone(),
+            store.start_run(local, clock.now()).unwrap(),
+        ));
+    }
+    let (noted_task, noted) = &runs[0];
+    assert!(store
+        .note_proceed(
+            noted.id,
+            r#"{"goods_id":"937122477375","title":null,"options":{"color":"黑色"},"original_options":{"color":"黑色"},"quantity":2,"total":0,"max_price":4200,"spec_resolution_id":null,"census":[],"census_top":[{"title":"别人的订单"}],"unconfirmed":"the spec sheet's 确定 was about to be tapped","unconfirmed_by":"interrupted"}"#,
+        )
+        .unwrap());
+    let runner = Runner::new(
+        store.clone(),
+        g.clone(),
+        Arc::new(exec.clone()),
+        clock.clone(),
+        RunConfig::default(),
+        Arc::new(tokio::sync::Notify::new()),
+    );
+    runner.recover().await.unwrap();
+    assert_eq!(exec.job_count(), 0, "neither is run again");
+    let bodies: Vec<(String, Value)> = store
+        .outbox_list(true)
+        .unwrap()
+        .into_iter()
+        .map(|i| (i.remote_task_id, serde_json::from_slice(&i.body).unwrap()))
+        .collect();
+    let body = |id: &str| {
+        bodies
+            .iter()
+            .find(|(t, _)| t == id)
+            .map(|(_, b)| b.clone())
+            .unwrap_or_else(|| panic!("no outcome for {id}: {bodies:?}"))
+    };
+    let b = body(noted_task);
+    assert_eq!(b["status"], "manual_review", "{b}");
+    assert_eq!(b["error"]["code"], "ORDER_PLACED_UNCONFIRMED", "{b}");
+    assert!(
+        b["diagnostics"]["operator"]["zh"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("中断"),
+        "{b}"
+    );
+    assert_eq!(
+        b["diagnostics"]["proceed_note"]["unconfirmed_by"],
+        "interrupted"
+    );
+    assert!(
+        b["diagnostics"]["proceed_note"].get("census_top").is_none(),
+        "{b}"
+    );
+    let b = body(&runs[1].0);
+    assert_eq!(b["status"], "retry_wait", "{b}");
+    assert_eq!(b["error"]["code"], "INTERRUPTED_BEFORE_SUBMIT", "{b}");
 }
 
 /// A `MakeWriter` collecting everything into one buffer.

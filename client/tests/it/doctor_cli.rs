@@ -9,6 +9,12 @@
 //! phone gets its own section; one phone offline fails the run (exit 6) and shows its fix
 //! in its section while the other's passes.
 //!
+//! Issue 28: every host and Admin check runs without a phone (none configured, or none
+//! answering), nothing given to `doctor` is saved (the store compared before and after),
+//! an Admin URL that is not the Admin's base URL is refused at input with the URL to
+//! write, and a config file that does not load is a failed `config` check naming the line
+//! and the key it meant, the other checks running without it.
+//!
 //! No timing luck: every run is bounded by a deadline (`wait_exit`); nothing waits for a
 //! time to pass.
 
@@ -20,7 +26,9 @@ use std::time::Duration;
 use cmautobuy_sim_phone::{Catalog, SimConfig, SimPhone};
 use serde_json::Value;
 
-use crate::support::world::{wait_exit, World};
+use crate::support::world::{wait_exit, World, SIM_ADDRESS_FINGERPRINT};
+use cmautobuy_client::runner::NO_ADDRESS_FINGERPRINT;
+use cmautobuy_client::selftest::NEEDS_GOODS;
 
 const TOKEN: &str = "doctor-secret-token-7f3a";
 
@@ -61,6 +69,12 @@ impl Outcome {
 }
 
 fn doctor(w: &World, data: &Path, args: &[&str]) -> Outcome {
+    doctor_env(w, data, args, &[])
+}
+
+/// [`doctor`] with these environment variables set (the phone's address fingerprint is
+/// unset unless given).
+fn doctor_env(w: &World, data: &Path, args: &[&str], env: &[(&str, &str)]) -> Outcome {
     let mut c = Command::new(env!("CARGO_BIN_EXE_cmautobuy-client"));
     w.adb_env(&mut c);
     c.arg("--data-dir")
@@ -76,11 +90,13 @@ fn doctor(w: &World, data: &Path, args: &[&str]) -> Outcome {
         .env_remove("CMAUTOBUY_ALLOW_LIVE")
         .env_remove("CMAUTOBUY_PURCHASE_MODE")
         .env_remove("CMAUTOBUY_SELF_TEST_GOODS_ID")
+        .env_remove("CMAUTOBUY_EXPECTED_ADDRESS")
         // The backend is chosen per test (`--env` below): these phones are direct TCP.
         .env_remove("CMAUTOBUY_DEVICE_BACKEND")
         // The disk floor is its own check; a busy test machine must not fail this one.
         .env("CMAUTOBUY_MIN_FREE_DISK_MB", "0")
         .env("NO_COLOR", "1")
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let mut child = c.spawn().expect("spawn doctor");
@@ -231,9 +247,18 @@ fn doctor_fails_with_the_fix_on_a_wrong_token_and_without_an_admin() {
         "{}",
         o.stdout
     );
-    let v: Value =
-        serde_json::from_str(&doctor(&w, data.path(), &["--device", &dev, "--json"]).stdout)
-            .expect("json");
+    // Nothing given to doctor is saved: the same flags again, as JSON.
+    let v: Value = serde_json::from_str(
+        &doctor(
+            &w,
+            data.path(),
+            &[
+                "--admin", &w.url, "--token", wrong, "--device", &dev, "--json",
+            ],
+        )
+        .stdout,
+    )
+    .expect("json");
     assert!(!v.to_string().contains(wrong), "{v}");
     let token = v["checks"]
         .as_array()
@@ -311,7 +336,11 @@ fn doctor_fails_with_the_fix_on_a_phone_that_refuses_injected_input() {
     );
     assert!(o.check_line("pdd").0.starts_with("ok "), "{}", o.stdout);
     w.phone.set_input_injection_denied(false);
-    let o = doctor(&w, data.path(), &["--device", &dev]);
+    let o = doctor(
+        &w,
+        data.path(),
+        &["--admin", &w.url, "--token", TOKEN, "--device", &dev],
+    );
     assert_eq!(o.code, Some(0), "{}", o.all());
     w.stop();
 }
@@ -344,6 +373,47 @@ fn doctor_declares_what_a_claim_would() {
     o.assert_no_token(TOKEN);
     assert_eq!(o.code, Some(0), "{}", o.all());
     assert_eq!(profile(&w), before);
+    w.stop();
+}
+
+/// The live verdict names a missing address fingerprint (`expected_address`) beside the
+/// self-test's refusal — which used to hide it — and drops it once one is configured.
+#[test]
+fn doctor_names_the_missing_address_fingerprint_beside_the_self_test() {
+    let w = World::builder(TOKEN).require_token().start();
+    let data = tempfile::tempdir().expect("tmp");
+    let dev = device(&w);
+    let args = ["--admin", &w.url, "--token", TOKEN, "--device", &dev];
+    let live_line = |o: &Outcome| {
+        o.stdout
+            .lines()
+            .find(|l| l.starts_with("live ready: "))
+            .unwrap_or_else(|| panic!("no verdict line:\n{}", o.stdout))
+            .to_string()
+    };
+    let o = doctor(&w, data.path(), &args);
+    assert_eq!(o.code, Some(0), "{}", o.all());
+    let line = live_line(&o);
+    assert!(line.contains(NO_ADDRESS_FINGERPRINT), "{line}");
+    assert!(
+        line.contains(NEEDS_GOODS),
+        "the self-test's refusal too: {line}"
+    );
+    let j = doctor(&w, data.path(), &[&args[..], &["--json"]].concat());
+    let v: Value = serde_json::from_str(&j.stdout).expect("one JSON object");
+    let reasons = v["live"]["reasons"].to_string();
+    assert!(reasons.contains("no address fingerprint"), "{reasons}");
+    assert!(reasons.contains("self_test_goods_id"), "{reasons}");
+    // Configured: only the self-test is left.
+    let o = doctor_env(
+        &w,
+        data.path(),
+        &args,
+        &[("CMAUTOBUY_EXPECTED_ADDRESS", SIM_ADDRESS_FINGERPRINT)],
+    );
+    let line = live_line(&o);
+    assert!(!line.contains("no address fingerprint"), "{line}");
+    assert!(line.contains(NEEDS_GOODS), "{line}");
     w.stop();
 }
 
@@ -572,6 +642,206 @@ fn doctor_reports_the_device_backend_and_its_dump_latency() {
     assert!(
         line.contains("uiautomator (u2 unavailable: device_backend = \"uiautomator\"; dump "),
         "{line}"
+    );
+    w.stop();
+}
+
+/// Every row of the store's settings table (key, value, updated_at): what `doctor` must
+/// leave as it found it.
+fn settings_rows(data: &Path) -> Vec<(String, String, String)> {
+    let path = data.join("client.sqlite3");
+    if !path.exists() {
+        return Vec::new();
+    }
+    let db = rusqlite::Connection::open(path).expect("open the store");
+    let mut st = db
+        .prepare("SELECT key, value, updated_at FROM settings ORDER BY key")
+        .expect("prepare");
+    st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .expect("query")
+        .map(|r| r.expect("row"))
+        .collect()
+}
+
+/// `doctor` checks the settings it is given and saves none of them: after a `run` saved
+/// its Admin, token and device, `doctor` with other ones (and with none) leaves every
+/// setting — the registration's outcome included — as it was; on a data directory where
+/// nothing is saved yet, its flags are not saved either.
+#[test]
+fn doctor_changes_no_saved_setting() {
+    let w = World::builder(TOKEN).require_token().start();
+    let data = tempfile::tempdir().expect("tmp");
+    w.run(data.path());
+    let before = settings_rows(data.path());
+    assert!(
+        before.iter().any(|(k, _, _)| k == "token") && before.iter().any(|(k, _, _)| k == "device"),
+        "the run saved its settings: {before:?}"
+    );
+    let dev = device(&w);
+    let wrong = "another-token-9c2e";
+    let o = doctor(
+        &w,
+        data.path(),
+        &[
+            "--admin", &w.url, "--token", wrong, "--device", &dev, "--json",
+        ],
+    );
+    o.assert_no_token(wrong);
+    assert_eq!(
+        o.code,
+        Some(6),
+        "the wrong token fails its check: {}",
+        o.all()
+    );
+    assert_eq!(
+        settings_rows(data.path()),
+        before,
+        "doctor changed the store"
+    );
+    let o = doctor(&w, data.path(), &[]);
+    assert_eq!(o.code, Some(0), "{}", o.all());
+    assert_eq!(
+        settings_rows(data.path()),
+        before,
+        "doctor changed the store"
+    );
+
+    let fresh = tempfile::tempdir().expect("tmp");
+    let o = doctor(
+        &w,
+        fresh.path(),
+        &["--admin", &w.url, "--token", TOKEN, "--device", &dev],
+    );
+    assert_eq!(o.code, Some(0), "{}", o.all());
+    let keys: Vec<String> = settings_rows(fresh.path())
+        .into_iter()
+        .map(|(k, _, _)| k)
+        .collect();
+    for k in ["admin_url", "token", "device", "registration"] {
+        assert!(!keys.contains(&k.to_string()), "{k} saved: {keys:?}");
+    }
+    w.stop();
+}
+
+/// No phone configured: every host and Admin check still runs and is reported — the
+/// configuration, the data directory, the disk, the store, the Admin, the token, the
+/// clock — and the missing phone is one failed check with its fix (exit 6).
+#[test]
+fn doctor_without_a_phone_runs_every_host_and_admin_check() {
+    let w = World::builder(TOKEN).require_token().start();
+    let data = tempfile::tempdir().expect("tmp");
+    let o = doctor(&w, data.path(), &["--admin", &w.url, "--token", TOKEN]);
+    println!("{}", o.stdout);
+    o.assert_no_token(TOKEN);
+    assert_eq!(o.code, Some(6), "{}", o.all());
+    for name in [
+        "config", "data_dir", "disk", "store", "admin", "token", "clock",
+    ] {
+        let (line, fix) = o.check_line(name);
+        assert!(line.starts_with("ok "), "{line}\n{}", o.stdout);
+        assert!(fix.is_none(), "{line}: {fix:?}");
+    }
+    let (line, fix) = o.check_line("device");
+    assert!(
+        line.starts_with("FAIL") && line.contains("no device configured"),
+        "{line}"
+    );
+    assert!(
+        fix.expect("a fix").contains("--device SERIAL"),
+        "{}",
+        o.stdout
+    );
+    assert!(
+        o.stdout.contains("live ready: no — device check failed"),
+        "{}",
+        o.stdout
+    );
+    w.stop();
+}
+
+/// An Admin URL that is not the Admin's base URL — no scheme, or the API's path
+/// appended — is refused where it is given (`doctor --admin`, `register --admin`, the
+/// config file), exit 2, with the URL to write.
+#[test]
+fn a_bad_admin_url_is_refused_at_input_with_the_url_to_write() {
+    let w = World::builder(TOKEN).require_token().start();
+    let data = tempfile::tempdir().expect("tmp");
+    let fix = "write http://127.0.0.1:18080 — the client adds /api/v1/client itself";
+    let o = doctor(&w, data.path(), &["--admin", "127.0.0.1:18080"]);
+    assert_eq!(o.code, Some(2), "{}", o.all());
+    assert!(o.stderr.contains(fix), "{}", o.stderr);
+    assert!(o.stderr.contains("--admin"), "{}", o.stderr);
+    let out = Command::new(env!("CARGO_BIN_EXE_cmautobuy-client"))
+        .arg("--data-dir")
+        .arg(data.path())
+        .args(["register", "--admin", "http://127.0.0.1:18080/api/v1"])
+        .args(["--token", TOKEN])
+        .env_remove("CMAUTOBUY_CONFIG")
+        .env_remove("CMAUTOBUY_ADMIN_URL")
+        .output()
+        .expect("register runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(fix), "{stderr}");
+    assert!(!stderr.contains(TOKEN), "{stderr}");
+    // Nothing was saved (no store was even made).
+    assert!(
+        !settings_rows(data.path())
+            .iter()
+            .any(|(k, _, _)| k == "admin_url"),
+        "the refused URL was saved"
+    );
+    w.stop();
+}
+
+/// A config file that does not load is a failed `config` check — its line and column,
+/// the key a typo meant — and every other check still runs without it (exit 6); `run`
+/// refuses the same file with the same words (exit 2).
+#[test]
+fn doctor_reports_a_config_error_with_its_line_and_the_key_it_meant() {
+    let w = World::builder(TOKEN).require_token().start();
+    let data = tempfile::tempdir().expect("tmp");
+    let file = data.path().join("config.toml");
+    std::fs::write(&file, "name = \"办公室-01\"\ndevcie_backend = \"u2\"\n").expect("write");
+    let dev = device(&w);
+    let o = doctor(
+        &w,
+        data.path(),
+        &["--admin", &w.url, "--token", TOKEN, "--device", &dev],
+    );
+    println!("{}", o.stdout);
+    assert_eq!(o.code, Some(6), "{}", o.all());
+    let (line, fix) = o.check_line("config");
+    assert!(line.starts_with("FAIL"), "{line}");
+    assert!(line.contains(&format!("{}:2:1", file.display())), "{line}");
+    assert!(line.contains("did you mean `device_backend`?"), "{line}");
+    assert!(
+        fix.expect("a fix").contains("device_backend"),
+        "{}",
+        o.stdout
+    );
+    for name in ["device", "data_dir", "store", "admin", "token"] {
+        assert!(
+            o.check_line(name).0.starts_with("ok "),
+            "{name}: {}",
+            o.stdout
+        );
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_cmautobuy-client"))
+        .arg("--data-dir")
+        .arg(data.path())
+        .args(["run", "--exit-when-idle", "--no-console"])
+        .env_remove("CMAUTOBUY_CONFIG")
+        .output()
+        .expect("run runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "unknown config key `devcie_backend` ({}:2:1) — did you mean `device_backend`?",
+            file.display()
+        )),
+        "{stderr}"
     );
     w.stop();
 }

@@ -113,6 +113,7 @@ const CASE_KEYS: &[&str] = &[
     "activity_top",
     "device_errors",
     "effects",
+    "max_actions",
 ];
 
 // No `deny_unknown_fields` here: serde does not support it with `flatten` (checked by
@@ -137,6 +138,10 @@ struct Case {
     device_errors: Vec<ScriptedError>,
     #[serde(default)]
     effects: EffectAnswers,
+    /// The driver's bound on the flow's actions (its safety net, `DriveLimits::max_actions`):
+    /// past it the flow is aborted. Default: the driver's.
+    #[serde(default)]
+    max_actions: Option<u32>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -144,7 +149,7 @@ struct Case {
 enum Machine {
     Collect(CollectCase),
     Purchase(PurchaseCase),
-    Reconcile(ReconcileCase),
+    Reconcile(Box<ReconcileCase>),
     /// The account check between tasks (`flow::account`); its task is `{}`.
     Account(AccountCase),
 }
@@ -285,14 +290,19 @@ struct EffectAnswers {
     /// The answer to `ResolveSpec`: a §7.1 response, or another [`Answer`].
     #[serde(default)]
     resolve_spec: Option<SpecAnswer>,
+    /// The answer to `NoteProceed` (the note before a spec sheet's 确定); `"noted"` when
+    /// absent.
+    #[serde(default)]
+    note_proceed: Option<Answer>,
 }
 
-/// `"marked"` (at the case's start time) | `{"refused": "reason"}` |
+/// `"marked"` (at the case's start time) | `"noted"` | `{"refused": "reason"}` |
 /// `{"failed": "message"}` (retryable).
 #[derive(Clone, Debug, Deserialize)]
 #[serde(rename_all = "snake_case")]
 enum Answer {
     Marked,
+    Noted,
     Refused(String),
     Failed(String),
 }
@@ -507,21 +517,26 @@ impl Device for ScriptedDevice<'_> {
 
 /// Drives `flow` on the script behind the device guard (`submit_allowed` for a live
 /// purchase) with `effects`, the virtual clock from `start`, no artifacts, the default
-/// limits.
+/// limits but `max_actions` when given.
 fn run(
     flow: &mut dyn Flow,
     script: &Script,
     effects: &mut dyn Effects,
     start: DateTime<Utc>,
     submit_allowed: bool,
+    max_actions: Option<u32>,
 ) -> DriveReport {
+    let mut limits = DriveLimits::default();
+    if let Some(n) = max_actions {
+        limits.max_actions = n;
+    }
     drive(
         flow,
         &GuardedDevice::new(ScriptedDevice(script), submit_allowed),
         effects,
         &VirtualClock::new(start),
         None,
-        DriveLimits::default(),
+        limits,
     )
 }
 
@@ -561,6 +576,9 @@ impl Effects for ScriptedEffects {
     fn perform(&mut self, effect: &Effect) -> EffectOutcome {
         let answer = match effect {
             Effect::MarkIrreversible { .. } => self.answers.mark.clone(),
+            Effect::NoteProceed { .. } => {
+                Some(self.answers.note_proceed.clone().unwrap_or(Answer::Noted))
+            }
             Effect::ResolveSpec(req) => {
                 self.spec_requests.push(spec_request_line(req));
                 match &self.answers.resolve_spec {
@@ -578,6 +596,7 @@ impl Effects for ScriptedEffects {
         };
         match answer {
             Some(Answer::Marked) => EffectOutcome::Marked { at: self.marked_at },
+            Some(Answer::Noted) => EffectOutcome::Noted,
             Some(Answer::Refused(reason)) => EffectOutcome::Refused { reason },
             Some(Answer::Failed(message)) => EffectOutcome::Failed {
                 message,
@@ -684,7 +703,14 @@ fn run_case(dir: &Path) -> Result<Ran, String> {
             )))
         }
     };
-    let report = run(flow.as_mut(), &script, &mut effects, start, submit_allowed);
+    let report = run(
+        flow.as_mut(),
+        &script,
+        &mut effects,
+        start,
+        submit_allowed,
+        case.max_actions,
+    );
     let mut out = render(&report, &script.served(), &script.served_tops());
     for line in &effects.spec_requests {
         out.push_str(line);

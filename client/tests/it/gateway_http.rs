@@ -3,6 +3,7 @@
 //! garbage and huge bodies, unknown fields, the §7 compatibility rule — and the claim
 //! loop's reaction to incomplete tasks, live tasks and 4xx.
 
+use cmautobuy_client::alert::AlertKind;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -634,7 +635,14 @@ async fn claim_errors_back_off_and_4xx_stops_claiming() {
         5,
         "no retry after the 401"
     );
-    assert_eq!(store.open_alerts().unwrap()[0].kind, "claim_rejected");
+    assert_eq!(
+        store.open_alerts().unwrap()[0].kind,
+        AlertKind::ClaimRejected
+    );
+    // Named as the token's refusal: a registration that gets through closes it.
+    assert!(store.open_alerts().unwrap()[0]
+        .message
+        .starts_with(cmautobuy_client::runner::TOKEN_REFUSED));
 }
 
 #[tokio::test]

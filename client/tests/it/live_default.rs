@@ -21,6 +21,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use crate::support::world::{goods_url, live_purchase, status_json, wait_until, World};
+use cmautobuy_client::runner::NO_ADDRESS_FINGERPRINT;
 use serde_json::{json, Value};
 
 /// The self-test goods: the bundled catalog's goods with sold-out combinations (the
@@ -192,6 +193,58 @@ fn a_passing_self_test_declares_live_and_the_live_task_places_one_order() {
     // 3. `register` declares what a claim would: the Admin stored live (the last
     // claim), and register neither narrows nor widens it.
     assert_eq!(stored_mode(&w), "live");
+    let said = register(&w, data.path(), Some(TEST_GOODS));
+    assert!(said.contains("purchase_mode live"), "{said}");
+    assert_eq!(stored_mode(&w), "live");
+    w.stop();
+}
+
+/// Without the address fingerprint (`expected_address`, `CMAUTOBUY_EXPECTED_ADDRESS`) the
+/// client never declares live, even with everything else in place (a self-test goods
+/// that passes, the version proven): `run` registers and claims as `dry_run` — the mock
+/// Admin's `GET /api/v1/admin/clients` shows it — the live task is never handed over,
+/// collects go on; `status` says why (the note NO_ADDRESS_FINGERPRINT and its fix), in
+/// text and JSON.
+#[test]
+fn without_an_address_fingerprint_run_declares_dry_run_and_status_says_why() {
+    let w = World::builder("tok-live-fp").private_locks().start();
+    let data = tempfile::tempdir().unwrap();
+    w.create(live("live-fp"));
+    w.create(collect("coll-fp"));
+    let mut c = w.command(data.path());
+    c.arg("--no-console")
+        .env("CMAUTOBUY_PDD_VERSION_GATE", "true")
+        .env("CMAUTOBUY_ACCOUNT_CHECK", "false")
+        .env("CMAUTOBUY_SELF_TEST_GOODS_ID", TEST_GOODS)
+        .env_remove("CMAUTOBUY_EXPECTED_ADDRESS");
+    let out = c.output().unwrap();
+    let log = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(0), "{log}");
+    // Everything but the fingerprint is in place: the self-test ran and passed.
+    let s = status_json(data.path());
+    assert_eq!(self_tests(&s)[0]["outcome"], "passed", "{s}");
+    // Declared dry_run at the Admin; the live task is never handed over.
+    assert_eq!(stored_mode(&w), "dry_run");
+    never_handed(&w, "live-fp");
+    assert_eq!(w.report("coll-fp").0, "result", "collects go on");
+    assert!(w.phone.orders().is_empty());
+    assert!(log.contains(NO_ADDRESS_FINGERPRINT), "{log}");
+    // `status` names the note, in JSON and in text.
+    assert_eq!(s["expected_address"], json!([]), "{s}");
+    assert_eq!(s["self_test_note"], NO_ADDRESS_FINGERPRINT, "{s}");
+    let out = Command::new(env!("CARGO_BIN_EXE_cmautobuy-client"))
+        .arg("--data-dir")
+        .arg(data.path())
+        .arg("status")
+        .env_remove("CMAUTOBUY_CONFIG")
+        .env_remove("CMAUTOBUY_EXPECTED_ADDRESS")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("LIVE OFF"), "{text}");
+    assert!(text.contains(NO_ADDRESS_FINGERPRINT), "{text}");
+    // With the fingerprint, the same store and phone declare live.
     let said = register(&w, data.path(), Some(TEST_GOODS));
     assert!(said.contains("purchase_mode live"), "{said}");
     assert_eq!(stored_mode(&w), "live");

@@ -42,7 +42,7 @@ mod replay_real;
 mod replay_rehearse;
 mod replay_roundtrip;
 mod resources;
-mod screens;
+mod status_cli;
 mod support;
 mod two_phones;
 mod u2_backend;

@@ -1,7 +1,7 @@
 //! Money by positive proof (issue 25), end to end: the real `cmautobuy-client run
 //! --exit-when-idle --allow-live` binary against the bundled mock Admin on loopback HTTP
 //! and the simulated phone over the ADB wire protocol, with the repository's catalogs
-//! (`fixtures/catalog/variants.json`: issue 25's goods 811223344511–525). Each test holds
+//! (`fixtures/catalog/variants.json`: issue 25's goods 811223344511–526). Each test holds
 //! the client to the phone's order ledger — the truth for "one order, never paid":
 //!
 //! - a sheet whose 确定 places the order (address, payment row and 合计 on it) is the
@@ -20,7 +20,8 @@
 //!   attempt on any order, no tap in WeChat), each ends with its own code naming the order;
 //! - an account that pays by itself: the order is found paid under 全部 →
 //!   `ORDER_NOT_UNPAID`, a critical `order_not_unpaid` alert, live stopped on the phone
-//!   (the next live task is not handed over; a collect is) until `ack`.
+//!   (the next live task is not handed over; a collect is) until `ack` — here it pays
+//!   at a 多多支付 discount, so its 实付 is not the total the checkout confirmed.
 
 use std::path::Path;
 
@@ -138,13 +139,24 @@ fn checkouts_that_cannot_be_proven_are_refused_before_any_order() {
     assert_eq!(o, "failed:ORDER_TOTAL_NOT_SHOWN", "{body}");
     let (o, body) = failure(&w, "m-reset");
     assert_eq!(o, "failed:QUANTITY_NOT_SETTABLE", "{body}");
-    // A 立即支付 footer: refused with its own text (the account pause follows: exit 5).
+    // A 立即支付 footer: refused with its own text. It is this goods' checkout, not the
+    // account's payment setting: no account pause (the run exits 0, no alert).
     w.create(purchase(
         "m-pay-now",
         "811223344513",
         json!({"color": "白色"}),
     ));
-    let orders = run(&w, data.path(), 5);
+    let orders = run(&w, data.path(), 0);
+    let st = crate::support::world::status_json(data.path());
+    assert!(
+        st["alerts"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .iter()
+            .all(|a| a["kind"] != "account_paused"),
+        "{st}"
+    );
     assert!(orders.is_empty(), "{orders:?}");
     let (o, body) = failure(&w, "m-pay-now");
     assert_eq!(o, "manual_review:PAYMENT_METHOD_NOT_ALLOWED", "{body}");
@@ -159,6 +171,7 @@ fn checkouts_that_cannot_be_proven_are_refused_before_any_order() {
         op["zh"].as_str().unwrap_or_default().contains("立即支付"),
         "{op}"
     );
+    assert!(next.contains("账号照常接单"), "{op}");
     w.stop();
 }
 
@@ -293,6 +306,10 @@ fn payment_offers_and_a_payment_app_are_never_tapped_through() {
     w.stop();
 }
 
+/// The account pays by itself, at a 多多支付 discount ("用多多支付减7.53元"): the order is
+/// found under 全部 although its 实付 is not the confirmed total — `ORDER_NOT_UNPAID`,
+/// never `ORDER_NOT_FOUND` (which it was while a paid order had to match the total) —
+/// and live stops on the phone until acknowledged.
 #[test]
 fn an_order_found_paid_stops_live_on_the_phone_until_acknowledged() {
     let w = world("tok-m7");
@@ -305,10 +322,22 @@ fn an_order_found_paid_stops_live_on_the_phone_until_acknowledged() {
     let orders = run(&w, data.path(), 0);
     assert_eq!(orders.len(), 1, "{orders:?}");
     assert_eq!(orders[0].status, "paid");
+    assert!(!orders[0].payment_attempted, "the client never paid");
+    // Paid at a 多多支付 discount: its card and detail show 实付 ¥32.37, not the ¥39.90 the
+    // checkout confirmed. An order that is not unpaid fits without its total.
+    assert_eq!(orders[0].total_cent, 3990);
+    assert_eq!(orders[0].paid_cent, Some(3237));
     let (o, body) = failure(&w, "m-paid");
     // Never ORDER_NOT_FOUND (which invites a human to order again).
     assert_eq!(o, "manual_review:ORDER_NOT_UNPAID", "{body}");
     assert_eq!(body["diagnostics"]["order_sn"], orders[0].order_sn.as_str());
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("3237 fen against the 3990 fen confirmed"),
+        "{body}"
+    );
     let st = crate::support::world::status_json(data.path());
     let alerts = st["alerts"].as_array().cloned().unwrap_or_default();
     let alert = alerts

@@ -124,5 +124,5 @@ fn the_release_folder_is_complete_and_its_binary_runs_from_it() {
         "{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(stdout.contains("\ndevice backend: u2\n"), "{stdout}");
+    assert!(stdout.contains("device backend: u2\n"), "{stdout}");
 }

@@ -1,7 +1,10 @@
 //! The README's first command as the operator runs it: the real `cmautobuy-client`
 //! binary, `rehearse` with no flags (the bundled mock Admin and the simulated phone
 //! in-process), its summary and its exit status; and `--tasks FILE` with a batch of the
-//! operator's own, where one expectation is wrong, so the exit status says so. Under
+//! operator's own, where one expectation is wrong, so the exit status says so; a config
+//! file's `device_backend` honoured (and a bad one refused with its line); a `--device`
+//! that does not answer refused before anything starts; a timeout that still prints the
+//! summary and keeps the artifacts. Under
 //! `CMAUTOBUY_DEVICE_BACKEND=u2` (scripts/test's u2 pass) every rehearsal here runs on
 //! uiautomator2's server through the private adb server it brings.
 
@@ -36,17 +39,35 @@ fn rehearse_with_no_flags_succeeds_on_every_task_and_exits_0() {
         .filter(|l| l.starts_with('[') && l.contains("] "))
         .count();
     assert_eq!(progress, 12, "{stdout}");
-    assert!(stdout.contains("outcomes: succeeded=12\n"), "{stdout}");
+    assert!(stdout.contains("结果 outcomes: succeeded=12\n"), "{stdout}");
     assert!(
         stdout.contains("every task succeeded (12 of 12)"),
         "{stdout}"
     );
     assert!(!stdout.contains("BAD"), "{stdout}");
     // On this run's backend (u2 through the rehearsal's own adb server under the u2 pass).
-    let backend = format!("\ndevice backend: {}\n", rehearse_backend_from_env());
+    let backend = format!("device backend: {}\n", rehearse_backend_from_env());
     assert!(stdout.contains(&backend), "{stdout}");
     // Dry-run purchases are part of the demo batch.
     assert!(stdout.contains("-purchase-spec-602938475610"), "{stdout}");
+    // The happy path speaks to the operator, Chinese first: no warning, no benchmark
+    // figures (those are behind --bench / --json).
+    assert!(stdout.contains("全部任务成功"), "{stdout}");
+    assert!(stdout.contains("采购 purchase"), "{stdout}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !stderr.contains("WARN") && !stderr.contains("ERROR"),
+        "{stderr}"
+    );
+    for figure in [
+        "benchmarks:",
+        "dumps ",
+        "taps ",
+        "simulated device time",
+        " ms)",
+    ] {
+        assert!(!stdout.contains(figure), "{figure:?} in {stdout}");
+    }
 }
 
 /// `--failure-paths --live`: every failure page and refused purchase of the demo, and
@@ -337,7 +358,13 @@ fn rehearse_json_names_the_device_backend() {
     let mut c = Command::new(env!("CARGO_BIN_EXE_cmautobuy-client"));
     let out = c
         .arg("rehearse")
-        .args(["--timeout", "300", "--no-purchases", "--no-console"])
+        .args([
+            "--timeout",
+            "300",
+            "--no-purchases",
+            "--no-console",
+            "--bench",
+        ])
         .args(["--adb-server", &addr])
         .env_remove("CMAUTOBUY_CONFIG")
         .env("CMAUTOBUY_DEVICE_BACKEND", "u2")
@@ -350,7 +377,10 @@ fn rehearse_json_names_the_device_backend() {
         "{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(stdout.contains("\ndevice backend: u2\n"), "{stdout}");
+    assert!(stdout.contains("device backend: u2\n"), "{stdout}");
+    // --bench: the device work and the benchmark figures.
+    assert!(stdout.contains("benchmarks: "), "{stdout}");
+    assert!(stdout.contains("(dumps "), "{stdout}");
 }
 
 /// `CMAUTOBUY_DEVICE_BACKEND=u2` with no `--adb-server` (issue 15): the rehearsal brings a
@@ -489,4 +519,122 @@ fn a_rehearsal_on_u2_killed_outright_leaves_no_adb_server() {
             }
         }
     }
+}
+
+/// `rehearse --config FILE` honours the file's `device_backend`: a value that is none of
+/// the backends is refused before anything starts (exit 2) naming the file's line and
+/// the key; `u2` (with the real jar) makes the rehearsal run on uiautomator2's server and
+/// its summary say so.
+#[test]
+fn rehearse_honours_the_config_files_device_backend() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("rehearse.toml");
+    std::fs::write(&file, "# the backend\ndevice_backend = \"u3\"\n").expect("write");
+    let out = Command::new(env!("CARGO_BIN_EXE_cmautobuy-client"))
+        .arg("--config")
+        .arg(&file)
+        .args(["rehearse", "--timeout", "300", "--no-console", "--json"])
+        .env_remove("CMAUTOBUY_CONFIG")
+        .env_remove("CMAUTOBUY_DEVICE_BACKEND")
+        .output()
+        .expect("the client binary runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!("{}:2:1", file.display())) && stderr.contains("`device_backend`"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty(), "nothing ran");
+
+    if cmautobuy_sim_phone::testing::u2_jar("rehearse_honours_the_config_files_device_backend")
+        .is_none()
+    {
+        return;
+    }
+    std::fs::write(&file, "device_backend = \"u2\"\n").expect("write");
+    let out = Command::new(env!("CARGO_BIN_EXE_cmautobuy-client"))
+        .arg("--config")
+        .arg(&file)
+        .args(["rehearse", "--timeout", "300", "--no-console", "--json"])
+        .arg("--no-purchases")
+        .env_remove("CMAUTOBUY_CONFIG")
+        .env_remove("CMAUTOBUY_DEVICE_BACKEND")
+        .env_remove("ADB")
+        .env(
+            "CMAUTOBUY_U2_JAR",
+            cmautobuy_sim_phone::testing::u2_jar_path(),
+        )
+        .output()
+        .expect("the client binary runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_str(&stdout).expect("one JSON summary");
+    assert_eq!(v["device_backend"], "u2", "{stdout}");
+}
+
+/// `rehearse --device` naming a phone that does not answer fails fast — exit 2, a line
+/// saying why and what to check, no summary — instead of waiting for its timeout: a
+/// serial the adb server cannot tell about (no adb server at its address), and a direct
+/// `tcp:` address nobody listens at.
+#[test]
+fn rehearse_refuses_a_phone_that_does_not_answer() {
+    let dead = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port");
+    for device in ["NOPE".to_string(), format!("tcp:{dead}")] {
+        let out = Command::new(env!("CARGO_BIN_EXE_cmautobuy-client"))
+            .args(["rehearse", "--timeout", "300", "--no-console", "--device"])
+            .arg(&device)
+            .env_remove("CMAUTOBUY_CONFIG")
+            .env("ANDROID_ADB_SERVER_PORT", dead.port().to_string())
+            .output()
+            .expect("the client binary runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{device}: {stderr}");
+        assert!(
+            stderr.contains(&format!("cmautobuy-client rehearse: --device {device}: ")),
+            "{stderr}"
+        );
+        assert!(stderr.contains("adb devices"), "{stderr}");
+        assert!(out.stdout.is_empty(), "{device}: nothing ran");
+    }
+}
+
+/// A rehearsal that runs out of time stops (the task in hand finishes), prints its
+/// summary — what finished, what did not — keeps its artifacts and says where (exit 1).
+/// Under the realistic profile a batch of 9 collects cannot finish in one second.
+#[test]
+fn a_rehearsal_timeout_prints_the_summary_and_keeps_the_artifacts() {
+    let out = Command::new(env!("CARGO_BIN_EXE_cmautobuy-client"))
+        .arg("rehearse")
+        .args(["--profile", "realistic", "--no-purchases", "--no-console"])
+        .args(["--json", "--timeout", "1"])
+        .env_remove("CMAUTOBUY_CONFIG")
+        .output()
+        .expect("the client binary runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(stderr.contains("was not done within 1 s"), "{stderr}");
+    let v: Value = serde_json::from_str(&stdout).expect("the summary, as JSON");
+    assert_eq!(v["ok"], false, "{v:#}");
+    assert_eq!(v["timed_out"]["after_secs"], 1, "{v:#}");
+    let tasks = v["tasks"].as_array().expect("tasks");
+    let unfinished = v["timed_out"]["unfinished"].as_array().expect("unfinished");
+    assert!(!unfinished.is_empty(), "{v:#}");
+    // Every task is listed: the finished ones with their outcome, the others as missing.
+    assert_eq!(tasks.len(), 9, "{v:#}");
+    for id in unfinished {
+        let t = tasks.iter().find(|t| &t["id"] == id).expect("listed");
+        assert_eq!(t["outcome"], "missing", "{t}");
+    }
+    // Kept: the rehearsal's data directory is still there.
+    let artifacts = std::path::PathBuf::from(v["artifacts_dir"].as_str().expect("a path"));
+    let kept = artifacts.parent().expect("the data directory");
+    assert!(kept.join("client.sqlite3").is_file(), "{}", kept.display());
+    std::fs::remove_dir_all(kept).expect("clean up");
 }

@@ -8,6 +8,7 @@
 //! never sent to an Admin URL other than the one it was saved for, and `run`'s log file
 //! (no ANSI, no token).
 
+use cmautobuy_client::alert::AlertKind;
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::path::Path;
@@ -24,7 +25,7 @@ use cmautobuy_client::artifacts::{safe_component, AttemptArtifacts, Retention};
 use cmautobuy_client::executor::{failure, Executor, Job, Outcome, Readiness, StubExecutor};
 use cmautobuy_client::lock;
 use cmautobuy_client::runner::{ClaimStep, RunConfig, Runner};
-use cmautobuy_client::upkeep::{DiskProbe, Upkeep, UpkeepConfig, ALERT_LOW_DISK};
+use cmautobuy_client::upkeep::{DiskProbe, Upkeep, UpkeepConfig};
 use cmautobuy_contract::FailureStatus;
 
 const MB: u64 = 1024 * 1024;
@@ -61,7 +62,7 @@ fn low_disk_alerts<P: Executor + Clone>(w: &LoopWorld<P>) -> usize {
         .open_alerts()
         .unwrap()
         .iter()
-        .filter(|a| a.kind == ALERT_LOW_DISK)
+        .filter(|a| a.kind == AlertKind::LowDisk)
         .count()
 }
 

@@ -5,6 +5,7 @@
 //! Every wait is on a signal with a deadline (the receiver's hits) or on the virtual
 //! clock; nothing sleeps for luck.
 
+use cmautobuy_client::alert::AlertKind;
 use std::time::Duration;
 
 use serde_json::json;
@@ -69,7 +70,11 @@ async fn the_same_alert_is_sent_once_within_the_dedup_window_then_again() {
     cfg.dedup_window = Duration::from_secs(30 * 60);
     let n = Notifier::new(s.store.clone(), s.clock.clone(), cfg).unwrap();
     // The same kind and subject twice, and another kind: two messages.
-    for kind in ["low_disk", "low_disk", "pin_locked"] {
+    for kind in [
+        AlertKind::LowDisk,
+        AlertKind::LowDisk,
+        AlertKind::DeviceAttention,
+    ] {
         s.store
             .raise_alert(kind, None, "1.2 GB free", s.clock.now())
             .unwrap();
@@ -80,26 +85,33 @@ async fn the_same_alert_is_sent_once_within_the_dedup_window_then_again() {
         .iter()
         .map(|h| h.json()["kind"].as_str().unwrap().to_string())
         .collect();
-    assert_eq!(kinds, ["low_disk", "pin_locked"]);
-    // A generic alert kind is delivered as an alert, with the ack hint.
+    assert_eq!(kinds, ["low_disk", "device_attention"]);
+    // An alert is delivered as an alert, with what it does and the next step, Chinese
+    // first (`low_disk` closes by itself: no `ack` asked for).
     let body = hits[0].json();
     assert_eq!(body["category"], "alert");
     assert_eq!(body["source"], "cmautobuy-client");
-    assert!(body["text"]
+    let text = body["text"].as_str().unwrap();
+    assert!(
+        text.contains("空间恢复后自动继续") && text.contains("下一步") && text.contains("Next:"),
+        "{text}"
+    );
+    assert!(!text.contains("ack"), "{text}");
+    assert!(hits[1].json()["text"]
         .as_str()
         .unwrap()
-        .contains("cmautobuy-client ack"));
+        .contains("自动恢复"));
     // Within the window: suppressed, nothing sent.
     s.clock.advance(Duration::from_secs(10 * 60));
     s.store
-        .raise_alert("low_disk", None, "1.1 GB free", s.clock.now())
+        .raise_alert(AlertKind::LowDisk, None, "1.1 GB free", s.clock.now())
         .unwrap();
     n.tick().await.unwrap();
     assert_eq!(s.rx.hits().len(), 2);
     // After the window: sent again.
     s.clock.advance(Duration::from_secs(31 * 60));
     s.store
-        .raise_alert("low_disk", None, "0.9 GB free", s.clock.now())
+        .raise_alert(AlertKind::LowDisk, None, "0.9 GB free", s.clock.now())
         .unwrap();
     n.tick().await.unwrap();
     let hits = s.rx.wait_for(3, WAIT).await;
@@ -119,7 +131,12 @@ async fn a_500_is_retried_after_a_backoff_then_delivered_and_n_failures_give_up(
     let n = Notifier::new(s.store.clone(), s.clock.clone(), cfg).unwrap();
     s.rx.script(&[500, 500]);
     s.store
-        .raise_alert("account_paused", Some("t-1"), "risk page", s.clock.now())
+        .raise_alert(
+            AlertKind::AccountPaused,
+            Some("t-1"),
+            "risk page",
+            s.clock.now(),
+        )
         .unwrap();
     let d = n.tick().await.unwrap();
     assert_eq!((d.delivered, d.retried), (0, 1));
@@ -151,7 +168,12 @@ async fn a_500_is_retried_after_a_backoff_then_delivered_and_n_failures_give_up(
     // A receiver that keeps failing: given up after max_attempts (3) tries.
     s.rx.script(&[503, 503, 503]);
     s.store
-        .raise_alert("account_paused", Some("t-2"), "login page", s.clock.now())
+        .raise_alert(
+            AlertKind::AccountPaused,
+            Some("t-2"),
+            "login page",
+            s.clock.now(),
+        )
         .unwrap();
     let mut given_up = 0;
     for _ in 0..10 {
@@ -244,8 +266,12 @@ async fn a_manual_review_and_a_parked_outbox_item_are_announced() {
             h.json()["content"]["text"].as_str().unwrap().to_string()
         })
         .collect();
+    // The reason first, in Chinese, then English; the code beside it.
     assert!(
-        texts[0].contains("manual_review: GOODS_IDENTITY_UNVERIFIED"),
+        texts[0].contains("人工复核：无法证明页面上的商品就是任务的商品")
+            && texts[0].contains("manual review: nothing proves the page shows the task's goods")
+            && texts[0].contains("下一步：")
+            && texts[0].contains("[GOODS_IDENTITY_UNVERIFIED]"),
         "{}",
         texts[0]
     );
@@ -321,7 +347,12 @@ async fn the_daily_summary_goes_out_once_a_day_with_the_days_counts() {
         "RISK_VERIFICATION",
     );
     s.store
-        .raise_alert("account_paused", Some("c-3"), "risk page", s.clock.now())
+        .raise_alert(
+            AlertKind::AccountPaused,
+            Some("c-3"),
+            "risk page",
+            s.clock.now(),
+        )
         .unwrap();
     n.tick().await.unwrap();
     // The alert only (the manual_review goes to no webhook: kinds).
@@ -401,7 +432,12 @@ async fn a_queued_delivery_survives_a_restart_and_is_sent_by_the_next_process() 
     let first = Notifier::new(s.store.clone(), s.clock.clone(), cfg.clone()).unwrap();
     s.rx.script(&[502]);
     s.store
-        .raise_alert("claim_not_saved", Some("cg9"), "disk full", s.clock.now())
+        .raise_alert(
+            AlertKind::ClaimNotSaved,
+            Some("cg9"),
+            "disk full",
+            s.clock.now(),
+        )
         .unwrap();
     assert_eq!(first.tick().await.unwrap().retried, 1);
     drop(first);
@@ -420,7 +456,7 @@ async fn an_alert_sent_to_nobody_does_not_suppress_the_next_once_a_webhook_is_co
     let s = setup().await;
     let none = Notifier::new(s.store.clone(), s.clock.clone(), quiet(vec![])).unwrap();
     s.store
-        .raise_alert("low_battery", None, "8 %", s.clock.now())
+        .raise_alert(AlertKind::DeviceAttention, None, "8 %", s.clock.now())
         .unwrap();
     none.tick().await.unwrap();
     // The operator adds a webhook and restarts within the dedup window.
@@ -428,7 +464,7 @@ async fn an_alert_sent_to_nobody_does_not_suppress_the_next_once_a_webhook_is_co
     let with = Notifier::new(s.store.clone(), s.clock.clone(), cfg).unwrap();
     s.clock.advance(Duration::from_secs(60));
     s.store
-        .raise_alert("low_battery", None, "7 %", s.clock.now())
+        .raise_alert(AlertKind::DeviceAttention, None, "7 %", s.clock.now())
         .unwrap();
     assert_eq!(with.tick().await.unwrap().delivered, 1);
     let hits = s.rx.wait_for(1, WAIT).await;
@@ -443,7 +479,7 @@ async fn a_webhook_saved_on_the_console_is_used_without_a_restart() {
     let s = setup().await;
     let n = Notifier::new(s.store.clone(), s.clock.clone(), quiet(Vec::new())).unwrap();
     s.store
-        .raise_alert("low_disk", None, "1.2 GB free", s.clock.now())
+        .raise_alert(AlertKind::LowDisk, None, "1.2 GB free", s.clock.now())
         .unwrap();
     n.tick().await.unwrap();
     assert!(s.rx.hits().is_empty(), "no webhook yet: nothing sent");
@@ -454,7 +490,7 @@ async fn a_webhook_saved_on_the_console_is_used_without_a_restart() {
         .unwrap();
     s.store
         .raise_alert(
-            "pin_locked",
+            AlertKind::DeviceAttention,
             None,
             "the phone asks for its PIN",
             s.clock.now(),
@@ -466,12 +502,12 @@ async fn a_webhook_saved_on_the_console_is_used_without_a_restart() {
     assert!(hits[0].json()["text"]["content"]
         .as_str()
         .unwrap()
-        .contains("pin_locked"));
+        .contains("the phone asks for its PIN"));
     // Removed on the console: nothing more goes there.
     s.store.set_operator_webhooks_json(None).unwrap();
     s.clock.advance(Duration::from_secs(60 * 60));
     s.store
-        .raise_alert("usb_unplugged", None, "gone", s.clock.now())
+        .raise_alert(AlertKind::ClockSkew, None, "gone", s.clock.now())
         .unwrap();
     n.tick().await.unwrap();
     assert_eq!(s.rx.hits().len(), 1);

@@ -38,6 +38,7 @@ fn record_order(app: &mut App, now: DateTime<FixedOffset>, o: &OrderSpec) -> Opt
         options,
         quantity: o.quantity,
         total_cent: o.total_cent,
+        paid_cent: None,
         created_at: now.to_rfc3339_opts(chrono::SecondsFormat::Secs, false),
         status: "unpaid".into(),
         payment_attempted: false,

@@ -50,7 +50,7 @@ pub(crate) fn order_detail(
             .child(label(
                 860,
                 1040,
-                &format!("¥{}", format_yuan(o.total_cent)),
+                &format!("¥{}", format_yuan(o.shown_paid_cent())),
                 44,
             )),
         order_sn_row(o, 1150),
@@ -204,7 +204,7 @@ fn folded(
             .child(label(
                 700 + tw("实付:", 42) + 10,
                 1275,
-                &yuan_with_unit(o.total_cent),
+                &yuan_with_unit(o.shown_paid_cent()),
                 42,
             )),
     );

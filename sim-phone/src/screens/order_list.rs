@@ -65,7 +65,7 @@ pub(crate) fn order_list(v: &View<'_>, scroll: i32, tab: OrderTab, h: i32) -> Ve
         let short: String = o.title.chars().take(18).collect();
         let sn = &o.order_sn;
         let unit = format!("¥{}", format_yuan(o.unit_price_cent));
-        let total = format!("¥{}", format_yuan(o.total_cent));
+        let total = format!("¥{}", format_yuan(o.shown_paid_cent()));
         let status = v.status_text(o);
         let mut head = Node::new("android.widget.RelativeLayout", r(24, y, 1056, y + 100))
             .pdd()

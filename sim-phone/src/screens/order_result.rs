@@ -22,7 +22,7 @@ pub(crate) fn order_result(v: &View<'_>, sn: &str) -> Vec<Node> {
             (g.payment_method, b)
         })
         .unwrap_or_default();
-    let total = format_yuan(order.map(|o| o.total_cent).unwrap_or(0));
+    let total = format_yuan(order.map(|o| o.shown_paid_cent()).unwrap_or(0));
     vec![
         back_button(),
         label(400, 600, placed_headline(method, button), 60),

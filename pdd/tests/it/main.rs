@@ -1,0 +1,3 @@
+//! One integration-test binary for the crate: each file of this folder is a module.
+
+mod screens;
