@@ -446,6 +446,73 @@ class Flow(Base):
         self.assertEqual(flow(self.ws.analyse()), [])
 
 
+ZONED_DOC = """# Architecture
+
+```crates
+client -> base
+base   ->
+```
+
+```zones
+top    cli/                ── the commands
+low    store/ util.rs      ── the bottom
+```
+"""
+
+
+class Zones(Base):
+    def zoned(self, files, doc=ZONED_DOC, client_cargo=""):
+        self.ws.crate("client", files, client_cargo or '\n[dependencies]\ncmautobuy-base = { path = "../base" }\n')
+        self.ws.crate("base", {"src/lib.rs": "pub fn b() {}\n"})
+        with open(os.path.join(self.ws.root, "ARCHITECTURE.md"), "w") as f:
+            f.write(doc)
+
+    def test_a_zone_that_imports_the_zone_above_it_is_a_break(self):
+        self.zoned(
+            {
+                "src/lib.rs": "pub mod cli;\npub mod store;\npub mod util;\n",
+                "src/cli/mod.rs": "pub fn run() {}\n",
+                "src/store/mod.rs": "pub struct S;\npub fn f() { crate::cli::run() }\n",
+                "src/util.rs": "pub fn u() {}\n",
+            }
+        )
+        code, out = self.ws.run()
+        self.assertEqual(code, 1, out)
+        self.assertIn("client/src/store/mod.rs:2: zone low uses zone top above it (client/src/cli/mod.rs)", out)
+        self.assertIn("1 zone breaks", out)
+
+    def test_downward_imports_hold_and_every_file_needs_a_zone(self):
+        self.zoned(
+            {
+                "src/lib.rs": "pub mod cli;\npub mod store;\npub mod util;\npub mod stray;\n",
+                "src/cli/mod.rs": "use crate::store::S;\npub fn run(_: S) { crate::util::u() }\n",
+                "src/store/mod.rs": "pub struct S;\n",
+                "src/util.rs": "pub fn u() {}\n",
+                "src/stray.rs": "pub fn s() {}\n",
+            }
+        )
+        code, out = self.ws.run()
+        self.assertEqual(code, 1, out)
+        self.assertIn("ARCHITECTURE.md: client/src/stray.rs is in no zone", out)
+        self.assertNotIn("uses zone", out)
+
+    def test_the_crates_block_must_match_cargo(self):
+        self.zoned(
+            {"src/lib.rs": "pub mod util;\n", "src/util.rs": "pub fn u() {}\n", "src/store/mod.rs": ""},
+            client_cargo="\n",
+        )
+        code, out = self.ws.run()
+        self.assertEqual(code, 1, out)
+        self.assertIn("crate client depends on none in its Cargo.toml, the ```crates block says ['base']", out)
+
+    def test_an_entry_naming_nothing_is_a_break(self):
+        doc = ZONED_DOC.replace("store/ util.rs", "store/ util.rs gone.rs")
+        self.zoned({"src/lib.rs": "pub mod util;\n", "src/util.rs": "", "src/store/mod.rs": ""}, doc=doc)
+        code, out = self.ws.run()
+        self.assertEqual(code, 1, out)
+        self.assertIn("zone low names client/src/gone.rs, which does not exist", out)
+
+
 class RealTree(unittest.TestCase):
     def test_runs_on_the_repository(self):
         if not os.path.isfile(os.path.join(REPO, "Cargo.toml")):
@@ -456,7 +523,7 @@ class RealTree(unittest.TestCase):
         self.assertIn(p.returncode, (0, 1), p.stderr)
         self.assertRegex(
             p.stdout.strip().splitlines()[-1],
-            r"^check-layers: \d+ crates, \d+ files, \d+ edges, \d+ cycles, (\d+ pure-crate I/O references|no \S+)$",
+            r"^check-layers: \d+ crates, \d+ files, \d+ edges, \d+ cycles, (\d+ pure-crate I/O references|no \S+)(, \d+ zone breaks)?$",
         )
         self.assertLess(elapsed, 10)  # ~1 s of CPU; generous for a loaded machine
 

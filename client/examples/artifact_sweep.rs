@@ -1,4 +1,4 @@
-//! The artifact sweep's cost (issue 12 item 8), printed as numbers for BENCHMARKS.md:
+//! The artifact sweep's cost, printed as numbers for BENCHMARKS.md:
 //! 10 000 attempt folders (3 files each: two dumps and a manifest, like a short
 //! collect) in a temporary directory, then
 //! - the start-up walk (`ArtifactIndex::scan`),

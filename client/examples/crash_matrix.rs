@@ -1,4 +1,4 @@
-//! The purchase crash matrix (issue 7), driven by `scripts/crash-matrix`.
+//! The purchase crash matrix, driven by `scripts/crash-matrix`.
 //!
 //! Every scenario starts a fresh standalone `mock-admin` and `sim-phone` (zero latency)
 //! and a fresh client data directory, seeds live purchase tasks through the operator
@@ -22,7 +22,7 @@
 //! - the outcome the scenario must end with (e.g. a crash right after the mark and
 //!   before the tap → `manual_review`, no order; after the tap → the order is found);
 //! - no restarted run is refused (exit 2): the lock files a killed run leaves behind
-//!   never block (issue 11, A.5).
+//!   never block.
 //!
 //! The random-SIGKILL scenarios run on ordinary goods, on goods that go through the
 //! full-page 确认订单 (`confirm_page`, 811223344506: the kill can land between the sheet's
@@ -30,13 +30,13 @@
 //! `manual_review`, never `retry_wait`; "confirm-page+purchase.after_proceed_note" kills it
 //! there on purpose), on goods whose total settles late (`total_lag_dumps`,
 //! 811223344505: the kill can land while the total settles) and on goods whose sheet
-//! orders with 确定 (`checkout_button: confirm`, 811223344511, issue 25: the kill can
+//! orders with 确定 (`checkout_button: confirm`, 811223344511: the kill can
 //! land during the census, between the mark and the 确定 tap, or right after it). The
 //! named-failpoint scenarios "checkout-confirm+…" kill that purchase right after its mark
 //! (no order: `manual_review`) and right after the 确定 tap that created the order (the
 //! recovery finds it, absent from the census stored with the mark: `succeeded`).
 //!
-//! The scenarios "identical-order-of-another-task.*" (issue 11, A.6) seed two live tasks
+//! The scenarios "identical-order-of-another-task.*" seed two live tasks
 //! with the same goods, options and quantity; the second one is killed right after its
 //! mark (`purchase.after_mark@2`: no order of its own) or right after its submit tap
 //! (`purchase.after_submit_tap@2`: its order exists), so its recovery reconciles while
@@ -51,7 +51,7 @@
 //! must exit 2 at once naming the first one's pid, and the invariants above still hold.
 //! Every client here uses the scenario's own lock directory (`CMAUTOBUY_LOCK_DIR`).
 //!
-//! The device backend (issue 15), `--backend`: `uiautomator` (the default) names the
+//! The device backend, `--backend`: `uiautomator` (the default) names the
 //! phone `tcp:HOST:PORT` (direct TCP: dumps by `uiautomator dump`, input by `input`);
 //! `u2` gives each scenario a private real adb server (its own port and home, Debian's
 //! `adb`), `adb connect`s the phone, and runs every client with `--device HOST:PORT` (the
@@ -267,7 +267,7 @@ fn scenarios() -> Vec<Scenario> {
             .ends(status, orders),
         );
     }
-    // A sheet whose 确定 places the order (issue 25): killed between the mark and that
+    // A sheet whose 确定 places the order: killed between the mark and that
     // tap, nothing is ordered and the recovery says so; killed right after the 确定 tap
     // that created the order, the recovery reconciles it — one order, found.
     let checkout = |id: &str| {
@@ -367,7 +367,7 @@ fn scenarios() -> Vec<Scenario> {
             vec![Kill::Random(50, 1200); 4],
         ));
     }
-    // A sheet whose 确定 places the order (issue 25): a kill anywhere, the census, the
+    // A sheet whose 确定 places the order: a kill anywhere, the census, the
     // mark and the 确定 tap included.
     out.push(Scenario::new(
         "sigkill-checkout-confirm",

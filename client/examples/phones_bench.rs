@@ -1,4 +1,4 @@
-//! The several-phones benchmark (issue 13): N simulated phones with the realistic latency
+//! The several-phones benchmark: N simulated phones with the realistic latency
 //! profile, ONE real `cmautobuy-client run --device … --device …` process serving all of
 //! them, one mock Admin, and an operator's browser hammering the console — for a few
 //! minutes without faults. It measures what one process costs per phone:

@@ -1,4 +1,4 @@
-//! The soak benchmark (issue 12): several simulated phones with the realistic latency
+//! The soak benchmark: several simulated phones with the realistic latency
 //! profile, one real `cmautobuy-client run --allow-live` process per phone, one mock
 //! Admin, for a long time, with faults injected on a seeded schedule:
 //!
@@ -91,15 +91,14 @@ fn parse_args() -> Result<Args, String> {
         seed: 1,
         out: std::env::temp_dir().join("cmautobuy-soak"),
         client_args: Vec::new(),
-        // The live order caps (issue 12 item 3: 10 an hour, 50 a day per phone by
+        // The live order caps (10 an hour, 50 a day per phone by
         // default) would turn every phone to dry runs within minutes at this rate, and
         // the pool's live tasks would then wait for the window: the soak measures
         // reliability, the caps have their own tests. `--client-env` overrides.
         client_env: vec![
             ("CMAUTOBUY_LIVE_ORDERS_PER_HOUR".into(), "0".into()),
             ("CMAUTOBUY_LIVE_ORDERS_PER_DAY".into(), "0".into()),
-            // The delivery address fingerprint of the simulated account (issue 12
-            // item 5), as an operator configures the warehouse's street and receiver.
+            // The delivery address fingerprint of the simulated account, as an operator configures the warehouse's street and receiver.
             (
                 "CMAUTOBUY_EXPECTED_ADDRESS".into(),
                 "科技园路1号|张三".into(),
@@ -887,7 +886,7 @@ fn operator_poll(
         if s.acked.contains(&id) || s.pauses.iter().any(|p| p.alert_id == Some(id)) {
             continue;
         }
-        // The new-PDD-version gate (issue 12 item 6): live paused until a dry run proves
+        // The new-PDD-version gate: live paused until a dry run proves
         // the phone's version. Not acked — an operator does not prove a version blindly;
         // the client closes it after the first successful dry-run purchase.
         // A phone-state pause (low battery, a lock, …): `device_attention` closes itself

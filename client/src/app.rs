@@ -35,10 +35,11 @@ use tokio::task::JoinHandle;
 
 use crate::artifacts::Retention;
 use crate::clock::TokioClock;
+use crate::disk_budget::{DiskBudget, DiskBudgetConfig};
 use crate::executor::{Executor, NoDeviceExecutor, StubExecutor};
 use crate::gate::GateConfig;
 use crate::gateway::AdminGateway;
-use crate::job::adb::AdbSource;
+use crate::job::adb_source::AdbSource;
 use crate::job::attempt::{FlowExecutorConfig, ReportHook};
 use crate::job::exec::FlowExecutor;
 use crate::job::purchase::Backend;
@@ -49,7 +50,6 @@ use crate::pacing::PacingConfig;
 use crate::registration;
 use crate::runner::{RunConfig, RunError, RunExit, Runner};
 use crate::store::{Store, StoreError};
-use crate::upkeep::{Upkeep, UpkeepConfig};
 
 /// What the client executes tasks on.
 pub enum Phone {
@@ -77,7 +77,7 @@ pub struct ClientConfig {
     pub dry_run_only: bool,
     /// `self_test_goods_id`: with `purchase_mode = auto`, live is declared once the
     /// self-test on these goods passed on the phone's current PDD version
-    /// ([`crate::selftest`]).
+    /// ([`crate::self_test`]).
     pub self_test_goods_id: Option<String>,
     /// Where the flow executor writes each attempt's evidence.
     pub artifacts_root: PathBuf,
@@ -88,10 +88,10 @@ pub struct ClientConfig {
     pub gate: GateConfig,
     /// The phone's delivery-address fingerprint (`expected_address`; empty: none).
     pub expected_address: Vec<String>,
-    /// Bounded resources (issue 12 item 8): the artifact sweep and outbox compaction at
+    /// Bounded resources: the artifact sweep and outbox compaction at
     /// start and after each task, the free-disk floor before each claim. `None`: none.
-    pub upkeep: Option<UpkeepConfig>,
-    /// Webhooks and when to notify (issue 12 item 7); the notifier runs beside the claim
+    pub disk_budget: Option<DiskBudgetConfig>,
+    /// Webhooks and when to notify; the notifier runs beside the claim
     /// loop and flushes what is due when the client stops.
     pub notify: NotifyConfig,
     /// The gap between tasks and the live order caps ([`crate::pacing`]).
@@ -154,7 +154,7 @@ impl Client {
             Phone::None => Self::start_with(NoDeviceExecutor, unpaced, store, gateway, stop),
             Phone::Stub => Self::start_with(StubExecutor, unpaced, store, gateway, stop),
             Phone::Adb(source) => {
-                // Purchases (issue 7): the flow's effects need the store and the Admin.
+                // Purchases: the flow's effects need the store and the Admin.
                 // Whether live is possible is asked at every claim: the configuration
                 // with what the operator set on the console since (no restart).
                 let policy = config.live_policy();
@@ -225,10 +225,10 @@ impl Client {
                 None
             }
         };
-        let upkeep = config
-            .upkeep
+        let disk_budget = config
+            .disk_budget
             .clone()
-            .map(|u| Arc::new(Upkeep::new(store.clone(), u)));
+            .map(|u| Arc::new(DiskBudget::new(store.clone(), u)));
         let mut runner = Runner::new(
             store,
             gateway,
@@ -246,8 +246,8 @@ impl Client {
             },
             relay.waker(),
         );
-        if let Some(u) = upkeep {
-            runner = runner.with_upkeep(u);
+        if let Some(u) = disk_budget {
+            runner = runner.with_disk_budget(u);
         }
         // §4.1 registration declares what a claim would declare now (§5: narrowed to
         // dry_run by the live gates — clock skew, live caps, an unproven PDD version, a
@@ -377,7 +377,7 @@ mod tests {
             on_report: None,
             gate: GateConfig::default(),
             expected_address: Vec::new(),
-            upkeep: None,
+            disk_budget: None,
             notify: NotifyConfig::default(),
             pacing: PacingConfig::unpaced(),
             backups_keep: 0,

@@ -2,7 +2,7 @@
 //!
 //! Layout: `{root}/{task}/{attempt}/NN-{step}.xml|.png` plus `manifest.json`
 //! (`[{"seq", "action", "id", "file", "sha256", "step", "taken_at"}]`, rewritten
-//! atomically after every file; issue 14: also the device actions between the files —
+//! atomically after every file; also the device actions between the files —
 //! [`ActionEntry`], no `file` — so the manifest is the ordered record a replay is
 //! exported from). `{task}` and `{attempt}` are the remote task id and the attempt id made safe for
 //! a file name ([`safe_component`]): ids come from the network and must never walk out
@@ -13,7 +13,7 @@
 //! log lines name artifacts by id and hash only, never by content. The token is never
 //! written here: nothing in this module sees it.
 //!
-//! Retention ([`Retention`], issue 12 item 8): the newest N attempts of every task, an
+//! Retention ([`Retention`]): the newest N attempts of every task, an
 //! age limit, and a cap on the root's total size; evidence of live orders and
 //! `manual_review` outcomes is kept longest (180 days by default) and removed for size
 //! only after everything else, oldest first. The running client keeps an
@@ -28,7 +28,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-/// One artifact entry of the manifest (a saved file). `seq` and `action` (issue 14: the
+/// One artifact entry of the manifest (a saved file). `seq` and `action` (the
 /// manifest is the ordered record of the attempt) are absent in manifests written
 /// before them.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -60,7 +60,7 @@ pub struct TapTarget {
 }
 
 /// One action entry of the manifest: a device action (or a mark) in the order it
-/// happened, without a file (`/work/notes/issue14-spec.md` §A). Only the fields of its
+/// happened, without a file (the replay format: `sim-phone/README.md`). Only the fields of its
 /// kind are present.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ActionEntry {
@@ -251,7 +251,7 @@ pub fn safe_component(id: &str) -> String {
     if s.chars().all(|c| c == '.') {
         s = format!("_{}", s.replace('.', "_"));
     }
-    // Portable (issue 12 item 11): Windows drops a trailing dot and reserves device
+    // Portable: Windows drops a trailing dot and reserves device
     // names (`CON`, `NUL`, `COM1`, … with any extension) in every directory.
     if s.ends_with('.') {
         s.pop();
@@ -327,7 +327,7 @@ impl AttemptArtifacts {
         // account, addresses and orders): folders `0700`, files `0600` on Unix; a root
         // or attempt folder left too open by an older client is tightened.
         for d in [root, dir.as_path()] {
-            match crate::private::create_dir(d) {
+            match crate::file_modes::create_dir(d) {
                 Ok(Some(t)) => {
                     tracing::warn!(path = %t.path.display(), was = format!("{:o}", t.was), "too-open permissions tightened (artifacts)")
                 }
@@ -469,7 +469,7 @@ impl AttemptArtifacts {
 
 /// The attempt's device sidecar, `device.json` beside `manifest.json`
 /// (`{"pdd_version": "7.36.0"}`, `null` when unread): the manifest stays the array its
-/// readers know (issue 12 item 6). Best effort, like every artifact.
+/// readers know. Best effort, like every artifact.
 pub const DEVICE_SIDECAR: &str = "device.json";
 
 impl AttemptArtifacts {
@@ -484,7 +484,7 @@ impl AttemptArtifacts {
     }
 }
 
-/// The attempt's action trace, `trace.json` beside `manifest.json` (issue 13: the
+/// The attempt's action trace, `trace.json` beside `manifest.json` (the
 /// console's viewer draws each tap over the dump it was chosen on): one record per
 /// action the driver performed, in order, appended by every drive of the attempt (a
 /// reconcile after a purchase continues the same folder). Best effort, like every
@@ -513,7 +513,7 @@ pub struct TraceRecord {
 }
 
 /// Reads an attempt folder's [`TRACE_SIDECAR`]; empty when absent or unreadable (an
-/// attempt written before issue 13 has none).
+/// attempt written before traces existed has none).
 pub fn read_trace(dir: &Path) -> Vec<TraceRecord> {
     std::fs::read(dir.join(TRACE_SIDECAR))
         .ok()
@@ -551,7 +551,7 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ArtifactError> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
-        o.mode(crate::private::FILE_MODE);
+        o.mode(crate::file_modes::FILE_MODE);
     }
     let mut f = o.open(&tmp).map_err(io)?;
     f.write_all(bytes).map_err(io)?;
@@ -566,7 +566,7 @@ pub struct Retention {
     pub keep_attempts: usize,
     /// Attempts older than this are removed whatever their rank (evidence aside).
     pub max_age: Option<Duration>,
-    /// The artifact root's total size cap (issue 12 item 8); over it, the oldest
+    /// The artifact root's total size cap; over it, the oldest
     /// attempts go first, evidence last. `None`: no cap.
     pub max_total_bytes: Option<u64>,
     /// Evidence — attempts of live orders (a run with its irreversible mark) and of
@@ -620,7 +620,7 @@ pub struct SweepReport {
     pub attempts: usize,
 }
 
-/// The artifact root in memory (issue 12 item 8): every attempt directory with its size,
+/// The artifact root in memory: every attempt directory with its size,
 /// time and class, so that the sweep after each task costs one attempt's `stat`s plus
 /// an in-memory sort, not a walk of the whole tree. Built by one walk at start
 /// ([`ArtifactIndex::scan`]); the client notes each attempt it finishes

@@ -1,4 +1,4 @@
-//! Clock skew (issue 12 item 9): live purchases are refused while the host's clock is more
+//! Clock skew: live purchases are refused while the host's clock is more
 //! than `max_clock_skew` off the Admin's (its answers' `Date` header) or the phone's
 //! (`date +%s`, [`crate::job::skew`]). Sans-IO — pure functions of the measured offsets;
 //! the runner measures (the Admin's at every answer, the phone's at start and hourly) and

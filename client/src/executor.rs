@@ -3,8 +3,8 @@
 //! The runner claims, validates and saves a task, opens a run (fresh `attempt_id`) and
 //! hands the [`Job`] to the executor; the executor answers with an [`Outcome`] (a §6
 //! result or a §7 failure body). The runner writes it to the outbox together with the
-//! local outcome. The device flows (collect, purchase) implement this trait in later
-//! issues; [`StubExecutor`] is the trivial one for tests and rehearsals without a phone.
+//! local outcome. The device flows (collect, purchase) implement it in
+//! [`crate::job::exec`]; [`StubExecutor`] is the trivial one for tests and rehearsals without a phone.
 
 use chrono::Utc;
 use cmautobuy_contract::time::format_utc;
@@ -28,7 +28,7 @@ pub struct Readiness {
     pub live_adapter_ready: bool,
 }
 
-/// The result of a device check (issue 12): may the worker claim now?
+/// The result of a device check: may the worker claim now?
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DeviceCheck {
     /// Listed, authorised, answering a shell probe, PDD installed.
@@ -38,7 +38,7 @@ pub enum DeviceCheck {
     NotReady { code: String, message: String },
 }
 
-/// The installed PDD's version as last read on the phone (issue 12 item 6): by the
+/// The installed PDD's version as last read on the phone: by the
 /// device check before a claim (its one round trip carries `dumpsys package … | grep
 /// versionName`) and again at the start of each task.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -76,7 +76,7 @@ pub fn plausible_version(v: &str) -> bool {
         && v.bytes().any(|b| b.is_ascii_digit())
 }
 
-/// The account check's answer (issue 12 item 5).
+/// The account check's answer.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum AccountCheck {
     /// 个人中心 showed this account.
@@ -85,7 +85,7 @@ pub enum AccountCheck {
     Failed { code: String, message: String },
 }
 
-/// How a self-test ended (issue 13 item 3, [`crate::selftest`]).
+/// How a self-test ended ([`crate::self_test`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SelfTestRun {
     /// The PDD version read at its start (`None`: unreadable, or the phone did not answer).
@@ -130,28 +130,28 @@ pub trait Executor: Send + Sync + 'static {
     }
 
     /// The installed PDD's version as last read on the phone (the device check before a
-    /// claim, and each task's own read): the new-version gate's input (issue 12 item 6,
+    /// claim, and each task's own read): the new-version gate's input (
     /// `gate::version_hold`). `None`: this executor has no phone to read
     /// (nothing to gate).
     fn pdd_version(&self) -> Option<PddVersionRead> {
         None
     }
 
-    /// The phone's clock minus the host's, ms (issue 12 item 9: live is refused above
+    /// The phone's clock minus the host's, ms (live is refused above
     /// `max_clock_skew`); `None`: no phone, or it cannot be read. Asked at start and
     /// hourly.
     fn phone_clock_offset_ms(&self) -> impl Future<Output = Option<i64>> + Send {
         async { None }
     }
 
-    /// Reads the account 个人中心 shows (issue 12 item 5), between tasks; the runner asks
+    /// Reads the account 个人中心 shows, between tasks; the runner asks
     /// before the first claim that could be live and daily after. `None`: this executor
     /// has no phone to read (no account gate applies).
     fn check_account(&self) -> impl Future<Output = Option<AccountCheck>> + Send {
         async { None }
     }
 
-    /// Runs the self-test (issue 13 item 3): a dry-run purchase on `goods_id`, no Admin
+    /// Runs the self-test: a dry-run purchase on `goods_id`, no Admin
     /// involved, its artifacts under `self-test/ATTEMPT_ID/`. `None`: this executor has
     /// no phone (nothing to test).
     fn self_test(
@@ -251,7 +251,7 @@ impl Executor for StubExecutor {
     }
 }
 
-/// Without a device flow (issues 5–7) a real run reports every task as waiting for a
+/// Without a device flow a real run reports every task as waiting for a
 /// device: `retry_wait` / `DEVICE_OFFLINE`, before anything irreversible.
 #[derive(Clone, Debug, Default)]
 pub struct NoDeviceExecutor;

@@ -1,4 +1,4 @@
-//! The device gate (issue 12): whether the claim loop may claim now. Sans-IO — a pure
+//! The device gate: whether the claim loop may claim now. Sans-IO — a pure
 //! function of `now`, the last device check and the last outcomes; the runner does the
 //! checks and the waits.
 //!
@@ -16,7 +16,7 @@
 //!   next claim waits `retry_gap · 2^(k-1)`, capped at `retry_gap_max` (5 s, 10 s, 20 s …
 //!   5 min by default). Any other outcome (a result, `failed`, `manual_review`,
 //!   `cancelled`) resets the count; a 204 does not.
-//! - **Account trouble** ([`DeviceGate::on_account`], issue 12 item 2): an outcome with
+//! - **Account trouble** ([`DeviceGate::on_account`]): an outcome with
 //!   one of [`ACCOUNT_TROUBLE_CODES`] (a login page, a risk/verification page — 操作过于频繁
 //!   included — or a refused payment method), or `PAGE_NOT_RECOGNIZED` outcomes in a row
 //!   on [`GateConfig::unrecognized_pause_after`] **different goods** (default 3; 0 =
@@ -41,7 +41,7 @@ pub const DEVICE_FAILURE_CODES: &[&str] = &[
     "DEVICE_CONFIG_INVALID",
     "UI_DUMP_FAILED",
     "SCREENSHOT_FAILED",
-    // The phone's own state (issue 12 item 4): the device check keeps the pause until
+    // The phone's own state: the device check keeps the pause until
     // the phone is unlocked, charged or cooled down.
     "DEVICE_LOCKED",
     "BATTERY_LOW",
@@ -98,7 +98,7 @@ pub fn is_device_failure(code: &str) -> bool {
 }
 
 /// The failure codes that mean the account needs a human: the worker pauses until an
-/// operator acknowledges the alert (issue 12 item 2).
+/// operator acknowledges the alert.
 pub const ACCOUNT_TROUBLE_CODES: &[&str] = &[
     "LOGIN_REQUIRED",
     "RISK_VERIFICATION",
@@ -133,15 +133,15 @@ pub struct GateConfig {
     pub account_pause: bool,
     /// `PAGE_NOT_RECOGNIZED` outcomes in a row that pause the worker (0 = never).
     pub unrecognized_pause_after: u32,
-    /// The rate alert (issue 12 item 6): this many `PAGE_NOT_RECOGNIZED` outcomes
+    /// The rate alert: this many `PAGE_NOT_RECOGNIZED` outcomes
     /// (0 = never) …
     pub unrecognized_rate_count: u32,
     /// … among the last this many tasks raise a non-blocking operator alert.
     pub unrecognized_rate_window: u32,
-    /// Live only on a PDD version proven on this phone ([`version_hold`], issue 12 item
-    /// 6; config `pdd_version_gate`, default true).
+    /// Live only on a PDD version proven on this phone ([`version_hold`];
+    /// config `pdd_version_gate`, default true).
     pub pdd_version_gate: bool,
-    /// The account check on 个人中心 before live purchases (issue 12 item 5; config
+    /// The account check on 个人中心 before live purchases (config
     /// `account_check`, default true).
     pub account_check: bool,
     /// How long a purchase whose phone went away after its irreversible mark waits for
@@ -421,7 +421,7 @@ impl DeviceGate {
     }
 }
 
-/// The unrecognised-page rate (issue 12 item 6), distinct from the K-in-a-row pause:
+/// The unrecognised-page rate, distinct from the K-in-a-row pause:
 /// `count` `PAGE_NOT_RECOGNIZED` outcomes among the last `window` tasks raise a
 /// non-blocking operator alert (`unrecognized_rate`), resolved when the window holds
 /// fewer again. Pure: the runner feeds it each task's outcome.
@@ -509,7 +509,7 @@ pub struct VersionHold {
     pub alert: bool,
 }
 
-/// The new-version gate (issue 12 item 6), pure: live is declared only when the version
+/// The new-version gate, pure: live is declared only when the version
 /// read on this phone has been proven on it — by a dry-run purchase that succeeded on
 /// that version ([`proves_version`]), or by an operator's `ack N` of its alert. A version
 /// never seen (the first one on a fresh store included) or one that cannot be read holds
@@ -549,7 +549,7 @@ pub fn version_hold(
     }
 }
 
-/// Whether an outcome proves the version it ran on (issue 12 item 6): a `purchase` task
+/// Whether an outcome proves the version it ran on: a `purchase` task
 /// in `dry_run` mode that ended with a result (success), on a plausible version as read
 /// for that attempt. Returns that version.
 pub fn proves_version<'a>(

@@ -19,9 +19,9 @@
 //! - [`logfile`] — `run`'s size-rotated log files.
 //! - [`private`] — secrets at rest: the data directory `0700`, the store and token files
 //!   `0600` (Unix).
-//! - [`upkeep`] — bounded resources: the artifact sweep, outbox compaction, the
+//! - [`disk_budget`] — bounded resources: the artifact sweep, outbox compaction, the
 //!   free-disk floor (`low_disk`).
-//! - [`account`] — the account fingerprint read from 个人中心 (issue 12 item 5), sans-IO:
+//! - [`account`] — the account fingerprint read from 个人中心, sans-IO:
 //!   baseline, same or changed; when the check is due; why live is refused.
 //! - [`clock`], [`secret`] — injected time; the token wrapper that never prints.
 //! - [`notify`] — alerts out: webhooks (JSON, 企业微信, 钉钉, 飞书), deduplicated, with a
@@ -51,14 +51,16 @@ pub mod doctor;
 pub mod alert;
 pub mod app;
 // The pure core (cmautobuy-pdd) under its old paths: `crate::screen`, `crate::flow`, …
-pub use cmautobuy_pdd::{account, flow, money, reasons, screen, selftest};
+pub use cmautobuy_pdd::{account, flow, money, reasons, screen, self_test};
 pub mod artifacts;
 pub mod clock;
 pub mod clock_check;
 pub mod config;
 pub mod console;
+pub mod disk_budget;
 pub mod executor;
 pub mod failpoint;
+pub mod file_modes;
 pub mod gate;
 pub mod gateway;
 pub mod job;
@@ -69,7 +71,6 @@ pub mod notify;
 pub mod outbox;
 pub mod pacing;
 pub mod phones;
-pub mod private;
 pub mod progress;
 pub mod registration;
 #[cfg(feature = "rehearse")]
@@ -80,5 +81,4 @@ pub mod runner;
 pub mod secret;
 pub mod spec;
 pub mod store;
-pub mod upkeep;
 pub mod viewer;

@@ -1,4 +1,4 @@
-//! One process per data directory and per phone (issue 11, A.5).
+//! One process per data directory and per phone.
 //!
 //! Two `run` processes on one data directory would both "recover" the same runs; two on
 //! one phone would tap the same screen. Each is prevented by an **OS advisory exclusive
@@ -126,7 +126,7 @@ pub fn lock_data_dir(data_dir: &Path, holder: &str) -> Result<ProcessLock, LockE
     let what = format!("the data directory {}", data_dir.display());
     let path = data_dir.join(DATA_DIR_LOCK_FILE);
     // Created private (`0700`, secrets at rest): the store lands here next.
-    let tightened = crate::private::create_dir(data_dir).map_err(|source| LockError::Io {
+    let tightened = crate::file_modes::create_dir(data_dir).map_err(|source| LockError::Io {
         what: what.clone(),
         path: path.clone(),
         source,
@@ -138,7 +138,7 @@ pub fn lock_data_dir(data_dir: &Path, holder: &str) -> Result<ProcessLock, LockE
     let lock = acquire(&path, what, holder, None, false)?;
     if !existed {
         // This process's own lock file is no sign of an earlier client (`store::db`).
-        crate::private::note_created(&path);
+        crate::file_modes::note_created(&path);
     }
     Ok(lock)
 }

@@ -1,4 +1,4 @@
-//! Rotated log files (issue 12 item 8): `run` writes its log lines to
+//! Rotated log files: `run` writes its log lines to
 //! `<log_dir>/cmautobuy-client.log` as well as to stderr, without ANSI colours. When the
 //! next line would take the file over `max_bytes`, it rotates by size:
 //! `cmautobuy-client.log` → `.log.1` → `.log.2` … and the oldest beyond `files` is
@@ -6,7 +6,7 @@
 //! (`tracing-appender` rotates by time only, so this is our own small writer.)
 //!
 //! Lines never carry the token (it lives in a [`crate::secret::Secret`], which prints
-//! `***`). Files are created `0600` in a `0700` directory on Unix ([`crate::private`]).
+//! `***`). Files are created `0600` in a `0700` directory on Unix ([`crate::file_modes`]).
 //! A write error is swallowed after one note on stderr: logging never stops the client.
 
 use std::fs::File;
@@ -33,7 +33,7 @@ impl RotatingFile {
     /// Opens (creating) `dir/cmautobuy-client.log` for appending. `files` ≥ 1 counts the
     /// current file.
     pub fn open(dir: &Path, max_bytes: u64, files: u32) -> io::Result<RotatingFile> {
-        crate::private::create_dir(dir)?;
+        crate::file_modes::create_dir(dir)?;
         let mut f = RotatingFile {
             dir: dir.to_path_buf(),
             max_bytes: max_bytes.max(1),
@@ -57,7 +57,7 @@ impl RotatingFile {
 
     fn reopen(&mut self) -> io::Result<()> {
         let path = self.path();
-        crate::private::create_file(&path)?;
+        crate::file_modes::create_file(&path)?;
         let file = std::fs::OpenOptions::new().append(true).open(&path)?;
         self.size = file.metadata()?.len();
         self.file = Some(file);

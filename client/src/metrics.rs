@@ -1,4 +1,4 @@
-//! Process metrics and the Prometheus text exposition format (issue 12 item 7).
+//! Process metrics and the Prometheus text exposition format.
 //!
 //! - The device round-trip latency: [`observe_device_call`] is the device layer's
 //!   timing hook (one call per ADB round trip, by operation), kept in a process-wide

@@ -1,4 +1,4 @@
-//! Pacing (issue 12 item 3): how fast one phone works. Sans-IO — pure functions of `now`,
+//! Pacing: how fast one phone works. Sans-IO — pure functions of `now`,
 //! the end of the last task and the times of the live orders placed; the runner reads
 //! those from the store and waits on its clock.
 //!

@@ -1,4 +1,4 @@
-//! Several phones per host (issue 13 item 4): where each phone of one data directory
+//! Several phones per host: where each phone of one data directory
 //! keeps its store, artifacts and client identity.
 //!
 //! One phone, one store: two phones never share a client id, a task, an order mark or an

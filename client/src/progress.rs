@@ -1,4 +1,4 @@
-//! The progress board (issue 13): what each phone is doing right now — the task in hand
+//! The progress board: what each phone is doing right now — the task in hand
 //! (id, type, mode), the flow's current step and action, since when. One
 //! [`ProgressHandle`] per worker: the flow executor begins and clears it around each task,
 //! the job driver ([`crate::job::driver`]) sets the step before every action, and the
@@ -117,7 +117,7 @@ pub type BackendInUse = (String, Option<String>);
 #[derive(Clone)]
 pub struct ProgressHandle {
     tx: Arc<watch::Sender<Option<Current>>>,
-    /// The device backend the last task used (issue 15): `u2` or `uiautomator`, and why
+    /// The device backend the last task used: `u2` or `uiautomator`, and why
     /// it fell back from u2 when it did. `None` before the first task.
     backend: Arc<std::sync::Mutex<Option<BackendInUse>>>,
     /// The phone's turn (see the module documentation).

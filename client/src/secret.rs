@@ -307,7 +307,7 @@ impl<'de> serde::Deserialize<'de> for Secret {
     }
 }
 
-/// The saved token was given for another Admin URL (issue 12 item 10): the client
+/// The saved token was given for another Admin URL: the client
 /// refuses to send it. The operator gives the token for the new URL again.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("[{}] the saved token was given for the Admin at {saved_for}, and the Admin URL is now {admin_url}: the token is never sent to another Admin; give the token for {admin_url} again (--token, CMAUTOBUY_TOKEN or token in the config file)", Self::CODE)]

@@ -1,4 +1,4 @@
-//! The artifact viewer (issue 13 item 1): one attempt's folder as one page.
+//! The artifact viewer: one attempt's folder as one page.
 //!
 //! An attempt folder (`artifacts.rs`: `manifest.json`, the `NN-step.xml` dumps, the
 //! `NN-step.png` screenshots, `device.json`, `trace.json`) becomes a list of steps, one
@@ -37,7 +37,7 @@ pub struct AttemptView {
     /// `device.json`'s `pdd_version`, when the attempt read it.
     pub pdd_version: Option<String>,
     pub steps: Vec<StepView>,
-    /// `trace.json` (empty for an attempt written before issue 13).
+    /// `trace.json` (empty for an attempt written before traces existed).
     pub trace: Vec<TraceRecord>,
     /// Every file of the manifest, in order.
     pub files: Vec<ManifestEntry>,
@@ -392,7 +392,7 @@ pub enum ViewerError {
 }
 
 /// Reads an attempt folder's manifest.
-/// Its artifact entries only (the files): action entries (issue 14) are skipped.
+/// Its artifact entries only (the files): action entries are skipped.
 pub fn read_manifest(dir: &Path) -> Option<Vec<ManifestEntry>> {
     crate::artifacts::read_manifest_elements(dir).map(|e| crate::artifacts::artifact_entries(&e))
 }

@@ -1,5 +1,5 @@
 //! Parse + classify the real-dump-sized screen fixtures (the work done for every dump a
-//! flow takes). Goal (issue 5): ≤ 1 ms per ~60 KB dump, ≥ 10× faster than Python lxml
+//! flow takes). Goal: ≤ 1 ms per ~60 KB dump, ≥ 10× faster than Python lxml
 //! doing the same (`scripts/bench-screens-vs-lxml` runs both and prints the ratio).
 //!
 //!     cargo bench -p cmautobuy-pdd --bench screens

@@ -1,4 +1,4 @@
-//! The account fingerprint (issue 12 item 5), sans-IO: whether what 个人中心 shows now is
+//! The account fingerprint, sans-IO: whether what 个人中心 shows now is
 //! the account recorded for this phone, and when the account check is due.
 //!
 //! **What is compared.** Both the nickname and the masked phone are stored. The masked

@@ -7,7 +7,7 @@
 //! - [`flow`] — the collect, purchase and reconcile state machines: `observe(now,
 //!   Observation) -> Action`; time comes in as an argument, actions go out as values.
 //! - [`account`] — the account fingerprint's rules (same account, changed, when to check).
-//! - [`selftest`] — when the self-test is due and which options it picks.
+//! - [`self_test`] — when the self-test is due and which options it picks.
 //! - [`reasons`] — what an outcome means to the operator: every failure code's reason
 //!   and next step, Chinese first, English beside.
 //!
@@ -22,4 +22,4 @@ pub mod flow;
 pub mod money;
 pub mod reasons;
 pub mod screen;
-pub mod selftest;
+pub mod self_test;

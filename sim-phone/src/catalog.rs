@@ -144,7 +144,7 @@ pub struct Goods {
     /// checkout does not show (it reads 使用#微信支付 and 提交订单 like any other): the order
     /// button places the order and it is paid at once (status `paid`; no pay button was
     /// tapped, `payment_attempted` stays false), then 支付成功. What the client can only
-    /// find out afterwards, under 全部 (issue 25: a critical alert, live stopped).
+    /// find out afterwards, under 全部 (a critical alert, live stopped).
     #[serde(default)]
     pub pays_silently: bool,
     /// With `pays_silently`: the account's 多多支付 pays at a discount (field notes §3a:

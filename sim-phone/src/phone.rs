@@ -277,7 +277,7 @@ impl SimPhoneHandle {
         self.shared.lock().app_mut().show_popup(kind);
     }
 
-    // ---- the phone's own state (issue 12 item 4; see sim-phone/README.md) ----
+    // ---- the phone's own state (see sim-phone/README.md) ----
 
     /// A snapshot of the phone's own state (screen, keyguard, overlays, battery, records).
     pub fn system(&self) -> SystemState {

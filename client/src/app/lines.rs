@@ -1,4 +1,4 @@
-//! `run`'s progress lines (issue 13 item 5): on an interactive run — stderr a terminal,
+//! `run`'s progress lines: on an interactive run — stderr a terminal,
 //! text logs — one line per phone on stderr: the phone, the task in hand (id, type,
 //! mode), the flow's step and how long the task has run, or `idle` / `paused (CODE)`.
 //!

@@ -22,13 +22,13 @@ use crate::clock::TokioClock;
 use crate::config::{Config, PurchaseMode};
 use crate::console;
 use crate::device::adb::default_adb_server;
-use crate::job::adb::AdbSource;
+use crate::disk_budget::DiskBudgetConfig;
+use crate::job::adb_source::AdbSource;
 use crate::lock::{self, ProcessLock};
 use crate::progress::ProgressHandle;
 use crate::registration;
 use crate::runner::LivePolicy;
 use crate::store::Store;
-use crate::upkeep::UpkeepConfig;
 
 /// How `run` runs, besides its configuration.
 pub struct RunOptions {
@@ -172,7 +172,7 @@ fn client_config(
         on_report: None,
         gate: cfg.gate,
         expected_address: cfg.expected_address.clone(),
-        upkeep: Some(UpkeepConfig {
+        disk_budget: Some(DiskBudgetConfig {
             data_dir: cfg.data_dir.clone(),
             artifacts_root: cfg.data_dir.join("artifacts"),
             retention: cfg.retention,
@@ -296,7 +296,7 @@ fn phone(
     } else {
         tracing::info!(
             "purchases run as dry runs: {}",
-            crate::selftest::NEEDS_GOODS
+            crate::self_test::NEEDS_GOODS
         );
     }
     Ok((Phone::Adb(source), Some(device_lock)))

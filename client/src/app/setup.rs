@@ -409,7 +409,7 @@ fn live_refused_by_store(
         let record = store
             .self_test(device, &version.version)?
             .map(|r| r.record());
-        let why = crate::selftest::refusal(&crate::selftest::LiveInputs {
+        let why = crate::self_test::refusal(&crate::self_test::LiveInputs {
             dry_run_only: policy.dry_run_only,
             vouched: false,
             goods_configured: policy.self_test_goods_id.is_some(),

@@ -1,4 +1,4 @@
-//! `cmautobuy-client bench-device` (issue 15 item 5): times dumps, taps and screenshots
+//! `cmautobuy-client bench-device`: times dumps, taps and screenshots
 //! on a phone with each device backend — uiautomator2's server (`u2`) and a
 //! `uiautomator dump` / `input` process per call (`uiautomator`) — and prints the median
 //! and p90 per backend and their ratio: the figures to re-fit the simulated phone's

@@ -63,7 +63,7 @@ pub struct RehearseArgs {
     #[arg(long, hide = true, conflicts_with_all = ["device", "replay"])]
     animated_pages: bool,
     /// Run the purchase demo live: real unpaid orders on the simulated phone (refused
-    /// with --device), issue 7.
+    /// with --device).
     #[arg(long)]
     live: bool,
     /// Add the failure paths to the demo batch: goods that redirect, need a login,

@@ -1,5 +1,5 @@
 //! `cmautobuy-client self-test [--device S]`: asks the running client for a new
-//! self-test (issue 13 item 3, [`cmautobuy_client::selftest`]). It sets a flag in the
+//! self-test ([`cmautobuy_client::self_test`]). It sets a flag in the
 //! store (`Store::request_self_test`, the same call the web console's button makes); the
 //! `run` that drives the phone takes it before its next claim, or at its next start. It
 //! never drives the phone itself: one process per phone.
@@ -40,7 +40,7 @@ pub fn run(g: &Globals, a: SelfTestArgs) -> Result<(), Failure> {
         println!("self-test requested for {phone}: the running client does it before its next claim (or at its next start); see `cmautobuy-client status`");
     }
     if cfg.self_test_goods_id.is_none() {
-        println!("WARNING: {} (config `self_test_goods_id` / CMAUTOBUY_SELF_TEST_GOODS_ID); no self-test runs without it", cmautobuy_client::selftest::NEEDS_GOODS);
+        println!("WARNING: {} (config `self_test_goods_id` / CMAUTOBUY_SELF_TEST_GOODS_ID); no self-test runs without it", cmautobuy_client::self_test::NEEDS_GOODS);
     }
     Ok(())
 }

@@ -445,7 +445,7 @@ fn report(
                 .unwrap_or_default()
         );
     }
-    // Alerts out (issue 12 item 7): the webhook queue, when anything was ever queued.
+    // Alerts out: the webhook queue, when anything was ever queued.
     let hooks = store.webhook_counts()?;
     if !hooks.is_empty() {
         println!("webhooks:     {}", fmt(hooks));

@@ -26,7 +26,7 @@ impl<'de> Deserialize<'de> for DeviceBackend {
     }
 }
 
-/// `purchase_mode` (issue 13, contract §5): what this client may declare.
+/// `purchase_mode` (contract §5): what this client may declare.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum PurchaseMode {
     /// Live once proven (self-test on the current PDD version) or vouched

@@ -357,7 +357,7 @@ fn resolve(
     };
     let self_test_goods_id = match lv.self_test_goods_id.as_deref().map(str::trim) {
         None | Some("") => None,
-        Some(v) if crate::selftest::valid_goods_id(v) => Some(v.to_string()),
+        Some(v) if crate::self_test::valid_goods_id(v) => Some(v.to_string()),
         Some(v) => {
             return Err(bad(
                 "self_test_goods_id",

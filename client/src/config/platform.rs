@@ -27,7 +27,7 @@ impl Os {
     }
 }
 
-/// Where a client keeps its files when no `--data-dir` is given (issue 12 item 11), by
+/// Where a client keeps its files when no `--data-dir` is given, by
 /// platform convention (the layout of the `directories` crate's `ProjectDirs`, computed
 /// from the environment so that it is testable on any host):
 ///

@@ -67,15 +67,15 @@ pub struct Config {
     pub max_clock_skew: Duration,
     /// The config file actually read, if any.
     pub file: Option<PathBuf>,
-    /// Log files, artifact and outbox bounds, the free-disk floor (issue 12 item 8).
+    /// Log files, artifact and outbox bounds, the free-disk floor.
     pub resources: Resources,
-    /// `device_backend` (issue 15; env `CMAUTOBUY_DEVICE_BACKEND`).
+    /// `device_backend` (env `CMAUTOBUY_DEVICE_BACKEND`).
     pub device_backend: DeviceBackend,
     /// `u2_jar` (env `CMAUTOBUY_U2_JAR`).
     pub u2_jar: Option<PathBuf>,
 }
 
-/// Bounded resources (issue 12 item 8): log files, the artifact cap, outbox compaction,
+/// Bounded resources: log files, the artifact cap, outbox compaction,
 /// the free-disk floor.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Resources {

@@ -79,7 +79,7 @@ pub struct Phones {
     /// Several phones in one `run` (one worker each, each with its own store and
     /// identity, [`crate::phones`]); comma-separated in the environment.
     pub devices: Vec<String>,
-    /// `auto` | `u2` | `uiautomator` (issue 15).
+    /// `auto` | `u2` | `uiautomator`.
     pub device_backend: DeviceBackend,
     /// uiautomator2's `u2.jar` on this computer (else beside the binary, else the
     /// `uiautomator2` Python package's).

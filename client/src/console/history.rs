@@ -1,4 +1,4 @@
-//! 历史 History (issue 13 item 1): the tasks a worker ran, newest first and paged
+//! 历史 History: the tasks a worker ran, newest first and paged
 //! (`/history?w=N&before=ID`) with the claim time in the host's zone and each outcome's
 //! reason and next step (Chinese first); one task (`/history/task/{id}?w=N`) with its
 //! reason, its collected options and prices (the collect result's `pdd_data.skus`, ¥ from

@@ -1,4 +1,4 @@
-//! The web console (issue 13): a small server-rendered site on the client's own listener
+//! The web console: a small server-rendered site on the client's own listener
 //! — 状态 Status (`/`, live by server-sent events on `/events`), 设置 Settings
 //! (`/settings`), 历史 History (`/history`) — and `GET /metrics` (Prometheus) and
 //! `GET /healthz`.
@@ -13,7 +13,7 @@
 //! board, the phone to screenshot, what the configuration says about going live — `run`
 //! passes one per phone).
 //!
-//! **Loopback only** unless a password is set (issue 13 item 1, safety). Several clients
+//! **Loopback only** unless a password is set (safety). Several clients
 //! may run on one host (one per phone), so the default is the first free port of
 //! [`DEFAULT_PORTS`] (9464 is the port commonly used by Prometheus exporters), and a port
 //! that is taken never stops the run: the client logs it and runs without a console.

@@ -111,7 +111,7 @@ async fn pages_carry_the_security_headers() {
     assert!(!body.contains("<script>"), "no inline script");
 }
 
-/// Issue 15: the status page shows the device backend the phone's last task used, and
+/// The status page shows the device backend the phone's last task used, and
 /// why it fell back from the u2 server when it did.
 #[tokio::test]
 async fn the_status_page_shows_the_device_backend() {

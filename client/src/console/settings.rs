@@ -215,7 +215,7 @@ pub fn validate_live(f: &LiveForm) -> Result<LivePatch, FieldErrors> {
         ));
     }
     let goods = f.self_test_goods_id.trim();
-    if !goods.is_empty() && !crate::selftest::valid_goods_id(goods) {
+    if !goods.is_empty() && !crate::self_test::valid_goods_id(goods) {
         errors.push((
             "self_test_goods_id",
             "商品编号无效（1–24 位数字） not a goods id (1–24 digits)".to_string(),

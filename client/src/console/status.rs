@@ -73,7 +73,7 @@ pub struct Snapshot {
     pub clock_skew: Option<String>,
     pub version_hold: Option<String>,
     pub account_refusal: Option<String>,
-    /// Why live waits (the self-test, or no address fingerprint: issue 25), as the
+    /// Why live waits (the self-test, or no address fingerprint), as the
     /// claim loop recorded it.
     pub live_note: Option<String>,
     pub live_cap: Option<LiveCapNote>,

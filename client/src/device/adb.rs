@@ -48,9 +48,9 @@ use adb_client::server_device::ADBServerDevice;
 use adb_client::tcp::ADBTcpDevice;
 use adb_client::{ADBDeviceExt, RustADBError};
 
+use super::forward::{Forward, ForwardKill, Mode};
 use super::port::{Device, DeviceError, KeyCode, Op, Png, ShellOutput, UiDump};
 use super::quote::{self, command_line};
-use super::relay::{Mode, Relay, RelayKill};
 use crate::screen::{DumpError, Point, Tree, PDD_PACKAGE};
 
 /// Abandoned (hung) worker threads allowed to linger per device.
@@ -253,7 +253,7 @@ struct Worker {
     jobs: mpsc::Sender<Job>,
     /// Cuts the worker's connections (see [`super::relay`]) so a thread blocked in
     /// `adb_client` gets an error and ends instead of lingering.
-    kill: Arc<RelayKill>,
+    kill: Arc<ForwardKill>,
     /// The worker's connection is up (its connect step succeeded).
     connected: bool,
 }
@@ -438,7 +438,7 @@ impl AdbDevice {
             DeviceAddress::Server { server, .. } => (SocketAddr::V4(*server), Mode::Server),
             DeviceAddress::Tcp(a) => (*a, Mode::Device),
         };
-        let relay = Relay::start(target, mode, self.opts.deadlines.connect)
+        let relay = Forward::start(target, mode, self.opts.deadlines.connect)
             .map_err(|e| DeviceError::Io(format!("cannot start the local relay: {e}")))?;
         let kill = relay.kill_switch();
         let addr = self.addr.clone();
@@ -758,7 +758,7 @@ pub fn ensure_key(path: &Path) -> Result<(), DeviceError> {
     // Rename: a crash mid-write never leaves a half key that would fail every connect.
     std::fs::rename(&tmp, path).map_err(|e| key_err(e.to_string()))?;
     // Made by this process: no sign of an earlier client beside a new store.
-    crate::private::note_created(path);
+    crate::file_modes::note_created(path);
     tracing::info!(path = %path.display(), "created an ADB key for direct connections");
     Ok(())
 }
@@ -808,7 +808,7 @@ struct Link {
     /// How long to wait for a freshly connected serial to become `device`.
     wait: Duration,
     /// Device streams go through it (see [`super::relay`]); dropped with the link.
-    relay: Relay,
+    relay: Forward,
     conn: Option<Conn>,
 }
 
@@ -818,7 +818,7 @@ enum Conn {
 }
 
 impl Link {
-    fn new(addr: DeviceAddress, key: PathBuf, wait: Duration, relay: Relay) -> Link {
+    fn new(addr: DeviceAddress, key: PathBuf, wait: Duration, relay: Forward) -> Link {
         Link {
             addr,
             key,

@@ -1,7 +1,7 @@
-//! Which device backend a phone gets and how fast it answers (issue 15): the probe
+//! Which device backend a phone gets and how fast it answers: the probe
 //! `doctor` runs (one timed dump through the backend `run` would use) and the backend
 //! choice `bench-device` makes per backend. The choice mirrors
-//! [`crate::job::adb::AdbSource::with_backend`]: `uiautomator` as chosen; `auto` the
+//! [`crate::job::adb_source::AdbSource::with_backend`]: `uiautomator` as chosen; `auto` the
 //! uiautomator2 server when its jar is found and the phone is reached through an adb
 //! server, else uiautomator (with the reason); `u2` the server, required.
 

@@ -278,7 +278,7 @@ pub fn check_with(dev: &AdbDevice, t: Thresholds) -> DoctorReport {
     r
 }
 
-/// The claim loop's device check (issue 12): **one shell round trip**
+/// The claim loop's device check: **one shell round trip**
 /// ([`Device::shell_batch`] of [`state::PROBE_COMMANDS`]: `pm list packages`, `dumpsys
 /// power`, `dumpsys window policy`, `dumpsys window displays`, `dumpsys battery`, `wm
 /// size`). Answering proves the phone is listed, online and authorised (otherwise the call
@@ -343,7 +343,7 @@ pub struct WakeReport {
 /// Reads after a wake or a swipe before giving up on seeing its effect.
 pub const WAKE_REREADS: u32 = 3;
 
-/// Before a task (issue 12 item 4): read the state; a screen that is off gets
+/// Before a task: read the state; a screen that is off gets
 /// `KEYCODE_WAKEUP`, a swipe lock screen one upward swipe, each verified by a re-read
 /// (at most [`WAKE_REREADS`], `pause` between them); a PIN / pattern lock is never
 /// attempted (`DEVICE_LOCKED`), nor a lock screen that is still up after the swipe.
@@ -440,7 +440,7 @@ fn reread_until(
 /// The installed PDD's `versionName`: one shell round trip (`dumpsys package
 /// com.xunmeng.pinduoduo | grep versionName`, filtered on the phone as in the device
 /// check), read once per task for the manifest, the reports and the new-version gate
-/// (issue 12 item 6). `None` when the phone does not answer or prints no version.
+///. `None` when the phone does not answer or prints no version.
 pub fn read_pdd_version(dev: &dyn Device) -> Option<String> {
     try_read_pdd_version(dev).ok().flatten()
 }
@@ -562,7 +562,7 @@ mod tests {
         let p = Phone::new(true, "none", 80);
         let s = probe_with(&p, Thresholds::default()).expect("ready");
         assert_eq!(s.screen, ScreenPower::On);
-        // The PDD version rides in the same round trip (issue 12 item 6).
+        // The PDD version rides in the same round trip.
         assert_eq!(s.pdd_version.as_deref(), Some("7.36.0"));
         assert_eq!(p.log(), ["batch of 7"]);
         // Off and swipe-locked: still ready (the task wakes it), nothing sent.

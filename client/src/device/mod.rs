@@ -14,7 +14,7 @@
 //!   task (`wake_and_unlock`).
 //! - [`state`] — pure parsers of `dumpsys power` / `window policy` / `battery` and the
 //!   verdict on the phone's own state (screen, lock, battery thresholds).
-//! - [`u2`] — the `u2` backend (issue 15): [`u2::U2Device`], dumps and input through
+//! - [`u2`] — the `u2` backend: [`u2::U2Device`], dumps and input through
 //!   uiautomator2's resident server over an adb-server `tcp:9008` stream (our own
 //!   HTTP/1.1 + JSON-RPC client), shell and screenshots on the ADB device beside it;
 //!   restart once, then fall back to uiautomator for the rest of the job.
@@ -42,9 +42,9 @@
 pub mod adb;
 pub mod backend;
 pub mod doctor;
+mod forward;
 pub mod port;
 pub mod quote;
-mod relay;
 pub mod state;
 pub mod u2;
 

@@ -180,7 +180,7 @@ pub enum DeviceError {
     TapRefused(String),
     /// The device guard refused a tap because a window of another package (notification
     /// shade, heads-up, keyboard, system dialog, chooser) would receive it; nothing was
-    /// tapped (issue 12 item 4).
+    /// tapped.
     #[error("tap refused: the point is covered by {} `{window}`", .kind.as_str())]
     TapCovered {
         kind: crate::screen::windows::CoverKind,

@@ -1,4 +1,4 @@
-//! The phone's own state (issue 12 items 1 and 4): is the screen on, is a lock screen up
+//! The phone's own state: is the screen on, is a lock screen up
 //! (and is it a swipe or a PIN / pattern / password), is PDD installed and in front, how
 //! full and how hot is the battery. Pure parsers of what `dumpsys power`, `dumpsys window`
 //! (its policy section) and `dumpsys battery` print, tolerant of the Android versions and
@@ -21,7 +21,7 @@ pub const PROBE_COMMANDS: &[&[&str]] = &[
     &["dumpsys", "window", "displays"],
     &["dumpsys", "battery"],
     &["wm", "size"],
-    // The installed PDD's version (issue 12 item 6: live only on a proven version),
+    // The installed PDD's version (live only on a proven version),
     // filtered on the phone so a few dozen bytes travel instead of the whole package
     // dump; a constant script, so no word of it comes from outside.
     &["sh", "-c", PDD_VERSION_SCRIPT],

@@ -1,4 +1,4 @@
-//! `doctor`'s whole-host report (issue 13 item 2): every check as `{name, ok, detail,
+//! `doctor`'s whole-host report: every check as `{name, ok, detail,
 //! fix}` — the adb server, the phone ([`crate::device::doctor`] does the reading), the
 //! Admin (reachable, token accepted, clock skew), the data directory (writable, free
 //! space, the store's schema) — and the **live readiness verdict**, whose inputs meet in
@@ -111,7 +111,7 @@ pub struct Report {
     pub live: LiveVerdict,
     /// The phone's details as read (model, versions, screen, …), when a phone was read.
     pub device: Option<DoctorReport>,
-    /// The device backend in use, the server's version and one timed dump (issue 15).
+    /// The device backend in use, the server's version and one timed dump.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub device_backend: Option<BackendProbe>,
 }
@@ -414,7 +414,7 @@ pub fn device_checks(r: &DoctorReport) -> Vec<Check> {
 
 /// The data directory takes a file: creates it (and the directory), writes, `fsync`s and
 /// removes a probe file.
-/// `backend` (issue 15): `u2 (server 0.4.1, dump 320 ms)` or `uiautomator (u2
+/// `backend`: `u2 (server 0.4.1, dump 320 ms)` or `uiautomator (u2
 /// unavailable: <reason>)`; fails when the timed dump failed (with `device_backend =
 /// "u2"`, a server that does not start).
 pub fn backend_check(p: &BackendProbe) -> Check {
@@ -456,7 +456,7 @@ pub fn backend_check(p: &BackendProbe) -> Check {
 pub fn data_dir_check(dir: &Path) -> Check {
     let probe = dir.join(".doctor-probe");
     let r = (|| -> std::io::Result<()> {
-        crate::private::create_dir(dir).map(drop)?;
+        crate::file_modes::create_dir(dir).map(drop)?;
         let mut f = std::fs::File::create(&probe)?;
         f.write_all(b"doctor\n")?;
         f.sync_all()?;

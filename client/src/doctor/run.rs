@@ -27,9 +27,9 @@ use crate::config::{Config, ConfigError, Origin, PurchaseMode};
 use crate::device::adb::{list_devices, server_version};
 use crate::device::doctor::{check_with, DoctorReport};
 use crate::device::{AdbDevice, DeviceAddress};
+use crate::disk_budget::{DiskProbe, SystemDisk};
 use crate::gateway::{AdminGateway, GatewayError};
 use crate::store::{Settings, Store, TokenBinding};
-use crate::upkeep::{DiskProbe, SystemDisk};
 use cmautobuy_contract::AdminErrorCode;
 
 /// What `doctor` was given besides the configuration.
@@ -238,7 +238,7 @@ fn phone_checks(
     let phone = check_with(&dev, cfg.device_thresholds);
     checks.extend(adb_server_checks(server_of(&t.addr)));
     checks.extend(device_checks(&phone));
-    // The device backend `run` would use, with one timed dump (issue 15).
+    // The device backend `run` would use, with one timed dump.
     let backend = (phone.state == "device")
         .then(|| crate::device::backend::probe(&dev, cfg.device_backend, cfg.u2_jar.as_deref()));
     checks.extend(backend.as_ref().map(backend_check));
@@ -635,7 +635,7 @@ fn live_inputs(
     let self_test = match (device, pdd_version) {
         (Some(d), Some(v)) if !vouched && !dry_run_only => {
             let record = store.self_test(d, v)?.map(|r| r.record());
-            crate::selftest::refusal(&crate::selftest::LiveInputs {
+            crate::self_test::refusal(&crate::self_test::LiveInputs {
                 dry_run_only,
                 vouched,
                 goods_configured: cfg.self_test_goods_id.is_some(),

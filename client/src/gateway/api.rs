@@ -311,7 +311,7 @@ pub trait AdminGateway: Send + Sync + 'static {
     ) -> impl Future<Output = Result<SpecResolutionResponse, GatewayError>> + Send;
 
     /// The Admin's clock minus the host's, ms, from the last answer's `Date` header
-    /// (issue 12 item 9); `None` before one was seen.
+    ///; `None` before one was seen.
     fn admin_clock_offset_ms(&self) -> Option<i64> {
         None
     }

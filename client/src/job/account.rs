@@ -1,4 +1,4 @@
-//! The account check on the phone (issue 12 item 5): wake and unlock, then the
+//! The account check on the phone: wake and unlock, then the
 //! [`AccountFlow`] behind the device guard (a deep link, at most a few taps on the bottom
 //! tab 个人中心, dumps) and what it read. Between tasks: no attempt, no artifacts, no
 //! failure screenshot (nothing is reported to the Admin).

@@ -29,9 +29,9 @@ pub struct FlowExecutorConfig {
     /// checked): purchases hold the confirming screen's address against it.
     pub expected_address: Vec<String>,
     /// The new-version gate (config `pdd_version_gate`): a live purchase runs only when
-    /// the version read for its attempt is proven on this phone (issue 12 item 6).
+    /// the version read for its attempt is proven on this phone.
     pub pdd_version_gate: bool,
-    /// The worker's progress board (issue 13): the task in hand and its current step,
+    /// The worker's progress board: the task in hand and its current step,
     /// for the console and the terminal. `None`: not shown anywhere.
     pub progress: Option<crate::progress::ProgressHandle>,
 }
@@ -160,7 +160,7 @@ pub fn failure_request(
 }
 
 /// Reads the installed PDD's version for one job (one shell round trip; `None` when the
-/// phone does not answer) — issue 12 item 6.
+/// phone does not answer).
 pub fn read_pdd_version<S: super::source::DeviceSource + ?Sized>(source: &S) -> Option<String> {
     try_read_pdd_version(source).ok().flatten()
 }

@@ -1,5 +1,5 @@
 //! Collect jobs: one collect task on the phone — the attempt's artifacts (retention is
-//! the runner's upkeep, [`crate::upkeep`]), the [`CollectFlow`] behind the device guard, the §6 result or §7 failure.
+//! the runner's disk budget, [`crate::disk_budget`]), the [`CollectFlow`] behind the device guard, the §6 result or §7 failure.
 
 use chrono::Utc;
 use cmautobuy_contract::time::format_utc;

@@ -202,7 +202,7 @@ where
     let mut obs = Observation::Start;
     let mut actions: u32 = 0;
     let mut stale = Staleness::default();
-    // The last dump parsed: the node a tap aims at is recorded from it (issue 14).
+    // The last dump parsed: the node a tap aims at is recorded from it.
     let mut last_tree: Option<Tree> = None;
     // The money steps already screenshot in this drive (`DriveLimits::money_screenshots`).
     let mut money_shot: Vec<FlowStep> = Vec::new();
@@ -239,7 +239,7 @@ where
                         let screen = classify(&dump.tree);
                         detail = screen.kind().as_str().to_string();
                         // No PDD window in the dump: a shade, a system dialog, a chooser
-                        // or a keyboard may have the focus (issue 12 item 4).
+                        // or a keyboard may have the focus.
                         let cover = if dump.tree.roots().next().is_none() {
                             device.foreign_focus().filter(|c| {
                                 !matches!(c.kind, CoverKind::OtherApp | CoverKind::SystemBar)
@@ -567,7 +567,7 @@ where
     }
 }
 
-/// A failed dump as a manifest action (issue 14).
+/// A failed dump as a manifest action.
 fn record_dump_failed(artifacts: Option<&mut AttemptArtifacts>, step: &FlowStep, code: &str) {
     if let Some(a) = artifacts {
         let mut e = ActionEntry::new("dump_failed", Some(step.as_str()));
@@ -576,7 +576,7 @@ fn record_dump_failed(artifacts: Option<&mut AttemptArtifacts>, step: &FlowStep,
     }
 }
 
-/// The manifest's record of a device action just performed (issue 14, spec §A), with
+/// The manifest's record of a device action just performed (spec §A), with
 /// what came of it; `None` for what is not a device action of its own (dumps,
 /// screenshots and `dumpsys activity top` are artifact entries; spec resolutions never
 /// touch the phone).

@@ -31,7 +31,7 @@ pub struct FlowExecutor<S: DeviceSource> {
     /// = this executor runs collect tasks only.
     purchase: Option<Arc<dyn PurchaseBackend>>,
     /// The PDD version last read (device check or task start; `None`: not read yet).
-    version_read: Arc<Mutex<Option<crate::gate::PddVersionRead>>>,
+    version_read: Arc<Mutex<Option<crate::executor::PddVersionRead>>>,
     /// A task ended `INPUT_INJECTION_DENIED`: the device checks probe injected input
     /// (one `KEYCODE_UNKNOWN`) until it goes through — the ordinary check cannot see
     /// MIUI's switch.
@@ -84,8 +84,8 @@ fn unproven_live(
     if !cfg.pdd_version_gate || !live {
         return None;
     }
-    let v = match crate::gate::PddVersionRead::from_parsed(version) {
-        crate::gate::PddVersionRead::Version(v) => v,
+    let v = match crate::executor::PddVersionRead::from_parsed(version) {
+        crate::executor::PddVersionRead::Version(v) => v,
         _ => return Some("the PDD version cannot be read for this attempt".into()),
     };
     let store = backend.store();
@@ -131,7 +131,7 @@ fn refuse_before_start(
 impl<S: DeviceSource> FlowExecutor<S> {
     fn note_version(&self, v: Option<&str>) {
         *self.version_read.lock().unwrap_or_else(|p| p.into_inner()) =
-            Some(crate::gate::PddVersionRead::from_parsed(v));
+            Some(crate::executor::PddVersionRead::from_parsed(v));
     }
 }
 
@@ -145,14 +145,14 @@ impl<S: DeviceSource> Executor for FlowExecutor<S> {
         }
     }
 
-    fn pdd_version(&self) -> Option<crate::gate::PddVersionRead> {
+    fn pdd_version(&self) -> Option<crate::executor::PddVersionRead> {
         let read = self
             .version_read
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
         // Fail closed: a phone whose version was never read is not a proven one.
-        Some(read.unwrap_or(crate::gate::PddVersionRead::NotReadYet))
+        Some(read.unwrap_or(crate::executor::PddVersionRead::NotReadYet))
     }
 
     async fn check_device(&self) -> DeviceCheck {
@@ -217,7 +217,7 @@ impl<S: DeviceSource> Executor for FlowExecutor<S> {
         let source = self.source.clone();
         let cfg = self.cfg.clone();
         let joined = tokio::task::spawn_blocking(move || {
-            super::selftest::run(&*source, &cfg, &store, &client_id, &goods_id, &attempt_id)
+            super::self_test::run(&*source, &cfg, &store, &client_id, &goods_id, &attempt_id)
         })
         .await;
         let run = match joined {
@@ -260,7 +260,7 @@ impl<S: DeviceSource> Executor for FlowExecutor<S> {
             // again, a fallback of the last job is tried again).
             source.begin_job();
             // One round trip per task: the version goes into the manifest's sidecar and
-            // the report (issue 12 item 6), and is the freshest the gate knows.
+            // the report, and is the freshest the gate knows.
             let pdd_version = match try_read_pdd_version(&*source) {
                 Ok(v) => v,
                 // The phone did not answer (it went away since the device check): a
@@ -275,7 +275,7 @@ impl<S: DeviceSource> Executor for FlowExecutor<S> {
                 }
             };
             *version_read.lock().unwrap_or_else(|p| p.into_inner()) = Some(
-                crate::gate::PddVersionRead::from_parsed(pdd_version.as_deref()),
+                crate::executor::PddVersionRead::from_parsed(pdd_version.as_deref()),
             );
             let (mut out, rep) = match &purchase {
                 Some(b) if job.task.task_type == "purchase" => {
@@ -287,7 +287,7 @@ impl<S: DeviceSource> Executor for FlowExecutor<S> {
                 _ => super::collect::run_job(&*source, &cfg, &job),
             };
             stamp_pdd_version(&cfg, &job, &mut out, pdd_version.as_deref());
-            // The backend this task used, for the console (issue 15).
+            // The backend this task used, for the console.
             if let (Some(p), Ok(d)) = (&cfg.progress, source.device()) {
                 p.set_backend(d.backend(), d.backend_fallback());
             }

@@ -1,4 +1,4 @@
-//! [`GuardedDevice`]: defence in depth at the device port (issue 11 A.4).
+//! [`GuardedDevice`]: defence in depth at the device port.
 //!
 //! The flows already never ask for a pay action and tap 提交订单 at most once. This
 //! wrapper makes both true even if a flow had a bug. It keeps the **freshest** parsed
@@ -21,7 +21,7 @@
 //!   the driver reported the irreversible mark ([`GuardedDevice::marked`]), the first
 //!   time. A `Submit` tap that lands on no submit control is refused too.
 //!
-//! - **Something of PDD's own drawn over the target → refused** (issue 25 point 3): the
+//! - **Something of PDD's own drawn over the target → refused**: the
 //!   guard finds the node the tap aims at from its label
 //!   ([`GuardedDevice::tap_labelled`]; the driver passes the flow's label, a tap without
 //!   one is aimed by the point alone) and the node a touch there reaches in PDD's window
@@ -33,7 +33,7 @@
 //! - **A 确定 / 立即购买 that places the order is a submit control**: on a checkout screen
 //!   ([`is_checkout`]: a payment row, a total line, an address beside a stepper), and on
 //!   any screen when the button quotes an amount ("确定 ¥59").
-//! - **A point another package's window would receive → refused** (issue 12 item 4): the
+//! - **A point another package's window would receive → refused**: the
 //!   window stack (`dumpsys window windows`, [`crate::screen::windows`]) is read once per
 //!   fresh dump, at the first tap judged on it (dumps no tap follows cost nothing), and
 //!   the receiver of a touch at the point is found as Android finds it. A notification
@@ -96,7 +96,7 @@ pub fn judge(
                 .into(),
         );
     };
-    // On a checkout screen a 确定 / 立即购买 places the order like 提交订单 (issue 25).
+    // On a checkout screen a 确定 / 立即购买 places the order like 提交订单.
     let hits = controls_at(tree, at, is_checkout(tree));
     if let Some(pay) = hits.iter().find(|h| h.kind == ControlKind::Pay) {
         return Err(format!(

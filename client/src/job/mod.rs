@@ -8,7 +8,7 @@
 //!   pay actions, blind taps (no dump since the screen may have changed) and any
 //!   提交订单 / 确认下单 but the single submit a live job may tap after the mark.
 //! - [`source`] — [`source::DeviceSource`]: where a job gets its phone.
-//! - [`adb`] — the device port over ADB ([`adb::AdbSource`]).
+//! - [`adb_source`] — the device port over ADB ([`adb_source::AdbSource`]).
 //! - [`attempt`] — what every job shares: settings, artifacts, the task report, the §7
 //!   failure request.
 //! - [`collect`] — collect jobs.
@@ -18,9 +18,9 @@
 //!   task (`retry_wait DEVICE_LOCKED` / `BATTERY_LOW` / `BATTERY_HOT`) before PDD is
 //!   touched.
 //! - [`skew`] — the host ↔ phone clock skew for the reconcile window (`date +%s`).
-//! - [`account`] — the account check between tasks (issue 12 item 5): 个人中心 read
+//! - [`account`] — the account check between tasks: 个人中心 read
 //!   through [`crate::flow::account::AccountFlow`].
-//! - [`selftest`] — the self-test (issue 13 item 3): a dry-run purchase on
+//! - [`self_test`] — the self-test: a dry-run purchase on
 //!   `self_test_goods_id`, options read off its sheet, no Admin involved.
 //! - [`turn`] — [`turn::TurnSource`]: the worker's device with every call under the
 //!   phone's turn ([`crate::progress::PhoneTurn`]), which the console's live screenshot
@@ -35,7 +35,7 @@
 //!   refusal is [`crate::flow::EffectOutcome::Refused`], never a message to parse.
 
 pub mod account;
-pub mod adb;
+pub mod adb_source;
 pub mod attempt;
 pub mod collect;
 pub mod driver;
@@ -43,7 +43,7 @@ pub mod exec;
 pub mod guard;
 pub mod prepare;
 pub mod purchase;
-pub mod selftest;
+pub mod self_test;
 #[cfg(test)]
 pub(crate) mod sim_device;
 pub mod skew;

@@ -1,4 +1,4 @@
-//! Before a task touches PDD (issue 12 item 4): wake the screen and swipe a swipe lock
+//! Before a task touches PDD: wake the screen and swipe a swipe lock
 //! away ([`crate::device::doctor::wake_and_unlock`]), or end the task before anything is
 //! opened — `retry_wait` with the device's code (`DEVICE_LOCKED`, `BATTERY_LOW`,
 //! `BATTERY_HOT`, …), which pauses the worker (`gate::DEVICE_FAILURE_CODES`) and, for

@@ -901,7 +901,7 @@ mod tests {
         assert_eq!(dev.phone().app().ledger().orders().len(), 1);
     }
 
-    /// Issue 11 A.2: 811223344509's deep link fails and leaves the previous task's page
+    /// 811223344509's deep link fails and leaves the previous task's page
     /// (811223344510, the same option names) on screen; no title in the tasks. The
     /// goods id `dumpsys activity top` shows tells them apart: one order, the first.
     #[test]
@@ -959,7 +959,7 @@ mod tests {
     /// With no goods id observable (a phone whose `dumpsys` prints none) and no
     /// expected title, a live purchase is refused before any tap on the sheet; a dry run
     /// goes on and says `unverified`; an expected title is a proof for a dry run only
-    /// (issue 25): a live purchase with only the title is refused too.
+    ///: a live purchase with only the title is refused too.
     #[test]
     fn no_observable_goods_id_refuses_a_live_submit_and_a_title_proves_it() {
         /// The simulated phone whose `dumpsys activity top` names no goods.
@@ -1195,7 +1195,7 @@ mod tests {
     fn identical_unpaid_orders_from_before_the_submit_are_never_adopted() {
         // Two identical unpaid orders of the goods are already there (placed minutes
         // ago, inside any time window): the census counts them before the submit, so
-        // the third purchase adopts only the order its own tap created (issue 25).
+        // the third purchase adopts only the order its own tap created.
         let dev = phone();
         let p = || payload(HOODIE, json!({"color": "燕麦色", "size": "S"}), 1, 6300);
         for i in 0..2 {

@@ -1,4 +1,4 @@
-//! The skew between the host's clock and the phone's, for the reconcile window (issue 11,
+//! The skew between the host's clock and the phone's, for the reconcile window (
 //! A.6).
 //!
 //! The irreversible mark is stamped with the host's clock; the 下单时间 an order detail

@@ -476,7 +476,7 @@ fn a_bad_goods_id_is_refused_before_the_phone_is_touched() {
     assert_eq!(e.code.as_str(), "INVALID_TASK_PAYLOAD");
 }
 
-/// Issue 14: the manifest is the ordered record of the attempt — every device action in
+/// The manifest is the ordered record of the attempt — every device action in
 /// order between the files it saved, each tap with the node it aimed at.
 #[test]
 fn a_drive_records_its_actions_in_order_with_their_targets() {

@@ -1,4 +1,4 @@
-//! Alerts out (issue 12 item 7): what a human should hear about, sent to webhooks.
+//! Alerts out: what a human should hear about, sent to webhooks.
 //!
 //! # What lives where
 //! - `webhook` — a configured webhook ([`WebhookConfig`] as written, [`Webhook`]

@@ -27,7 +27,7 @@ const EMBEDDED_CATALOG: &[(&str, &str)] = &[
     ),
 ];
 
-/// The real app's variants (issue 11 B): payment methods that commit or pay, a lagging
+/// The real app's variants: payment methods that commit or pay, a lagging
 /// total, a full-page 确认订单, a canvas-drawn order entry, a folded order detail, an
 /// icon option, a deep link that does not open. The simulated phone of a rehearsal
 /// always knows them; the failure-path batch ([`variant_demo`]) exercises them.
@@ -51,7 +51,7 @@ pub fn sim_catalog() -> anyhow::Result<Catalog> {
     sim_catalog_animated(false)
 }
 
-/// [`sim_catalog`], with every goods `animated` when asked (benchmarks, issue 15).
+/// [`sim_catalog`], with every goods `animated` when asked (benchmarks).
 pub fn sim_catalog_animated(animated: bool) -> anyhow::Result<Catalog> {
     let mut files = EMBEDDED_CATALOG.to_vec();
     files.push(EMBEDDED_VARIANTS);
@@ -180,7 +180,7 @@ pub fn demo_batch(catalog: &Catalog, run_tag: &str, failure_paths: bool) -> Vec<
         .collect()
 }
 
-/// The purchase demo (issue 7): ordinary purchases and a §7.1 spec resolution (60公斤
+/// The purchase demo: ordinary purchases and a §7.1 spec resolution (60公斤
 /// among 110斤…150斤, the mock's rule resolver matches 120斤), all `succeeded`; with
 /// `failure_paths` also a total above the limit, no delivery address and a sold-out
 /// option. Dry runs unless `live`.
@@ -254,7 +254,7 @@ pub fn purchase_demo(run_tag: &str, live: bool, failure_paths: bool) -> Vec<Batc
     tasks
 }
 
-/// The real app's variants (issue 11 B) as purchases, each with the outcome the safety
+/// The real app's variants as purchases, each with the outcome the safety
 /// rules demand; in batch order, which is claim order on one phone:
 /// - an option drawn with an icon (已选 shows `#乌龙奶茶+…`) → `succeeded`;
 /// - 先用后付 and 免密支付 accounts → `manual_review:PAYMENT_METHOD_NOT_ALLOWED`, no tap
@@ -265,14 +265,14 @@ pub fn purchase_demo(run_tag: &str, live: bool, failure_paths: bool) -> Vec<Batc
 /// - a full-page 确认订单 → `succeeded`, the total checked there;
 /// - 待付款 reachable only by its deep link, and a folded order detail → `succeeded`
 ///   (live: reconciled to the order number);
-/// - issue 25's checkouts: a sheet whose 确定 places the order (its 合计 shown) →
+/// - the money-path checkouts: a sheet whose 确定 places the order (its 合计 shown) →
 ///   `succeeded` (live: marked, then 确定 tapped once); the same without a total →
 ///   `failed:ORDER_TOTAL_NOT_SHOWN`; a 立即支付 footer → `PAYMENT_METHOD_NOT_ALLOWED`;
 ///   确认订单 with a stepper (quantity 2) → `succeeded`, one whose stepper opens at
 ///   quantity 1 → set to 2 there, `succeeded`, and one that opens at quantity 1 with no
 ///   stepper → `failed:QUANTITY_NOT_SETTABLE`; a promo drawn over 提交订单 →
 ///   `succeeded` (closed first); 待支付 / 等待付款 orders → `succeeded`;
-/// - issue 25's post-submit screens, live only (a dry run never submits: `succeeded`):
+/// - the post-submit screens, live only (a dry run never submits: `succeeded`):
 ///   the same goods bought twice where PDD asks 相同商品订单待支付 → the first
 ///   `succeeded`, the second `manual_review:REPEAT_ORDER_PROMPT` (never 继续下单; the
 ///   first order is never adopted), on the sheet, on 确认订单 and on a sheet whose 确定
@@ -284,8 +284,8 @@ pub fn purchase_demo(run_tag: &str, live: bool, failure_paths: bool) -> Vec<Batc
 /// Not here: `deep_link_fails` (811223344509). Our flows never leave a goods page on
 /// screen (a purchase ends on the order list, a collect on the sheet), so a dead link
 /// leaves a page that is not a goods page: `retry_wait:PAGE_NOT_RECOGNIZED`, which the
-/// mock hands straight back — a loop issue 12 (claim only when the phone can work) is
-/// about. Its safety (never the goods left on screen, `GOODS_MISMATCH`, no order) is
+/// mock hands straight back — a loop the claim
+/// gate (claim only when the phone can work) is about. Its safety (never the goods left on screen, `GOODS_MISMATCH`, no order) is
 /// proven by `client/tests/it/goods_identity.rs` and the job tests.
 pub fn variant_demo(run_tag: &str, live: bool) -> Vec<BatchTask> {
     let mode = if live { "live" } else { "dry_run" };
@@ -378,7 +378,7 @@ pub fn variant_demo(run_tag: &str, live: bool) -> Vec<BatchTask> {
             10000,
             "succeeded",
         ),
-        // Issue 25: the checkout's order button, whatever it reads.
+        // The checkout's order button, whatever it reads.
         t(
             "checkout-confirm",
             "811223344511",
@@ -526,7 +526,7 @@ pub fn variant_demo(run_tag: &str, live: bool) -> Vec<BatchTask> {
 mod tests {
     use super::*;
 
-    /// The default rehearsal is a batch where every task succeeds (issue 6: "its summary
+    /// The default rehearsal is a batch where every task succeeds ("its summary
     /// shows every task succeeded"); `--failure-paths` adds every failure page of the
     /// catalog and the refused purchases.
     #[test]
@@ -585,7 +585,7 @@ mod tests {
     }
 
     /// Every variant task names a variant goods and options that goods offers, and the
-    /// variants cover each catalog key of issue 11 B.
+    /// variants cover each catalog key of the real app's variants.
     #[test]
     fn the_variant_demo_names_real_variant_goods_and_options() {
         let variants = variant_catalog().expect("variants");

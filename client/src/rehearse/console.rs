@@ -1,4 +1,4 @@
-//! The rehearsal's web console (issue 13 item 1: "served by `run` (and `rehearse`)"):
+//! The rehearsal's web console ("served by `run` (and `rehearse`)"):
 //! the same console as `run`, served by the same launch ([`crate::app::launch`]), with
 //! the rehearsal's store, progress board and artifacts as its one worker, so an operator
 //! watching a rehearsal sees the task in hand on 状态 and every attempt in 历史. Its URL

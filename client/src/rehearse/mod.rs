@@ -23,13 +23,13 @@
 //! A real phone (`--device`) must answer before anything starts ([`check_phone`]); one
 //! that does not is refused at once ([`Refused`]), not waited for until `--timeout`.
 //!
-//! `--replay DIR` (issue 14): the simulated phone serves a recorded scenario instead of
+//! `--replay DIR`: the simulated phone serves a recorded scenario instead of
 //! the catalog ([`replay`]); the batch comes from `--tasks`, live tasks run live on it,
 //! the between-task work that would open pages a recording never had (the account check
 //! on 个人中心, the self-test, the PDD version gate) is off, and the summary counts the
 //! actions that went off-script — any of them makes the rehearsal fail.
 //!
-//! The `u2` backend (issue 15; `device_backend` / `CMAUTOBUY_DEVICE_BACKEND=u2`) needs
+//! The `u2` backend (`device_backend` / `CMAUTOBUY_DEVICE_BACKEND=u2`) needs
 //! an adb server (uiautomator2's server is reached over `tcp:PORT` streams, which direct
 //! TCP has not): with `u2` required, no `--device` and no `--adb-server`, the rehearsal
 //! brings its own ([`cmautobuy_sim_phone::adb_server`]: the real `adb` on a free loopback port with its own
@@ -66,7 +66,7 @@ use crate::artifacts::Retention;
 use crate::console::ConsoleAddr;
 use crate::device::{adb::default_adb_server, AdbDevice, AdbOptions, DeviceAddress};
 use crate::gateway::{GatewaySettings, HttpAdminGateway};
-use crate::job::adb::AdbSource;
+use crate::job::adb_source::AdbSource;
 use crate::job::attempt::{ReportHook, TaskReport};
 use crate::progress::ProgressHandle;
 use crate::registration;
@@ -161,7 +161,7 @@ pub struct RehearseOptions {
     pub popups_percent: u8,
     /// Simulated phone only: the n-th dumps fail so.
     pub dump_faults: Vec<(u64, DumpFault)>,
-    /// Add the purchase demo tasks to the demo batch (issue 7): dry runs, or with
+    /// Add the purchase demo tasks to the demo batch: dry runs, or with
     /// `live` real unpaid orders on the simulated phone.
     pub purchases: bool,
     /// Run the purchase demo live (simulated phone only; refused with a real device).
@@ -183,7 +183,7 @@ pub struct RehearseOptions {
     pub replay: Option<PathBuf>,
     /// With `replay`: write the replay log here (one JSON object per line).
     pub replay_log: Option<PathBuf>,
-    /// The device backend (issue 15; env `CMAUTOBUY_DEVICE_BACKEND`): `auto` uses
+    /// The device backend (env `CMAUTOBUY_DEVICE_BACKEND`): `auto` uses
     /// uiautomator2's server when its jar is found and the phone is reached through an
     /// adb server (`--adb-server`), else `uiautomator dump`. `u2` on the simulated phone
     /// with [`SimRoute::Direct`] brings a private adb server ([`cmautobuy_sim_phone::adb_server`]) and routes
@@ -409,7 +409,7 @@ pub fn rehearse_with(
         source = source.with_device_time(Arc::new(move || p.counters().device_time_ms));
     }
     source = source.with_backend(opts.device_backend, opts.u2_jar.as_deref());
-    // Which backend the jobs used, read after the batch (issue 15).
+    // Which backend the jobs used, read after the batch.
     let u2_device = source.u2_device();
 
     // Seed the batch.
@@ -442,7 +442,7 @@ pub fn rehearse_with(
     let config = ClientConfig {
         poll_interval: Duration::from_millis(200),
         exit_when_idle: true,
-        // Purchases (issue 7): live only with --live, and only ever on the simulated phone.
+        // Purchases: live only with --live, and only ever on the simulated phone.
         // A replayed recording runs its live tasks live (its orders go to the replay's
         // ledger).
         allow_live: (opts.live || replaying) && sim.is_some(),
@@ -466,13 +466,13 @@ pub fn rehearse_with(
                 .map(|p| (p, marks.clone(), all_reported.clone())),
         )),
         // The batch includes risk and login pages on purpose (`--failure-paths`): a rehearsal
-        // runs to the end, so account trouble does not pause it (issue 12).
+        // runs to the end, so account trouble does not pause it.
         gate: crate::gate::GateConfig {
             account_pause: false,
-            // … nor raise the unrecognised-page rate alert (issue 12 item 6).
+            // … nor raise the unrecognised-page rate alert.
             unrecognized_rate_count: 0,
             // … nor hold live back until a dry run proved the simulated phone's PDD
-            // version (issue 12 item 6): the demo batches (`--live`, `purchase_demo`)
+            // version: the demo batches (`--live`, `purchase_demo`)
             // may hold live tasks only, which a dry_run declaration would never be handed.
             pdd_version_gate: false,
             // A replay serves the pages of its recording only: no 个人中心 between tasks.
@@ -482,9 +482,9 @@ pub fn rehearse_with(
         expected_address,
         // The sweep and compaction as in production; no free-disk floor (a rehearsal
         // runs to the end on whatever disk it has).
-        upkeep: Some(crate::upkeep::UpkeepConfig {
+        disk_budget: Some(crate::disk_budget::DiskBudgetConfig {
             min_free_disk_bytes: 0,
-            ..crate::upkeep::UpkeepConfig::new(
+            ..crate::disk_budget::DiskBudgetConfig::new(
                 data_dir.clone(),
                 artifacts_dir.clone(),
                 Retention {

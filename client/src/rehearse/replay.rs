@@ -1,4 +1,4 @@
-//! `rehearse --replay DIR` (issue 14 item 5): the simulated phone serves a recorded
+//! `rehearse --replay DIR`: the simulated phone serves a recorded
 //! scenario (`sim-phone/README.md`, "Replay mode"; format v1) instead of the catalog, and
 //! the summary says, per task, which actions went off-script.
 //!
@@ -25,7 +25,7 @@ pub fn load(dir: &Path) -> Result<Scenario, String> {
 
 /// The delivery address the recording's checkout shows (the first sheet or 确认订单 with
 /// an address block, as the export masked it): a replay's address fingerprint, so its
-/// live purchase is checked against the address it was recorded with (issue 25: no live
+/// live purchase is checked against the address it was recorded with (no live
 /// order without a fingerprint). `None` when no recorded screen shows one.
 pub fn recorded_address(scenario: &Scenario) -> Option<String> {
     use crate::screen::{inspect, Screen};

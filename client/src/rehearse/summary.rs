@@ -78,8 +78,7 @@ pub struct Summary {
     /// With `--replay`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replay: Option<ReplaySummary>,
-    /// `"u2"` or `"uiautomator"`: how the client read the screen and sent input (issue
-    /// 15) — at the end of the batch (a job that fell back says `uiautomator`).
+    /// `"u2"` or `"uiautomator"`: how the client read the screen and sent input — at the end of the batch (a job that fell back says `uiautomator`).
     pub device_backend: String,
     /// Why the last job fell back from the u2 server to `uiautomator dump`, if it did.
     #[serde(skip_serializing_if = "Option::is_none")]

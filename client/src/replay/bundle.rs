@@ -1,4 +1,4 @@
-//! `diagnose-bundle`: one `.tar.gz` an operator can send (issue 14 item 4) — the
+//! `diagnose-bundle`: one `.tar.gz` an operator can send — the
 //! redacted export of an attempt (module `export`), `version.txt` (the binary's version,
 //! the PDD version the attempt recorded), `config.toml` without the token, the console
 //! password and the webhook URLs, and the last lines of the log file, masked like the
@@ -267,7 +267,7 @@ fn write_staged(
     let tmp = out.with_extension("partial");
     {
         let _ = std::fs::remove_file(&tmp);
-        crate::private::create_file(&tmp).map_err(werr)?;
+        crate::file_modes::create_file(&tmp).map_err(werr)?;
         let f = std::fs::OpenOptions::new()
             .write(true)
             .truncate(true)

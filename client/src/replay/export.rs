@@ -1,5 +1,5 @@
 //! `replay-export`: an attempt's artifacts as a replay scenario (format v1,
-//! `sim-phone/README.md`; `/work/notes/issue14-spec.md` §C).
+//! `sim-phone/README.md`).
 //!
 //! The manifest is walked in `seq` order. Each dump becomes a screen (`s01`, `s02`, … a
 //! linear chain, nothing merged); the device actions between dump k and dump k+1 lead

@@ -1,4 +1,4 @@
-//! Record and replay (issue 14): an attempt's artifacts as a replay scenario
+//! Record and replay: an attempt's artifacts as a replay scenario
 //! (`export`, format v1 of `sim-phone/README.md`) and the redaction every export and
 //! diagnose bundle goes through (`redact`).
 

@@ -1,4 +1,4 @@
-//! Redaction of recorded dumps and of free text (issue 14: an export, a diagnose bundle).
+//! Redaction of recorded dumps and of free text (an export, a diagnose bundle).
 //!
 //! What is personal on a PDD screen: the receiver's name, phone numbers (full, and the
 //! app's `138****0000`), the delivery address and order numbers. Notifications can carry

@@ -1,14 +1,14 @@
 //! Between tasks: what the claim loop does when no task is in hand — the device gate
-//! (checks, pauses, spacing), the resources upkeep, the daily store backup, the
+//! (checks, pauses, spacing), the disk budget, the daily store backup, the
 //! self-test, the clock and account checks.
 
 use super::*;
 use crate::alert::AlertKind;
 
 impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
-    /// The upkeep after a task (or at start: `job = None`), on a blocking thread.
-    pub(super) async fn upkeep(&self, job: Option<&Job>) {
-        let Some(u) = self.upkeep.clone() else {
+    /// The disk budget after a task (or at start: `job = None`), on a blocking thread.
+    pub(super) async fn disk_budget_step(&self, job: Option<&Job>) {
+        let Some(u) = self.disk_budget.clone() else {
             return;
         };
         let now = self.clock.now();
@@ -25,12 +25,12 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
         })
         .await;
         if let Err(e) = done {
-            tracing::error!(error = %e, "upkeep panicked");
+            tracing::error!(error = %e, "disk budget panicked");
         }
     }
 
-    /// The self-test before a claim (issue 13 item 3): when `self_test_goods_id` is set
-    /// and [`crate::selftest::due`] says so for the phone's current PDD version — never
+    /// The self-test before a claim: when `self_test_goods_id` is set
+    /// and [`crate::self_test::due`] says so for the phone's current PDD version — never
     /// run on it, asked for (`Store::request_self_test`), or failed and its backoff
     /// passed. A pass proves the version (`self-test ATTEMPT`) and closes
     /// `self_test_failed`; a failure raises it (non-blocking). Returns whether a
@@ -70,7 +70,7 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
                 return false;
             }
         };
-        if !crate::selftest::due(record.as_ref(), requested, now) {
+        if !crate::self_test::due(record.as_ref(), requested, now) {
             return false;
         }
         if requested {
@@ -80,7 +80,7 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
         }
         let attempt_id = format!(
             "{}{}",
-            crate::selftest::ATTEMPT_PREFIX,
+            crate::self_test::ATTEMPT_PREFIX,
             uuid::Uuid::new_v4()
         );
         tracing::info!(device = %serial, pdd_version = %version, %attempt_id, goods_id = %goods, requested, "self-test: a dry-run purchase on the test goods (no Admin involved)");
@@ -136,7 +136,7 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
                     .ok()
                     .flatten()
                     .map_or(1, |r| r.failures);
-                let next = crate::selftest::retry_after(failures);
+                let next = crate::self_test::retry_after(failures);
                 tracing::error!(device = %serial, pdd_version = %v, %attempt_id, %code, %message, artifacts = %folder, next_try_secs = next.as_secs(), "self-test failed: live paused (collects and dry runs continue)");
                 let text = format!(
                     "自检失败，暂停实单 / self-test failed on phone {serial}, PDD {v}: [{code}] {message}; evidence: {folder}; live paused (collects and dry runs continue), next try in {} min (or `cmautobuy-client self-test`)",
@@ -261,7 +261,7 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
         }
     }
 
-    /// The account check before a claim, between tasks (issue 12 item 5): only while
+    /// The account check before a claim, between tasks: only while
     /// this client would declare `live`, at the first passing device check of the run,
     /// daily after, and 5 min after a failed check. The first reading on this phone is
     /// recorded as its baseline; another account raises an `account_changed` alert (live

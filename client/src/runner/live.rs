@@ -43,7 +43,7 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
     }
 
     /// [`client_profile`] narrowed to `dry_run` until the self-test passed on the
-    /// phone's current PDD version (issue 13 item 3, [`crate::selftest::refusal`]; the
+    /// phone's current PDD version ([`crate::self_test::refusal`]; the
     /// operator's `allow_live` vouches instead). Why live waits is recorded for `status`.
     pub(super) fn proven_profile(&self, settings: &Settings) -> ClientProfile {
         let mut p = client_profile(settings, self.executor.readiness());
@@ -93,13 +93,13 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
             .with_operator(self.store.operator_settings().as_ref())
     }
 
-    /// Why live is never declared: no address fingerprint configured (issue 25).
+    /// Why live is never declared: no address fingerprint configured.
     fn address_refusal(&self) -> Option<String> {
         let live = &self.live();
         (!live.dry_run_only && !live.address_fingerprint).then(|| NO_ADDRESS_FINGERPRINT.into())
     }
 
-    /// Why live waits for the self-test on this phone now ([`crate::selftest::refusal`]).
+    /// Why live waits for the self-test on this phone now ([`crate::self_test::refusal`]).
     pub fn self_test_refusal(&self, settings: &Settings) -> Option<String> {
         use crate::gate::PddVersionRead;
         let live = &self.live();
@@ -116,7 +116,7 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
             }
             _ => None,
         };
-        crate::selftest::refusal(&crate::selftest::LiveInputs {
+        crate::self_test::refusal(&crate::self_test::LiveInputs {
             dry_run_only: live.dry_run_only,
             vouched: live.vouched,
             goods_configured: live.self_test_goods_id.is_some(),
@@ -125,7 +125,7 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
         })
     }
 
-    /// The new-version gate now (issue 12 item 6): the version the executor last read
+    /// The new-version gate now: the version the executor last read
     /// on the phone against what the store knows of it on this device (a version seen
     /// for the first time is recorded, unproven).
     pub fn version_hold_now(
@@ -327,12 +327,12 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
         self.account.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Why live is refused for the account now, if it is (issue 12 item 5): an open
+    /// Why live is refused for the account now, if it is: an open
     /// `account_changed` alert (also across a restart), or — once the executor has shown
     /// it can check — no successful check yet this run, or a failed one since the last
     /// success went stale.
     /// Why live is stopped on this phone after an order was found paid or bound (an
-    /// open `order_not_unpaid` alert, issue 25), if it is.
+    /// open `order_not_unpaid` alert), if it is.
     pub fn paid_order_refusal(&self) -> Option<String> {
         match self.store.open_alerts() {
             Ok(a) => a

@@ -4,7 +4,7 @@
 //! Layout: this file is the claim loop itself (claim, take, execute, record, run); the
 //! [`Runner`]'s other duties are in their own files, each an `impl` of the same type:
 //! `live` — the live gate (what is declared and why live waits); `between_tasks` — the
-//! device gate, upkeep, backups, the self-test, the clock and account checks;
+//! device gate, disk budget, backups, the self-test, the clock and account checks;
 //! `recovery` — runs a crash or a lost phone left open.
 //!
 //! Rules this loop keeps:
@@ -39,13 +39,13 @@
 //!   goods) raises
 //!   an `account_paused` alert naming the task, the code and the attempt's artifacts;
 //!   like every open alert it stops claiming until `ack` (and survives a restart);
-//! - bounded resources ([`crate::upkeep`], issue 12 item 8): below the free-disk floor
+//! - bounded resources ([`crate::disk_budget`]): below the free-disk floor
 //!   no claim is made (a `low_disk` alert says why; it resolves itself when space
 //!   returns); the artifact sweep and outbox compaction run at start and after each task;
 //! - pacing ([`crate::pacing`]): no claim sooner than `min_task_gap` after the last task
 //!   ended; at a live order cap (per rolling hour / day, counted from the store's
 //!   irreversible marks) the declared mode narrows to `dry_run` until the window passes;
-//! - the account fingerprint ([`crate::account`], issue 12 item 5): a client that would
+//! - the account fingerprint ([`crate::account`]): a client that would
 //!   declare `live` reads 个人中心 between tasks (first passing device check of the run,
 //!   daily, 5 min after a failure) and declares `dry_run` until a check succeeds or
 //!   while an `account_changed` alert is open (claims continue; `ack` accepts the new
@@ -77,6 +77,7 @@ use cmautobuy_contract::{
 };
 
 use crate::clock::Clock;
+use crate::disk_budget::DiskBudget;
 use crate::executor::{failure, Executor, Job, Outcome, Readiness};
 use crate::gate::{DeviceGate, GateConfig, GateStep, Transition};
 use crate::gateway::{AdminGateway, GatewayError, PreparedRequest};
@@ -86,7 +87,6 @@ use crate::store::{
     ClaimWait, DevicePause, LiveCapNote, OutboxDraft, OutboxKind, Settings, Store, StoreError,
     TaskState,
 };
-use crate::upkeep::Upkeep;
 
 /// How the `claim_rejected` alert of a claim refused with `401` (the token) begins: a
 /// registration the Admin accepts afterwards — a new token, or the old one accepted again
@@ -121,11 +121,11 @@ pub struct RunConfig {
     /// Live is refused while the host's clock is more than this off the Admin's or the
     /// phone's (`max_clock_skew_secs`, [`crate::clock_check`]).
     pub max_clock_skew: Duration,
-    /// What may be declared live without the other gates ([`LivePolicy`], issue 13).
+    /// What may be declared live without the other gates ([`LivePolicy`]).
     pub live: LivePolicy,
 }
 
-/// How `purchase_mode` is decided (issue 13 item 3, [`crate::selftest`]). The claim
+/// How `purchase_mode` is decided ([`crate::self_test`]). The claim
 /// loop's default vouches (live as the executor's readiness says — what in-process tests
 /// and `rehearse` want); `run` sets it from the configuration.
 #[derive(Clone, Debug)]
@@ -137,7 +137,7 @@ pub struct LivePolicy {
     /// The self-test's goods (`self_test_goods_id`); `None`: no self-test runs.
     pub self_test_goods_id: Option<String>,
     /// The phone's delivery-address fingerprint is configured (`expected_address`):
-    /// without it live is never declared (issue 25 — an order could go to whatever
+    /// without it live is never declared (an order could go to whatever
     /// address PDD preselects).
     pub address_fingerprint: bool,
 }
@@ -303,8 +303,8 @@ pub struct Runner<G, E, C> {
     unsaved_alert: Mutex<Option<String>>,
     consecutive_failures: AtomicU32,
     gate: Mutex<DeviceGate>,
-    /// Artifact sweep, outbox compaction, the free-disk floor ([`Runner::with_upkeep`]).
-    upkeep: Option<Arc<Upkeep>>,
+    /// Artifact sweep, outbox compaction, the free-disk floor ([`Runner::with_disk_budget`]).
+    disk_budget: Option<Arc<DiskBudget>>,
     /// When the last task ended (the pacing gap counts from it).
     last_task_end: Mutex<Option<chrono::DateTime<chrono::Utc>>>,
     /// The live cap last recorded for `status` (to log and save changes only).
@@ -369,14 +369,14 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
             self_test_noted: Mutex::new(None),
             claim_wait_noted: Mutex::new(false),
             cfg,
-            upkeep: None,
+            disk_budget: None,
         }
     }
 
-    /// Runs the upkeep at start and after each task, and applies its free-disk floor
+    /// Runs the disk budget at start and after each task, and applies its free-disk floor
     /// before each claim.
-    pub fn with_upkeep(mut self, upkeep: Arc<Upkeep>) -> Self {
-        self.upkeep = Some(upkeep);
+    pub fn with_disk_budget(mut self, disk_budget: Arc<DiskBudget>) -> Self {
+        self.disk_budget = Some(disk_budget);
         self
     }
 
@@ -430,7 +430,7 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
             return Ok(ClaimStep::Blocked(reason));
         }
         if let Some(reason) = self
-            .upkeep
+            .disk_budget
             .as_ref()
             .and_then(|u| u.disk_floor(self.clock.now()))
         {
@@ -632,7 +632,7 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
         };
         self.task_ended();
         self.record(&job, outcome)?;
-        self.upkeep(Some(&job)).await;
+        self.disk_budget_step(Some(&job)).await;
         Ok(())
     }
 
@@ -774,7 +774,7 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
         let _ = self.store.set_live_cap(None);
         let _ = self.store.set_pdd_version_hold(None);
         let _ = self.store.set_claim_wait(None);
-        self.upkeep(None).await;
+        self.disk_budget_step(None).await;
         self.recover().await?;
         loop {
             if *shutdown.borrow() {

@@ -52,7 +52,7 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
                 continue; // the outbox delivers it
             }
             if t.task_type == TaskType::Purchase.as_str() {
-                // Issue 7: an interrupted purchase attempt is reported under its own
+                // An interrupted purchase attempt is reported under its own
                 // attempt id and never run again in-process (see `recover_purchase`).
                 let open = self.store.open_runs(t.id)?;
                 if !open.is_empty() {

@@ -1,4 +1,4 @@
-//! The account_fingerprints table (issue 12 item 5): per phone serial, the account
+//! The account_fingerprints table: per phone serial, the account
 //! 个人中心 showed at the first successful check (the baseline), when, the last check,
 //! and a different reading waiting for the operator (`ack` of the `account_changed`
 //! alert makes it the baseline: [`Store::ack_alerts`]).

@@ -119,7 +119,7 @@ impl Store {
 
     /// Acknowledges one alert or all (`None`); returns how many were open. Acknowledging
     /// an `account_changed` alert accepts the account read since as the phone's new
-    /// baseline (issue 12 item 5), in the same transaction.
+    /// baseline, in the same transaction.
     pub fn ack_alerts(&self, id: Option<i64>, now: DateTime<Utc>) -> Result<usize> {
         self.immediate(|tx| {
             let account: i64 = match id {

@@ -117,7 +117,7 @@ fn migrate_to(conn: &mut Connection, target: i64) -> Result<()> {
     Ok(())
 }
 
-/// A verified backup before migrations change an existing store (issue 12 item 9): a store
+/// A verified backup before migrations change an existing store: a store
 /// at version 1 ≤ v < the current one is copied to `backups/` first; no backup, no
 /// migration. A fresh (version 0) or current store is not copied.
 fn backup_before_migration(conn: &Connection, path: &Path) -> Result<()> {
@@ -126,9 +126,9 @@ fn backup_before_migration(conn: &Connection, path: &Path) -> Result<()> {
     if current < 1 || current >= known {
         return Ok(());
     }
-    let b = super::backup::backup_with(
+    let b = super::backup_file::backup_with(
         conn,
-        &super::backup::backup_dir_of(path),
+        &super::backup_file::backup_dir_of(path),
         "pre-migration",
         Utc::now(),
     )?;
@@ -193,7 +193,7 @@ fn check_not_replaced(path: &Path) -> Result<()> {
     let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) else {
         return Ok(());
     };
-    if no_database(path)?.is_none() || crate::private::created_here(path) {
+    if no_database(path)?.is_none() || crate::file_modes::created_here(path) {
         return Ok(());
     }
     if earlier_client(dir).is_empty() {
@@ -214,7 +214,7 @@ fn check_not_replaced(path: &Path) -> Result<()> {
         dir: dir.to_path_buf(),
         empty,
         evidence: earlier_client(dir),
-        restore: super::backup::restore_hint(dir, path),
+        restore: super::backup_file::restore_hint(dir, path),
     })
 }
 
@@ -251,7 +251,7 @@ fn earlier_client(dir: &Path) -> Vec<String> {
     }
     for name in EARLIER_CLIENT_FILES {
         let p = dir.join(name);
-        if p.exists() && !crate::private::created_here(&p) {
+        if p.exists() && !crate::file_modes::created_here(&p) {
             out.push((*name).to_string());
         }
     }
@@ -266,7 +266,7 @@ fn holds_files(dir: &Path, depth: u32, nonempty: bool) -> bool {
     };
     rd.flatten().any(|e| {
         let p = e.path();
-        if crate::private::created_here(&p) {
+        if crate::file_modes::created_here(&p) {
             return false;
         }
         match e.file_type() {
@@ -316,16 +316,16 @@ impl Store {
     /// Opens (creating if needed) the database at `path`: configures the connection,
     /// applies pending migrations, checks the schema and makes sure a client id exists.
     ///
-    /// Secrets at rest (issue 12): the directory is created `0700` and the file `0600`
+    /// Secrets at rest: the directory is created `0700` and the file `0600`
     /// before SQLite opens it (its `-wal`/`-shm` files take the database file's mode);
     /// too-open modes on an existing directory, store, config file or key are tightened
-    /// with a warning ([`crate::private::secure_data_dir`]).
+    /// with a warning ([`crate::file_modes::secure_data_dir`]).
     ///
     /// No silent new identity: a `client.sqlite3` that is missing or empty is created
     /// only in a data directory holding nothing an earlier client left — its `backups/`,
     /// `artifacts/` or `phones/` with a file in them, a log with lines in it, its lock
     /// file, ADB key or the store's WAL — other than what this process itself just made
-    /// ([`crate::private::created_here`]: its lock file, log folder, ADB key). Beside
+    /// ([`crate::file_modes::created_here`]: its lock file, log folder, ADB key). Beside
     /// those it is [`StoreError::Missing`], pointing at `backups/`. The operator's own
     /// files (a config file, a redirect's output) do not count.
     /// Another process creating the same new store at that moment is waited for (its
@@ -334,7 +334,7 @@ impl Store {
         check_not_replaced(path)?;
         if let Some(dir) = path.parent() {
             if !dir.as_os_str().is_empty() {
-                crate::private::create_dir(dir).map_err(|source| StoreError::Io {
+                crate::file_modes::create_dir(dir).map_err(|source| StoreError::Io {
                     path: dir.to_path_buf(),
                     source,
                 })?;
@@ -342,10 +342,10 @@ impl Store {
                     .file_name()
                     .map(|n| n.to_string_lossy().into_owned())
                     .unwrap_or_default();
-                crate::private::secure_data_dir(dir, &name);
+                crate::file_modes::secure_data_dir(dir, &name);
             }
         }
-        crate::private::create_file(path).map_err(|source| StoreError::Io {
+        crate::file_modes::create_file(path).map_err(|source| StoreError::Io {
             path: path.to_path_buf(),
             source,
         })?;
@@ -388,7 +388,7 @@ impl Store {
         Err(StoreError::Damaged {
             path: self.path.clone(),
             detail,
-            restore: super::backup::restore_hint(
+            restore: super::backup_file::restore_hint(
                 self.path.parent().unwrap_or_else(|| Path::new(".")),
                 &self.path,
             ),
@@ -900,7 +900,7 @@ mod tests {
             let path = Store::path_in(dir.path());
             database_at_version(&path, version);
             let s = Store::open(&path).unwrap();
-            let backups = super::super::backup::list(&s.backup_dir());
+            let backups = super::super::backup_file::list(&s.backup_dir());
             assert_eq!(backups.len(), 1, "version {version}");
             let b = &backups[0].1;
             assert!(
@@ -912,7 +912,7 @@ mod tests {
                 "{b:?}"
             );
             // It opens, passes its integrity check, holds the old version and its rows.
-            assert_eq!(super::super::backup::verify(b).unwrap(), version);
+            assert_eq!(super::super::backup_file::verify(b).unwrap(), version);
             let c = Connection::open(b).unwrap();
             let id: String = c
                 .query_row(
@@ -927,7 +927,7 @@ mod tests {
             drop(s);
             Store::open(&path).unwrap();
             assert_eq!(
-                super::super::backup::list(&dir.path().join("backups")).len(),
+                super::super::backup_file::list(&dir.path().join("backups")).len(),
                 1
             );
         }

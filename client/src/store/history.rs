@@ -1,4 +1,4 @@
-//! What the console's 历史 History pages read (issue 13 item 1): tasks newest first,
+//! What the console's 历史 History pages read: tasks newest first,
 //! paged by local id, with their attempts' count, the last outcome, the order numbers
 //! reported, the failure codes and the newest failure as reported (its
 //! `diagnostics.operator` is the reason the pages show); a task's attempts with each

@@ -19,25 +19,25 @@
 //!   token), written in the same transaction as the run's outcome
 //!   ([`Store::record_outcome`]); sending, retrying, parking, acceptance.
 //! - `alerts.rs` — operator alerts; open alerts stop claiming.
-//! - `account.rs` — the account fingerprint per phone serial (issue 12 item 5): baseline,
+//! - `account.rs` — the account fingerprint per phone serial: baseline,
 //!   first seen, last checked, a changed reading pending until `ack` accepts it.
 //! - `artifacts.rs` — artifact manifests; `spec.rs` — spec resolution requests.
 //! - `summary.rs` — counts by state for `status`; `history.rs` — the console's 历史 pages
 //!   (tasks newest first with attempts, outcomes, order numbers and codes; attempts; each
 //!   run's report as sent; today's outcome counts).
-//! - `backup.rs` — `VACUUM INTO` backups in `<data dir>/backups/` (before a migration,
-//!   daily from the claim loop), verified, `0600`, rotated: the file rules; `backups.rs`
-//!   — the `Store` methods over them.
+//! - `backup_file.rs` — `VACUUM INTO` backups in `<data dir>/backups/` (before a
+//!   migration, daily from the claim loop), verified, `0600`, rotated: the file rules;
+//!   `backup.rs` — the `Store` methods over them (and the rules, re-exported).
 //! - `notify.rs` — events a human should hear about (filled by triggers: any operator
 //!   alert, a `manual_review` outcome, a parked outbox item, a device pause) and the
 //!   webhook delivery queue; the daily summary's counts. `metrics.rs` — the counts
 //!   `/metrics` reads.
 //! - `versions.rs` — PDD versions per phone: first seen, proven (by which attempt, or
-//!   which operator's `ack`), the open alert (issue 12 item 6).
+//!   which operator's `ack`), the open alert.
 //! - `operator.rs` — what the operator set on the console's 设置 page for going live
 //!   (address fingerprint, self-test goods, purchase mode, webhooks, the console
 //!   password's hash): settings rows under `operator.*`, read at every use.
-//! - `selftests.rs` — the self-test per phone and PDD version (issue 13 item 3) and the
+//! - `self_tests.rs` — the self-test per phone and PDD version and the
 //!   operator's request for one (`request_self_test`, a settings key the runner polls).
 //!
 //! Files depend downwards only: `error` ← `db` ← the table groups; `outbox` and
@@ -53,7 +53,7 @@ mod account;
 mod alerts;
 mod artifacts;
 pub mod backup;
-mod backups;
+mod backup_file;
 mod db;
 mod error;
 mod history;
@@ -64,7 +64,7 @@ mod outbox;
 mod purchase;
 mod runs;
 mod schema;
-mod selftests;
+mod self_tests;
 mod settings;
 mod spec;
 mod summary;
@@ -85,7 +85,7 @@ pub use operator::OperatorSettings;
 pub use outbox::{Acceptance, OutboxDraft, OutboxItem, OutboxKind, OutboxState};
 pub use purchase::MarkOutcome;
 pub use runs::{AwaitingReconcile, Run};
-pub use selftests::SelfTestRow;
+pub use self_tests::SelfTestRow;
 pub use settings::{
     ClaimWait, DevicePause, LiveCapNote, RegistrationStatus, Settings, SettingsPatch, TokenBinding,
 };

@@ -1,5 +1,5 @@
 //! What a human should hear about (`notify_events`) and the webhook queue
-//! (`webhook_deliveries`), issue 12 item 7.
+//! (`webhook_deliveries`).
 //!
 //! Events come from triggers (migration 3: an operator alert of any kind, a
 //! `manual_review` outcome, an outbox item parked, a device pause starting) with only

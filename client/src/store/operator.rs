@@ -1,4 +1,4 @@
-//! What the operator set on the console's 设置 page for going live (issue 28): the
+//! What the operator set on the console's 设置 page for going live: the
 //! address fingerprint (`expected_address`), the self-test's goods
 //! (`self_test_goods_id`), `purchase_mode`, webhooks and the console password's hash —
 //! rows of the settings table under `operator.*`, so they survive a restart and every

@@ -346,7 +346,7 @@ impl Store {
 pub const COMPACTED_HEADERS: &str = "[]";
 
 impl Store {
-    /// Outbox compaction (issue 12 item 8): accepted rows last updated (accepted) before
+    /// Outbox compaction: accepted rows last updated (accepted) before
     /// `older_than` lose their request body, headers and response — at most `limit` rows
     /// per call, oldest first. What stays: the row itself (task, run, kind, remote task
     /// id, path, state `accepted`), its idempotency key, `result_id` and acceptance time

@@ -128,7 +128,7 @@ impl Store {
 
     /// The order numbers this client reported — or stored in its outbox to report — for
     /// tasks other than `remote_task_id`: reconciliation never adopts one of them for this
-    /// task (issue 11, A.6). Read from the bodies as they go on the wire: a result's
+    /// task. Read from the bodies as they go on the wire: a result's
     /// `purchase.order_sn`, and every order a failure names — its `diagnostics.order_sn`
     /// (a `manual_review` such as `PAYMENT_OFFER_SHOWN` or `ORDER_PLACED_UNCONFIRMED`
     /// naming the order it found) and each of its `diagnostics.candidates` (the fitting
@@ -168,7 +168,7 @@ impl Store {
         Ok(out)
     }
 
-    /// The times of the irreversible marks (the live orders placed, issue 12 pacing)
+    /// The times of the irreversible marks (the live orders placed, for pacing)
     /// after `since`, oldest first. Marks are stored in one UTC format, so the text
     /// comparison is the time comparison; a value that does not parse is skipped.
     pub fn order_marks_since(&self, since: DateTime<Utc>) -> Result<Vec<DateTime<Utc>>> {

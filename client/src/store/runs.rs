@@ -136,7 +136,7 @@ impl Store {
 const MANUAL_REVIEW_PREFIX: &str = "manual_review:";
 
 impl Store {
-    /// The attempts whose artifacts are evidence (issue 12 item 8): a run with its
+    /// The attempts whose artifacts are evidence: a run with its
     /// irreversible mark (a live order) or a `manual_review` outcome, or any run of a task
     /// now in `manual_review`. As `(remote_task_id, attempt_id)`.
     pub fn evidence_attempts(&self) -> Result<Vec<(String, String)>> {

@@ -105,7 +105,7 @@ pub(crate) const MIGRATIONS: &[&[&str]] = &[
     // ordered options, quantity, total, title), committed in the mark's own transaction
     // so crash recovery can reconcile the order without the page it was read from.
     &["ALTER TABLE task_runs ADD COLUMN purchase_snapshot TEXT"],
-    // 3 (issue 12 item 7): what a human should hear about, and the webhook queue.
+    // 3: what a human should hear about, and the webhook queue.
     // `notify_events` is filled by triggers in the same transaction as what it reports
     // (an operator alert of any kind, a `manual_review` outcome, an outbox item parked,
     // a device pause starting), so no writer has to remember it; the notifier adds the
@@ -195,7 +195,7 @@ pub(crate) const MIGRATIONS: &[&[&str]] = &[
             ON CONFLICT (task_type, outcome) DO UPDATE SET n = n + 1;
          END",
     ],
-    // 6: the account fingerprint per phone (issue 12 item 5): what 个人中心 showed at the
+    // 6: the account fingerprint per phone: what 个人中心 showed at the
     // first successful check (the baseline), when, the last check, and a different
     // reading waiting for the operator's `ack` (which makes it the baseline).
     &["CREATE TABLE account_fingerprints (
@@ -208,7 +208,7 @@ pub(crate) const MIGRATIONS: &[&[&str]] = &[
             pending_masked_phone TEXT,
             pending_seen         TEXT
         )"],
-    // 7: PDD versions per phone (issue 12 item 6): live only on a version proven on that
+    // 7: PDD versions per phone: live only on a version proven on that
     // phone — by a dry-run purchase that succeeded on it (`proven_by` = its attempt id) or
     // by an operator's `ack N` of its alert (`proven_by` = `ack N by USER`).
     &["CREATE TABLE pdd_versions (
@@ -220,7 +220,7 @@ pub(crate) const MIGRATIONS: &[&[&str]] = &[
             alert_id   INTEGER,
             PRIMARY KEY (device, version)
         )"],
-    // 8: the self-test per phone and PDD version (issue 13 item 3): a dry-run purchase on
+    // 8: the self-test per phone and PDD version: a dry-run purchase on
     // `self_test_goods_id` with no Admin involved; a pass lets `purchase_mode = auto`
     // declare live on that version. `failures` counts failed runs in a row (backoff).
     &["CREATE TABLE self_tests (
@@ -235,8 +235,8 @@ pub(crate) const MIGRATIONS: &[&[&str]] = &[
             attempt_id  TEXT NOT NULL,
             PRIMARY KEY (device, pdd_version)
         )"],
-    // 9: a `manual_review` task a human has dealt with (the console's "reviewed" button,
-    // issue 13 item 1): it leaves the status page's "needs a human" list.
+    // 9: a `manual_review` task a human has dealt with (the console's "reviewed" button):
+    // it leaves the status page's "needs a human" list.
     &["CREATE TABLE task_reviews (
             task_id     INTEGER PRIMARY KEY REFERENCES tasks (id),
             reviewed_at TEXT NOT NULL,

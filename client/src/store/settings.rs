@@ -2,7 +2,7 @@
 //! is first opened, reused forever), the display name, the Admin URL, the token, the
 //! device, and the last registration status.
 //!
-//! The token is bound to the Admin URL it was saved for (issue 12 item 10,
+//! The token is bound to the Admin URL it was saved for (
 //! `token_admin_url`): when the Admin URL changes and no new token comes with it, the
 //! saved token is not handed out ([`Settings::token`] is `None`) and
 //! [`Store::token_binding`] says why, so the client never sends one Admin's token to
@@ -146,10 +146,10 @@ const SETTING_LIVE_CAP: &str = "live_cap";
 const SETTING_CLAIM_WAIT: &str = "claim_wait";
 const SETTING_CLOCK_SKEW: &str = "clock_skew";
 const SETTING_PDD_VERSION_HOLD: &str = "pdd_version_hold";
-/// Why live is refused for the account check (issue 12 item 5), as last recorded.
+/// Why live is refused for the account check, as last recorded.
 const SETTING_ACCOUNT_REFUSAL: &str = "account_refusal";
 
-/// Why the worker declares `dry_run` although live is allowed (issue 12 pacing): a live
+/// Why the worker declares `dry_run` although live is allowed (pacing): a live
 /// order cap reached. Written by the running client, removed when the window has passed;
 /// `status` shows it.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -175,7 +175,7 @@ pub struct ClaimWait {
     pub reason: String,
 }
 
-/// Why the claim loop is paused for the phone (issue 12): written when the worker pauses,
+/// Why the claim loop is paused for the phone: written when the worker pauses,
 /// removed when it resumes; `status` shows it. Not an operator alert — the worker resumes
 /// by itself when a device check passes.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -368,7 +368,7 @@ impl Store {
         }
     }
 
-    /// Records (`Some(why)`) or clears the clock skew refusal (issue 12 item 9).
+    /// Records (`Some(why)`) or clears the clock skew refusal.
     pub fn set_clock_skew(&self, why: Option<&str>) -> Result<()> {
         let conn = self.lock();
         match why {
@@ -381,7 +381,7 @@ impl Store {
     }
 
     /// Records (`Some(why)`) or clears why live is paused for an unproven PDD version
-    /// (issue 12 item 6).
+    ///.
     pub fn set_pdd_version_hold(&self, why: Option<&str>) -> Result<()> {
         let conn = self.lock();
         match why {

@@ -1,4 +1,4 @@
-//! The `pdd_versions` table (issue 12 item 6): every PDD version each phone has shown,
+//! The `pdd_versions` table: every PDD version each phone has shown,
 //! when it was first seen, and whether it is proven — by a dry-run purchase that
 //! succeeded on it (`proven_by` = the attempt id) or by an operator's `ack N` of its
 //! `pdd_version_unproven` alert (`proven_by` = `ack N by USER`). Live purchases are

@@ -1,4 +1,4 @@
-//! Issue 12 item 5: when the account check runs and what it does to the declared mode.
+//! When the account check runs and what it does to the declared mode.
 //! Policy tests on the virtual clock ([`VirtualClock`]) against the in-process mock Admin,
 //! with a scripted live-ready phone whose 个人中心 shows what the test says:
 //!

@@ -1,4 +1,4 @@
-//! The account fingerprint end to end (issue 12 item 5): the real `cmautobuy-client run
+//! The account fingerprint end to end: the real `cmautobuy-client run
 //! --allow-live --exit-when-idle` binary against the bundled mock Admin and the simulated
 //! phone over ADB.
 //!
@@ -78,7 +78,7 @@ fn a_changed_account_pauses_live_until_acknowledged() {
     )
     .unwrap();
     // The phone's address fingerprint follows the account the operator accepts (a new
-    // account ships elsewhere: issue 25's fingerprint would refuse its orders otherwise).
+    // account ships elsewhere: the address fingerprint would refuse its orders otherwise).
     let fingerprint =
         std::cell::RefCell::new(crate::support::world::SIM_ADDRESS_FINGERPRINT.to_string());
     let run = || {

@@ -1,4 +1,4 @@
-//! Issue 12, item 2: account trouble pauses the worker until an operator acknowledges.
+//! Item 2: account trouble pauses the worker until an operator acknowledges.
 //! Policy tests on the virtual clock ([`VirtualClock`]) against the in-process mock Admin:
 //! a login page, a risk page, a refused payment method or K unrecognised pages in a row
 //! raise an `account_paused` alert; no claim happens until `ack`; the pause survives a
@@ -266,7 +266,7 @@ async fn one_goods_unrecognised_again_and_again_never_pauses_the_account() {
         .all(|a| a.kind != AlertKind::AccountPaused));
 }
 
-/// Issue 12 item 6: unrecognised pages that never come in a row (so never pause) but
+/// Unrecognised pages that never come in a row (so never pause) but
 /// reach 3 in the last 20 tasks raise the non-blocking `unrecognized_rate` alert;
 /// claiming goes on, and the alert resolves itself once the window holds fewer.
 #[tokio::test]

@@ -391,7 +391,7 @@ enum Kind {
     RateLimited,
     DroppedAfterCommit,
     Garbage,
-    /// Beyond the five: closed before handling, and a body cut off mid-stream.
+    /// Beyond the five above: closed before handling, and a body cut off mid-stream.
     ClosedBeforeResponse,
     Truncated,
 }

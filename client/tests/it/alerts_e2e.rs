@@ -1,4 +1,4 @@
-//! Issue 12 item 7 end to end: the real `cmautobuy-client run` against the bundled mock
+//! Alerts out end to end: the real `cmautobuy-client run` against the bundled mock
 //! Admin and the simulated phone over ADB (support/world.rs).
 //!
 //! - A risk page mid-batch: the worker pauses after that task (exit 5, the next task is

@@ -1,4 +1,4 @@
-//! Issue 12, item 9: the claim loop's daily store backup, on the virtual clock — one at the
+//! Item 9: the claim loop's daily store backup, on the virtual clock — one at the
 //! first look, the next a day later, rotated to `backups_keep`, each verified.
 
 use std::time::Duration;

@@ -1,4 +1,4 @@
-//! `cmautobuy-client bench-device` (issue 15 item 5) against the simulated phone reached
+//! `cmautobuy-client bench-device` against the simulated phone reached
 //! through a private adb server: dumps, taps and screenshots timed on both backends (the
 //! u2 calls reached the phone's server, the taps landed on the status bar), `--json`;
 //! refused while another process holds the phone's lock.

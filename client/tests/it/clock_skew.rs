@@ -1,4 +1,4 @@
-//! Issue 12, item 9: clock skew. The real binary against the bundled mock Admin and the
+//! Item 9: clock skew. The real binary against the bundled mock Admin and the
 //! simulated phone: with the Admin's `Date` (or the phone's clock) two minutes off the
 //! host's, `run --allow-live` declares `dry_run` — the live task stays at the Admin, no
 //! order is placed — while collects continue; `status` gives the reason; a `clock_skew`

@@ -1,10 +1,10 @@
 //! `cmautobuy-client run` executes collect tasks from an Admin over HTTP on a phone:
 //! the real binary, the bundled mock Admin on loopback HTTP, the simulated phone over
 //! the real ADB protocol (direct TCP), and the stored `pdd_data` read back; a risk page
-//! pausing the worker for the account until `ack` (issue 12: exit 5, no further claim,
+//! pausing the worker for the account until `ack` (exit 5, no further claim,
 //! across a restart, `status` naming it); the
 //! `allow_live` config key gating live purchases; and a live purchase whose task id is not
-//! ASCII (issue 11 A.7).
+//! ASCII.
 
 use std::process::Command;
 
@@ -25,7 +25,7 @@ fn live_purchase(id: &str) -> Value {
 #[test]
 fn run_collects_on_the_configured_device_and_the_admin_stores_pdd_data() {
     let w = World::start("tok-SECRET-42");
-    // run-2's goods shows a risk page: the worker pauses for the account (issue 12), so
+    // run-2's goods shows a risk page: the worker pauses for the account, so
     // run-3 is not claimed until the operator acknowledges.
     for (id, goods) in [
         ("run-1", "602938475610"),
@@ -66,11 +66,11 @@ fn run_collects_on_the_configured_device_and_the_admin_stores_pdd_data() {
         .unwrap()
         .iter()
         .any(|e| e["file"].as_str().is_some_and(|f| f.ends_with(".png"))));
-    // The action trace beside it (issue 13): every dump the manifest lists was saved by
+    // The action trace beside it: every dump the manifest lists was saved by
     // an `observe`, and the viewer reads the folder back: the risk page it stopped on.
     let trace: Value =
         serde_json::from_slice(&std::fs::read(dir.join("trace.json")).unwrap()).unwrap();
-    // Artifact entries only (issue 14: action entries have no file).
+    // Artifact entries only (action entries have no file).
     for e in manifest.as_array().unwrap() {
         let Some(file) = e["file"].as_str() else {
             continue;
@@ -176,7 +176,7 @@ fn allow_live_in_the_config_runs_a_live_purchase_and_without_it_nothing_is_order
     w.stop();
 }
 
-/// Issue 11 A.7: a live task whose id is `采购 0001` (non-ASCII, with a space) places one
+/// A live task whose id is `采购 0001` (non-ASCII, with a space) places one
 /// order and its result is accepted by the bundled mock, under the key of the contract
 /// rule (`{task_id}:{attempt_id}:result-v1`, the id's bytes outside visible ASCII
 /// percent-encoded) — not parked with 400 `INVALID_IDEMPOTENCY_KEY`.

@@ -1,4 +1,4 @@
-//! The console in a real browser (issue 13 acceptance, issue 28): headless Chromium
+//! The console in a real browser: headless Chromium
 //! driven over WebDriver (Debian's `chromium` and `chromium-driver`, which `scripts/test`
 //! installs when missing; the `fantoccini` client) against the console of the real
 //! `cmautobuy-client run --allow-live` (no address fingerprint configured), with the

@@ -1,4 +1,4 @@
-//! The web console end to end (issue 13 item 1): the real `cmautobuy-client run` with
+//! The web console end to end: the real `cmautobuy-client run` with
 //! `--console 127.0.0.1:0` against the served mock Admin and the simulated phone.
 //!
 //! - `/events` (opened before the task exists) shows the task in hand and the flow's

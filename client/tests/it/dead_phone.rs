@@ -1,4 +1,4 @@
-//! Issue 12 acceptance, "dead phone": the real binary (`run --exit-when-idle`) against
+//! "Dead phone": the real binary (`run --exit-when-idle`) against
 //! the bundled mock Admin over loopback HTTP and the simulated phone over ADB (direct
 //! TCP). 20 collect tasks are pooled; after the first result the phone goes away
 //! (`set_offline(true)`). While it is away the client makes at most one claim, reports it

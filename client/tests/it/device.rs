@@ -562,7 +562,7 @@ fn doctor_finds_a_phone_that_refuses_injected_input() {
     check_ready(&doctor::check(&direct(&phone, options())));
 }
 
-/// Issue 12: the claim loop's cheap check — ready on an online phone, the offline
+/// The claim loop's cheap check — ready on an online phone, the offline
 /// error's code on an offline one, ready again when it comes back.
 #[test]
 fn the_claim_loops_probe_follows_the_phone() {

@@ -1,4 +1,4 @@
-//! Issue 12, item 1: the claim loop claims only when the phone can work. Policy tests on
+//! Item 1: the claim loop claims only when the phone can work. Policy tests on
 //! the virtual clock ([`VirtualClock`]) against the in-process mock Admin: a phone that
 //! fails its check gets no claim, the probes back off 1 s → 60 s, the worker resumes by
 //! itself; a `retry_wait` after a device failure pauses; consecutive `retry_wait`s of any

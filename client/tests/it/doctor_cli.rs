@@ -1,4 +1,4 @@
-//! Issue 13 item 2: `cmautobuy-client doctor` checks everything — the real binary against
+//! `cmautobuy-client doctor` checks everything — the real binary against
 //! the bundled mock Admin served on loopback HTTP (requiring the token) and the simulated
 //! phone over ADB (direct TCP). It passes (exit 0) when all is well and reports the live
 //! verdict (not live ready on a fresh store: no self-test yet); it fails (exit 6) with the
@@ -9,7 +9,7 @@
 //! phone gets its own section; one phone offline fails the run (exit 6) and shows its fix
 //! in its section while the other's passes.
 //!
-//! Issue 28: every host and Admin check runs without a phone (none configured, or none
+//! Every host and Admin check runs without a phone (none configured, or none
 //! answering), nothing given to `doctor` is saved (the store compared before and after),
 //! an Admin URL that is not the Admin's base URL is refused at input with the URL to
 //! write, and a config file that does not load is a failed `config` check naming the line
@@ -28,7 +28,7 @@ use serde_json::Value;
 
 use crate::support::world::{wait_exit, World, SIM_ADDRESS_FINGERPRINT};
 use cmautobuy_client::runner::NO_ADDRESS_FINGERPRINT;
-use cmautobuy_client::selftest::NEEDS_GOODS;
+use cmautobuy_client::self_test::NEEDS_GOODS;
 
 const TOKEN: &str = "doctor-secret-token-7f3a";
 
@@ -556,7 +556,7 @@ fn doctor_checks_every_phone_of_a_several_phones_host_one_section_each() {
     w.stop();
 }
 
-/// Issue 15 item 4: `doctor` names the device backend `run` would use, the server's
+/// `doctor` names the device backend `run` would use, the server's
 /// version and one timed dump — `u2` through the world's adb server with the real jar
 /// (the jar's version.json beside it says 0.4.1), `uiautomator` with the reason when u2
 /// is not chosen, in text and `--json`; the server is stopped afterwards (a

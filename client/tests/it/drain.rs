@@ -1,4 +1,4 @@
-//! Issue 12, item 9: `run` drains on SIGTERM. The real binary against the bundled mock
+//! Item 9: `run` drains on SIGTERM. The real binary against the bundled mock
 //! Admin and the simulated phone; the signal is sent while the phone holds one of the
 //! task's commands (`SimPhoneHandle::hang_commands` for shell lines, `hold_u2_calls` for
 //! uiautomator2's server calls: taps are `input tap` on the uiautomator backend and the
@@ -184,7 +184,7 @@ fn a_second_signal_between_the_mark_and_the_result_waits_for_the_result_then_exi
     // link — an `am start` shell line on either backend: held at the phone, the purchase
     // is between its mark and its result.
     // The first such line is the census of unpaid orders before anything is tapped
-    // (issue 25): let it through, hold the next one.
+    //: let it through, hold the next one.
     let census = w.phone.hang_commands("orders.html");
     let (mut child, rx) = spawn(&w, data.path());
     await_hold(|| census.hits());

@@ -1,4 +1,4 @@
-//! The phone's delivery-address fingerprint end to end (issue 12 item 5): the real
+//! The phone's delivery-address fingerprint end to end: the real
 //! `cmautobuy-client run --allow-live --exit-when-idle` binary against the bundled mock
 //! Admin and the simulated phone over ADB, with `CMAUTOBUY_EXPECTED_ADDRESS` configured.
 //!
@@ -106,7 +106,7 @@ fn collect(id: &str) -> serde_json::Value {
     })
 }
 
-/// Issue 12 item 6: every report carries the installed PDD's version (a result's
+/// Every report carries the installed PDD's version (a result's
 /// top-level `diagnostics.pdd_version`), and so does the attempt's `device.json` beside
 /// its manifest; an update between runs shows in the next report.
 #[test]

@@ -1,4 +1,4 @@
-//! Goods identity end to end (issue 11 A.2): the real `cmautobuy-client run` binary
+//! Goods identity end to end: the real `cmautobuy-client run` binary
 //! against the bundled mock Admin on loopback HTTP and the simulated phone over the real
 //! ADB protocol (direct TCP). Real goods pages print no goods id; the client reads the one
 //! the phone shows from `dumpsys activity top`:
@@ -10,7 +10,7 @@
 //! - a purchase whose deep link fails (811223344509) while another goods with the same
 //!   option names (811223344510) is on screen, with no expected title, never orders: a
 //!   dry run ends `failed GOODS_MISMATCH` naming the goods shown; a live one first takes
-//!   its census of unpaid orders (issue 25), so the failing link leaves the order list
+//!   its census of unpaid orders, so the failing link leaves the order list
 //!   in front and it ends before any sheet — one order in the ledger, the first task's.
 //!
 //! The phone has the bundled catalog: apparel, general, special (the redirect) and

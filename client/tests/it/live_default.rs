@@ -1,4 +1,4 @@
-//! Live declared as the contract's §5 says (issue 13 item 3), end to end: the real
+//! Live declared as the contract's §5 says, end to end: the real
 //! `cmautobuy-client run` binary against the bundled mock Admin and the simulated phone
 //! over ADB, with **no** `--allow-live` — `purchase_mode = auto` (the default) declares
 //! live once the self-test (a dry-run purchase on `self_test_goods_id`, no Admin

@@ -1,4 +1,4 @@
-//! Going live from the console (issue 28 item 3) at the claim loop: what the operator
+//! Going live from the console at the claim loop: what the operator
 //! saves on the 设置 page (`Store::set_operator_*`) is read by the running claim loop at
 //! its next claim — the same `Runner`, no restart — with the precedence the page shows:
 //! the console's address fingerprint completes a configuration without one; the

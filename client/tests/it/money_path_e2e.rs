@@ -1,7 +1,7 @@
-//! Money by positive proof (issue 25), end to end: the real `cmautobuy-client run
+//! Money by positive proof, end to end: the real `cmautobuy-client run
 //! --exit-when-idle --allow-live` binary against the bundled mock Admin on loopback HTTP
 //! and the simulated phone over the ADB wire protocol, with the repository's catalogs
-//! (`fixtures/catalog/variants.json`: issue 25's goods 811223344511–526). Each test holds
+//! (`fixtures/catalog/variants.json`: the money-path goods 811223344511–526). Each test holds
 //! the client to the phone's order ledger — the truth for "one order, never paid":
 //!
 //! - a sheet whose 确定 places the order (address, payment row and 合计 on it) is the

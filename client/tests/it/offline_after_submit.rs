@@ -1,4 +1,4 @@
-//! The phone lost right after the 提交订单 tap (issue 12; the soak's "orders left to a
+//! The phone lost right after the 提交订单 tap (the soak's "orders left to a
 //! human"): the real `cmautobuy-client run --allow-live` binary against the bundled mock
 //! Admin on loopback HTTP and the simulated phone over ADB (direct TCP). The phone drops
 //! off the network right after the command that placed the order
@@ -152,7 +152,7 @@ fn a_phone_lost_after_the_submit_tap_is_reconciled_when_it_comes_back() {
         .map(|e| e.path().join(attempt))
         .find(|p| p.is_dir())
         .expect("the attempt's artifact folder");
-    // Artifact entries only (issue 14: action entries have no file).
+    // Artifact entries only (action entries have no file).
     let manifest: Vec<Value> =
         serde_json::from_slice::<Vec<Value>>(&std::fs::read(dir.join("manifest.json")).unwrap())
             .unwrap()

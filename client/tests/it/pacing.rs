@@ -1,4 +1,4 @@
-//! Issue 12, item 3: pacing. Policy tests on the virtual clock ([`VirtualClock`]) against the
+//! Item 3: pacing. Policy tests on the virtual clock ([`VirtualClock`]) against the
 //! in-process mock Admin: at a live order cap the worker declares `dry_run` (dry runs and
 //! collects continue, live tasks stay at the Admin) until the window passes, then live
 //! again; the count comes from the store, so it survives a restart; the next claim waits

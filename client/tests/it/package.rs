@@ -1,4 +1,4 @@
-//! `scripts/package` (issue 15): the release folder is complete and its binary runs from
+//! `scripts/package`: the release folder is complete and its binary runs from
 //! it. The debug binary stands in for the release one (no release build on the test's
 //! path); the real `u2.jar` comes from `.tools/uiautomator2/` (or `$CMAUTOBUY_U2_JAR`'s
 //! directory) — missing: NOT CHECKED, or a failure under `CI=true`.

@@ -1,4 +1,4 @@
-//! The new-PDD-version gate end to end (issue 12 item 6): the real `cmautobuy-client run
+//! The new-PDD-version gate end to end: the real `cmautobuy-client run
 //! --allow-live --exit-when-idle` binary against the bundled mock Admin and the
 //! simulated phone over ADB, with `CMAUTOBUY_PDD_VERSION_GATE=true` (the test world
 //! switches it off by default) and a webhook.

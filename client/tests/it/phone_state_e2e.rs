@@ -1,4 +1,4 @@
-//! Issue 12 item 4 acceptance, the phone's own state: the real binary (`run
+//! The phone's own state: the real binary (`run
 //! --exit-when-idle`) against the bundled mock Admin and the simulated phone over ADB,
 //! one phone-state variant per test. The task succeeds — screen off (woken), swipe lock
 //! (one upward swipe), the notification shade (collapsed), a heads-up (waited out), the

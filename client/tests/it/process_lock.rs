@@ -1,4 +1,4 @@
-//! One process per data directory and per phone (issue 11, A.5), with the real binary:
+//! One process per data directory and per phone, with the real binary:
 //! a `run` holds its data directory and its phone; a second `run` on the same data
 //! directory, or on another data directory but the same phone (written in the other
 //! serial form), exits 2 at once with one line naming the first one's pid; once the

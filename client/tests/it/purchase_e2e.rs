@@ -1,4 +1,4 @@
-//! End-to-end purchases (issue 7): `rehearse` with a batch of purchase tasks — the real
+//! End-to-end purchases: `rehearse` with a batch of purchase tasks — the real
 //! claim loop, flow executor, outbox and HTTP gateway against the bundled mock Admin (a
 //! real server on 127.0.0.1:0, read back through its operator API), and the simulated
 //! phone over the ADB wire protocol. Dry runs place no order; live purchases place one
@@ -178,7 +178,7 @@ fn dry_run_and_live_purchases_end_to_end() {
         assert!(line.dumps <= 16, "{}: {} dumps", line.id, line.dumps);
         let p = purchase_of(&a, &line.id);
         assert_eq!(p["mode"], "live");
-        // Real pages print no goods id: `dumpsys activity top` proved it (issue 11 A.2).
+        // Real pages print no goods id: `dumpsys activity top` proved it.
         assert_eq!(p["goods_identity"], "activity_top");
         assert_eq!(p["order_submitted"], true);
         assert_eq!(p["payment_attempted"], false);

@@ -1,4 +1,4 @@
-//! Reconciliation on the real app's variants, end to end (issue 11, A.6): the real
+//! Reconciliation on the real app's variants, end to end: the real
 //! `cmautobuy-client run --allow-live` binary against the bundled mock Admin on loopback
 //! HTTP and the simulated phone over the real ADB protocol (direct TCP), the outcome read
 //! back from the Admin and the phone's order ledger (the truth).
@@ -118,7 +118,7 @@ fn an_identical_order_of_another_task_is_never_adopted() {
 /// 下单时间 reads about 150 s before the mark. The client measures the skew (`date +%s`)
 /// and accepts it — the bare 60 s would have ended `ORDER_TIME_OUT_OF_WINDOW`.
 ///
-/// Since issue 12 item 9 a skew above `max_clock_skew_secs` (30 s) refuses live
+/// A skew above `max_clock_skew_secs` (30 s) refuses live
 /// purchases (`client/tests/it/clock_skew.rs`); this operator has raised the limit, so the
 /// reconcile window is what is tested here.
 #[test]

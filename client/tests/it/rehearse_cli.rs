@@ -71,7 +71,7 @@ fn rehearse_with_no_flags_succeeds_on_every_task_and_exits_0() {
 }
 
 /// `--failure-paths --live`: every failure page and refused purchase of the demo, and
-/// the real app's variants (issue 11 B) — 先用后付 and 免密 accounts refused before any
+/// the real app's variants — 先用后付 and 免密 accounts refused before any
 /// tap, a lagging total, 确认订单, canvas 待付款, a folded order detail, an icon option —
 /// each ends as the batch expects (the ledger checks are in `variants_e2e.rs`).
 #[test]
@@ -194,7 +194,7 @@ fn rehearse_refuses_a_batch_file_that_is_not_a_batch() {
     assert!(stderr.contains("is not a batch"), "{stderr}");
 }
 
-/// `--console 127.0.0.1:0 --keep-console --json` (issue 13 item 1): the console URL on
+/// `--console 127.0.0.1:0 --keep-console --json`: the console URL on
 /// stderr; stdout is exactly the JSON summary; after the batch the console keeps serving
 /// 状态 and 历史 (with the batch's tasks) until SIGTERM, and the exit status is then the
 /// batch's verdict (1: one expectation is wrong).
@@ -321,7 +321,7 @@ fn rehearse_keeps_its_console_until_a_signal_and_exits_with_the_batchs_verdict()
     assert_eq!(summary["tasks"].as_array().map(Vec::len), Some(2));
 }
 
-/// `--json` names the device backend at top level (issue 15) and the text summary says
+/// `--json` names the device backend at top level and the text summary says
 /// it: `uiautomator` when chosen; `u2` through an adb server with the real jar, where
 /// the simulated phone's server answered the dumps.
 #[test]
@@ -383,7 +383,7 @@ fn rehearse_json_names_the_device_backend() {
     assert!(stdout.contains("(dumps "), "{stdout}");
 }
 
-/// `CMAUTOBUY_DEVICE_BACKEND=u2` with no `--adb-server` (issue 15): the rehearsal brings a
+/// `CMAUTOBUY_DEVICE_BACKEND=u2` with no `--adb-server`: the rehearsal brings a
 /// private adb server for its simulated phone (its address on stderr), the `--json`
 /// summary says `u2`, and once the command has exited nothing listens on that port any
 /// more. Without `adb` (an empty PATH, no `$ADB`) it refuses with exit 2, naming what to

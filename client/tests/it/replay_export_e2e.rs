@@ -1,4 +1,4 @@
-//! Issue 14, record → export → replay (items 1, 4 and the redaction acceptance): the real
+//! Record → export → replay (items 1, 4 and the redaction acceptance): the real
 //! binary runs a dry-run purchase on the simulated phone while a notification is shown
 //! (its window is in every dump) and the account's default address is on the sheet;
 //! `replay-export` turns the attempt into a scenario that holds none of the notification,

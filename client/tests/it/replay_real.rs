@@ -1,4 +1,4 @@
-//! Real PDD dumps driving the whole client (issue 14 item 6): scenarios built at test
+//! Real PDD dumps driving the whole client: scenarios built at test
 //! time, in a temporary directory, from `../shared/pdd-real-dumps/` (read in place, never
 //! copied into the repository), replayed by the simulated phone over the real ADB
 //! protocol to the real client binary (`rehearse --replay`, the bundled mock Admin).
@@ -289,7 +289,7 @@ fn a_live_path_leaves_payment_through_the_real_abandon_dialog_and_finds_its_orde
                        "options": ["雾霾蓝", "L"]});
     let card = "加厚珊瑚绒毛毯冬季 午睡盖毯 沙发毯子 双人床单人";
     let mut b = goods_then_sheet(&scenario);
-    // The census of unpaid orders before anything is tapped (issue 25): the first 待付款
+    // The census of unpaid orders before anything is tapped: the first 待付款
     // link, from the home page, shows the list still empty.
     b.screen(
         "home",
@@ -395,7 +395,7 @@ fn gesture_bar_first(xml: &str) -> String {
     out
 }
 
-/// Issue 25 point 9: a real recorded sheet whose roots list MIUI's gesture bar
+/// A real recorded sheet whose roots list MIUI's gesture bar
 /// (`com.miui.home`, `[0,2328][1080,2400]`) before PDD's window. The simulated phone must
 /// still take PDD's window as the app in front (its window stack names PDD's activity,
 /// not the launcher's), so the client's guard lets its taps on the sheet through — the

@@ -1,5 +1,4 @@
-//! `cmautobuy-client rehearse --replay DIR --tasks FILE` as the operator runs it (issue 14
-//! item 5): the real binary, the bundled mock Admin, a scenario replayed by the simulated
+//! `cmautobuy-client rehearse --replay DIR --tasks FILE` as the operator runs it: the real binary, the bundled mock Admin, a scenario replayed by the simulated
 //! phone over the real ADB protocol. A bad scenario is refused at start (exit 2, the
 //! loader's message); an action that went off-script fails the rehearsal (exit 1) even
 //! when every task ended as expected, and the summary names the first one.

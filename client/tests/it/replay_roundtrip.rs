@@ -1,4 +1,4 @@
-//! Record → export → replay, the acceptance of issue 14, through the real binary:
+//! Record → export → replay, the replay's acceptance, through the real binary:
 //!
 //! - **Round trip**: every task of the rehearse demo batch (the default batch, and with
 //!   `--live` the live purchases and their reconciliation) is recorded on the simulated

@@ -1,6 +1,6 @@
-//! Issue 12 items 8, 10, 11: bounded resources, secrets at rest, portable file names.
+//! Bounded resources, secrets at rest, portable file names.
 //!
-//! In process on the virtual clock (the claim loop with its [`Upkeep`]): below the
+//! In process on the virtual clock (the claim loop with its [`DiskBudget`]): below the
 //! free-disk floor no claim is made and one `low_disk` alert says why, resolved by the
 //! client when space returns; the artifact sweep after each task keeps the total under
 //! its cap and keeps `manual_review` evidence longest. With the real binary: the data
@@ -22,10 +22,10 @@ use chrono::Utc;
 use crate::support::claim_loop::{loop_world, LoopRunner, LoopWorld};
 use crate::support::*;
 use cmautobuy_client::artifacts::{safe_component, AttemptArtifacts, Retention};
+use cmautobuy_client::disk_budget::{DiskBudget, DiskBudgetConfig, DiskProbe};
 use cmautobuy_client::executor::{failure, Executor, Job, Outcome, Readiness, StubExecutor};
 use cmautobuy_client::lock;
 use cmautobuy_client::runner::{ClaimStep, RunConfig, Runner};
-use cmautobuy_client::upkeep::{DiskProbe, Upkeep, UpkeepConfig};
 use cmautobuy_contract::FailureStatus;
 
 const MB: u64 = 1024 * 1024;
@@ -40,12 +40,12 @@ impl DiskProbe for FakeDisk {
     }
 }
 
-fn with_upkeep<P: Executor + Clone>(
+fn with_disk_budget<P: Executor + Clone>(
     w: &LoopWorld<P>,
-    cfg: UpkeepConfig,
+    cfg: DiskBudgetConfig,
     disk: &FakeDisk,
 ) -> LoopRunner<P> {
-    let upkeep = Upkeep::new(w.store.clone(), cfg).with_probe(Arc::new(disk.clone()));
+    let disk_budget = DiskBudget::new(w.store.clone(), cfg).with_probe(Arc::new(disk.clone()));
     Runner::new(
         w.store.clone(),
         w.gw.clone(),
@@ -54,7 +54,7 @@ fn with_upkeep<P: Executor + Clone>(
         RunConfig::default(),
         Arc::new(tokio::sync::Notify::new()),
     )
-    .with_upkeep(Arc::new(upkeep))
+    .with_disk_budget(Arc::new(disk_budget))
 }
 
 fn low_disk_alerts<P: Executor + Clone>(w: &LoopWorld<P>) -> usize {
@@ -75,9 +75,9 @@ async fn below_the_free_disk_floor_nothing_is_claimed_and_one_alert_says_why() {
     let disk = FakeDisk::default();
     disk.0.store(100 * MB, Ordering::SeqCst);
     let root = w.dir.path().join("artifacts");
-    let cfg = UpkeepConfig::new(w.dir.path().to_path_buf(), root, Retention::default());
+    let cfg = DiskBudgetConfig::new(w.dir.path().to_path_buf(), root, Retention::default());
     assert_eq!(cfg.min_free_disk_bytes, 500 * MB, "the default floor");
-    let r = with_upkeep(&w, cfg, &disk);
+    let r = with_disk_budget(&w, cfg, &disk);
     for _ in 0..5 {
         match w.cycle(&r, None).await {
             ClaimStep::Waiting { reason, .. } => {
@@ -191,8 +191,8 @@ async fn the_sweep_after_each_task_bounds_artifacts_and_keeps_manual_review_evid
         max_total_bytes: Some(250_000),
         ..Retention::default()
     };
-    let cfg = UpkeepConfig::new(dir.path().to_path_buf(), root.clone(), retention);
-    let r = with_upkeep(&w, cfg, &disk);
+    let cfg = DiskBudgetConfig::new(dir.path().to_path_buf(), root.clone(), retention);
+    let r = with_disk_budget(&w, cfg, &disk);
     let mut first_attempt = None;
     for i in 0..6 {
         assert!(matches!(
@@ -464,7 +464,7 @@ fn stderr_of_a_failing_run(format: Option<&str>) -> String {
 
 #[test]
 fn a_redirected_stderr_gets_no_ansi_and_json_on_request() {
-    // Issue 13 item 5: a service's journal or a file never gets colour codes.
+    // A service's journal or a file never gets colour codes.
     let text = stderr_of_a_failing_run(None);
     assert!(
         !text.contains('\u{1b}'),

@@ -1,4 +1,4 @@
-//! `cmautobuy-client status` as the operator reads it (issue 28): each recent outcome
+//! `cmautobuy-client status` as the operator reads it: each recent outcome
 //! with its reason and next step, Chinese first and English beside — the text a failure
 //! was reported with (`diagnostics.operator`), else its code's — and every time in the
 //! host's time zone; `--json` keeps the stored RFC 3339 UTC times and its field names.

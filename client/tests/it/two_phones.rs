@@ -1,4 +1,4 @@
-//! Issue 13 item 4, "several phones per host": the real binary with two simulated phones
+//! "several phones per host": the real binary with two simulated phones
 //! (over ADB, direct TCP) in one `run` against the bundled mock Admin.
 //!
 //! - `register --device A --device B` registers two clients (two client ids at the

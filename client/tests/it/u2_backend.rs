@@ -1,4 +1,4 @@
-//! The `u2` device backend end to end (issue 15): the real `cmautobuy-client run`
+//! The `u2` device backend end to end: the real `cmautobuy-client run`
 //! binary with `device_backend = "u2"` against the bundled mock Admin and the simulated
 //! phone reached through a private real adb server (the server needs `tcp:9008`
 //! streams, which direct TCP has not), the jar from `CMAUTOBUY_U2_JAR`

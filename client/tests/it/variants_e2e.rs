@@ -1,4 +1,4 @@
-//! The real app's variants end to end (issue 11, acceptance): the real
+//! The real app's variants end to end (acceptance): the real
 //! `cmautobuy-client run --exit-when-idle` binary, live, against the bundled mock Admin on
 //! loopback HTTP and the simulated phone over the ADB wire protocol (direct TCP), with the
 //! repository's catalogs — `fixtures/catalog/variants.json` among them. Each test asserts
@@ -84,7 +84,7 @@ fn run_live(w: &World, tasks: &[Value]) -> Ran {
 }
 
 /// [`run_live`], expecting exit code `code` (5: claiming stopped by an operator alert,
-/// e.g. the account pause after `PAYMENT_METHOD_NOT_ALLOWED`, issue 12).
+/// e.g. the account pause after `PAYMENT_METHOD_NOT_ALLOWED`).
 fn run_live_exiting(w: &World, tasks: &[Value], code: i32) -> Ran {
     let before = w.phone.orders().len();
     for t in tasks {

@@ -1,4 +1,4 @@
-//! Issue 12 item 7, the notifier in process on the virtual clock ([`VirtualClock`]) against
+//! The notifier in process on the virtual clock ([`VirtualClock`]) against
 //! a real webhook receiver on loopback HTTP: deduplication within the window, a 500
 //! retried with backoff then delivered, giving up after N tries, a parked outbox item,
 //! a device pause longer than N minutes, the daily summary once a day, a `kinds` filter.

@@ -1,4 +1,4 @@
-//! The account check (issue 12 item 5): reach 个人中心 and read the account fingerprint
+//! The account check: reach 个人中心 and read the account fingerprint
 //! (nickname, masked phone) it shows. Between tasks, never inside one; it only opens a
 //! link, taps the bottom tab 个人中心 and reads.
 //!

@@ -78,7 +78,7 @@ impl Action {
     }
 }
 
-/// What a tap may do to the screen — how a flow declares it (issue 11 A.4). The driver
+/// What a tap may do to the screen — how a flow declares it. The driver
 /// hands it to the device guard (`job::guard`), and the observation dispatch ends a queue
 /// of taps at the first one that can change the screen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -42,7 +42,7 @@ pub struct Confirmation {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spec_text: Option<String>,
     /// The order numbers of the unpaid orders of the goods counted before the submit
-    /// (issue 25): reconciliation adopts only an order absent from it. `None` in
+    ///: reconciliation adopts only an order absent from it. `None` in
     /// snapshots of older clients (and dry runs): nothing can be proven new.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub census: Option<BTreeSet<String>>,

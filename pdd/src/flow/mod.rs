@@ -36,7 +36,7 @@
 //! - [`purchase`] — the purchase flow: option plan, §7.1 spec resolution, quantity,
 //!   confirmation and the irreversible mark, then [`reconcile`] — leaving payment and
 //!   finding the order (also crash recovery).
-//! - [`account`] — the account check between tasks (issue 12 item 5): reach 个人中心
+//! - [`account`] — the account check between tasks: reach 个人中心
 //!   (`personal.html`, else the bottom tab) and read the nickname and masked phone.
 //!
 //! # Architecture invariants

@@ -9,7 +9,7 @@
 //! [`Pending::Resume`] that the machine itself queued. A retry rule changed here changes
 //! for all three machines at once.
 //!
-//! **Queue discipline** (issue 11 A.4): taps planned on one dump ([`QueuedTap`]) go out
+//! **Queue discipline**: taps planned on one dump ([`QueuedTap`]) go out
 //! one per round trip only while they stay inside the page ([`TapKind::InPage`]: options,
 //! steppers). The first tap that can change the screen ([`TapKind::ChangesScreen`]: a
 //! buy button, a popup's close, 确定, back-like taps) ends the queue: whatever was queued
@@ -19,7 +19,7 @@
 //! (`manual_review`, nothing reached the phone); a stale dump
 //! ([`Observation::StaleDump`]) is answered with the poll pause and a new dump.
 //!
-//! **Foreign windows** (issue 12 item 4): a tap the guard refused because another
+//! **Foreign windows**: a tap the guard refused because another
 //! package's window would receive it ([`Observation::Covered`]) is answered by putting the
 //! window away without touching it — the shade with `cmd statusbar collapse`
 //! ([`Action::CollapseShade`]), a heads-up by waiting [`HEADS_UP_WAIT`] for it to decay,

@@ -2,7 +2,7 @@
 //! that carries an irreversible mark — leave the payment screen without paying and find
 //! the order the tap created. It never taps 提交订单 and never a pay button; it only
 //! reads. The same machine, in its census mode, counts the unpaid orders of the goods
-//! **before** a live submit ([`ReconcileFlow::census`], issue 25): only an order absent
+//! **before** a live submit ([`ReconcileFlow::census`]): only an order absent
 //! from that census can be the one the tap created.
 //!
 //! # Steps
@@ -84,8 +84,8 @@ use super::sheet::{reveal_swipe, Reveal};
 use crate::money::Fen;
 use crate::reasons::{self, OperatorText};
 use crate::screen::goods;
+use crate::screen::label_index::{BINDING_ORDER_WORDS, UNPAID_STATUSES};
 use crate::screen::names::names_all;
-use crate::screen::page::{BINDING_ORDER_WORDS, UNPAID_STATUSES};
 use crate::screen::{Bounds, ListView, OrderDetail, OrderEntry, OrderList, Point, Screen};
 
 /// Opened when PDD is not in the foreground: the app's home (the simulated phone shows

@@ -7,7 +7,7 @@
 //! accumulates what every dump showed (groups by heading, options in page order) so the
 //! flow can plan over all options while tapping only what is visible.
 
-use crate::screen::page::trim_name;
+use crate::screen::label_index::trim_name;
 use crate::screen::{Bounds, OptionForm, Point, SkuGroup, SkuOption, SkuSheet};
 
 /// The stable key of a dimension from its heading: colour headings → `color`, size

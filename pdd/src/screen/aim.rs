@@ -1,4 +1,4 @@
-//! The node a tap aimed at (issue 14: the manifest records it so a replay can match the
+//! The node a tap aimed at (the manifest records it so a replay can match the
 //! tap by its label rather than by its pixels).
 //!
 //! The chosen node is a labelled one (non-empty text or content-desc) that contains the

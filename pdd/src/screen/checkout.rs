@@ -1,5 +1,5 @@
 //! What makes a screen a checkout, shared by the SKU sheet, 确认订单 and the device
-//! guard (issue 25): the address block, the payment row, the order total line, and the
+//! guard: the address block, the payment row, the order total line, and the
 //! **order button** — the control that places (or pays) the order, whatever it reads.
 //!
 //! A sheet whose button reads 确定 / 立即购买 is a plain spec sheet only when it shows none
@@ -17,7 +17,7 @@ use serde::Serialize;
 
 use super::controls::{is_pay_action, is_submit_control, proceed_carries_amount};
 use super::cover::{covering_node, InAppCover};
-use super::page::{trim_name, Page, CLOSE_DESC};
+use super::label_index::{trim_name, Page, CLOSE_DESC};
 use super::payment::{OrderButton, SUBMIT_LABELS};
 use super::target::Target;
 use super::tree::{NodeRef, Tree};
@@ -286,7 +286,7 @@ pub fn order_control<'t>(
     ))
 }
 
-/// Something PDD drew over the order button (a 多多支付 promo bubble: issue 25), and the
+/// Something PDD drew over the order button (a 多多支付 promo bubble), and the
 /// close control inside it that a tap reaches, if any.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct OrderCover {

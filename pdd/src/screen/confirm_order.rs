@@ -25,7 +25,7 @@ use super::checkout::{
     self, address_block, address_in, is_total_label, payment_row, total_after, total_node,
     CheckoutRows, OrderControl, OrderCover, OrderKind,
 };
-use super::page::{trim_name, Page};
+use super::label_index::{trim_name, Page};
 use super::payment::{self, PaymentVerdict};
 use super::sku_sheet::{extract_stepper, QuantityStepper};
 use super::target::Target;

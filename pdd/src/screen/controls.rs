@@ -61,7 +61,7 @@ pub const SUBMIT_CORES: &[&str] = &[
 
 /// Labels (cores) that place the order only on a checkout screen (a sheet or page with
 /// an address block, a payment row or a total): the 确定 / 立即购买 of a sheet that
-/// carries the checkout's rows (issue 25). Elsewhere they open a sheet or 确认订单 —
+/// carries the checkout's rows. Elsewhere they open a sheet or 确认订单 —
 /// unless the button carries an amount ("确定 ¥59"): a button that quotes what the order
 /// costs places it, wherever it is ([`proceed_carries_amount`]).
 pub const CHECKOUT_SUBMIT_CORES: &[&str] = &["确定", "立即购买"];
@@ -435,7 +435,7 @@ pub fn presses(node: NodeRef<'_>, at: Point) -> bool {
     if !node.is_visible() {
         return false;
     }
-    // Something PDD drew over the control takes the touch there (issue 25): a promo
+    // Something PDD drew over the control takes the touch there: a promo
     // bubble's close over the footer does not press 提交订单.
     if super::cover::covering_node(node, at).is_some() {
         return false;

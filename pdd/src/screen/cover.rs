@@ -1,4 +1,4 @@
-//! What a tap inside PDD's own window would really press (issue 25 point 3): a node
+//! What a tap inside PDD's own window would really press: a node
 //! drawn later than the tap's target (higher in the z-order) can sit over it — a
 //! 多多支付 promo bubble over the 提交订单 footer takes a tap at the footer's centre and
 //! opens the promo (a payment enrolment) instead. Other packages' windows over the app

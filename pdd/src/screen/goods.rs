@@ -7,7 +7,7 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 use std::sync::OnceLock;
 
-use super::page::{first_price, starts_short, trim_name, Page, BUY_BUTTONS, SIGNS};
+use super::label_index::{first_price, starts_short, trim_name, Page, BUY_BUTTONS, SIGNS};
 use super::target::Target;
 use super::tree::{NodeRef, Tree};
 use crate::money::{parse_price, price_from_parts, Fen};
@@ -270,7 +270,7 @@ impl GoodsProof {
     }
 
     /// Whether a goods id the phone showed proved it — the only proof a live order is
-    /// placed on (issue 25: a title match proves nothing about which goods a redirect or
+    /// placed on (a title match proves nothing about which goods a redirect or
     /// a look-alike shows).
     pub fn by_goods_id(self) -> bool {
         matches!(self, GoodsProof::GoodsIdOnPage | GoodsProof::ActivityTop)

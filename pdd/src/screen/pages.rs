@@ -10,7 +10,7 @@ use serde::Serialize;
 use std::sync::OnceLock;
 
 use super::kind::ScreenKind;
-use super::page::{
+use super::label_index::{
     first_price, has_money_word, is_skip_countdown, trim_name, Page, ABANDON_LEAVE, ABANDON_TITLE,
     ACCEPT_GIFT, CLOSE_DESC, DISMISS, LOGIN, MAX_KEYWORD_LABEL, ORDER_STATUSES, ORDER_TABS,
     PAYMENT_BUTTONS, PAYMENT_MARKERS, POPUP_MARKERS, RISK_STRONG, RISK_WEAK, SIGNS,

@@ -212,7 +212,7 @@ pub enum OrderButton<'a> {
     /// 提交订单 / 确认下单: places an unpaid order.
     Submit(&'a str),
     /// 确定 / 立即购买 on a sheet that carries the checkout's rows (address, payment row,
-    /// total): it places the order like 提交订单 (issue 25).
+    /// total): it places the order like 提交订单.
     CommittingProceed(&'a str),
     /// A pay action (立即支付 ¥59, 确认支付, 0元下单): pays or binds in the same tap.
     Pays(&'a str),

@@ -1,5 +1,5 @@
 //! 个人中心 (the profile page): the logged-in account's nickname and masked phone, the
-//! account fingerprint of issue 12 item 5.
+//! account fingerprint.
 //!
 //! Not a page kind: the profile is classified as what its other contents make it (its
 //! 我的订单 row reads as an order list with a 待付款 entry; drawn on canvas, it is
@@ -19,7 +19,7 @@
 
 use serde::Serialize;
 
-use super::page::trim_name;
+use super::label_index::trim_name;
 use super::tree::{Bounds, NodeRef, Tree};
 
 /// What 个人中心 shows of the account.

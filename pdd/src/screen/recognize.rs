@@ -26,7 +26,7 @@ use serde::Serialize;
 use super::confirm_order::{self, ConfirmOrder};
 use super::goods::{self, GoodsDetail};
 pub use super::kind::ScreenKind;
-use super::page::Page;
+use super::label_index::Page;
 use super::pages::{self, *};
 use super::sku_sheet::{self, SkuSheet};
 use super::tree::Tree;

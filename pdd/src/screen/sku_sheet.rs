@@ -23,7 +23,7 @@ use std::sync::OnceLock;
 
 use super::checkout::{self, CheckoutRows, OrderControl, OrderCover, OrderKind};
 pub use super::checkout::{address_block, address_in, join_address, payment_row, PROCEED_LABELS};
-use super::page::{trim_name, Page};
+use super::label_index::{trim_name, Page};
 use super::payment::{self, PaymentVerdict};
 use super::target::Target;
 use super::tree::{Bounds, NodeRef, Point, Tree};
@@ -68,7 +68,7 @@ pub struct SkuSheet {
     /// any of them a 确定 / 立即购买 places the order.
     pub checkout: CheckoutRows,
     /// The button that places the order: 提交订单 / 确认下单, or a 确定 / 立即购买 on a
-    /// sheet with checkout rows (issue 25: marked first, like 提交订单). Tapping it creates
+    /// sheet with checkout rows (marked first, like 提交订单). Tapping it creates
     /// an order.
     pub submit: Option<Target>,
     /// The footer button of a spec sheet that goes on to the full-page 确认订单 instead

@@ -1,4 +1,4 @@
-//! Which window a tap would reach (issue 12 item 4): the text of `dumpsys window windows`
+//! Which window a tap would reach: the text of `dumpsys window windows`
 //! parsed into the window stack (top-most first, as the window manager lists it) and the
 //! receiver of a touch at a point, found the way Android's InputDispatcher finds it — the
 //! top-most visible window that takes touches (no `NOT_TOUCHABLE`) whose touchable area

@@ -222,7 +222,7 @@ fn real_pdd_dumps_are_classified() {
 
 /// On both real checkout sheets every tap a flow plans — each option tile or chip, the
 /// stepper buttons, the 提交订单 footer — reaches what it aims at: nothing in PDD's
-/// window is drawn over it (`screen::cover`, issue 25 point 3). The same dump with a
+/// window is drawn over it (`screen::cover`). The same dump with a
 /// clickable 多多支付 bubble injected over the footer (a later sibling, drawn above it)
 /// covers the footer's tap, and only that one.
 #[test]
@@ -715,8 +715,8 @@ proptest! {
     }
 }
 
-/// Time-bounded fuzzing with the same mutations (the issue asks for a recorded run of
-/// at least ten minutes; see BENCHMARKS.md for the last one). A panic prints the seed
+/// Time-bounded fuzzing with the same mutations (a recorded run of at least ten
+/// minutes is kept in BENCHMARKS.md). A panic prints the seed
 /// and the mutations that caused it before failing.
 #[test]
 fn fuzz_mutated_dumps_for_a_while() {

@@ -1,4 +1,4 @@
-//! The phone's own state (issue 12 item 4): screen and screen-off timeout, keyguard,
+//! The phone's own state: screen and screen-off timeout, keyguard,
 //! heads-up notification, notification shade, low-battery dialog, battery, input method,
 //! app chooser — the window stack they make, and the formats `dumpsys power|battery|window`
 //! print them in. `state` is the data, `windows` the window stack and input routing,

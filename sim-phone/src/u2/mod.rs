@@ -1,4 +1,4 @@
-//! uiautomator2's resident UI server, as the phone runs it (issue 15): the pinned jar it
+//! uiautomator2's resident UI server, as the phone runs it: the pinned jar it
 //! starts only from ([`jar`]), the server's lifetime and fault knobs on the phone
 //! ([`state`]), its HTTP/1.1 framing ([`http`]) and its JSON-RPC 2.0 methods on the same
 //! app model as the shell's `input` and `uiautomator dump` ([`rpc`]). The transport side

@@ -1,4 +1,4 @@
-//! The phone's own state (issue 12 item 4): the real Android 13 formats of `dumpsys power`,
+//! The phone's own state: the real Android 13 formats of `dumpsys power`,
 //! `dumpsys battery` and `dumpsys window` (compared with `fixtures/android/`; run with
 //! `UPDATE_EXPECT=1` to rewrite them, then review the diff), and each state's behaviour:
 //! wake and unlock, the PIN pad, taps routed to the window on top, a heads-up that the

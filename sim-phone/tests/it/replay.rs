@@ -1067,7 +1067,7 @@ fn gesture_bar_first(xml: &str) -> String {
 }
 
 /// A recorded screen whose first top-level window is the gesture bar, not PDD's: PDD's
-/// window is still the app's (issue 25 point 9) — its activity has the focus, the window
+/// window is still the app's — its activity has the focus, the window
 /// stack puts PDD (not the launcher) under the point, and a tap on its button reaches
 /// the player (and PDD's window); a screen with no PDD window at all leaves the launcher
 /// in front as before.

@@ -1363,7 +1363,7 @@ fn phone_restart_on_the_same_port_keeps_the_ledger() {
 }
 
 // ---------------------------------------------------------------------------------------
-// the real app's variants (issue 11 §B): per-goods catalog keys
+// the real app's variants: per-goods catalog keys
 
 /// 单独购买, the options named, and the footer's text.
 fn open_sheet(p: &mut Phone, goods_id: &str, options: &[&str]) {
@@ -1993,7 +1993,7 @@ fn the_handle_changes_address_account_and_version_mid_test() {
 }
 
 // ---------------------------------------------------------------------------------------
-// order numbers (issue 25 item 10): unique per phone
+// order numbers: unique per phone
 
 /// 737788990011 through 发起拼单 and its footer, on a running phone: the new order's number.
 fn order_once(phone: &SimPhoneHandle) -> String {
@@ -2109,7 +2109,7 @@ fn a_restarted_phone_keeps_its_salt_and_never_repeats_a_number() {
 }
 
 // ---------------------------------------------------------------------------------------
-// issue 25: the money path's variants
+// The money path's variants
 
 /// The clickable footer frame every order button sits in.
 const FOOTER: Rect = Rect::new(334, 2213, 1080, 2354);

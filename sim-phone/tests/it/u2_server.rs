@@ -1,4 +1,4 @@
-//! uiautomator2's server on the simulated phone (issue 15): the real `u2.jar` (installed by
+//! uiautomator2's server on the simulated phone: the real `u2.jar` (installed by
 //! `scripts/test` into `.tools/uiautomator2/`, path in `CMAUTOBUY_U2_JAR`) pushed over ADB,
 //! started with the command uiautomator2's `core.py` uses, and JSON-RPC over HTTP through
 //! `tcp:PORT` streams — through Debian's adb server (smart sockets, and `adb_client`'s push,

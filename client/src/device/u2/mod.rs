@@ -1,4 +1,4 @@
-//! The `u2` device backend (issue 15): dumps and input through uiautomator2's resident
+//! The `u2` device backend: dumps and input through uiautomator2's resident
 //! UI server (`u2.jar`, `com.wetest.uia2.Main`) instead of a `uiautomator dump` /
 //! `input` process per call. Protocol facts: `docs/u2-server.md`.
 //!

@@ -1,4 +1,4 @@
-//! Replay scenarios at test time (issue 14): a builder that writes a scenario directory
+//! Replay scenarios at test time: a builder that writes a scenario directory
 //! (format v1, `sim-phone/README.md`), the real client binary's `rehearse --replay` run
 //! on it, and what the tests read back (the summary, the replay log, the Admin's stored
 //! result, an attempt's manifest and trace).

@@ -114,7 +114,7 @@ impl WorldBuilder {
         self
     }
 
-    /// The phone replays this recorded scenario (issue 14) instead of the catalog's app.
+    /// The phone replays this recorded scenario instead of the catalog's app.
     pub fn replay(mut self, scenario: cmautobuy_sim_phone::Scenario) -> Self {
         self.replay = Some(scenario);
         self
@@ -312,7 +312,7 @@ impl World {
             // its own test, `pdd_version_gate.rs`, which sets it again on the command).
             .env("CMAUTOBUY_PDD_VERSION_GATE", "false")
             // The simulated phone's delivery address as its fingerprint, as a configured
-            // phone has (issue 25: no live order without one); a test of the fingerprint
+            // phone has (no live order without one); a test of the fingerprint
             // sets it again, or removes it, on the command.
             ;
         match &self.fingerprint {

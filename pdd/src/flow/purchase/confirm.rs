@@ -49,7 +49,7 @@ fn payment_refused(step: FlowStep, refusal: &Refusal, row: Option<&str>) -> Acti
 }
 
 impl PurchaseFlow {
-    /// The delivery address of the confirming screen (issue 12 item 5), before anything
+    /// The delivery address of the confirming screen, before anything
     /// is marked: none (手动添加地址) → `manual_review ADDRESS_MISSING`; with a fingerprint
     /// configured, a block that lacks a part of it, or cannot be read →
     /// `manual_review ADDRESS_MISMATCH`. The address read (masked as PDD shows it) is

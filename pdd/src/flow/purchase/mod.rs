@@ -3,7 +3,7 @@
 //! payment screen without paying, and reconciling the order that tap created.
 //!
 //! # Steps
-//! 0. `order_census` (live only, issue 25) — before anything is tapped: a live task
+//! 0. `order_census` (live only) — before anything is tapped: a live task
 //!    needs the phone's address fingerprint (`expected_address`; else `manual_review
 //!    ADDRESS_FINGERPRINT_MISSING`), then the unpaid orders of the goods are counted by
 //!    the reconcile machine's census ([`ReconcileFlow::census`]): the 待付款 list by its

@@ -1,5 +1,5 @@
-//! Bounded resources while the client runs for days (issue 12 item 8): the artifact
-//! sweep, outbox compaction and the free-disk floor. The runner calls [`Upkeep`] at start,
+//! Bounded resources while the client runs for days: the artifact
+//! sweep, outbox compaction and the free-disk floor. The runner calls [`DiskBudget`] at start,
 //! after each task and before each claim; this module decides and does the file work,
 //! the store does the SQL.
 //!
@@ -62,9 +62,9 @@ impl DiskProbe for SystemDisk {
     }
 }
 
-/// What the upkeep needs to know.
+/// What the disk budget needs to know.
 #[derive(Clone, Debug)]
-pub struct UpkeepConfig {
+pub struct DiskBudgetConfig {
     /// The data directory (free space is measured on its filesystem).
     pub data_dir: PathBuf,
     pub artifacts_root: PathBuf,
@@ -75,10 +75,10 @@ pub struct UpkeepConfig {
     pub min_free_disk_bytes: u64,
 }
 
-impl UpkeepConfig {
+impl DiskBudgetConfig {
     /// The defaults of [`crate::config::Resources`] for a data directory.
     pub fn new(data_dir: PathBuf, artifacts_root: PathBuf, retention: Retention) -> Self {
-        UpkeepConfig {
+        DiskBudgetConfig {
             data_dir,
             artifacts_root,
             retention,
@@ -103,18 +103,20 @@ pub struct LowDisk {
     pub floor: u64,
 }
 
-/// The upkeep of one running client.
-pub struct Upkeep {
+/// The disk budget of one running client.
+pub struct DiskBudget {
     store: Store,
-    cfg: UpkeepConfig,
+    cfg: DiskBudgetConfig,
     probe: Arc<dyn DiskProbe>,
     index: Mutex<Option<ArtifactIndex>>,
     last_compaction: Mutex<Option<DateTime<Utc>>>,
 }
 
-impl std::fmt::Debug for Upkeep {
+impl std::fmt::Debug for DiskBudget {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Upkeep").field("cfg", &self.cfg).finish()
+        f.debug_struct("DiskBudget")
+            .field("cfg", &self.cfg)
+            .finish()
     }
 }
 
@@ -122,9 +124,9 @@ fn mb(b: u64) -> u64 {
     b / (1024 * 1024)
 }
 
-impl Upkeep {
-    pub fn new(store: Store, cfg: UpkeepConfig) -> Self {
-        Upkeep {
+impl DiskBudget {
+    pub fn new(store: Store, cfg: DiskBudgetConfig) -> Self {
+        DiskBudget {
             store,
             cfg,
             probe: Arc::new(SystemDisk),
@@ -139,7 +141,7 @@ impl Upkeep {
         self
     }
 
-    pub fn config(&self) -> &UpkeepConfig {
+    pub fn config(&self) -> &DiskBudgetConfig {
         &self.cfg
     }
 
@@ -187,7 +189,7 @@ impl Upkeep {
             artifacts_mb = mb(sweep.total_bytes),
             compacted,
             ms = started.elapsed().as_millis() as u64,
-            "upkeep at start"
+            "disk budget at start"
         );
         UpkeepReport { sweep, compacted }
     }

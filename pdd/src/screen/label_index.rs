@@ -29,7 +29,7 @@ pub const RISK_STRONG: &[&str] = &[
     "账号异常",
     "身份验证",
     "请完成验证",
-    // Field notes §3a: PDD's rate-limit wording; the account is flagged (issue 12).
+    // Field notes §3a: PDD's rate-limit wording; the account is flagged.
     "操作过于频繁",
 ];
 /// Risk wording that also appears on ordinary pages (cross-border checkouts ask for
@@ -160,7 +160,7 @@ pub const PAYMENT_BUTTONS: &[&str] = &["立即支付", "确认支付", "确认�
 /// Other wordings only the payment page shows (contained in a label).
 pub const PAYMENT_MARKERS: &[&str] = &["支付剩余时间", "选择支付方式", "收银台"];
 
-/// The statuses of an unpaid order (issue 25: every wording PDD uses for it).
+/// The statuses of an unpaid order (every wording PDD uses for it).
 pub const UNPAID_STATUSES: &[&str] = &["待付款", "待支付", "等待付款", "等待买家付款"];
 
 /// Wordings on an order that say it is paid or bound to be paid without a human, whatever

@@ -1,4 +1,4 @@
-//! Secrets at rest (issue 12 item 10): the data directory is `0700`, and the store (with
+//! Secrets at rest: the data directory is `0700`, and the store (with
 //! its `-wal`/`-shm` files), the config file (it may hold the token) and the ADB key are
 //! `0600` — on Unix. Too-open modes left by an older client (SQLite creates its file
 //! `0644` under the usual umask) are tightened at start with a warning.

@@ -1,12 +1,12 @@
 //! [`AdbSource`]: the configured phone over ADB (with deadlines), opened once and handed
 //! to every job as the same connection — through uiautomator2's server for dumps and
-//! input when the `u2` backend is chosen (issue 15, [`crate::device::u2`]).
+//! input when the `u2` backend is chosen ([`crate::device::u2`]).
 
 use std::path::Path;
 use std::sync::Arc;
 
 use super::source::DeviceSource;
-use crate::config::DeviceBackend;
+use crate::device::backend::DeviceBackend;
 use crate::device::state::Thresholds;
 use crate::device::u2::U2Device;
 use crate::device::{AdbDevice, AdbOptions, Device, DeviceAddress, DeviceError};

@@ -47,14 +47,14 @@ const A_CLSE: u32 = 0x4553_4c43;
 const A_STLS: u32 = 0x534c_5453;
 
 /// The relay's listening side; dropping it closes the relay and every connection.
-pub(crate) struct Relay {
+pub(crate) struct Forward {
     local: SocketAddrV4,
-    kill: Arc<RelayKill>,
+    kill: Arc<ForwardKill>,
 }
 
 /// Shared between the relay's threads and whoever may need to cut it (the caller whose
 /// deadline passed).
-pub(crate) struct RelayKill {
+pub(crate) struct ForwardKill {
     closed: AtomicBool,
     pairs: Mutex<Vec<Arc<Pair>>>,
     local: SocketAddrV4,
@@ -86,7 +86,7 @@ impl Pair {
     }
 }
 
-impl RelayKill {
+impl ForwardKill {
     /// Cut every connection and stop accepting new ones.
     pub(crate) fn reset_all(&self) {
         if !self.closed.swap(true, Ordering::AcqRel) {
@@ -100,14 +100,14 @@ impl RelayKill {
     }
 }
 
-impl Relay {
+impl Forward {
     /// Listen on a fresh loopback port; each connection is forwarded to `target`
     /// (connected within `connect_timeout`).
     pub(crate) fn start(
         target: SocketAddr,
         mode: Mode,
         connect_timeout: Duration,
-    ) -> std::io::Result<Relay> {
+    ) -> std::io::Result<Forward> {
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
         let local = match listener.local_addr()? {
             SocketAddr::V4(v4) => v4,
@@ -115,7 +115,7 @@ impl Relay {
                 return Err(std::io::Error::other("loopback bind gave an IPv6 address"))
             }
         };
-        let kill = Arc::new(RelayKill {
+        let kill = Arc::new(ForwardKill {
             closed: AtomicBool::new(false),
             pairs: Mutex::new(Vec::new()),
             local,
@@ -124,19 +124,19 @@ impl Relay {
         std::thread::Builder::new()
             .name("adb-relay".into())
             .spawn(move || accept_loop(listener, target, mode, connect_timeout, k))?;
-        Ok(Relay { local, kill })
+        Ok(Forward { local, kill })
     }
 
     pub(crate) fn local(&self) -> SocketAddrV4 {
         self.local
     }
 
-    pub(crate) fn kill_switch(&self) -> Arc<RelayKill> {
+    pub(crate) fn kill_switch(&self) -> Arc<ForwardKill> {
         self.kill.clone()
     }
 }
 
-impl Drop for Relay {
+impl Drop for Forward {
     fn drop(&mut self) {
         self.kill.reset_all();
     }
@@ -147,7 +147,7 @@ fn accept_loop(
     target: SocketAddr,
     mode: Mode,
     timeout: Duration,
-    kill: Arc<RelayKill>,
+    kill: Arc<ForwardKill>,
 ) {
     for conn in listener.incoming() {
         if kill.closed.load(Ordering::Acquire) {
@@ -250,7 +250,7 @@ fn clse() -> [u8; HEADER] {
 }
 
 /// Drop the relay's own reference, so the last pump to end closes the sockets.
-fn forget(pair: &Arc<Pair>, kill: &RelayKill) {
+fn forget(pair: &Arc<Pair>, kill: &ForwardKill) {
     kill.pairs
         .lock()
         .unwrap_or_else(|p| p.into_inner())
@@ -385,8 +385,8 @@ mod tests {
 
     #[test]
     fn device_mode_turns_the_end_of_the_phone_into_one_clse_and_no_eof() {
-        let relay =
-            Relay::start(phone_that_leaves(), Mode::Device, Duration::from_secs(5)).expect("relay");
+        let relay = Forward::start(phone_that_leaves(), Mode::Device, Duration::from_secs(5))
+            .expect("relay");
         let mut c = TcpStream::connect(relay.local()).expect("connect");
         let mut got = vec![0u8; HEADER + 5 + HEADER];
         c.read_exact(&mut got).expect("message and CLSE");
@@ -412,7 +412,7 @@ mod tests {
             let l = TcpListener::bind("127.0.0.1:0").expect("bind");
             let addr = l.local_addr().expect("addr");
             let silent = std::thread::spawn(move || l.accept().map(|(s, _)| s));
-            let relay = Relay::start(addr, mode, Duration::from_secs(5)).expect("relay");
+            let relay = Forward::start(addr, mode, Duration::from_secs(5)).expect("relay");
             let mut c = TcpStream::connect(relay.local()).expect("connect");
             let _peer = silent.join().expect("join").expect("accepted");
             let kill = relay.kill_switch();

@@ -1,4 +1,4 @@
-//! The self-test (issue 13 item 3), sans-IO: the rule that decides when live may be
+//! The self-test, sans-IO: the rule that decides when live may be
 //! declared on a phone without the operator vouching for it, and what the self-test buys.
 //!
 //! The self-test is a dry-run purchase on `self_test_goods_id` — the first available

@@ -1,9 +1,9 @@
-//! The self-test job (issue 13 item 3; the rule is [`crate::selftest`]): a dry-run
+//! The self-test job (the rule is [`crate::self_test`]): a dry-run
 //! purchase on `self_test_goods_id` with no Admin involved.
 //!
 //! 1. The goods' sheet is read with the collect flow (every option's availability), in
 //!    its own attempt folder `self-test/ATTEMPT-sheet/`.
-//! 2. The first available combination ([`crate::selftest::pick_options`]), quantity 1,
+//! 2. The first available combination ([`crate::self_test::pick_options`]), quantity 1,
 //!    goes to the purchase flow as a **dry run** (`self-test/ATTEMPT/`): it stops before
 //!    提交订单 like any dry run, and the device guard refuses submit taps anyway.
 //!
@@ -55,7 +55,7 @@ fn job(client_id: &str, task_type: &str, attempt_id: &str, payload: String) -> J
         client_id: client_id.to_string(),
         task: StoredTask {
             id: 0,
-            remote_task_id: crate::selftest::TASK_FOLDER.into(),
+            remote_task_id: crate::self_test::TASK_FOLDER.into(),
             task_type: task_type.into(),
             execution_mode: ExecutionMode::DryRun.as_str().into(),
             version: 1,
@@ -125,7 +125,7 @@ pub fn run<S: DeviceSource + ?Sized>(
     };
     let Some((options, title)) = data
         .as_ref()
-        .and_then(|d| crate::selftest::pick_options(d).map(|o| (o, d.title.clone())))
+        .and_then(|d| crate::self_test::pick_options(d).map(|o| (o, d.title.clone())))
     else {
         return SelfTestRun {
             version,
@@ -141,7 +141,7 @@ pub fn run<S: DeviceSource + ?Sized>(
         "goods_url": url,
         "options": options,
         "quantity": 1,
-        "max_price_cent": crate::selftest::MAX_PRICE_FEN,
+        "max_price_cent": crate::self_test::MAX_PRICE_FEN,
     });
     if let Some(t) = title {
         payload["expected_title"] = serde_json::Value::String(t);

@@ -1,4 +1,4 @@
-//! The `self_tests` table (issue 13 item 3): one row per (device serial, PDD version) —
+//! The `self_tests` table: one row per (device serial, PDD version) —
 //! the last self-test started on it, when it finished, its outcome, the failure code and
 //! message, failed runs in a row, and its attempt id — and the operator's request for a
 //! new self-test (a settings key the claim loop polls between tasks).
@@ -30,14 +30,14 @@ pub struct SelfTestRow {
 }
 
 impl SelfTestRow {
-    /// The row as the sans-IO rule reads it ([`crate::selftest::Record`]).
-    pub fn record(&self) -> crate::selftest::Record {
+    /// The row as the sans-IO rule reads it ([`crate::self_test::Record`]).
+    pub fn record(&self) -> crate::self_test::Record {
         let parse = |s: &str| {
             DateTime::parse_from_rfc3339(s)
                 .map(|t| t.with_timezone(&Utc))
                 .ok()
         };
-        crate::selftest::Record {
+        crate::self_test::Record {
             started_at: parse(&self.started_at).unwrap_or(DateTime::<Utc>::MIN_UTC),
             // An unreadable time counts as long ago: the retry is due.
             finished_at: self
