@@ -3,7 +3,7 @@
 //! `0600` — on Unix. Too-open modes left by an older client (SQLite creates its file
 //! `0644` under the usual umask) are tightened at start with a warning.
 //!
-//! Portable by construction (item 11): the mode calls are behind `cfg(unix)`; elsewhere
+//! Portable by construction: the mode calls are behind `cfg(unix)`; elsewhere
 //! these functions only create what is missing (a Windows profile directory is private
 //! to its user already) and report nothing to fix.
 

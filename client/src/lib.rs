@@ -17,7 +17,7 @@
 //! - [`lock`] — one process per data directory and per phone (OS advisory locks).
 //! - [`phones`] — several phones per data directory: each phone's store and identity.
 //! - [`logfile`] — `run`'s size-rotated log files.
-//! - [`private`] — secrets at rest: the data directory `0700`, the store and token files
+//! - [`file_modes`] — secrets at rest: the data directory `0700`, the store and token files
 //!   `0600` (Unix).
 //! - [`disk_budget`] — bounded resources: the artifact sweep, outbox compaction, the
 //!   free-disk floor (`low_disk`).

@@ -241,7 +241,7 @@ string_enum! {
         AddressMissing = "ADDRESS_MISSING",
         // The confirming screen's delivery address does not carry every part of the
         // phone's configured address fingerprint (`expected_address`), or cannot be read
-        // while one is configured: manual_review, nothing submitted (issue 12 item 5).
+        // while one is configured: manual_review, nothing submitted.
         AddressMismatch = "ADDRESS_MISMATCH",
         LoginRequired = "LOGIN_REQUIRED",
         RiskVerification = "RISK_VERIFICATION",
@@ -266,7 +266,7 @@ string_enum! {
         // A live submit without proof that the page shows the task's goods
         // (manual_review, nothing tapped).
         GoodsIdentityUnverified = "GOODS_IDENTITY_UNVERIFIED",
-        // The phone's own state (issue 12 item 4). A PIN / pattern / password lock
+        // The phone's own state. A PIN / pattern / password lock
         // screen: the client never tries to unlock it; a human must.
         DeviceLocked = "DEVICE_LOCKED",
         // The battery is below `battery_min_percent` and not charging.
@@ -278,14 +278,14 @@ string_enum! {
         // bounded dismissals: nothing was tapped into it (retry_wait).
         ScreenObstructed = "SCREEN_OBSTRUCTED",
         // A live purchase whose attempt read a PDD version not proven on this phone (it
-        // changed since the claim was declared live; issue 12 item 6): nothing touched,
+        // changed since the claim was declared live): nothing touched,
         // retry_wait — the client declares dry_run until a dry run proves the version.
         PddVersionUnproven = "PDD_VERSION_UNPROVEN",
         // The phone refuses injected input (MIUI / HyperOS without "USB调试（安全设置）"):
         // nothing was tapped; the worker pauses until a probe key event goes through
         // (retry_wait).
         InputInjectionDenied = "INPUT_INJECTION_DENIED",
-        // Money path by positive proof (issue 25). The confirming screen shows options
+        // Money path by positive proof. The confirming screen shows options
         // other than the task's, or none that can be read (failed, nothing tapped).
         SpecMismatch = "SPEC_MISMATCH",
         // The order button would place the order but the screen shows no order total to
@@ -346,7 +346,7 @@ string_enum! {
         // Waking and unlocking the phone before a task, dismissing a foreign window.
         PrepareDevice = "prepare_device",
         DismissOverlay = "dismiss_overlay",
-        // Counting the unpaid orders of the goods before a live submit (issue 25).
+        // Counting the unpaid orders of the goods before a live submit.
         OrderCensus = "order_census",
     }
 }

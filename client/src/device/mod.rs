@@ -18,7 +18,7 @@
 //!   uiautomator2's resident server over an adb-server `tcp:9008` stream (our own
 //!   HTTP/1.1 + JSON-RPC client), shell and screenshots on the ADB device beside it;
 //!   restart once, then fall back to uiautomator for the rest of the job.
-//! - `relay` — the loopback port forward every device stream goes through, so a call
+//! - `forward` — the loopback port forward every device stream goes through, so a call
 //!   given up at its deadline can be cut (`adb_client` blocks or spins otherwise).
 //!
 //! # Sync, on purpose

@@ -12,7 +12,7 @@
 //!   texts) and the query API ([`Query`], [`Matcher`], [`NodeRef`]); its parts are
 //!   `geometry.rs`, `arena.rs`, `scanner.rs` and `query.rs`.
 //! - [`error`] — [`DumpError`]: typed, coded, retryable-or-not dump failures.
-//! - [`page`] — the per-dump index of visible labels the recognizers share, and the
+//! - [`label_index`] — the per-dump index of visible labels the recognizers share, and the
 //!   keyword lists (PDD wordings from the field notes) in one place.
 //! - [`recognize`] — [`classify`]: the order in which page kinds are tried, and why.
 //! - [`sku_sheet`] — the checkout/SKU bottom sheet: groups, options, quantity, total.
