@@ -118,12 +118,10 @@ pub fn validate(f: &SettingsForm) -> Result<SettingsPatch, FieldErrors> {
         errors.push(("name", format!("名称无效 {v}")));
     }
     let url = f.admin_url.trim();
-    match reqwest::Url::parse(url) {
-        Ok(u) if (u.scheme() == "http" || u.scheme() == "https") && u.host().is_some() => {}
-        _ => errors.push((
-            "admin_url",
-            "Admin 地址无效 the Admin URL must be http(s)://HOST[:PORT]".to_string(),
-        )),
+    // The one check of an Admin URL, with the URL to write instead (`127.0.0.1:18080`,
+    // a trailing `/api/v1`, a password in it …).
+    if let Err(e) = crate::config::admin_url::check(url) {
+        errors.push(("admin_url", e.to_string()));
     }
     let token = f.token.trim();
     if token.chars().any(char::is_control) || token.contains(' ') {
@@ -897,6 +895,12 @@ mod tests {
     fn urls_tokens_and_devices() {
         assert!(validate(&form("x", "ftp://a")).is_err());
         assert!(validate(&form("x", "not a url")).is_err());
+        // The mistakes operators make, refused at input with the URL to write instead.
+        let e = validate(&form("x", "127.0.0.1:18080")).unwrap_err();
+        assert_eq!(e[0].0, "admin_url");
+        assert!(e[0].1.contains("http://127.0.0.1:18080"), "{}", e[0].1);
+        let e = validate(&form("x", "http://admin.example/api/v1")).unwrap_err();
+        assert!(e[0].1.contains("http://admin.example"), "{}", e[0].1);
         let mut f = form("x", "https://admin.example");
         f.token = "  ".into();
         assert!(
