@@ -1,4 +1,7 @@
 //! One integration-test binary for the crate: each file of this folder is a module.
+//! libtest starts tests in name order, so the longest ones live in modules whose names
+//! sort early (`backend_u2`, `batch_failure_paths`): started last, one of them alone set
+//! the binary's wall time.
 
 mod account_check;
 mod account_e2e;
@@ -6,7 +9,10 @@ mod account_pause;
 mod against_mock;
 mod alerts_e2e;
 mod android_state;
+mod backend_u2;
 mod backups;
+#[cfg(feature = "rehearse")]
+mod batch_failure_paths;
 mod bench_device;
 mod clock_skew;
 mod collect_run;
@@ -45,6 +51,5 @@ mod resources;
 mod status_cli;
 mod support;
 mod two_phones;
-mod u2_backend;
 mod variants_e2e;
 mod webhooks;

@@ -4,7 +4,9 @@
 //! streams, which direct TCP has not), the jar from `CMAUTOBUY_U2_JAR`
 //! (`scripts/install-u2-jar`). The phone's counters tell which path dumps took; the
 //! faults come from the simulated server's knobs, and every test asserts one order at
-//! most and the outcome.
+//! most and the outcome. (Named `backend_u2` so that libtest, which starts tests in name
+//! order, starts its long ones early: `a_phone_lost_after_the_submit_tap…` started last
+//! set the binary's wall time.)
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
