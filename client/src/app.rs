@@ -167,9 +167,7 @@ impl Client {
                     policy.may_go_live(),
                 )
                 .with_live_switch(Arc::new(move || {
-                    policy
-                        .with_operator(switch_store.operator_settings().as_ref())
-                        .may_go_live()
+                    policy.in_force(&switch_store).may_go_live()
                 }));
                 let mut exec_cfg = FlowExecutorConfig::new(config.artifacts_root.clone());
                 exec_cfg.retention = config.retention;

@@ -332,7 +332,7 @@ pub fn live_policy(cfg: &Config) -> LivePolicy {
 /// (`LivePolicy::with_operator`: the console's address fingerprint and self-test goods,
 /// its `dry_run`), as a running client applies it at its next claim.
 fn policy_now(cfg: &Config, store: &Store) -> LivePolicy {
-    live_policy(cfg).with_operator(store.operator_settings().as_ref())
+    live_policy(cfg).in_force(store)
 }
 
 /// The §4.1 profile a claim would declare now, computed from the store alone (no phone is

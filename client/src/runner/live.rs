@@ -88,9 +88,7 @@ impl<G: AdminGateway, E: Executor, C: Clock> Runner<G, E, C> {
     /// the console ([`LivePolicy::with_operator`]), read from the store at every call —
     /// a value saved on the console applies from the next claim, no restart.
     pub fn live(&self) -> LivePolicy {
-        self.cfg
-            .live
-            .with_operator(self.store.operator_settings().as_ref())
+        self.cfg.live.in_force(&self.store)
     }
 
     /// Why live is never declared: no address fingerprint configured.

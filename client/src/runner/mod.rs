@@ -175,6 +175,13 @@ impl LivePolicy {
         p
     }
 
+    /// This policy with what the operator saved on the console now, read from `store`
+    /// ([`LivePolicy::with_operator`]): what a claim, the purchase backend's live switch
+    /// and `register`/`doctor` all apply.
+    pub fn in_force(&self, store: &Store) -> LivePolicy {
+        self.with_operator(store.operator_settings().as_ref())
+    }
+
     /// Whether live can ever be declared under this policy (the purchase backend's live
     /// switch): not `dry_run`, and vouched for or provable by a self-test. Whether it
     /// *is* declared at a claim is [`Runner::profile`]'s — the one source of truth the

@@ -334,20 +334,14 @@ impl CollectFlow {
     fn on_sheet(&mut self, now: DateTime<Utc>, s: SkuSheet) -> Action {
         self.polls = 0;
         self.sheet_seen = true;
-        let placed = self.model.merge(&s);
+        // Where each known dimension is on this screen.
+        let on_screen = self.model.merge_on_screen(&s);
         if self.model.dims.is_empty() {
             return finish_fail(FlowFailure::failed(
                 FailureCode::SpecNotFound,
                 FlowStep::ReadSkuSheet,
                 "the option sheet shows no options",
             ));
-        }
-        // Where each known dimension is on this screen.
-        let mut on_screen: BTreeMap<usize, usize> = BTreeMap::new();
-        for (gi, p) in placed.iter().enumerate() {
-            if let Some(di) = p {
-                on_screen.entry(*di).or_insert(gi);
-            }
         }
         // What the screen says is selected.
         for (&di, &gi) in &on_screen {

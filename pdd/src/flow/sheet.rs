@@ -67,6 +67,21 @@ pub struct SheetModel {
 }
 
 impl SheetModel {
+    /// [`SheetModel::merge`], as "where each known dimension is on this screen": the
+    /// known dimension's index → the first screen group placed in it.
+    pub fn merge_on_screen(
+        &mut self,
+        sheet: &SkuSheet,
+    ) -> std::collections::BTreeMap<usize, usize> {
+        let mut on_screen = std::collections::BTreeMap::new();
+        for (gi, p) in self.merge(sheet).into_iter().enumerate() {
+            if let Some(di) = p {
+                on_screen.entry(di).or_insert(gi);
+            }
+        }
+        on_screen
+    }
+
     /// Merges one screen's groups into the model; returns, for each screen group, the
     /// index of the known dimension it belongs to (`None` when it cannot be placed).
     pub fn merge(&mut self, sheet: &SkuSheet) -> Vec<Option<usize>> {

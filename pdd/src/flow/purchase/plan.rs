@@ -3,8 +3,6 @@
 //! scroll to reveal what is clipped, and hand sizes without an exact match to the spec
 //! resolution ([`super::spec`]).
 
-use std::collections::BTreeMap;
-
 use chrono::{DateTime, Utc};
 use cmautobuy_contract::{FailureCode, FlowStep, OptionMap};
 use serde_json::Value;
@@ -133,19 +131,13 @@ impl PurchaseFlow {
                 "the account has no delivery address (手动添加地址)",
             ));
         }
-        let placed = self.model.merge(&s);
+        let on_screen = self.model.merge_on_screen(&s);
         if self.model.dims.is_empty() {
             return finish_fail(FlowFailure::failed(
                 FailureCode::SpecNotFound,
                 FlowStep::ReadSkuSheet,
                 "the option sheet shows no options",
             ));
-        }
-        let mut on_screen: BTreeMap<usize, usize> = BTreeMap::new();
-        for (gi, p) in placed.iter().enumerate() {
-            if let Some(di) = p {
-                on_screen.entry(*di).or_insert(gi);
-            }
         }
         let list = s.list;
         if !list.is_some_and(|l| l.more_below) {
